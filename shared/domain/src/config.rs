@@ -1,0 +1,619 @@
+//! Tenant MCP configuration (C-3, C-4, C-7): validation of what an administrator saves.
+//!
+//! Validation reads the request body as JSON, so that a wrong type is reported with its
+//! field name like any other rule, and returns **every** error, each naming its field
+//! (`serverUrl`, `allowedTools[2]`, `actionPolicy.operations[0]`, …; C-11).
+//!
+//! `serverUrl` is checked here by syntax only (https, no credentials, no literal internal
+//! address). Resolving the host and refusing non-public addresses (D-5) needs DNS, so it is
+//! the admin function's and the provider client's job, using [`crate::net`].
+
+use crate::ids::{OperationName, ToolName};
+use crate::net::host_internal_reason;
+use crate::secret::SecretString;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::fmt;
+
+/// The three reserved tool names of the actions protocol.
+pub const RESERVED_TOOLS: [&str; 3] = ["prepare_action", "execute_action", "get_action_status"];
+
+/// The platform's own built-in tools besides `prepare_action`. A proxied tool may not take
+/// one of these names, or it would shadow a built-in in the model's registry.
+pub const BUILT_IN_TOOLS: [&str; 3] = ["list_operations", "action_status", "describe_tool"];
+
+/// C-4: at most this many operations.
+pub const MAX_OPERATIONS: usize = 50;
+/// At most this many allowed consultations.
+pub const MAX_ALLOWED_TOOLS: usize = 100;
+/// Longest accepted `serverUrl`.
+pub const MAX_URL_LEN: usize = 2048;
+/// Longest accepted service token.
+pub const MAX_TOKEN_LEN: usize = 4096;
+/// Longest accepted explicit audience.
+pub const MAX_AUDIENCE_LEN: usize = 512;
+
+/// Whether the local stack's loopback provider is allowed (D-5). Off by default; the
+/// deployed template never turns it on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UrlPolicy {
+    /// Allows `http://127.0.0.1:PORT/…` and `https://127.0.0.1:PORT/…`.
+    pub allow_loopback_http: bool,
+}
+
+/// A provider URL that passed the syntax rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerUrl(url::Url);
+
+impl ServerUrl {
+    /// Parses and checks a provider URL (C-3, D-5 syntax part).
+    pub fn parse(s: &str, policy: UrlPolicy) -> Result<Self, ConfigErrorReason> {
+        if s.len() > MAX_URL_LEN {
+            return Err(ConfigErrorReason::TooLong { max: MAX_URL_LEN });
+        }
+        let url = url::Url::parse(s).map_err(|_| ConfigErrorReason::InvalidUrl)?;
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(ConfigErrorReason::UrlHasCredentials);
+        }
+        if url.fragment().is_some() {
+            return Err(ConfigErrorReason::UrlHasFragment);
+        }
+        let host = url.host().ok_or(ConfigErrorReason::InvalidUrl)?;
+        let loopback_literal = matches!(host, url::Host::Ipv4(ip) if ip == std::net::Ipv4Addr::LOCALHOST);
+        if policy.allow_loopback_http && loopback_literal {
+            return match url.scheme() {
+                "http" | "https" => Ok(Self(url)),
+                _ => Err(ConfigErrorReason::NotHttps),
+            };
+        }
+        if url.scheme() != "https" {
+            return Err(ConfigErrorReason::NotHttps);
+        }
+        if host_internal_reason(&host).is_some() {
+            return Err(ConfigErrorReason::NotPublic);
+        }
+        Ok(Self(url))
+    }
+
+    /// The URL.
+    pub fn as_url(&self) -> &url::Url {
+        &self.0
+    }
+
+    /// The URL as text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl fmt::Display for ServerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.as_str())
+    }
+}
+
+/// The action policy (C-3). Absent in a PUT means disabled (C-7).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ActionPolicy {
+    /// Whether writes may be prepared at all.
+    pub enabled: bool,
+    /// The configured operations (distinct, at most 50).
+    pub operations: Vec<OperationName>,
+}
+
+impl ActionPolicy {
+    /// whether `operation` may be prepared: enabled and configured.
+    pub fn allows(&self, operation: &OperationName) -> bool {
+        self.enabled && self.operations.contains(operation)
+    }
+}
+
+/// A validated tenant MCP configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpConfig {
+    /// The provider's endpoint.
+    pub server_url: ServerUrl,
+    /// The service token (stored encrypted, never returned; C-3).
+    pub service_token: SecretString,
+    /// The consultations the model may call (C-4).
+    pub allowed_tools: Vec<ToolName>,
+    /// The action policy (C-7: disabled when absent).
+    pub action_policy: ActionPolicy,
+    /// An explicit proof audience, when the tenant sets one.
+    pub audience: Option<String>,
+}
+
+impl McpConfig {
+    /// The proof audience: explicit, or else the `serverUrl`.
+    pub fn audience(&self) -> &str {
+        self.audience.as_deref().unwrap_or(self.server_url.as_str())
+    }
+}
+
+/// Why a field is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum ConfigErrorReason {
+    /// The field is required.
+    Required,
+    /// Wrong JSON type.
+    WrongType {
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// Not a field of the configuration.
+    UnknownField,
+    /// Not a URL.
+    InvalidUrl,
+    /// Not `https://`.
+    NotHttps,
+    /// The URL carries a user name or password.
+    UrlHasCredentials,
+    /// The URL carries a `#fragment`.
+    UrlHasFragment,
+    /// The host is a literal internal address or an internal name (D-5).
+    NotPublic,
+    /// Too long.
+    TooLong {
+        /// The limit.
+        max: usize,
+    },
+    /// Empty where a value is needed.
+    Empty,
+    /// Characters that cannot travel in an HTTP header.
+    InvalidCharacters,
+    /// Not a valid tool or operation name.
+    InvalidName {
+        /// The rule.
+        detail: String,
+    },
+    /// A reserved name or a built-in tool's name.
+    Reserved,
+    /// A consultation with an operation's name (C-4).
+    NameIsOperation,
+    /// The same name twice.
+    Duplicate,
+    /// Too many entries.
+    TooMany {
+        /// The limit.
+        max: usize,
+    },
+    /// Needs at least one entry.
+    NeedsOne,
+    /// `contractVersion` is not 1.
+    ContractVersion,
+    /// An enabled policy needs at least one operation (C-4).
+    EnabledWithoutOperations,
+}
+
+impl fmt::Display for ConfigErrorReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Required => f.write_str("is required"),
+            Self::WrongType { expected } => write!(f, "must be {expected}"),
+            Self::UnknownField => f.write_str("is not a configuration field"),
+            Self::InvalidUrl => f.write_str("must be an absolute URL with a host"),
+            Self::NotHttps => f.write_str("must use https://"),
+            Self::UrlHasCredentials => f.write_str("must not contain a user name or password"),
+            Self::UrlHasFragment => f.write_str("must not contain a #fragment"),
+            Self::NotPublic => f.write_str("must point to a public host"),
+            Self::TooLong { max } => write!(f, "must be at most {max} characters"),
+            Self::Empty => f.write_str("must not be empty"),
+            Self::InvalidCharacters => {
+                f.write_str("may contain only visible ASCII characters (no spaces)")
+            }
+            Self::InvalidName { detail } => f.write_str(detail),
+            Self::Reserved => f.write_str("is a reserved name"),
+            Self::NameIsOperation => f.write_str("is also an operation name; writes are configured only as operations"),
+            Self::Duplicate => f.write_str("appears more than once"),
+            Self::TooMany { max } => write!(f, "must have at most {max} entries"),
+            Self::NeedsOne => f.write_str("must have at least one entry"),
+            Self::ContractVersion => f.write_str("must be 1"),
+            Self::EnabledWithoutOperations => {
+                f.write_str("must list at least one operation when actions are enabled")
+            }
+        }
+    }
+}
+
+/// One invalid field: `{field, message}` in the admin API's 400 answer (C-11).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConfigError {
+    /// The field's path, e.g. `actionPolicy.operations[3]`.
+    pub field: String,
+    /// Why.
+    pub reason: ConfigErrorReason,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.field, self.reason)
+    }
+}
+
+struct Errors(Vec<ConfigError>);
+
+impl Errors {
+    fn push(&mut self, field: impl Into<String>, reason: ConfigErrorReason) {
+        self.0.push(ConfigError {
+            field: field.into(),
+            reason,
+        });
+    }
+}
+
+const TOP_FIELDS: [&str; 5] = ["serverUrl", "serviceToken", "allowedTools", "actionPolicy", "audience"];
+const POLICY_FIELDS: [&str; 3] = ["contractVersion", "enabled", "operations"];
+
+fn unknown_fields(obj: &Map<String, Value>, allowed: &[&str], prefix: &str, errs: &mut Errors) {
+    for k in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
+        let name: String = k.chars().take(64).collect();
+        errs.push(format!("{prefix}{name}"), ConfigErrorReason::UnknownField);
+    }
+}
+
+fn header_safe(field: &str, s: &str, max: usize, errs: &mut Errors) -> bool {
+    let before = errs.0.len();
+    if s.is_empty() {
+        errs.push(field, ConfigErrorReason::Empty);
+    } else if !s.chars().all(|c| c.is_ascii_graphic()) {
+        errs.push(field, ConfigErrorReason::InvalidCharacters);
+    } else if s.len() > max {
+        errs.push(field, ConfigErrorReason::TooLong { max });
+    }
+    errs.0.len() == before
+}
+
+fn string_list<'a>(v: &'a Value, field: &str, errs: &mut Errors) -> Option<Vec<(usize, &'a str)>> {
+    let Value::Array(items) = v else {
+        errs.push(field, ConfigErrorReason::WrongType {
+            expected: "an array of strings",
+        });
+        return None;
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Value::String(s) => out.push((i, s.as_str())),
+            _ => errs.push(format!("{field}[{i}]"), ConfigErrorReason::WrongType {
+                expected: "a string",
+            }),
+        }
+    }
+    Some(out)
+}
+
+fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        // C-7: a PUT without actionPolicy disables actions.
+        return ActionPolicy::default();
+    };
+    let Value::Object(obj) = v else {
+        errs.push("actionPolicy", ConfigErrorReason::WrongType { expected: "an object" });
+        return ActionPolicy::default();
+    };
+    unknown_fields(obj, &POLICY_FIELDS, "actionPolicy.", errs);
+    match obj.get("contractVersion") {
+        None => errs.push("actionPolicy.contractVersion", ConfigErrorReason::Required),
+        Some(v) if v.as_u64() == Some(crate::contract::CONTRACT_VERSION) => {}
+        Some(_) => errs.push("actionPolicy.contractVersion", ConfigErrorReason::ContractVersion),
+    }
+    let enabled = match obj.get("enabled") {
+        None => {
+            errs.push("actionPolicy.enabled", ConfigErrorReason::Required);
+            false
+        }
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            errs.push("actionPolicy.enabled", ConfigErrorReason::WrongType { expected: "true or false" });
+            false
+        }
+    };
+    let mut operations = Vec::new();
+    match obj.get("operations") {
+        None => errs.push("actionPolicy.operations", ConfigErrorReason::Required),
+        Some(v) => {
+            if let Some(items) = string_list(v, "actionPolicy.operations", errs) {
+                if items.len() > MAX_OPERATIONS {
+                    errs.push("actionPolicy.operations", ConfigErrorReason::TooMany { max: MAX_OPERATIONS });
+                }
+                let mut seen = HashSet::new();
+                for (i, s) in items {
+                    let field = format!("actionPolicy.operations[{i}]");
+                    match OperationName::parse(s) {
+                        Err(e) => errs.push(field, ConfigErrorReason::InvalidName { detail: e.to_string() }),
+                        Ok(_) if !seen.insert(s) => errs.push(field, ConfigErrorReason::Duplicate),
+                        Ok(_) if RESERVED_TOOLS.iter().any(|r| r.eq_ignore_ascii_case(s)) => {
+                            errs.push(field, ConfigErrorReason::Reserved);
+                        }
+                        Ok(op) => operations.push(op),
+                    }
+                }
+                if enabled && seen.is_empty() {
+                    errs.push("actionPolicy.operations", ConfigErrorReason::EnabledWithoutOperations);
+                }
+            }
+        }
+    }
+    ActionPolicy { enabled, operations }
+}
+
+/// Validates a `PUT /api/admin/tenants/:id/mcp` body (C-3, C-4, C-7, C-11).
+pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig, Vec<ConfigError>> {
+    let mut errs = Errors(Vec::new());
+    let Value::Object(obj) = body else {
+        errs.push("", ConfigErrorReason::WrongType { expected: "a JSON object" });
+        return Err(errs.0);
+    };
+    unknown_fields(obj, &TOP_FIELDS, "", &mut errs);
+
+    let server_url = match obj.get("serverUrl") {
+        None | Some(Value::Null) => {
+            errs.push("serverUrl", ConfigErrorReason::Required);
+            None
+        }
+        Some(Value::String(s)) => ServerUrl::parse(s, policy)
+            .map_err(|r| errs.push("serverUrl", r))
+            .ok(),
+        Some(_) => {
+            errs.push("serverUrl", ConfigErrorReason::WrongType { expected: "a string" });
+            None
+        }
+    };
+
+    let service_token = match obj.get("serviceToken") {
+        // C-3: every PUT carries the token again.
+        None | Some(Value::Null) => {
+            errs.push("serviceToken", ConfigErrorReason::Required);
+            None
+        }
+        Some(Value::String(s)) => {
+            header_safe("serviceToken", s, MAX_TOKEN_LEN, &mut errs).then(|| SecretString::new(s.as_str()))
+        }
+        Some(_) => {
+            errs.push("serviceToken", ConfigErrorReason::WrongType { expected: "a string" });
+            None
+        }
+    };
+
+    let audience = match obj.get("audience") {
+        None | Some(Value::Null) => Some(None),
+        Some(Value::String(s)) => header_safe("audience", s, MAX_AUDIENCE_LEN, &mut errs).then(|| Some(s.clone())),
+        Some(_) => {
+            errs.push("audience", ConfigErrorReason::WrongType { expected: "a string" });
+            None
+        }
+    };
+
+    let action_policy = validate_policy(obj.get("actionPolicy"), &mut errs);
+
+    let mut allowed_tools = Vec::new();
+    match obj.get("allowedTools") {
+        None | Some(Value::Null) => errs.push("allowedTools", ConfigErrorReason::Required),
+        Some(v) => {
+            if let Some(items) = string_list(v, "allowedTools", &mut errs) {
+                if items.is_empty() {
+                    errs.push("allowedTools", ConfigErrorReason::NeedsOne);
+                }
+                if items.len() > MAX_ALLOWED_TOOLS {
+                    errs.push("allowedTools", ConfigErrorReason::TooMany { max: MAX_ALLOWED_TOOLS });
+                }
+                let mut seen = HashSet::new();
+                for (i, s) in items {
+                    let field = format!("allowedTools[{i}]");
+                    match ToolName::parse(s) {
+                        Err(e) => errs.push(field, ConfigErrorReason::InvalidName { detail: e.to_string() }),
+                        Ok(_) if !seen.insert(s) => errs.push(field, ConfigErrorReason::Duplicate),
+                        // reserved names never enter the consultation allowlist (any
+                        // case, so that no spelling variant slips through).
+                        Ok(_) if RESERVED_TOOLS
+                            .iter()
+                            .chain(BUILT_IN_TOOLS.iter())
+                            .any(|r| r.eq_ignore_ascii_case(s)) =>
+                        {
+                            errs.push(field, ConfigErrorReason::Reserved);
+                        }
+                        // C-4: a write is configured as an operation, never as a consultation.
+                        Ok(_) if action_policy.operations.iter().any(|op| op.as_str() == s) => {
+                            errs.push(field, ConfigErrorReason::NameIsOperation);
+                        }
+                        Ok(t) => allowed_tools.push(t),
+                    }
+                }
+            }
+        }
+    }
+
+    match (server_url, service_token, audience) {
+        (Some(server_url), Some(service_token), Some(audience)) if errs.0.is_empty() => Ok(McpConfig {
+            server_url,
+            service_token,
+            allowed_tools,
+            action_policy,
+            audience,
+        }),
+        _ => Err(errs.0),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn good() -> Value {
+        json!({
+            "serverUrl": "https://mcp.trackshare.example.com/mcp",
+            "serviceToken": "svc_0123456789abcdef",
+            "allowedTools": ["get_user_uploads", "get_user_sessions"],
+            "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
+        })
+    }
+
+    fn errors(v: Value) -> Vec<(String, ConfigErrorReason)> {
+        validate_mcp_config(&v, UrlPolicy::default())
+            .unwrap_err()
+            .into_iter()
+            .map(|e| (e.field, e.reason))
+            .collect()
+    }
+
+    fn with(path: &[&str], value: Value) -> Value {
+        let mut v = good();
+        let mut cur = &mut v;
+        for p in &path[..path.len() - 1] {
+            cur = &mut cur[*p];
+        }
+        cur[path[path.len() - 1]] = value;
+        v
+    }
+
+    /// C-3: a complete, valid configuration.
+    #[test]
+    fn c3_valid_configuration() {
+        let c = validate_mcp_config(&good(), UrlPolicy::default()).unwrap();
+        assert_eq!(c.server_url.as_str(), "https://mcp.trackshare.example.com/mcp");
+        assert_eq!(c.allowed_tools.len(), 2);
+        assert!(c.action_policy.allows(&OperationName::parse("reassign_session_car").unwrap()));
+        assert!(!c.action_policy.allows(&OperationName::parse("delete_account").unwrap()));
+        assert_eq!(c.audience(), "https://mcp.trackshare.example.com/mcp");
+        assert!(!format!("{c:?}").contains("svc_0123456789abcdef"));
+    }
+
+    /// C-7: without actionPolicy, actions are disabled.
+    #[test]
+    fn c7_missing_policy_disables_actions() {
+        let mut v = good();
+        v.as_object_mut().unwrap().remove("actionPolicy");
+        let c = validate_mcp_config(&v, UrlPolicy::default()).unwrap();
+        assert_eq!(c.action_policy, ActionPolicy::default());
+        assert!(!c.action_policy.allows(&OperationName::parse("reassign_session_car").unwrap()));
+        // A disabled policy keeps its operations but allows none of them.
+        let c = validate_mcp_config(&with(&["actionPolicy", "enabled"], json!(false)), UrlPolicy::default()).unwrap();
+        assert_eq!(c.action_policy.operations.len(), 1);
+        assert!(!c.action_policy.allows(&c.action_policy.operations[0]));
+    }
+
+    /// C-3, D-5: serverUrl is https, without credentials, not a literal internal host.
+    #[test]
+    fn c3_server_url_rules() {
+        let cases = [
+            (json!("http://mcp.example.com/mcp"), ConfigErrorReason::NotHttps),
+            (json!("ftp://mcp.example.com/"), ConfigErrorReason::NotHttps),
+            (json!("https://user:pw@mcp.example.com/"), ConfigErrorReason::UrlHasCredentials),
+            (json!("https://mcp.example.com/#x"), ConfigErrorReason::UrlHasFragment),
+            (json!("not a url"), ConfigErrorReason::InvalidUrl),
+            (json!("https://127.0.0.1/mcp"), ConfigErrorReason::NotPublic),
+            (json!("https://169.254.169.254/"), ConfigErrorReason::NotPublic),
+            (json!("https://[::1]/"), ConfigErrorReason::NotPublic),
+            (json!("https://mcp.internal/"), ConfigErrorReason::NotPublic),
+            (json!("https://localhost:8443/"), ConfigErrorReason::NotPublic),
+            (json!(format!("https://e.com/{}", "a".repeat(2100))), ConfigErrorReason::TooLong { max: MAX_URL_LEN }),
+            (json!(42), ConfigErrorReason::WrongType { expected: "a string" }),
+        ];
+        for (url, reason) in cases {
+            assert_eq!(errors(with(&["serverUrl"], url.clone())), vec![("serverUrl".into(), reason)], "{url}");
+        }
+    }
+
+    /// D-5: the explicit local-stack setting allows loopback http, and nothing else.
+    #[test]
+    fn d5_local_stack_setting_allows_only_loopback() {
+        let local = UrlPolicy { allow_loopback_http: true };
+        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://127.0.0.1:9100/mcp")), local).is_ok());
+        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://10.0.0.1:9100/mcp")), local).is_err());
+        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://example.com/mcp")), local).is_err());
+        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://127.0.0.1:9100/mcp")), UrlPolicy::default()).is_err());
+    }
+
+    /// C-3: the service token is required on every PUT and must be header-safe.
+    #[test]
+    fn c3_service_token_rules() {
+        let mut v = good();
+        v.as_object_mut().unwrap().remove("serviceToken");
+        assert_eq!(errors(v), vec![("serviceToken".into(), ConfigErrorReason::Required)]);
+        assert_eq!(errors(with(&["serviceToken"], json!(""))), vec![("serviceToken".into(), ConfigErrorReason::Empty)]);
+        assert_eq!(
+            errors(with(&["serviceToken"], json!("abc\r\nX-Evil: 1"))),
+            vec![("serviceToken".into(), ConfigErrorReason::InvalidCharacters)]
+        );
+    }
+
+    /// C-4, A-3: allowedTools is non-empty, valid, distinct, never reserved, never an
+    /// operation.
+    #[test]
+    fn c4_allowed_tools_rules() {
+        assert_eq!(errors(with(&["allowedTools"], json!([]))), vec![("allowedTools".into(), ConfigErrorReason::NeedsOne)]);
+        let e = errors(with(
+            &["allowedTools"],
+            json!(["get_user_uploads", "prepare_action", "Execute_Action", "get_user_uploads", "bad name", "reassign_session_car", "describe_tool", 7]),
+        ));
+        assert_eq!(
+            e.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+            vec!["allowedTools[7]", "allowedTools[1]", "allowedTools[2]", "allowedTools[3]", "allowedTools[4]", "allowedTools[5]", "allowedTools[6]"]
+        );
+        assert_eq!(e[1].1, ConfigErrorReason::Reserved);
+        assert_eq!(e[2].1, ConfigErrorReason::Reserved);
+        assert_eq!(e[3].1, ConfigErrorReason::Duplicate);
+        assert!(matches!(e[4].1, ConfigErrorReason::InvalidName { .. }));
+        assert_eq!(e[5].1, ConfigErrorReason::NameIsOperation);
+        assert_eq!(e[6].1, ConfigErrorReason::Reserved);
+    }
+
+    /// C-4: operations are 1–64 chars of [A-Za-z0-9_-], at most 50, distinct, and at least
+    /// one when enabled; contractVersion is 1.
+    #[test]
+    fn c4_action_policy_rules() {
+        let ops = |v: Value| with(&["actionPolicy", "operations"], v);
+        assert_eq!(
+            errors(ops(json!([]))),
+            vec![("actionPolicy.operations".into(), ConfigErrorReason::EnabledWithoutOperations)]
+        );
+        assert!(validate_mcp_config(
+            &with(&["actionPolicy"], json!({"contractVersion": 1, "enabled": false, "operations": []})),
+            UrlPolicy::default()
+        )
+        .is_ok());
+        let fifty: Vec<String> = (0..50).map(|i| format!("op_{i}")).collect();
+        assert!(validate_mcp_config(&ops(json!(fifty)), UrlPolicy::default()).is_ok());
+        let fifty_one: Vec<String> = (0..51).map(|i| format!("op_{i}")).collect();
+        assert_eq!(errors(ops(json!(fifty_one))), vec![("actionPolicy.operations".into(), ConfigErrorReason::TooMany { max: 50 })]);
+        let e = errors(ops(json!(["a", "a", "x".repeat(65), "with space", "execute_action"])));
+        assert_eq!(e[0], ("actionPolicy.operations[1]".into(), ConfigErrorReason::Duplicate));
+        assert_eq!(e[1].0, "actionPolicy.operations[2]");
+        assert_eq!(e[2].0, "actionPolicy.operations[3]");
+        assert_eq!(e[3], ("actionPolicy.operations[4]".into(), ConfigErrorReason::Reserved));
+        assert_eq!(
+            errors(with(&["actionPolicy", "contractVersion"], json!(2))),
+            vec![("actionPolicy.contractVersion".into(), ConfigErrorReason::ContractVersion)]
+        );
+        assert_eq!(
+            errors(with(&["actionPolicy", "enabled"], json!("yes"))),
+            vec![("actionPolicy.enabled".into(), ConfigErrorReason::WrongType { expected: "true or false" })]
+        );
+    }
+
+    /// C-11: unknown fields and non-objects are named; every error is reported at once.
+    #[test]
+    fn c11_every_error_names_its_field() {
+        assert_eq!(errors(json!([])), vec![(String::new(), ConfigErrorReason::WrongType { expected: "a JSON object" })]);
+        let e = errors(json!({"serverUrl": "http://x", "allowedTools": "a", "extra": 1, "actionPolicy": {"enabled": true, "operations": [], "x": 1}}));
+        let fields: Vec<&str> = e.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "extra",
+                "serverUrl",
+                "serviceToken",
+                "actionPolicy.x",
+                "actionPolicy.contractVersion",
+                "actionPolicy.operations",
+                "allowedTools"
+            ]
+        );
+        for err in validate_mcp_config(&json!({"extra": 1}), UrlPolicy::default()).unwrap_err() {
+            assert!(err.to_string().starts_with(&err.field));
+        }
+    }
+}

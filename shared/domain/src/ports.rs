@@ -1,0 +1,465 @@
+//! Ports: the small traits through which the use cases reach the outside world. Adapters
+//! (DynamoDB, KMS, Secrets Manager, the provider client, model clients) implement them in
+//! other crates; this crate only states the contracts.
+//!
+//! Conditional writes return an outcome enum (`Applied` / a precise conflict), never a
+//! generic error: a lost race is a normal answer, not a failure. Errors are for I/O that
+//! did not happen or cannot be trusted.
+
+use crate::config::McpConfig;
+use crate::conversation::{Case, Message, MessageKind, MessageSeq, Role};
+use crate::ids::{ActionId, CaseId, MessageId, TenantId, ToolName, UserId, WidgetKeyId};
+use crate::proof::Proof;
+use crate::proposal::{Proposal, ProposalState};
+use crate::secret::SecretString;
+use crate::texts::Language;
+use crate::time::Timestamp;
+use crate::tool_result::ToolResult;
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+/// A boxed error cause, kept for logs only (never shown to users).
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// The current time.
+pub trait Clock: Send + Sync {
+    /// Now, in UTC.
+    fn now(&self) -> Timestamp;
+}
+
+/// Fresh identifiers. Implementations use ULIDs (time-ordered, 80 random bits).
+pub trait Ids: Send + Sync {
+    /// A new tenant id.
+    fn tenant_id(&self) -> TenantId;
+    /// A new case id.
+    fn case_id(&self) -> CaseId;
+    /// A new message id.
+    fn message_id(&self) -> MessageId;
+    /// A new widget credential id.
+    fn widget_key_id(&self) -> WidgetKeyId;
+    /// A new, unique proof `jti`.
+    fn proof_jti(&self) -> String;
+}
+
+/// A store failure: the operation did not happen, or its outcome is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store could not be reached or refused the request.
+    #[error("the store is unavailable")]
+    Unavailable(#[source] Cause),
+    /// A stored item could not be read back into domain types.
+    #[error("a stored item is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Everything about one conversation that decisions need, read in one query (P-2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationView {
+    /// The case.
+    pub case: Case,
+    /// The proposal in the conversation's active slot, if any (at most one is
+    /// non-terminal, P-2).
+    pub active: Option<Proposal>,
+    /// The language of the tenant's fixed texts.
+    pub language: Language,
+}
+
+/// A message to append; the store assigns `seq` (a per-case total order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Its id.
+    pub id: MessageId,
+    /// Its case.
+    pub case: CaseId,
+    /// Author.
+    pub role: Role,
+    /// Kind.
+    pub kind: MessageKind,
+    /// Text.
+    pub content: String,
+    /// `replyToMessageId` of a user message.
+    pub reply_to: Option<MessageId>,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// Outcome of creating a proposal (A-14 … A-17).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateProposalOutcome {
+    /// Stored with its presentation messages; a pending predecessor, if any, was moved to
+    /// `superseded` in the same transaction.
+    Applied {
+        /// The superseded predecessor.
+        superseded: Option<ActionId>,
+        /// The presentation and instruction messages, with their sequence numbers.
+        messages: Vec<Message>,
+    },
+    /// The slot holds a proposal that is `executing` or `unknown`.
+    Blocked {
+        /// Its id.
+        action_id: ActionId,
+        /// Its state.
+        state: ProposalState,
+    },
+    /// The action id was already used in this tenant.
+    ActionIdReused,
+    /// The case is closed or does not exist.
+    CaseNotOpen,
+    /// The slot changed between read and write (another request won); re-read and decide
+    /// again.
+    Conflict,
+}
+
+/// Outcome of a conditional proposal transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransitionOutcome {
+    /// The condition held and the new state is stored.
+    Applied,
+    /// The condition failed: the proposal was not in the expected state, is no longer the
+    /// active one, or (for confirm) its `presentedMessageId` differs. `current` is its state
+    /// now, when known.
+    Conflict {
+        /// The state found, if the proposal exists.
+        current: Option<ProposalState>,
+    },
+}
+
+/// What a confirmation writes in one transaction (A-23, A-35; ARCHITECTURE "confirm path").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmWrite {
+    /// Tenant scope.
+    pub tenant: TenantId,
+    /// The conversation.
+    pub case: CaseId,
+    /// The proposal.
+    pub action_id: ActionId,
+    /// Condition: the proposal's `presentedMessageId` equals this.
+    pub presented_message_id: MessageId,
+    /// The confirming user message, stored in the same transaction.
+    pub message: NewMessage,
+}
+
+/// The conversation / proposal store. Every method is scoped by tenant: an id of another
+/// tenant behaves as absent.
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Creates an open case.
+    async fn create_case(&self, case: &Case) -> Result<(), StoreError>;
+
+    /// One read: the case, its active proposal and the tenant's language. `None` when the
+    /// case does not exist in this tenant.
+    async fn load(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<ConversationView>, StoreError>;
+
+    /// Appends a message; returns it with its sequence number.
+    async fn append_message(
+        &self,
+        tenant: &TenantId,
+        message: &NewMessage,
+    ) -> Result<Message, StoreError>;
+
+    /// Messages of a case in order, those after `after` (exclusive), at most `limit`.
+    async fn list_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        after: Option<MessageSeq>,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError>;
+
+    /// Stores a new pending proposal and its presentation messages atomically, guarded by
+    /// the slot (A-15 … A-17) and by the tenant-wide action-id guard. The
+    /// proposal's `presented` must be the first of `presentation`.
+    async fn create_proposal(
+        &self,
+        proposal: &Proposal,
+        presentation: &[NewMessage],
+    ) -> Result<CreateProposalOutcome, StoreError>;
+
+    /// `pending_confirmation → executing`, only while the slot still points at this
+    /// proposal with the given `presentedMessageId`; stores the confirming message and the
+    /// confirmation id in the same transaction. Of any number of concurrent calls at most
+    /// one is `Applied` (P-2).
+    async fn confirm(&self, write: &ConfirmWrite) -> Result<TransitionOutcome, StoreError>;
+
+    /// Moves a proposal `from → to` (a legal transition of [`crate::proposal`]) only while
+    /// it is in `from`. Terminal states get the conversation's retention; `notice` is an
+    /// assistant message stored in the same write.
+    async fn transition(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        from: ProposalState,
+        to: ProposalState,
+        notice: Option<&NewMessage>,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// Closes a case (A-26: a closed case never executes).
+    async fn close_case(&self, tenant: &TenantId, case: &CaseId) -> Result<(), StoreError>;
+
+    /// C-8: cancels every `pending_confirmation` proposal of the tenant prepared with a
+    /// configuration version lower than `version`. Returns how many were cancelled.
+    async fn invalidate_pending(&self, tenant: &TenantId, version: u64) -> Result<usize, StoreError>;
+}
+
+/// A registered tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    /// Its id.
+    pub id: TenantId,
+    /// Display name.
+    pub name: String,
+    /// SHA-256 of the admin key; the key itself is never stored (C-1).
+    pub admin_key_hash: crate::hash::Sha256Hex,
+    /// Language of fixed texts.
+    pub language: Language,
+    /// Registration time.
+    pub created_at: Timestamp,
+}
+
+/// A tenant's stored MCP configuration: without the token, which lives in the secret
+/// store, referenced by version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMcpConfig {
+    /// The configuration; its `service_token` is empty here and read from the secret store.
+    pub config: McpConfig,
+    /// Grows on every change (C-8).
+    pub version: u64,
+    /// The secret version holding this configuration's service token.
+    pub secret_version: String,
+}
+
+/// The tenant store.
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    /// Registers a tenant.
+    async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError>;
+    /// Reads a tenant.
+    async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError>;
+    /// Lists tenants (operator CLI).
+    async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError>;
+    /// Replaces the admin key hash; `Conflict` when the tenant does not exist.
+    async fn set_admin_key_hash(
+        &self,
+        id: &TenantId,
+        hash: &crate::hash::Sha256Hex,
+    ) -> Result<TransitionOutcome, StoreError>;
+    /// Reads the MCP configuration.
+    async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError>;
+    /// Writes the MCP configuration only if the stored version is `expected` (`None`: none
+    /// stored yet). `Conflict` when another write came first.
+    async fn put_mcp_config(
+        &self,
+        id: &TenantId,
+        config: &StoredMcpConfig,
+        expected: Option<u64>,
+    ) -> Result<TransitionOutcome, StoreError>;
+}
+
+/// A secret store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The store could not be reached or refused.
+    #[error("the secret store is unavailable")]
+    Unavailable(#[source] Cause),
+}
+
+/// Where tenants' secrets live (service tokens, widget secrets), encrypted at rest.
+#[async_trait]
+pub trait SecretStore: Send + Sync {
+    /// Stores a new version of secret `name` (creating it if needed); returns the version id.
+    async fn put(&self, name: &str, value: &SecretString) -> Result<String, SecretError>;
+    /// The current version and its id; `None` when the secret does not exist.
+    async fn get_current(&self, name: &str) -> Result<Option<(SecretString, String)>, SecretError>;
+    /// A given version (C-8: reconcile with the integration that executed); `None` when
+    /// absent.
+    async fn get_version(&self, name: &str, version: &str) -> Result<Option<SecretString>, SecretError>;
+    /// Deletes the secret and all its versions. Deleting an absent secret succeeds.
+    async fn delete(&self, name: &str) -> Result<(), SecretError>;
+}
+
+/// A signer failure.
+#[derive(Debug, thiserror::Error)]
+pub enum SignerError {
+    /// No signing key is installed (C-5: `actionVerification: null`; C-6).
+    #[error("no action signing key is installed")]
+    NotConfigured,
+    /// The key service failed.
+    #[error("the signing service is unavailable")]
+    Unavailable(#[source] Cause),
+}
+
+/// The public half of the action signing key, as shown to tenants (C-5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerificationKey {
+    /// The `kid` proofs carry.
+    pub key_id: String,
+    /// SPKI PEM.
+    pub public_key_pem: String,
+}
+
+/// Signs proofs. The private key never leaves the implementation (KMS).
+#[async_trait]
+pub trait ProofSigner: Send + Sync {
+    /// The `kid` of the signing key.
+    async fn key_id(&self) -> Result<String, SignerError>;
+    /// The RS256 (RSASSA-PKCS1-v1_5 with SHA-256) signature of `signing_input`.
+    async fn sign_rs256(&self, signing_input: &[u8]) -> Result<Vec<u8>, SignerError>;
+    /// The public key, for tenants to install (C-5).
+    async fn verification_key(&self) -> Result<VerificationKey, SignerError> {
+        Err(SignerError::NotConfigured)
+    }
+}
+
+/// Who a provider call is for: set by the platform from the authenticated context, never
+/// from tool arguments.
+#[derive(Debug, Clone)]
+pub struct ProviderContext {
+    /// `X-MCP-Tenant-Id`.
+    pub tenant: TenantId,
+    /// `X-MCP-User-Id`.
+    pub user: UserId,
+    /// `X-MCP-Conversation-Id`.
+    pub conversation: CaseId,
+    /// The provider endpoint.
+    pub server_url: crate::config::ServerUrl,
+    /// `Authorization: Bearer …`.
+    pub service_token: SecretString,
+    /// The configuration version (cache key for `tools/list`).
+    pub config_version: u64,
+}
+
+/// A tool as the provider's `tools/list` publishes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderTool {
+    /// Name.
+    pub name: ToolName,
+    /// The whole descriptor as published (passed through to the model unchanged).
+    pub descriptor: Map<String, Value>,
+    /// Its `outputSchema`, if declared (G-6).
+    pub output_schema: Option<Value>,
+}
+
+/// A provider call failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// Connection refused, DNS failure, or an address the URL rules forbid (D-5).
+    #[error("the provider is unreachable")]
+    Unreachable(#[source] Cause),
+    /// No answer in time. For `execute_action` the outcome is unknown.
+    #[error("the provider did not answer in time")]
+    Timeout,
+    /// An HTTP status other than success.
+    #[error("the provider answered HTTP {status}")]
+    Http {
+        /// The status code.
+        status: u16,
+    },
+    /// Not a valid MCP / JSON-RPC answer.
+    #[error("the provider's answer is malformed")]
+    Malformed(String),
+    /// A JSON-RPC error object (e.g. unknown tool).
+    #[error("the provider answered a protocol error {code}")]
+    Protocol {
+        /// The JSON-RPC error code.
+        code: i64,
+    },
+}
+
+/// The tenant's MCP server.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// `tools/list` (implementations may cache briefly per configuration version).
+    async fn list_tools(&self, ctx: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError>;
+    /// `tools/call`. `confirmation` is sent as `X-MCP-Confirmation` and only for
+    /// `execute_action`.
+    async fn call_tool(
+        &self,
+        ctx: &ProviderContext,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        confirmation: Option<&Proof>,
+    ) -> Result<ToolResult, ProviderError>;
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelTool {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The model's id for the call.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Arguments (validated by the dispatcher, never trusted).
+    pub arguments: Value,
+}
+
+/// One turn of the model's conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelMessage {
+    /// Text from the user.
+    User(String),
+    /// The model's own earlier output.
+    Assistant {
+        /// Text.
+        text: String,
+        /// Tool calls it made.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool's answer (the enveloped text).
+    ToolResult {
+        /// The call answered.
+        call_id: String,
+        /// The answer text.
+        content: String,
+    },
+}
+
+/// A request for one model step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// System instructions.
+    pub system: String,
+    /// History.
+    pub messages: Vec<ModelMessage>,
+    /// Tools it may call.
+    pub tools: Vec<ModelTool>,
+}
+
+/// The model's reply: text, tool calls, or both.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelReply {
+    /// Text for the user.
+    pub text: Option<String>,
+    /// Tools to call before the next step.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// A model failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The model service failed.
+    #[error("the model is unavailable")]
+    Unavailable(#[source] Cause),
+}
+
+/// The AI model (D-3). Its output is never an authorization.
+#[async_trait]
+pub trait Model: Send + Sync {
+    /// One step.
+    async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
+}

@@ -1,0 +1,211 @@
+//! Fixed texts the platform shows in the chat (D-6): the instructions under a presented
+//! summary, one prefix per result status, the uncertainty notice, and
+//! the reasons a reply did not confirm. English, with a Portuguese variant chosen
+//! per tenant. The model never writes any of these.
+
+use crate::confirmation::Refusal;
+use crate::proposal::{ProposalState, RemoteStatus};
+use crate::text::SafeText;
+
+/// The language of a tenant's fixed texts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Language {
+    /// English (default).
+    #[default]
+    #[serde(rename = "en")]
+    En,
+    /// Portuguese.
+    #[serde(rename = "pt")]
+    Pt,
+}
+
+impl Language {
+    /// Both languages.
+    pub const ALL: [Self; 2] = [Self::En, Self::Pt];
+}
+
+/// shown as a separate assistant message right after the literal summary.
+pub fn confirm_instructions(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "To carry out exactly the action above, reply: confirm\nTo discard it, reply: cancel\nAny other message discards it."
+        }
+        Language::Pt => {
+            "Para executar exatamente a ação acima, responda: confirmar\nPara descartá-la, responda: cancelar\nQualquer outra mensagem a descarta."
+        }
+    }
+}
+
+/// the fixed prefix of a result, per status. Every status has one, so an unexpected
+/// status is still shown for what it is.
+pub fn status_prefix(lang: Language, status: RemoteStatus) -> &'static str {
+    use RemoteStatus as S;
+    match (lang, status) {
+        (Language::En, S::Completed) => "Action completed.",
+        (Language::En, S::Failed) => "Action failed: nothing was confirmed as changed.",
+        (Language::En, S::Conflict) => {
+            "Action not carried out: something changed since it was proposed. Ask again for a new proposal."
+        }
+        (Language::En, S::Expired) => "Action not carried out: the proposal expired.",
+        (Language::En, S::Cancelled) => "Action cancelled.",
+        (Language::En, S::Executing) => "Action still running.",
+        (Language::En, S::PendingConfirmation) => "Action not carried out yet.",
+        (Language::Pt, S::Completed) => "Ação concluída.",
+        (Language::Pt, S::Failed) => "A ação falhou: nenhuma alteração foi confirmada.",
+        (Language::Pt, S::Conflict) => {
+            "Ação não executada: algo mudou desde a proposta. Peça uma nova proposta."
+        }
+        (Language::Pt, S::Expired) => "Ação não executada: a proposta expirou.",
+        (Language::Pt, S::Cancelled) => "Ação cancelada.",
+        (Language::Pt, S::Executing) => "Ação ainda em execução.",
+        (Language::Pt, S::PendingConfirmation) => "Ação ainda não executada.",
+    }
+}
+
+/// a result message: the fixed prefix, then the provider's checked message, if any.
+pub fn format_result(lang: Language, status: RemoteStatus, message: Option<&SafeText>) -> String {
+    let prefix = status_prefix(lang, status);
+    match message {
+        Some(m) => format!("{prefix}\n{}", m.as_str()),
+        None => prefix.to_owned(),
+    }
+}
+
+/// shown when the outcome of an execution is uncertain.
+pub fn uncertainty_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "The outcome of the action is uncertain: we could not confirm whether it was carried out. It will not be sent again. Send any message to check its status; no new action can be prepared until then."
+        }
+        Language::Pt => {
+            "O resultado da ação é incerto: não foi possível confirmar se ela foi executada. Ela não será enviada novamente. Envie qualquer mensagem para consultar o estado; nenhuma nova ação pode ser preparada até lá."
+        }
+    }
+}
+
+/// shown after the person cancels a pending proposal.
+pub fn cancelled_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => "The proposed action was cancelled. Nothing was changed.",
+        Language::Pt => "A ação proposta foi cancelada. Nada foi alterado.",
+    }
+}
+
+/// shown when other text discarded a pending proposal.
+pub fn discarded_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "The pending proposal was discarded because the reply was not confirm or cancel. Nothing was changed."
+        }
+        Language::Pt => {
+            "A proposta pendente foi descartada porque a resposta não foi confirmar nem cancelar. Nada foi alterado."
+        }
+    }
+}
+
+/// C-8: shown when a configuration change invalidated a pending proposal.
+pub fn invalidated_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "The pending proposal is no longer valid because the integration settings changed. Nothing was changed."
+        }
+        Language::Pt => {
+            "A proposta pendente não é mais válida porque as configurações da integração mudaram. Nada foi alterado."
+        }
+    }
+}
+
+/// why a `confirm` did not authorize (the pending proposal, if any, is cancelled).
+pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
+    use Refusal as R;
+    match (lang, refusal) {
+        (Language::En, R::MissingReplyTo) => {
+            "This confirmation cannot be accepted: your chat client did not say which message it answers. The proposal was cancelled; please update the page and ask again."
+        }
+        (Language::En, R::StaleReply | R::NotAfterPresentation) => {
+            "This confirmation answers an earlier message, not the current proposal. The proposal was cancelled; nothing was changed."
+        }
+        (Language::En, R::Expired) => {
+            "The proposal expired before it was confirmed. Nothing was changed; ask again for a new proposal."
+        }
+        (Language::En, R::CaseClosed) => "This conversation is closed: nothing can be carried out in it.",
+        (Language::En, R::NoPendingProposal | R::NotPending(_)) => {
+            "There is no proposal waiting for confirmation. Nothing was changed."
+        }
+        (Language::En, R::NotAConfirmation | R::NotFromUser | R::WrongConversation | R::WrongPerson | R::ProposalNotOwned) => {
+            "This message cannot confirm the proposal. The proposal was cancelled; nothing was changed."
+        }
+        (Language::Pt, R::MissingReplyTo) => {
+            "Esta confirmação não pode ser aceita: seu aplicativo de chat não informou a qual mensagem responde. A proposta foi cancelada; atualize a página e peça novamente."
+        }
+        (Language::Pt, R::StaleReply | R::NotAfterPresentation) => {
+            "Esta confirmação responde a uma mensagem anterior, não à proposta atual. A proposta foi cancelada; nada foi alterado."
+        }
+        (Language::Pt, R::Expired) => {
+            "A proposta expirou antes da confirmação. Nada foi alterado; peça uma nova proposta."
+        }
+        (Language::Pt, R::CaseClosed) => "Esta conversa está encerrada: nada pode ser executado nela.",
+        (Language::Pt, R::NoPendingProposal | R::NotPending(_)) => {
+            "Não há proposta aguardando confirmação. Nada foi alterado."
+        }
+        (Language::Pt, R::NotAConfirmation | R::NotFromUser | R::WrongConversation | R::WrongPerson | R::ProposalNotOwned) => {
+            "Esta mensagem não pode confirmar a proposta. A proposta foi cancelada; nada foi alterado."
+        }
+    }
+}
+
+/// The fixed notice for a proposal that just reached `state` by the platform's own doing.
+pub fn state_notice(lang: Language, state: ProposalState) -> Option<&'static str> {
+    match state {
+        ProposalState::Unknown => Some(uncertainty_notice(lang)),
+        ProposalState::Cancelled => Some(cancelled_notice(lang)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// D-6, A-41: every status has a distinct non-empty prefix in each language, and every
+    /// fixed text passes the platform's own checker.
+    #[test]
+    fn a41_every_status_has_a_distinct_safe_prefix() {
+        for lang in Language::ALL {
+            let prefixes: Vec<&str> = RemoteStatus::ALL.iter().map(|s| status_prefix(lang, *s)).collect();
+            let mut dedup = prefixes.clone();
+            dedup.sort_unstable();
+            dedup.dedup();
+            assert_eq!(dedup.len(), prefixes.len(), "{lang:?}");
+            for t in prefixes
+                .into_iter()
+                .chain([confirm_instructions(lang), uncertainty_notice(lang), cancelled_notice(lang), discarded_notice(lang), invalidated_notice(lang)])
+            {
+                assert!(SafeText::check(t).is_ok(), "{t}");
+            }
+        }
+    }
+
+    /// the instructions name the exact words of A-24 in each language.
+    #[test]
+    fn a21_instructions_name_the_reply_words() {
+        assert!(confirm_instructions(Language::En).contains("confirm"));
+        assert!(confirm_instructions(Language::En).contains("cancel"));
+        assert!(confirm_instructions(Language::Pt).contains("confirmar"));
+        assert!(confirm_instructions(Language::Pt).contains("cancelar"));
+    }
+
+    /// the result is the prefix followed by the checked message.
+    #[test]
+    fn a41_result_has_fixed_prefix() {
+        let m = SafeText::check("Session 4812 now uses GR86.").unwrap();
+        assert_eq!(
+            format_result(Language::En, RemoteStatus::Completed, Some(&m)),
+            "Action completed.\nSession 4812 now uses GR86."
+        );
+        assert_eq!(format_result(Language::Pt, RemoteStatus::Conflict, None), status_prefix(Language::Pt, RemoteStatus::Conflict));
+        assert_eq!(state_notice(Language::En, ProposalState::Unknown), Some(uncertainty_notice(Language::En)));
+        assert_eq!(state_notice(Language::En, ProposalState::Completed), None);
+    }
+}
