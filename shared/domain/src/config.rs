@@ -59,7 +59,8 @@ impl ServerUrl {
             return Err(ConfigErrorReason::UrlHasFragment);
         }
         let host = url.host().ok_or(ConfigErrorReason::InvalidUrl)?;
-        let loopback_literal = matches!(host, url::Host::Ipv4(ip) if ip == std::net::Ipv4Addr::LOCALHOST);
+        let loopback_literal =
+            matches!(host, url::Host::Ipv4(ip) if ip == std::net::Ipv4Addr::LOCALHOST);
         if policy.allow_loopback_http && loopback_literal {
             return match url.scheme() {
                 "http" | "https" => Ok(Self(url)),
@@ -204,7 +205,9 @@ impl fmt::Display for ConfigErrorReason {
             }
             Self::InvalidName { detail } => f.write_str(detail),
             Self::Reserved => f.write_str("is a reserved name"),
-            Self::NameIsOperation => f.write_str("is also an operation name; writes are configured only as operations"),
+            Self::NameIsOperation => {
+                f.write_str("is also an operation name; writes are configured only as operations")
+            }
             Self::Duplicate => f.write_str("appears more than once"),
             Self::TooMany { max } => write!(f, "must have at most {max} entries"),
             Self::NeedsOne => f.write_str("must have at least one entry"),
@@ -242,7 +245,13 @@ impl Errors {
     }
 }
 
-const TOP_FIELDS: [&str; 5] = ["serverUrl", "serviceToken", "allowedTools", "actionPolicy", "audience"];
+const TOP_FIELDS: [&str; 5] = [
+    "serverUrl",
+    "serviceToken",
+    "allowedTools",
+    "actionPolicy",
+    "audience",
+];
 const POLICY_FIELDS: [&str; 3] = ["contractVersion", "enabled", "operations"];
 
 fn unknown_fields(obj: &Map<String, Value>, allowed: &[&str], prefix: &str, errs: &mut Errors) {
@@ -266,18 +275,24 @@ fn header_safe(field: &str, s: &str, max: usize, errs: &mut Errors) -> bool {
 
 fn string_list<'a>(v: &'a Value, field: &str, errs: &mut Errors) -> Option<Vec<(usize, &'a str)>> {
     let Value::Array(items) = v else {
-        errs.push(field, ConfigErrorReason::WrongType {
-            expected: "an array of strings",
-        });
+        errs.push(
+            field,
+            ConfigErrorReason::WrongType {
+                expected: "an array of strings",
+            },
+        );
         return None;
     };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         match item {
             Value::String(s) => out.push((i, s.as_str())),
-            _ => errs.push(format!("{field}[{i}]"), ConfigErrorReason::WrongType {
-                expected: "a string",
-            }),
+            _ => errs.push(
+                format!("{field}[{i}]"),
+                ConfigErrorReason::WrongType {
+                    expected: "a string",
+                },
+            ),
         }
     }
     Some(out)
@@ -289,14 +304,22 @@ fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
         return ActionPolicy::default();
     };
     let Value::Object(obj) = v else {
-        errs.push("actionPolicy", ConfigErrorReason::WrongType { expected: "an object" });
+        errs.push(
+            "actionPolicy",
+            ConfigErrorReason::WrongType {
+                expected: "an object",
+            },
+        );
         return ActionPolicy::default();
     };
     unknown_fields(obj, &POLICY_FIELDS, "actionPolicy.", errs);
     match obj.get("contractVersion") {
         None => errs.push("actionPolicy.contractVersion", ConfigErrorReason::Required),
         Some(v) if v.as_u64() == Some(crate::contract::CONTRACT_VERSION) => {}
-        Some(_) => errs.push("actionPolicy.contractVersion", ConfigErrorReason::ContractVersion),
+        Some(_) => errs.push(
+            "actionPolicy.contractVersion",
+            ConfigErrorReason::ContractVersion,
+        ),
     }
     let enabled = match obj.get("enabled") {
         None => {
@@ -305,7 +328,12 @@ fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
         }
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            errs.push("actionPolicy.enabled", ConfigErrorReason::WrongType { expected: "true or false" });
+            errs.push(
+                "actionPolicy.enabled",
+                ConfigErrorReason::WrongType {
+                    expected: "true or false",
+                },
+            );
             false
         }
     };
@@ -315,13 +343,23 @@ fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
         Some(v) => {
             if let Some(items) = string_list(v, "actionPolicy.operations", errs) {
                 if items.len() > MAX_OPERATIONS {
-                    errs.push("actionPolicy.operations", ConfigErrorReason::TooMany { max: MAX_OPERATIONS });
+                    errs.push(
+                        "actionPolicy.operations",
+                        ConfigErrorReason::TooMany {
+                            max: MAX_OPERATIONS,
+                        },
+                    );
                 }
                 let mut seen = HashSet::new();
                 for (i, s) in items {
                     let field = format!("actionPolicy.operations[{i}]");
                     match OperationName::parse(s) {
-                        Err(e) => errs.push(field, ConfigErrorReason::InvalidName { detail: e.to_string() }),
+                        Err(e) => errs.push(
+                            field,
+                            ConfigErrorReason::InvalidName {
+                                detail: e.to_string(),
+                            },
+                        ),
                         Ok(_) if !seen.insert(s) => errs.push(field, ConfigErrorReason::Duplicate),
                         Ok(_) if RESERVED_TOOLS.iter().any(|r| r.eq_ignore_ascii_case(s)) => {
                             errs.push(field, ConfigErrorReason::Reserved);
@@ -330,19 +368,30 @@ fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
                     }
                 }
                 if enabled && seen.is_empty() {
-                    errs.push("actionPolicy.operations", ConfigErrorReason::EnabledWithoutOperations);
+                    errs.push(
+                        "actionPolicy.operations",
+                        ConfigErrorReason::EnabledWithoutOperations,
+                    );
                 }
             }
         }
     }
-    ActionPolicy { enabled, operations }
+    ActionPolicy {
+        enabled,
+        operations,
+    }
 }
 
 /// Validates a `PUT /api/admin/tenants/:id/mcp` body (C-3, C-4, C-7, C-11).
 pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig, Vec<ConfigError>> {
     let mut errs = Errors(Vec::new());
     let Value::Object(obj) = body else {
-        errs.push("", ConfigErrorReason::WrongType { expected: "a JSON object" });
+        errs.push(
+            "",
+            ConfigErrorReason::WrongType {
+                expected: "a JSON object",
+            },
+        );
         return Err(errs.0);
     };
     unknown_fields(obj, &TOP_FIELDS, "", &mut errs);
@@ -356,7 +405,12 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
             .map_err(|r| errs.push("serverUrl", r))
             .ok(),
         Some(_) => {
-            errs.push("serverUrl", ConfigErrorReason::WrongType { expected: "a string" });
+            errs.push(
+                "serverUrl",
+                ConfigErrorReason::WrongType {
+                    expected: "a string",
+                },
+            );
             None
         }
     };
@@ -367,20 +421,31 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
             errs.push("serviceToken", ConfigErrorReason::Required);
             None
         }
-        Some(Value::String(s)) => {
-            header_safe("serviceToken", s, MAX_TOKEN_LEN, &mut errs).then(|| SecretString::new(s.as_str()))
-        }
+        Some(Value::String(s)) => header_safe("serviceToken", s, MAX_TOKEN_LEN, &mut errs)
+            .then(|| SecretString::new(s.as_str())),
         Some(_) => {
-            errs.push("serviceToken", ConfigErrorReason::WrongType { expected: "a string" });
+            errs.push(
+                "serviceToken",
+                ConfigErrorReason::WrongType {
+                    expected: "a string",
+                },
+            );
             None
         }
     };
 
     let audience = match obj.get("audience") {
         None | Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => header_safe("audience", s, MAX_AUDIENCE_LEN, &mut errs).then(|| Some(s.clone())),
+        Some(Value::String(s)) => {
+            header_safe("audience", s, MAX_AUDIENCE_LEN, &mut errs).then(|| Some(s.clone()))
+        }
         Some(_) => {
-            errs.push("audience", ConfigErrorReason::WrongType { expected: "a string" });
+            errs.push(
+                "audience",
+                ConfigErrorReason::WrongType {
+                    expected: "a string",
+                },
+            );
             None
         }
     };
@@ -396,20 +461,31 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
                     errs.push("allowedTools", ConfigErrorReason::NeedsOne);
                 }
                 if items.len() > MAX_ALLOWED_TOOLS {
-                    errs.push("allowedTools", ConfigErrorReason::TooMany { max: MAX_ALLOWED_TOOLS });
+                    errs.push(
+                        "allowedTools",
+                        ConfigErrorReason::TooMany {
+                            max: MAX_ALLOWED_TOOLS,
+                        },
+                    );
                 }
                 let mut seen = HashSet::new();
                 for (i, s) in items {
                     let field = format!("allowedTools[{i}]");
                     match ToolName::parse(s) {
-                        Err(e) => errs.push(field, ConfigErrorReason::InvalidName { detail: e.to_string() }),
+                        Err(e) => errs.push(
+                            field,
+                            ConfigErrorReason::InvalidName {
+                                detail: e.to_string(),
+                            },
+                        ),
                         Ok(_) if !seen.insert(s) => errs.push(field, ConfigErrorReason::Duplicate),
                         // reserved names never enter the consultation allowlist (any
                         // case, so that no spelling variant slips through).
-                        Ok(_) if RESERVED_TOOLS
-                            .iter()
-                            .chain(BUILT_IN_TOOLS.iter())
-                            .any(|r| r.eq_ignore_ascii_case(s)) =>
+                        Ok(_)
+                            if RESERVED_TOOLS
+                                .iter()
+                                .chain(BUILT_IN_TOOLS.iter())
+                                .any(|r| r.eq_ignore_ascii_case(s)) =>
                         {
                             errs.push(field, ConfigErrorReason::Reserved);
                         }
@@ -425,13 +501,15 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
     }
 
     match (server_url, service_token, audience) {
-        (Some(server_url), Some(service_token), Some(audience)) if errs.0.is_empty() => Ok(McpConfig {
-            server_url,
-            service_token,
-            allowed_tools,
-            action_policy,
-            audience,
-        }),
+        (Some(server_url), Some(service_token), Some(audience)) if errs.0.is_empty() => {
+            Ok(McpConfig {
+                server_url,
+                service_token,
+                allowed_tools,
+                action_policy,
+                audience,
+            })
+        }
         _ => Err(errs.0),
     }
 }
@@ -451,6 +529,7 @@ mod tests {
         })
     }
 
+    #[allow(clippy::needless_pass_by_value)]
     fn errors(v: Value) -> Vec<(String, ConfigErrorReason)> {
         validate_mcp_config(&v, UrlPolicy::default())
             .unwrap_err()
@@ -473,10 +552,19 @@ mod tests {
     #[test]
     fn c3_valid_configuration() {
         let c = validate_mcp_config(&good(), UrlPolicy::default()).unwrap();
-        assert_eq!(c.server_url.as_str(), "https://mcp.trackshare.example.com/mcp");
+        assert_eq!(
+            c.server_url.as_str(),
+            "https://mcp.trackshare.example.com/mcp"
+        );
         assert_eq!(c.allowed_tools.len(), 2);
-        assert!(c.action_policy.allows(&OperationName::parse("reassign_session_car").unwrap()));
-        assert!(!c.action_policy.allows(&OperationName::parse("delete_account").unwrap()));
+        assert!(
+            c.action_policy
+                .allows(&OperationName::parse("reassign_session_car").unwrap())
+        );
+        assert!(
+            !c.action_policy
+                .allows(&OperationName::parse("delete_account").unwrap())
+        );
         assert_eq!(c.audience(), "https://mcp.trackshare.example.com/mcp");
         assert!(!format!("{c:?}").contains("svc_0123456789abcdef"));
     }
@@ -488,9 +576,16 @@ mod tests {
         v.as_object_mut().unwrap().remove("actionPolicy");
         let c = validate_mcp_config(&v, UrlPolicy::default()).unwrap();
         assert_eq!(c.action_policy, ActionPolicy::default());
-        assert!(!c.action_policy.allows(&OperationName::parse("reassign_session_car").unwrap()));
+        assert!(
+            !c.action_policy
+                .allows(&OperationName::parse("reassign_session_car").unwrap())
+        );
         // A disabled policy keeps its operations but allows none of them.
-        let c = validate_mcp_config(&with(&["actionPolicy", "enabled"], json!(false)), UrlPolicy::default()).unwrap();
+        let c = validate_mcp_config(
+            &with(&["actionPolicy", "enabled"], json!(false)),
+            UrlPolicy::default(),
+        )
+        .unwrap();
         assert_eq!(c.action_policy.operations.len(), 1);
         assert!(!c.action_policy.allows(&c.action_policy.operations[0]));
     }
@@ -499,32 +594,85 @@ mod tests {
     #[test]
     fn c3_server_url_rules() {
         let cases = [
-            (json!("http://mcp.example.com/mcp"), ConfigErrorReason::NotHttps),
+            (
+                json!("http://mcp.example.com/mcp"),
+                ConfigErrorReason::NotHttps,
+            ),
             (json!("ftp://mcp.example.com/"), ConfigErrorReason::NotHttps),
-            (json!("https://user:pw@mcp.example.com/"), ConfigErrorReason::UrlHasCredentials),
-            (json!("https://mcp.example.com/#x"), ConfigErrorReason::UrlHasFragment),
+            (
+                json!("https://user:pw@mcp.example.com/"),
+                ConfigErrorReason::UrlHasCredentials,
+            ),
+            (
+                json!("https://mcp.example.com/#x"),
+                ConfigErrorReason::UrlHasFragment,
+            ),
             (json!("not a url"), ConfigErrorReason::InvalidUrl),
             (json!("https://127.0.0.1/mcp"), ConfigErrorReason::NotPublic),
-            (json!("https://169.254.169.254/"), ConfigErrorReason::NotPublic),
+            (
+                json!("https://169.254.169.254/"),
+                ConfigErrorReason::NotPublic,
+            ),
             (json!("https://[::1]/"), ConfigErrorReason::NotPublic),
             (json!("https://mcp.internal/"), ConfigErrorReason::NotPublic),
-            (json!("https://localhost:8443/"), ConfigErrorReason::NotPublic),
-            (json!(format!("https://e.com/{}", "a".repeat(2100))), ConfigErrorReason::TooLong { max: MAX_URL_LEN }),
-            (json!(42), ConfigErrorReason::WrongType { expected: "a string" }),
+            (
+                json!("https://localhost:8443/"),
+                ConfigErrorReason::NotPublic,
+            ),
+            (
+                json!(format!("https://e.com/{}", "a".repeat(2100))),
+                ConfigErrorReason::TooLong { max: MAX_URL_LEN },
+            ),
+            (
+                json!(42),
+                ConfigErrorReason::WrongType {
+                    expected: "a string",
+                },
+            ),
         ];
         for (url, reason) in cases {
-            assert_eq!(errors(with(&["serverUrl"], url.clone())), vec![("serverUrl".into(), reason)], "{url}");
+            assert_eq!(
+                errors(with(&["serverUrl"], url.clone())),
+                vec![("serverUrl".into(), reason)],
+                "{url}"
+            );
         }
     }
 
     /// D-5: the explicit local-stack setting allows loopback http, and nothing else.
     #[test]
     fn d5_local_stack_setting_allows_only_loopback() {
-        let local = UrlPolicy { allow_loopback_http: true };
-        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://127.0.0.1:9100/mcp")), local).is_ok());
-        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://10.0.0.1:9100/mcp")), local).is_err());
-        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://example.com/mcp")), local).is_err());
-        assert!(validate_mcp_config(&with(&["serverUrl"], json!("http://127.0.0.1:9100/mcp")), UrlPolicy::default()).is_err());
+        let local = UrlPolicy {
+            allow_loopback_http: true,
+        };
+        assert!(
+            validate_mcp_config(
+                &with(&["serverUrl"], json!("http://127.0.0.1:9100/mcp")),
+                local
+            )
+            .is_ok()
+        );
+        assert!(
+            validate_mcp_config(
+                &with(&["serverUrl"], json!("http://10.0.0.1:9100/mcp")),
+                local
+            )
+            .is_err()
+        );
+        assert!(
+            validate_mcp_config(
+                &with(&["serverUrl"], json!("http://example.com/mcp")),
+                local
+            )
+            .is_err()
+        );
+        assert!(
+            validate_mcp_config(
+                &with(&["serverUrl"], json!("http://127.0.0.1:9100/mcp")),
+                UrlPolicy::default()
+            )
+            .is_err()
+        );
     }
 
     /// C-3: the service token is required on every PUT and must be header-safe.
@@ -532,8 +680,14 @@ mod tests {
     fn c3_service_token_rules() {
         let mut v = good();
         v.as_object_mut().unwrap().remove("serviceToken");
-        assert_eq!(errors(v), vec![("serviceToken".into(), ConfigErrorReason::Required)]);
-        assert_eq!(errors(with(&["serviceToken"], json!(""))), vec![("serviceToken".into(), ConfigErrorReason::Empty)]);
+        assert_eq!(
+            errors(v),
+            vec![("serviceToken".into(), ConfigErrorReason::Required)]
+        );
+        assert_eq!(
+            errors(with(&["serviceToken"], json!(""))),
+            vec![("serviceToken".into(), ConfigErrorReason::Empty)]
+        );
         assert_eq!(
             errors(with(&["serviceToken"], json!("abc\r\nX-Evil: 1"))),
             vec![("serviceToken".into(), ConfigErrorReason::InvalidCharacters)]
@@ -544,14 +698,34 @@ mod tests {
     /// operation.
     #[test]
     fn c4_allowed_tools_rules() {
-        assert_eq!(errors(with(&["allowedTools"], json!([]))), vec![("allowedTools".into(), ConfigErrorReason::NeedsOne)]);
+        assert_eq!(
+            errors(with(&["allowedTools"], json!([]))),
+            vec![("allowedTools".into(), ConfigErrorReason::NeedsOne)]
+        );
         let e = errors(with(
             &["allowedTools"],
-            json!(["get_user_uploads", "prepare_action", "Execute_Action", "get_user_uploads", "bad name", "reassign_session_car", "describe_tool", 7]),
+            json!([
+                "get_user_uploads",
+                "prepare_action",
+                "Execute_Action",
+                "get_user_uploads",
+                "bad name",
+                "reassign_session_car",
+                "describe_tool",
+                7
+            ]),
         ));
         assert_eq!(
             e.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
-            vec!["allowedTools[7]", "allowedTools[1]", "allowedTools[2]", "allowedTools[3]", "allowedTools[4]", "allowedTools[5]", "allowedTools[6]"]
+            vec![
+                "allowedTools[7]",
+                "allowedTools[1]",
+                "allowedTools[2]",
+                "allowedTools[3]",
+                "allowedTools[4]",
+                "allowedTools[5]",
+                "allowedTools[6]"
+            ]
         );
         assert_eq!(e[1].1, ConfigErrorReason::Reserved);
         assert_eq!(e[2].1, ConfigErrorReason::Reserved);
@@ -568,37 +742,87 @@ mod tests {
         let ops = |v: Value| with(&["actionPolicy", "operations"], v);
         assert_eq!(
             errors(ops(json!([]))),
-            vec![("actionPolicy.operations".into(), ConfigErrorReason::EnabledWithoutOperations)]
+            vec![(
+                "actionPolicy.operations".into(),
+                ConfigErrorReason::EnabledWithoutOperations
+            )]
         );
-        assert!(validate_mcp_config(
-            &with(&["actionPolicy"], json!({"contractVersion": 1, "enabled": false, "operations": []})),
-            UrlPolicy::default()
-        )
-        .is_ok());
+        assert!(
+            validate_mcp_config(
+                &with(
+                    &["actionPolicy"],
+                    json!({"contractVersion": 1, "enabled": false, "operations": []})
+                ),
+                UrlPolicy::default()
+            )
+            .is_ok()
+        );
         let fifty: Vec<String> = (0..50).map(|i| format!("op_{i}")).collect();
         assert!(validate_mcp_config(&ops(json!(fifty)), UrlPolicy::default()).is_ok());
         let fifty_one: Vec<String> = (0..51).map(|i| format!("op_{i}")).collect();
-        assert_eq!(errors(ops(json!(fifty_one))), vec![("actionPolicy.operations".into(), ConfigErrorReason::TooMany { max: 50 })]);
-        let e = errors(ops(json!(["a", "a", "x".repeat(65), "with space", "execute_action"])));
-        assert_eq!(e[0], ("actionPolicy.operations[1]".into(), ConfigErrorReason::Duplicate));
+        assert_eq!(
+            errors(ops(json!(fifty_one))),
+            vec![(
+                "actionPolicy.operations".into(),
+                ConfigErrorReason::TooMany { max: 50 }
+            )]
+        );
+        let e = errors(ops(json!([
+            "a",
+            "a",
+            "x".repeat(65),
+            "with space",
+            "execute_action"
+        ])));
+        assert_eq!(
+            e[0],
+            (
+                "actionPolicy.operations[1]".into(),
+                ConfigErrorReason::Duplicate
+            )
+        );
         assert_eq!(e[1].0, "actionPolicy.operations[2]");
         assert_eq!(e[2].0, "actionPolicy.operations[3]");
-        assert_eq!(e[3], ("actionPolicy.operations[4]".into(), ConfigErrorReason::Reserved));
+        assert_eq!(
+            e[3],
+            (
+                "actionPolicy.operations[4]".into(),
+                ConfigErrorReason::Reserved
+            )
+        );
         assert_eq!(
             errors(with(&["actionPolicy", "contractVersion"], json!(2))),
-            vec![("actionPolicy.contractVersion".into(), ConfigErrorReason::ContractVersion)]
+            vec![(
+                "actionPolicy.contractVersion".into(),
+                ConfigErrorReason::ContractVersion
+            )]
         );
         assert_eq!(
             errors(with(&["actionPolicy", "enabled"], json!("yes"))),
-            vec![("actionPolicy.enabled".into(), ConfigErrorReason::WrongType { expected: "true or false" })]
+            vec![(
+                "actionPolicy.enabled".into(),
+                ConfigErrorReason::WrongType {
+                    expected: "true or false"
+                }
+            )]
         );
     }
 
     /// C-11: unknown fields and non-objects are named; every error is reported at once.
     #[test]
     fn c11_every_error_names_its_field() {
-        assert_eq!(errors(json!([])), vec![(String::new(), ConfigErrorReason::WrongType { expected: "a JSON object" })]);
-        let e = errors(json!({"serverUrl": "http://x", "allowedTools": "a", "extra": 1, "actionPolicy": {"enabled": true, "operations": [], "x": 1}}));
+        assert_eq!(
+            errors(json!([])),
+            vec![(
+                String::new(),
+                ConfigErrorReason::WrongType {
+                    expected: "a JSON object"
+                }
+            )]
+        );
+        let e = errors(
+            json!({"serverUrl": "http://x", "allowedTools": "a", "extra": 1, "actionPolicy": {"enabled": true, "operations": [], "x": 1}}),
+        );
         let fields: Vec<&str> = e.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(
             fields,

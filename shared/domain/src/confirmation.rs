@@ -134,8 +134,7 @@ pub fn check_confirmation(
         return Err(Refusal::CaseClosed);
     }
     let proposal = proposal.ok_or(Refusal::NoPendingProposal)?;
-    if proposal.tenant != case.tenant || proposal.user != case.user || proposal.case != case.id
-    {
+    if proposal.tenant != case.tenant || proposal.user != case.user || proposal.case != case.id {
         return Err(Refusal::ProposalNotOwned);
     }
     if proposal.state != ProposalState::PendingConfirmation {
@@ -325,7 +324,13 @@ mod tests {
         let elsewhere = case_id(8);
         wrong_case_msg.case = &elsewhere;
         assert_eq!(
-            check_confirmation(Some(&f.proposal), &wrong_case_msg, &f.principal, &f.case, f.now),
+            check_confirmation(
+                Some(&f.proposal),
+                &wrong_case_msg,
+                &f.principal,
+                &f.case,
+                f.now
+            ),
             Err(Refusal::WrongConversation)
         );
     }

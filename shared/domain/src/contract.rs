@@ -177,4 +177,3 @@ pub(crate) fn check_unknown_fields(
         });
     }
 }
-

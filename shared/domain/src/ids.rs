@@ -250,7 +250,10 @@ mod tests {
                 len: 201
             })
         );
-        assert_eq!(ActionId::parse(""), Err(IdError::Empty { kind: "actionId" }));
+        assert_eq!(
+            ActionId::parse(""),
+            Err(IdError::Empty { kind: "actionId" })
+        );
         for bad in ["a b", "a/b", "a.b", "é", "a\n", "a:b"] {
             assert!(
                 matches!(ActionId::parse(bad), Err(IdError::InvalidCharacter { .. })),

@@ -98,8 +98,7 @@ pub fn domain_internal_reason(domain: &str) -> Option<InternalReason> {
     let d = domain.trim_end_matches('.').to_ascii_lowercase();
     if d == "localhost" || d.ends_with(".localhost") {
         Some(InternalReason::Loopback)
-    } else if d.ends_with(".internal") || d.ends_with(".local") || d == "internal" || d == "local"
-    {
+    } else if d.ends_with(".internal") || d.ends_with(".local") || d == "internal" || d == "local" {
         Some(InternalReason::InternalSuffix)
     } else if !d.contains('.') {
         Some(InternalReason::BareHostname)
@@ -165,8 +164,14 @@ mod tests {
         use InternalReason::*;
         assert_eq!(domain_internal_reason("localhost"), Some(Loopback));
         assert_eq!(domain_internal_reason("api.localhost."), Some(Loopback));
-        assert_eq!(domain_internal_reason("db.prod.internal"), Some(InternalSuffix));
-        assert_eq!(domain_internal_reason("printer.LOCAL"), Some(InternalSuffix));
+        assert_eq!(
+            domain_internal_reason("db.prod.internal"),
+            Some(InternalSuffix)
+        );
+        assert_eq!(
+            domain_internal_reason("printer.LOCAL"),
+            Some(InternalSuffix)
+        );
         assert_eq!(domain_internal_reason("intranet"), Some(BareHostname));
         assert_eq!(domain_internal_reason("example.com"), None);
         assert_eq!(domain_internal_reason("internal.example.com"), None);

@@ -139,8 +139,9 @@ mod tests {
     #[test]
     fn a40_every_status_is_read() {
         for s in RemoteStatus::ALL {
-            let a = answer(json!({"contractVersion": 1, "actionId": "act_01", "status": s.as_str()}))
-                .unwrap();
+            let a =
+                answer(json!({"contractVersion": 1, "actionId": "act_01", "status": s.as_str()}))
+                    .unwrap();
             assert_eq!(
                 a,
                 ActionAnswer::Reported(ActionReport {
@@ -152,7 +153,9 @@ mod tests {
         }
         let a = answer(json!({"contractVersion": 1, "actionId": "act_01", "status": "completed", "message": "Session 4812 now uses GR86."}))
             .unwrap();
-        let ActionAnswer::Reported(r) = a else { panic!() };
+        let ActionAnswer::Reported(r) = a else {
+            panic!()
+        };
         assert_eq!(r.message.unwrap().as_str(), "Session 4812 now uses GR86.");
     }
 
@@ -174,7 +177,9 @@ mod tests {
             Err(vec![ContractViolation::UnknownStatus])
         );
         assert!(matches!(
-            answer(with("message", json!("see http://10.0.0.1/"))).unwrap_err().as_slice(),
+            answer(with("message", json!("see http://10.0.0.1/")))
+                .unwrap_err()
+                .as_slice(),
             [ContractViolation::Message { .. }]
         ));
         assert_eq!(
@@ -228,7 +233,10 @@ mod tests {
             message: None,
         });
         assert_eq!(
-            transition(ProposalState::Executing, event_after_execute(Some(&executing))),
+            transition(
+                ProposalState::Executing,
+                event_after_execute(Some(&executing))
+            ),
             Ok(ProposalState::Unknown)
         );
         assert_eq!(

@@ -203,7 +203,11 @@ pub trait ConversationStore: Send + Sync {
 
     /// C-8: cancels every `pending_confirmation` proposal of the tenant prepared with a
     /// configuration version lower than `version`. Returns how many were cancelled.
-    async fn invalidate_pending(&self, tenant: &TenantId, version: u64) -> Result<usize, StoreError>;
+    async fn invalidate_pending(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+    ) -> Result<usize, StoreError>;
 }
 
 /// A registered tenant.
@@ -277,7 +281,11 @@ pub trait SecretStore: Send + Sync {
     async fn get_current(&self, name: &str) -> Result<Option<(SecretString, String)>, SecretError>;
     /// A given version (C-8: reconcile with the integration that executed); `None` when
     /// absent.
-    async fn get_version(&self, name: &str, version: &str) -> Result<Option<SecretString>, SecretError>;
+    async fn get_version(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<SecretString>, SecretError>;
     /// Deletes the secret and all its versions. Deleting an absent secret succeeds.
     async fn delete(&self, name: &str) -> Result<(), SecretError>;
 }

@@ -8,11 +8,11 @@
 //! Not checked here: that the `actionId` was never used before in the tenant. That
 //! needs the store, whose conditional put refuses a reused id.
 
-use crate::hash::Sha256Hex;
-use crate::ids::{ActionId, OperationName};
 use crate::contract::{
     ContractViolation, check_contract_version, check_unknown_fields, required_str,
 };
+use crate::hash::Sha256Hex;
+use crate::ids::{ActionId, OperationName};
 use crate::text::SafeText;
 use crate::time::Timestamp;
 use crate::tool_result::ToolResult;
@@ -148,18 +148,21 @@ pub fn parse_prepare_answer(
         summary_hash,
         expires_at,
     ) {
-        (Some(action_id), Some(operation), Some(summary), Some(arguments_hash), Some(summary_hash), Some(expires_at))
-            if out.is_empty() =>
-        {
-            Ok(PreparedAction {
-                action_id,
-                operation,
-                summary,
-                summary_hash,
-                arguments_hash,
-                expires_at,
-            })
-        }
+        (
+            Some(action_id),
+            Some(operation),
+            Some(summary),
+            Some(arguments_hash),
+            Some(summary_hash),
+            Some(expires_at),
+        ) if out.is_empty() => Ok(PreparedAction {
+            action_id,
+            operation,
+            summary,
+            summary_hash,
+            arguments_hash,
+            expires_at,
+        }),
         _ => Err(out),
     }
 }
@@ -242,7 +245,9 @@ mod tests {
             is_error: false,
         };
         assert!(matches!(
-            parse_prepare_answer(&two, &op(), now()).unwrap_err().as_slice(),
+            parse_prepare_answer(&two, &op(), now())
+                .unwrap_err()
+                .as_slice(),
             [ContractViolation::Payload { .. }]
         ));
         assert_eq!(parse(json!([1])), Err(vec![ContractViolation::NotAnObject]));
@@ -342,11 +347,19 @@ mod tests {
         let at = |secs: i64| with("expiresAt", json!(now().plus_seconds(secs).to_rfc3339()));
         assert!(parse(at(1)).is_ok());
         assert!(parse(at(300)).is_ok());
-        assert_eq!(parse(at(0)), Err(vec![ContractViolation::ExpiresAtNotInFuture]));
-        assert_eq!(parse(at(-10)), Err(vec![ContractViolation::ExpiresAtNotInFuture]));
+        assert_eq!(
+            parse(at(0)),
+            Err(vec![ContractViolation::ExpiresAtNotInFuture])
+        );
+        assert_eq!(
+            parse(at(-10)),
+            Err(vec![ContractViolation::ExpiresAtNotInFuture])
+        );
         assert_eq!(
             parse(at(301)),
-            Err(vec![ContractViolation::ExpiresAtTooFar { max_seconds: 300 }])
+            Err(vec![ContractViolation::ExpiresAtTooFar {
+                max_seconds: 300
+            }])
         );
         assert_eq!(
             parse(with("expiresAt", json!("2026-11-29T21:17:00-03:00"))),
@@ -368,7 +381,10 @@ mod tests {
         let mut v = with("summary", json!(bad));
         v["summaryHash"] = json!(Sha256Hex::digest(bad).as_str());
         let errs = parse(v).unwrap_err();
-        assert!(matches!(errs.as_slice(), [ContractViolation::Summary { .. }]), "{errs:?}");
+        assert!(
+            matches!(errs.as_slice(), [ContractViolation::Summary { .. }]),
+            "{errs:?}"
+        );
     }
 
     /// Every broken rule is reported at once.

@@ -167,7 +167,11 @@ impl UnsignedProof {
         let h = serde_json::to_vec(header).unwrap_or_default();
         let c = serde_json::to_vec(claims).unwrap_or_default();
         Self {
-            signing_input: format!("{}.{}", URL_SAFE_NO_PAD.encode(h), URL_SAFE_NO_PAD.encode(c)),
+            signing_input: format!(
+                "{}.{}",
+                URL_SAFE_NO_PAD.encode(h),
+                URL_SAFE_NO_PAD.encode(c)
+            ),
         }
     }
 
@@ -279,8 +283,19 @@ mod tests {
         let c = decode(parts[1]);
         let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
         let mut want = vec![
-            "iss", "aud", "sub", "tenantId", "conversationId", "actionId", "operation",
-            "argumentsHash", "summaryHash", "messageId", "presentedMessageId", "jti", "iat",
+            "iss",
+            "aud",
+            "sub",
+            "tenantId",
+            "conversationId",
+            "actionId",
+            "operation",
+            "argumentsHash",
+            "summaryHash",
+            "messageId",
+            "presentedMessageId",
+            "jti",
+            "iat",
             "exp",
         ];
         let mut got = keys.clone();
@@ -338,7 +353,7 @@ mod tests {
             ProofClaims::for_confirmation(&pending, &a, &ctx(f.now)),
             Err(ProofError::NotExecuting(ProposalState::PendingConfirmation))
         ));
-        let mut other = a.clone();
+        let mut other = a;
         other.message_id = f.other_message_id.clone();
         assert!(matches!(
             ProofClaims::for_confirmation(&p, &other, &ctx(f.now)),

@@ -4,9 +4,9 @@
 //! A-43) and `superseded` (replaced by a newer proposal, A-15, A-16). Transitions are a
 //! pure function of (state, event); anything not listed is refused.
 
-use crate::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
 use crate::conversation::MessageSeq;
 use crate::hash::Sha256Hex;
+use crate::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
 use crate::text::SafeText;
 use crate::time::Timestamp;
 use std::fmt;
@@ -224,7 +224,9 @@ pub fn transition(
             Some(S::from_remote_terminal(r).unwrap_or(S::Unknown))
         }
         (S::Executing, E::ExecutionUncertain | E::StatusUnavailable) => Some(S::Unknown),
-        (S::Unknown, E::StatusAnswered(r)) => Some(S::from_remote_terminal(r).unwrap_or(S::Unknown)),
+        (S::Unknown, E::StatusAnswered(r)) => {
+            Some(S::from_remote_terminal(r).unwrap_or(S::Unknown))
+        }
         (S::Unknown, E::StatusUnavailable) => Some(S::Unknown),
         _ => None,
     };
@@ -391,7 +393,10 @@ mod tests {
     /// A-17 and P-3: which states block preparation and purge.
     #[test]
     fn a17_p3_blocking_states() {
-        let blocks_prep: Vec<S> = S::ALL.into_iter().filter(|s| s.blocks_preparation()).collect();
+        let blocks_prep: Vec<S> = S::ALL
+            .into_iter()
+            .filter(|s| s.blocks_preparation())
+            .collect();
         assert_eq!(blocks_prep, vec![S::Executing, S::Unknown]);
         let blocks_purge: Vec<S> = S::ALL.into_iter().filter(|s| s.blocks_purge()).collect();
         assert_eq!(

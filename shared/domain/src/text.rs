@@ -143,10 +143,16 @@ impl fmt::Display for TextViolation {
                 c.code_point, c.first_position, c.count
             ),
             Self::Secret { kind, count } => {
-                write!(f, "text contains what looks like a secret ({kind:?}, {count} time(s))")
+                write!(
+                    f,
+                    "text contains what looks like a secret ({kind:?}, {count} time(s))"
+                )
             }
             Self::InternalUrl { host, reason } => {
-                write!(f, "text contains an internal address or URL ({host}: {reason:?})")
+                write!(
+                    f,
+                    "text contains an internal address or URL ({host}: {reason:?})"
+                )
             }
         }
     }
@@ -217,26 +223,67 @@ fn char_class(c: char) -> Option<CharClass> {
     }
 }
 
+// Secret patterns have no word boundaries on purpose: a secret glued to other text
+// (`xAKIA…`, `aBearer …`) is still a secret; a false positive only rejects a summary.
 #[allow(clippy::expect_used)] // constant patterns, covered by tests
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("valid constant regex")
 }
 
-static BEARER: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]+=*)"));
+static BEARER: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)bearer\s+([A-Za-z0-9\-._~+/]+=*)"));
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| re(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"));
 static ADMIN_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"tsk_[A-Za-z0-9_-]{8,}"));
 static AWS_KEY_ID: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b")
+    re(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}")
 });
 static PRIVATE_KEY: LazyLock<Regex> =
     LazyLock::new(|| re(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"));
-static URL: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s<>'`]*"));
 static INTERNAL_HOST: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)\.(?:internal|local|localhost)\b|\blocalhost\b")
+    re(
+        r"(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)\.(?:internal|local|localhost)\b|\blocalhost\b",
+    )
 });
-static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b"));
+/// Runs of digits and dots; those of exactly four numbers are IPv4 candidates. (No word
+/// boundaries: `a10.0.0.1` still names 10.0.0.1.)
+static DOTTED: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9][0-9.]*[0-9]"));
+
+/// The internal IPv4 addresses a reader could see in a run of digits and dots: each
+/// window of four consecutive numbers, where the first may be read by its last 1–3 digits
+/// and the last by its first 1–3 digits (`0192.168.0.1` still names 192.168.0.1; leading
+/// zeros never hide an address). Longest readings first; one finding per window.
+/// Over-reading only rejects a summary; under-reading would let an address through.
+fn internal_dotted_ipv4(run: &str) -> Vec<(Ipv4Addr, InternalReason)> {
+    let parts: Vec<&str> = run.split('.').collect();
+    let number = |s: &str| -> Option<u8> {
+        let t = s.trim_start_matches('0');
+        if t.is_empty() && !s.is_empty() {
+            Some(0)
+        } else {
+            t.parse().ok()
+        }
+    };
+    let mut out = Vec::new();
+    for w in parts.windows(4) {
+        let (Some(b), Some(c)) = (number(w[1]), number(w[2])) else {
+            continue;
+        };
+        let readings = (1..=3.min(w[0].len()))
+            .rev()
+            .flat_map(|i| (1..=3.min(w[3].len())).rev().map(move |j| (i, j)));
+        for (i, j) in readings {
+            let first = &w[0][w[0].len() - i..];
+            if let (Some(a), Some(d)) = (number(first), number(&w[3][..j])) {
+                let ip = Ipv4Addr::new(a, b, c, d);
+                if let Some(reason) = ipv4_internal_reason(ip) {
+                    out.push((ip, reason));
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
 
 /// A bearer credential, not the word "bearer" in prose: long enough and not only letters.
 fn looks_like_token(candidate: &str) -> bool {
@@ -260,15 +307,36 @@ fn secret_findings(text: &str) -> Vec<TextViolation> {
     );
     push(SecretKind::Jwt, JWT.find_iter(text).count());
     push(SecretKind::AdminKey, ADMIN_KEY.find_iter(text).count());
-    push(SecretKind::AwsAccessKeyId, AWS_KEY_ID.find_iter(text).count());
+    push(
+        SecretKind::AwsAccessKeyId,
+        AWS_KEY_ID.find_iter(text).count(),
+    );
     push(SecretKind::PrivateKey, PRIVATE_KEY.find_iter(text).count());
-    let with_credentials = URL
-        .find_iter(text)
-        .filter_map(|m| url::Url::parse(trim_url(m.as_str())).ok())
+    let with_credentials = url_candidates(text)
+        .filter_map(|c| url::Url::parse(c).ok())
         .filter(|u| !u.username().is_empty() || u.password().is_some())
         .count();
     push(SecretKind::UrlCredentials, with_credentials);
     out
+}
+
+/// Every URL-like span: one per `://`, from the scheme characters before it to the next
+/// white space. Spans may overlap, so a URL glued to another
+/// (`https://a.example/xhttps://intranet/`) is still seen.
+fn url_candidates(text: &str) -> impl Iterator<Item = &str> {
+    let is_scheme = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-');
+    text.match_indices("://").map(move |(at, _)| {
+        let start = text[..at]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| is_scheme(*c))
+            .last()
+            .map_or(at, |(i, _)| i);
+        let end = text[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '\'' | '`'))
+            .map_or(text.len(), |n| at + n);
+        trim_url(&text[start..end])
+    })
 }
 
 /// Trailing punctuation that ends a sentence rather than the URL.
@@ -278,8 +346,7 @@ fn trim_url(s: &str) -> &str {
 
 fn internal_url_findings(text: &str) -> Vec<TextViolation> {
     let mut found: BTreeSet<(String, InternalReason)> = BTreeSet::new();
-    for m in URL.find_iter(text) {
-        let candidate = trim_url(m.as_str());
+    for candidate in url_candidates(text) {
         match url::Url::parse(candidate) {
             Ok(u) => match u.host() {
                 Some(host) => {
@@ -306,10 +373,8 @@ fn internal_url_findings(text: &str) -> Vec<TextViolation> {
             found.insert((host, reason));
         }
     }
-    for m in IPV4.find_iter(text) {
-        if let Ok(ip) = m.as_str().parse::<Ipv4Addr>()
-            && let Some(reason) = ipv4_internal_reason(ip)
-        {
+    for m in DOTTED.find_iter(text) {
+        for (ip, reason) in internal_dotted_ipv4(m.as_str()) {
             found.insert((ip.to_string(), reason));
         }
     }
@@ -409,7 +474,10 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             })
             .collect();
-        assert_eq!(cps, vec![(0x0d, 1, 1), (0, 3, 2), (0x7f, 5, 1), (0x85, 7, 1)]);
+        assert_eq!(
+            cps,
+            vec![(0x0d, 1, 1), (0, 3, 2), (0x7f, 5, 1), (0x85, 7, 1)]
+        );
     }
 
     /// A-20: every direction control named by the rule is rejected.
@@ -432,8 +500,18 @@ mod tests {
     #[test]
     fn a20_invisible_characters() {
         for c in [
-            '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{00AD}', '\u{E0041}',
-            '\u{2028}', '\u{2029}', '\u{E000}', '\u{034F}', '\u{3164}',
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{E0041}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{E000}',
+            '\u{034F}',
+            '\u{3164}',
         ] {
             let v = rules(&format!("a{c}b"));
             assert!(
@@ -448,18 +526,27 @@ mod tests {
     #[test]
     fn a20_secrets() {
         let cases = [
-            ("use Bearer abcDEF123456ghi to call", SecretKind::BearerToken),
+            (
+                "use Bearer abcDEF123456ghi to call",
+                SecretKind::BearerToken,
+            ),
             (
                 "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl here",
                 SecretKind::Jwt,
             ),
             ("key tsk_9f8e7d6c5b4a39281706", SecretKind::AdminKey),
-            ("AKIAIOSFODNN7EXAMPLE is the key", SecretKind::AwsAccessKeyId),
+            (
+                "AKIAIOSFODNN7EXAMPLE is the key",
+                SecretKind::AwsAccessKeyId,
+            ),
             (
                 "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
                 SecretKind::PrivateKey,
             ),
-            ("see https://admin:hunter2@example.com/x", SecretKind::UrlCredentials),
+            (
+                "see https://admin:hunter2@example.com/x",
+                SecretKind::UrlCredentials,
+            ),
         ];
         for (text, kind) in cases {
             let v = rules(text);
@@ -490,13 +577,25 @@ mod tests {
             ("see https://10.0.0.5/x.", "10.0.0.5", Private),
             ("see http://[::1]/", "[::1]", Loopback),
             ("see http://[fe80::1]/", "[fe80::1]", LinkLocal),
-            ("see http://169.254.169.254/latest/meta-data", "169.254.169.254", LinkLocal),
-            ("see https://db.prod.internal/x", "db.prod.internal", InternalSuffix),
+            (
+                "see http://169.254.169.254/latest/meta-data",
+                "169.254.169.254",
+                LinkLocal,
+            ),
+            (
+                "see https://db.prod.internal/x",
+                "db.prod.internal",
+                InternalSuffix,
+            ),
             ("see https://printer.local", "printer.local", InternalSuffix),
             ("see https://api.localhost/", "api.localhost", Loopback),
             ("see http://intranet/wiki", "intranet", BareHostname),
             ("see http://0x7f000001/", "127.0.0.1", Loopback),
-            ("call db.prod.internal:5432 now", "db.prod.internal", InternalSuffix),
+            (
+                "call db.prod.internal:5432 now",
+                "db.prod.internal",
+                InternalSuffix,
+            ),
             ("host 192.168.1.20 is down", "192.168.1.20", Private),
             ("open localhost:3000", "localhost", Loopback),
         ];
@@ -512,6 +611,15 @@ mod tests {
         }
         assert!(SafeText::check("Details at https://trackshare.example.com/s/4812.").is_ok());
         assert!(SafeText::check("Version 1.2.3.4 and IP 8.8.8.8 are fine").is_ok());
+        for hidden in [
+            "0192.168.0.1",
+            "x10.0.0.1",
+            "1.10.0.0.1",
+            "010.0.0.1",
+            "127.000.000.001",
+        ] {
+            assert!(SafeText::check(hidden).is_err(), "{hidden}");
+        }
         assert!(SafeText::check("the local team will call").is_ok());
     }
 
@@ -519,6 +627,8 @@ mod tests {
     fn file_urls_and_garbage_urls_are_rejected() {
         assert!(!rules("file:///etc/passwd").is_empty());
         assert!(!rules("http://[zz/").is_empty());
+        // A URL glued to another is still seen.
+        assert!(!rules("https://example.com/okhttps://intranet/").is_empty());
     }
 
     /// A-20: every violation is reported, not just the first.

@@ -8,7 +8,9 @@ use crate::proposal::{ProposalState, RemoteStatus};
 use crate::text::SafeText;
 
 /// The language of a tenant's fixed texts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Language {
     /// English (default).
     #[default]
@@ -128,11 +130,20 @@ pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
         (Language::En, R::Expired) => {
             "The proposal expired before it was confirmed. Nothing was changed; ask again for a new proposal."
         }
-        (Language::En, R::CaseClosed) => "This conversation is closed: nothing can be carried out in it.",
+        (Language::En, R::CaseClosed) => {
+            "This conversation is closed: nothing can be carried out in it."
+        }
         (Language::En, R::NoPendingProposal | R::NotPending(_)) => {
             "There is no proposal waiting for confirmation. Nothing was changed."
         }
-        (Language::En, R::NotAConfirmation | R::NotFromUser | R::WrongConversation | R::WrongPerson | R::ProposalNotOwned) => {
+        (
+            Language::En,
+            R::NotAConfirmation
+            | R::NotFromUser
+            | R::WrongConversation
+            | R::WrongPerson
+            | R::ProposalNotOwned,
+        ) => {
             "This message cannot confirm the proposal. The proposal was cancelled; nothing was changed."
         }
         (Language::Pt, R::MissingReplyTo) => {
@@ -144,11 +155,20 @@ pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
         (Language::Pt, R::Expired) => {
             "A proposta expirou antes da confirmação. Nada foi alterado; peça uma nova proposta."
         }
-        (Language::Pt, R::CaseClosed) => "Esta conversa está encerrada: nada pode ser executado nela.",
+        (Language::Pt, R::CaseClosed) => {
+            "Esta conversa está encerrada: nada pode ser executado nela."
+        }
         (Language::Pt, R::NoPendingProposal | R::NotPending(_)) => {
             "Não há proposta aguardando confirmação. Nada foi alterado."
         }
-        (Language::Pt, R::NotAConfirmation | R::NotFromUser | R::WrongConversation | R::WrongPerson | R::ProposalNotOwned) => {
+        (
+            Language::Pt,
+            R::NotAConfirmation
+            | R::NotFromUser
+            | R::WrongConversation
+            | R::WrongPerson
+            | R::ProposalNotOwned,
+        ) => {
             "Esta mensagem não pode confirmar a proposta. A proposta foi cancelada; nada foi alterado."
         }
     }
@@ -173,15 +193,21 @@ mod tests {
     #[test]
     fn a41_every_status_has_a_distinct_safe_prefix() {
         for lang in Language::ALL {
-            let prefixes: Vec<&str> = RemoteStatus::ALL.iter().map(|s| status_prefix(lang, *s)).collect();
+            let prefixes: Vec<&str> = RemoteStatus::ALL
+                .iter()
+                .map(|s| status_prefix(lang, *s))
+                .collect();
             let mut dedup = prefixes.clone();
             dedup.sort_unstable();
             dedup.dedup();
             assert_eq!(dedup.len(), prefixes.len(), "{lang:?}");
-            for t in prefixes
-                .into_iter()
-                .chain([confirm_instructions(lang), uncertainty_notice(lang), cancelled_notice(lang), discarded_notice(lang), invalidated_notice(lang)])
-            {
+            for t in prefixes.into_iter().chain([
+                confirm_instructions(lang),
+                uncertainty_notice(lang),
+                cancelled_notice(lang),
+                discarded_notice(lang),
+                invalidated_notice(lang),
+            ]) {
                 assert!(SafeText::check(t).is_ok(), "{t}");
             }
         }
@@ -204,8 +230,14 @@ mod tests {
             format_result(Language::En, RemoteStatus::Completed, Some(&m)),
             "Action completed.\nSession 4812 now uses GR86."
         );
-        assert_eq!(format_result(Language::Pt, RemoteStatus::Conflict, None), status_prefix(Language::Pt, RemoteStatus::Conflict));
-        assert_eq!(state_notice(Language::En, ProposalState::Unknown), Some(uncertainty_notice(Language::En)));
+        assert_eq!(
+            format_result(Language::Pt, RemoteStatus::Conflict, None),
+            status_prefix(Language::Pt, RemoteStatus::Conflict)
+        );
+        assert_eq!(
+            state_notice(Language::En, ProposalState::Unknown),
+            Some(uncertainty_notice(Language::En))
+        );
         assert_eq!(state_notice(Language::En, ProposalState::Completed), None);
     }
 }

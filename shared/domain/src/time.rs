@@ -125,8 +125,18 @@ mod tests {
             Timestamp::parse_utc("2026-11-29T21:15:00-03:00"),
             Err(TimestampError::NotUtc)
         );
-        for bad in ["2026-11-29", "2026-11-29 21:15:00", "tomorrow", "", "1795468500"] {
-            assert_eq!(Timestamp::parse_utc(bad), Err(TimestampError::Format), "{bad}");
+        for bad in [
+            "2026-11-29",
+            "2026-11-29 21:15:00",
+            "tomorrow",
+            "",
+            "1795468500",
+        ] {
+            assert_eq!(
+                Timestamp::parse_utc(bad),
+                Err(TimestampError::Format),
+                "{bad}"
+            );
         }
     }
 
@@ -136,6 +146,9 @@ mod tests {
         assert_eq!(t.to_rfc3339(), "2026-11-29T21:15:00Z");
         assert_eq!(t.plus_seconds(60).unix_seconds(), 1_795_986_960);
         assert_eq!(t.seconds_until(t.plus_seconds(-5)), -5);
-        assert_eq!(Timestamp::from_unix_millis(1_500).unwrap().unix_millis(), 1_500);
+        assert_eq!(
+            Timestamp::from_unix_millis(1_500).unwrap().unix_millis(),
+            1_500
+        );
     }
 }

@@ -35,7 +35,9 @@ pub enum PayloadError {
     #[error("the answer has neither structuredContent nor a text block")]
     NoPayload,
     /// Without `structuredContent`, the content must be exactly one `text` block.
-    #[error("without structuredContent the answer must be exactly one text block (found {blocks} block(s), {texts} text)")]
+    #[error(
+        "without structuredContent the answer must be exactly one text block (found {blocks} block(s), {texts} text)"
+    )]
     NotSingleTextBlock {
         /// Number of blocks.
         blocks: usize,
@@ -58,14 +60,16 @@ impl ToolResult {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|b| match (b.get("type").and_then(Value::as_str), b.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => Ok(ContentBlock::Text(t.clone())),
-                    (Some("text"), _) => Err(PayloadError::NotAToolResult),
-                    (Some(kind), _) => Ok(ContentBlock::Other {
-                        kind: kind.to_owned(),
-                    }),
-                    (None, _) => Err(PayloadError::NotAToolResult),
-                })
+                .map(
+                    |b| match (b.get("type").and_then(Value::as_str), b.get("text")) {
+                        (Some("text"), Some(Value::String(t))) => Ok(ContentBlock::Text(t.clone())),
+                        (Some("text"), _) => Err(PayloadError::NotAToolResult),
+                        (Some(kind), _) => Ok(ContentBlock::Other {
+                            kind: kind.to_owned(),
+                        }),
+                        (None, _) => Err(PayloadError::NotAToolResult),
+                    },
+                )
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(PayloadError::NotAToolResult),
         };
@@ -120,8 +124,9 @@ mod tests {
             .unwrap();
         assert_eq!(r.contract_payload().unwrap(), json!({"a": 1}));
 
-        let r = ToolResult::from_mcp_json(&json!({"content": [{"type": "text", "text": "{\"a\":2}"}]}))
-            .unwrap();
+        let r =
+            ToolResult::from_mcp_json(&json!({"content": [{"type": "text", "text": "{\"a\":2}"}]}))
+                .unwrap();
         assert_eq!(r.contract_payload().unwrap(), json!({"a": 2}));
 
         let r = ToolResult::from_mcp_json(&json!({"content": [
@@ -129,14 +134,22 @@ mod tests {
         .unwrap();
         assert_eq!(
             r.contract_payload(),
-            Err(PayloadError::NotSingleTextBlock { blocks: 2, texts: 2 })
+            Err(PayloadError::NotSingleTextBlock {
+                blocks: 2,
+                texts: 2
+            })
         );
 
-        let r = ToolResult::from_mcp_json(&json!({"content": [{"type": "image", "data": "", "mimeType": "image/png"}]}))
-            .unwrap();
+        let r = ToolResult::from_mcp_json(
+            &json!({"content": [{"type": "image", "data": "", "mimeType": "image/png"}]}),
+        )
+        .unwrap();
         assert_eq!(
             r.contract_payload(),
-            Err(PayloadError::NotSingleTextBlock { blocks: 1, texts: 0 })
+            Err(PayloadError::NotSingleTextBlock {
+                blocks: 1,
+                texts: 0
+            })
         );
 
         let r = ToolResult::from_mcp_json(&json!({"content": [{"type": "text", "text": "ok!"}]}))
@@ -156,7 +169,11 @@ mod tests {
             json!({"content": [{"type": "text", "text": 5}]}),
             json!({"isError": "yes"}),
         ] {
-            assert_eq!(ToolResult::from_mcp_json(&bad), Err(PayloadError::NotAToolResult), "{bad}");
+            assert_eq!(
+                ToolResult::from_mcp_json(&bad),
+                Err(PayloadError::NotAToolResult),
+                "{bad}"
+            );
         }
         let r = ToolResult::from_mcp_json(&json!({"isError": true, "content": []})).unwrap();
         assert!(r.is_error);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Countersign's test command (README "Test it"): from a fresh clone, installs what it
+# needs and runs every check CI runs. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain components"
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+step "cargo fmt --all --check"
+cargo fmt --all --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "the domain crate has no I/O dependency"
+infra/scripts/check-domain-deps.sh
+
+step "cargo test --workspace"
+cargo test --workspace --locked
