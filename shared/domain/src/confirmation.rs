@@ -202,6 +202,31 @@ mod tests {
         }
     }
 
+    /// any other text while a proposal is pending invalidates it (it becomes
+    /// `cancelled`) before the text goes to the model; a refused confirm does the same.
+    #[test]
+    fn a25_other_text_invalidates_the_pending_proposal() {
+        use crate::proposal::{ProposalEvent, transition};
+        for text in ["actually, use the Civic", "confirm please", "yes"] {
+            assert_eq!(classify(text), Reply::Other);
+        }
+        assert_eq!(
+            transition(
+                ProposalState::PendingConfirmation,
+                ProposalEvent::Invalidate
+            ),
+            Ok(ProposalState::Cancelled)
+        );
+        let f = Fixture::new();
+        let mut p = f.proposal.clone();
+        p.apply(ProposalEvent::Invalidate).unwrap();
+        let m = msg(&f, Some(&f.proposal.presented.message_id));
+        assert_eq!(
+            check_confirmation(Some(&p), &m, &f.principal, &f.case, f.now),
+            Err(Refusal::NotPending(ProposalState::Cancelled))
+        );
+    }
+
     fn msg<'a>(f: &'a Fixture, reply_to: Option<&'a MessageId>) -> ConfirmingMessage<'a> {
         ConfirmingMessage {
             id: &f.confirm_id,
