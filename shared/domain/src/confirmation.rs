@@ -2,7 +2,7 @@
 //! confirmation to one presented proposal, one person and one open case (A-22, A-23,
 //! Both are code, not AI.
 
-use crate::conversation::{Case, CaseStatus, MessageSeq, Principal, Role};
+use crate::conversation::{Case, CaseStatus, Principal, Role};
 use crate::ids::{ActionId, CaseId, MessageId};
 use crate::proposal::{Proposal, ProposalState};
 use crate::time::Timestamp;
@@ -40,8 +40,6 @@ pub struct ConfirmingMessage<'a> {
     pub id: &'a MessageId,
     /// Its case.
     pub case: &'a CaseId,
-    /// Its position in the case.
-    pub seq: MessageSeq,
     /// Its author role.
     pub role: Role,
     /// Its `replyToMessageId`.
@@ -144,7 +142,8 @@ pub fn check_confirmation(
     if reply_to != &proposal.presented.message_id {
         return Err(Refusal::StaleReply);
     }
-    if message.seq <= proposal.presented.seq {
+    // Message ids are time-ordered ULIDs of one prefix: string order is creation order.
+    if message.id <= &proposal.presented.message_id {
         return Err(Refusal::NotAfterPresentation);
     }
     if proposal.is_expired_at(now) {
@@ -231,7 +230,6 @@ mod tests {
         ConfirmingMessage {
             id: &f.confirm_id,
             case: &f.case.id,
-            seq: MessageSeq(10),
             role: Role::User,
             reply_to,
             content: " Confirm ",
@@ -277,7 +275,8 @@ mod tests {
     fn a23_message_not_after_presentation_is_refused() {
         let f = Fixture::new();
         let mut m = msg(&f, Some(&f.proposal.presented.message_id));
-        m.seq = f.proposal.presented.seq;
+        let earlier = f.other_message_id.clone();
+        m.id = &earlier;
         assert_eq!(
             check_confirmation(Some(&f.proposal), &m, &f.principal, &f.case, f.now),
             Err(Refusal::NotAfterPresentation)

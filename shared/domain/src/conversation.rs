@@ -1,4 +1,8 @@
 //! Cases (conversations, D-1), their messages, and the authenticated principal.
+//!
+//! Messages of a case are totally ordered by their ids: a message id is a ULID (48 bits of
+//! milliseconds, then randomness, generated monotonically per process), so "written after
+//! the presentation" (A-23) is `message.id > presented_message_id`. See decision 0002.
 
 use crate::ids::{CaseId, MessageId, TenantId, UserId};
 use crate::time::Timestamp;
@@ -46,14 +50,6 @@ impl Case {
     }
 }
 
-/// Position of a message in its case: a per-case sequence that only grows, assigned by
-/// the store, so "written after the presentation" (A-23) is a comparison.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct MessageSeq(pub u64);
-
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -88,8 +84,6 @@ pub struct Message {
     pub id: MessageId,
     /// Its case.
     pub case: CaseId,
-    /// Position in the case (assigned by the store).
-    pub seq: MessageSeq,
     /// Author.
     pub role: Role,
     /// Kind.

@@ -7,7 +7,7 @@
 //! did not happen or cannot be trusted.
 
 use crate::config::McpConfig;
-use crate::conversation::{Case, Message, MessageKind, MessageSeq, Role};
+use crate::conversation::{Case, Message, MessageKind, Role};
 use crate::ids::{ActionId, CaseId, MessageId, TenantId, ToolName, UserId, WidgetKeyId};
 use crate::proof::Proof;
 use crate::proposal::{Proposal, ProposalState};
@@ -64,7 +64,7 @@ pub struct ConversationView {
     pub language: Language,
 }
 
-/// A message to append; the store assigns `seq` (a per-case total order).
+/// A message to append. Its id (a ULID) gives its place in the case's total order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
     /// Its id.
@@ -91,8 +91,6 @@ pub enum CreateProposalOutcome {
     Applied {
         /// The superseded predecessor.
         superseded: Option<ActionId>,
-        /// The presentation and instruction messages, with their sequence numbers.
-        messages: Vec<Message>,
     },
     /// The slot holds a proposal that is `executing` or `unknown`.
     Blocked {
@@ -154,19 +152,16 @@ pub trait ConversationStore: Send + Sync {
         case: &CaseId,
     ) -> Result<Option<ConversationView>, StoreError>;
 
-    /// Appends a message; returns it with its sequence number.
-    async fn append_message(
-        &self,
-        tenant: &TenantId,
-        message: &NewMessage,
-    ) -> Result<Message, StoreError>;
+    /// Appends a message to an existing case of this tenant.
+    async fn append_message(&self, tenant: &TenantId, message: &NewMessage)
+    -> Result<(), StoreError>;
 
     /// Messages of a case in order, those after `after` (exclusive), at most `limit`.
     async fn list_messages(
         &self,
         tenant: &TenantId,
         case: &CaseId,
-        after: Option<MessageSeq>,
+        after: Option<&MessageId>,
         limit: usize,
     ) -> Result<Vec<Message>, StoreError>;
 

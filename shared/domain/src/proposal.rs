@@ -4,7 +4,6 @@
 //! A-43) and `superseded` (replaced by a newer proposal, A-15, A-16). Transitions are a
 //! pure function of (state, event); anything not listed is refused.
 
-use crate::conversation::MessageSeq;
 use crate::hash::Sha256Hex;
 use crate::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
 use crate::text::SafeText;
@@ -238,8 +237,6 @@ pub fn transition(
 pub struct Presentation {
     /// The assistant message holding the literal summary: `presentedMessageId`.
     pub message_id: MessageId,
-    /// Its position in the case.
-    pub seq: MessageSeq,
 }
 
 /// A proposal as the platform stores it (P-1). Never holds a proof or a token.

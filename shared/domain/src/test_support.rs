@@ -1,7 +1,7 @@
 //! Shared fixtures for this crate's unit tests.
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
-use crate::conversation::{Case, CaseStatus, MessageSeq, Principal};
+use crate::conversation::{Case, CaseStatus, Principal};
 use crate::hash::Sha256Hex;
 use crate::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
 use crate::proposal::{Presentation, Proposal, ProposalState};
@@ -68,7 +68,6 @@ impl Fixture {
             state: ProposalState::PendingConfirmation,
             presented: Presentation {
                 message_id: message_id(5),
-                seq: MessageSeq(5),
             },
             confirmation_message_id: None,
             config_version: 1,
