@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Countersign's test command (README "Test it"): from a fresh clone, installs what it
-# needs and runs every check CI runs. Exits non-zero on the first failure.
+# needs (the local AWS emulator, moto, into .venv/moto) and runs every check CI runs.
+# Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,5 +20,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "the domain crate has no I/O dependency"
 infra/scripts/check-domain-deps.sh
 
-step "cargo test --workspace"
-cargo test --workspace --locked
+step "build the tests once"
+cargo test --workspace --locked --no-run
+
+step "cargo test --workspace (against the local AWS emulator, started and stopped here)"
+infra/scripts/with-local-aws.sh cargo test --workspace --locked

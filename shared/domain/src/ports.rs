@@ -50,6 +50,14 @@ pub enum StoreError {
     /// A stored item could not be read back into domain types.
     #[error("a stored item is corrupt: {0}")]
     Corrupt(String),
+    /// The caller asked for a transition the state machine forbids (a bug, not a race).
+    #[error("illegal proposal transition {from} -> {to}")]
+    IllegalTransition {
+        /// From.
+        from: ProposalState,
+        /// To.
+        to: ProposalState,
+    },
 }
 
 /// Everything about one conversation that decisions need, read in one query (P-2).
@@ -153,8 +161,11 @@ pub trait ConversationStore: Send + Sync {
     ) -> Result<Option<ConversationView>, StoreError>;
 
     /// Appends a message to an existing case of this tenant.
-    async fn append_message(&self, tenant: &TenantId, message: &NewMessage)
-    -> Result<(), StoreError>;
+    async fn append_message(
+        &self,
+        tenant: &TenantId,
+        message: &NewMessage,
+    ) -> Result<(), StoreError>;
 
     /// Messages of a case in order, those after `after` (exclusive), at most `limit`.
     async fn list_messages(
@@ -174,10 +185,11 @@ pub trait ConversationStore: Send + Sync {
         presentation: &[NewMessage],
     ) -> Result<CreateProposalOutcome, StoreError>;
 
-    /// `pending_confirmation → executing`, only while the slot still points at this
-    /// proposal with the given `presentedMessageId`; stores the confirming message and the
-    /// confirmation id in the same transaction. Of any number of concurrent calls at most
-    /// one is `Applied` (P-2).
+    /// `pending_confirmation → executing`, only while the case is open and the slot still
+    /// points at this proposal with the given `presentedMessageId`; stores the confirming
+    /// message and the confirmation id in the same transaction. Of any number of concurrent
+    /// calls at most one is `Applied` (P-2). On `Conflict` nothing is written, not even the
+    /// message: the caller stores it as an ordinary message.
     async fn confirm(&self, write: &ConfirmWrite) -> Result<TransitionOutcome, StoreError>;
 
     /// Moves a proposal `from → to` (a legal transition of [`crate::proposal`]) only while

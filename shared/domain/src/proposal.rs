@@ -232,6 +232,24 @@ pub fn transition(
     to.ok_or(TransitionError { from, event })
 }
 
+/// Whether some event moves `from` to `to` (stores use it to refuse illegal writes).
+pub fn is_legal(from: ProposalState, to: ProposalState) -> bool {
+    let mut events = vec![
+        ProposalEvent::Confirm,
+        ProposalEvent::Cancel,
+        ProposalEvent::Invalidate,
+        ProposalEvent::Supersede,
+        ProposalEvent::Expire,
+        ProposalEvent::ExecutionUncertain,
+        ProposalEvent::StatusUnavailable,
+    ];
+    for r in RemoteStatus::ALL {
+        events.push(ProposalEvent::ExecutionAnswered(r));
+        events.push(ProposalEvent::StatusAnswered(r));
+    }
+    events.into_iter().any(|e| transition(from, e) == Ok(to))
+}
+
 /// Where and when a proposal was presented.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Presentation {
@@ -375,6 +393,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn is_legal_agrees_with_the_table() {
+        assert!(is_legal(S::PendingConfirmation, S::Executing));
+        assert!(is_legal(S::Unknown, S::Unknown));
+        assert!(is_legal(S::Executing, S::Completed));
+        assert!(!is_legal(S::Superseded, S::Executing));
+        assert!(!is_legal(S::Unknown, S::Executing));
+        assert!(!is_legal(S::PendingConfirmation, S::Completed));
     }
 
     /// Terminal states have no outgoing transition.

@@ -23,6 +23,9 @@ pub enum TimestampError {
 pub struct Timestamp(OffsetDateTime);
 
 impl Timestamp {
+    /// 1970-01-01T00:00:00Z.
+    pub const EPOCH: Self = Self(OffsetDateTime::UNIX_EPOCH);
+
     /// Parses an ISO-8601 UTC timestamp (A-14: `expiresAt`).
     pub fn parse_utc(s: &str) -> Result<Self, TimestampError> {
         let t = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| TimestampError::Format)?;

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs a command against a local AWS emulator (moto) started here and stopped on exit.
+#
+#   infra/scripts/with-local-aws.sh cargo test --workspace
+#
+# Installs moto[server] (pinned) into .venv/moto when missing, starts it on 127.0.0.1 on
+# a free port through infra/local-aws/moto_serialized.py (one request at a time, as
+# DynamoDB serialises conditional writes; see that file), exports AWS_ENDPOINT_URL, dummy
+# credentials and a region, runs the command, then stops the server it started.
+#
+# Known moto limit: KMS `Sign` with `MessageType: DIGEST` hashes the digest again (wrong
+# signatures). Countersign signs proofs with `MessageType: RAW`, which is correct on real
+# KMS too, so nothing here depends on that bug.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+MOTO_VERSION=5.2.5
+venv="$root/.venv/moto"
+
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$MOTO_VERSION')" 2>/dev/null \
+   || [ ! -x "$venv/bin/moto_server" ]; then
+  echo "installing moto[server]==$MOTO_VERSION into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+fi
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+mkdir -p "$root/target"
+log="$root/target/moto-server.log"
+pid=""
+for attempt in 1 2 3; do
+  port=$(free_port)
+  "$venv/bin/python" "$root/infra/local-aws/moto_serialized.py" 127.0.0.1 "$port" >"$log" 2>&1 &
+  pid=$!
+  if python3 - "$port" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+for _ in range(150):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+  then break; fi
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  pid=""
+  echo "moto_server did not start on port $port (attempt $attempt)" >&2
+done
+if [ -z "$pid" ]; then
+  cat "$log" >&2
+  exit 1
+fi
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
+
+export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_TOKEN=test
+export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+export AWS_EC2_METADATA_DISABLED=true
+unset AWS_PROFILE
+export COUNTERSIGN_LOCAL_AWS=1
+echo "local AWS (moto $MOTO_VERSION) at $AWS_ENDPOINT_URL" >&2
+"$@"

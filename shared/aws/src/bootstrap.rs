@@ -1,0 +1,222 @@
+//! Creates what `template.yaml` creates, for the local stack and tests: the table
+//! (single-table design, the pending-proposals index, TTL on `ttl`), the action signing
+//! key (RSA_2048, SIGN_VERIFY) with its alias. Secrets Manager needs nothing up front
+//! (secrets are created per tenant under the prefix); bootstrap only checks it answers.
+//! Running it twice is harmless.
+
+use crate::settings::AwsSettings;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
+};
+use aws_sdk_kms::types::{KeySpec, KeyUsageType};
+use std::time::Duration;
+
+/// What bootstrap found or created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootstrapReport {
+    /// The table name.
+    pub table: String,
+    /// Whether this run created the table.
+    pub table_created: bool,
+    /// The signing key's id, when one is configured.
+    pub signing_key_id: Option<String>,
+    /// Whether this run created the key.
+    pub key_created: bool,
+}
+
+/// A bootstrap failure, with the step that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("bootstrap failed while {step}")]
+pub struct BootstrapError {
+    step: &'static str,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+fn err<E: std::error::Error + Send + Sync + 'static>(
+    step: &'static str,
+) -> impl FnOnce(E) -> BootstrapError {
+    move |e| BootstrapError {
+        step,
+        source: Box::new(e),
+    }
+}
+
+fn attr(name: &str) -> Result<AttributeDefinition, BootstrapError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .map_err(err("defining attributes"))
+}
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, BootstrapError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .map_err(err("defining keys"))
+}
+
+/// Creates the table, its index and TTL when missing; waits until it is active.
+pub async fn ensure_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<bool, BootstrapError> {
+    let exists = match client.describe_table().table_name(table).send().await {
+        Ok(_) => true,
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_not_found_exception()) =>
+        {
+            false
+        }
+        Err(e) => return Err(err("describing the table")(e)),
+    };
+    if !exists {
+        let gsi = GlobalSecondaryIndex::builder()
+            .index_name("gsi1")
+            .key_schema(key("gsi1pk", KeyType::Hash)?)
+            .key_schema(key("gsi1sk", KeyType::Range)?)
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
+            .build()
+            .map_err(err("defining the index"))?;
+        let r = client
+            .create_table()
+            .table_name(table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr("pk")?)
+            .attribute_definitions(attr("sk")?)
+            .attribute_definitions(attr("gsi1pk")?)
+            .attribute_definitions(attr("gsi1sk")?)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .key_schema(key("sk", KeyType::Range)?)
+            .global_secondary_indexes(gsi)
+            .send()
+            .await;
+        match r {
+            Ok(_) => {}
+            // Another bootstrap created it meanwhile.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_in_use_exception()) => {}
+            Err(e) => return Err(err("creating the table")(e)),
+        }
+    }
+    for _ in 0..120 {
+        let d = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(err("waiting for the table"))?;
+        if d.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(err("reading the TTL setting"))?;
+    let enabled = matches!(
+        ttl.time_to_live_description()
+            .and_then(|d| d.time_to_live_status()),
+        Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+    );
+    if !enabled {
+        client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .enabled(true)
+                    .attribute_name("ttl")
+                    .build()
+                    .map_err(err("defining TTL"))?,
+            )
+            .send()
+            .await
+            .map_err(err("enabling TTL"))?;
+    }
+    Ok(!exists)
+}
+
+/// Creates the RSA_2048 SIGN_VERIFY key behind `alias` when the alias is missing.
+/// Returns the key id and whether it was created.
+pub async fn ensure_signing_key(
+    client: &aws_sdk_kms::Client,
+    alias: &str,
+) -> Result<(String, bool), BootstrapError> {
+    match client.describe_key().key_id(alias).send().await {
+        Ok(d) => {
+            let id = d
+                .key_metadata()
+                .map(|m| m.key_id().to_owned())
+                .unwrap_or_default();
+            return Ok((id, false));
+        }
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_not_found_exception()) => {}
+        Err(e) => return Err(err("describing the signing key")(e)),
+    }
+    let created = client
+        .create_key()
+        .key_spec(KeySpec::Rsa2048)
+        .key_usage(KeyUsageType::SignVerify)
+        .description("Countersign action proofs (RS256). Used for nothing else.")
+        .send()
+        .await
+        .map_err(err("creating the signing key"))?;
+    let id = created
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    client
+        .create_alias()
+        .alias_name(alias)
+        .target_key_id(&id)
+        .send()
+        .await
+        .map_err(err("creating the signing key alias"))?;
+    Ok((id, true))
+}
+
+/// Everything, in order. Idempotent.
+pub async fn bootstrap(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> Result<BootstrapReport, BootstrapError> {
+    let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+    let table_created = ensure_table(&dynamo, &settings.table).await?;
+    let (signing_key_id, key_created) = match &settings.signing_key {
+        Some(alias) if alias.starts_with("alias/") => {
+            let kms = aws_sdk_kms::Client::new(sdk);
+            let (id, created) = ensure_signing_key(&kms, alias).await?;
+            (Some(id), created)
+        }
+        // A key id or ARN names a key made elsewhere (the SAM template): nothing to create.
+        Some(id) => (Some(id.clone()), false),
+        None => (None, false),
+    };
+    aws_sdk_secretsmanager::Client::new(sdk)
+        .list_secrets()
+        .max_results(1)
+        .send()
+        .await
+        .map_err(err("reaching Secrets Manager"))?;
+    Ok(BootstrapReport {
+        table: settings.table.clone(),
+        table_created,
+        signing_key_id,
+        key_created,
+    })
+}

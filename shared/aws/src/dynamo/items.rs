@@ -1,0 +1,268 @@
+//! Attribute mapping between DynamoDB items and domain types. Nothing outside this
+//! module knows attribute names.
+//!
+//! Table design (single table, see docs/decisions/0007-dynamodb-table-design.md):
+//!
+//! | item | pk | sk |
+//! |---|---|---|
+//! | case (+ active-proposal slot) | `CONV#<tenant>#<case>` | `A#CASE` |
+//! | proposal | `CONV#<tenant>#<case>` | `A#PROP#<actionId>` |
+//! | message | `CONV#<tenant>#<case>` | `M#<messageId>` |
+//! | action-id guard (A-14) | `ACTION#<tenant>#<actionId>` | `ACTION` |
+//! | tenant | `TENANT#<tenant>` | `TENANT` |
+//! | tenant MCP configuration | `TENANT#<tenant>` | `MCP` |
+//! | tenant registry entry | `TENANTS` | `<tenant>` |
+//!
+//! Pending proposals also carry `gsi1pk = PENDING#<tenant>` (a sparse index) so that a
+//! configuration change can find them (C-8).
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
+use countersign_domain::ports::{NewMessage, StoreError};
+use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
+use countersign_domain::text::SafeText;
+use countersign_domain::texts::Language;
+use countersign_domain::time::Timestamp;
+use std::collections::HashMap;
+
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+pub(crate) const PK: &str = "pk";
+pub(crate) const SK: &str = "sk";
+pub(crate) const TTL: &str = "ttl";
+pub(crate) const GSI1: &str = "gsi1";
+pub(crate) const GSI1_PK: &str = "gsi1pk";
+pub(crate) const GSI1_SK: &str = "gsi1sk";
+pub(crate) const CASE_SK: &str = "A#CASE";
+pub(crate) const ACTIVE_PREFIX: &str = "A#";
+
+pub(crate) fn conv_pk(tenant: &TenantId, case: &CaseId) -> String {
+    format!("CONV#{tenant}#{case}")
+}
+pub(crate) fn prop_sk(action: &ActionId) -> String {
+    format!("A#PROP#{action}")
+}
+pub(crate) fn msg_sk(id: &MessageId) -> String {
+    format!("M#{id}")
+}
+pub(crate) fn guard_pk(tenant: &TenantId, action: &ActionId) -> String {
+    format!("ACTION#{tenant}#{action}")
+}
+pub(crate) fn pending_gsi_pk(tenant: &TenantId) -> String {
+    format!("PENDING#{tenant}")
+}
+pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
+    format!("TENANT#{tenant}")
+}
+
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+pub(crate) fn n(v: impl Into<i128>) -> AttributeValue {
+    AttributeValue::N(v.into().to_string())
+}
+
+pub(crate) fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
+    HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))])
+}
+
+pub(crate) fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(what.to_owned())
+}
+
+pub(crate) fn get_s<'a>(item: &'a Item, k: &str) -> Result<&'a str, StoreError> {
+    item.get(k)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        .ok_or_else(|| corrupt(k))
+}
+pub(crate) fn opt_s<'a>(item: &'a Item, k: &str) -> Option<&'a str> {
+    item.get(k).and_then(|v| v.as_s().ok()).map(String::as_str)
+}
+pub(crate) fn get_n<T: std::str::FromStr>(item: &Item, k: &str) -> Result<T, StoreError> {
+    item.get(k)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt(k))
+}
+fn parse<'a, T, E>(
+    item: &'a Item,
+    k: &str,
+    f: impl FnOnce(&'a str) -> Result<T, E>,
+) -> Result<T, StoreError> {
+    f(get_s(item, k)?).map_err(|_| corrupt(k))
+}
+fn ts(item: &Item, k: &str) -> Result<Timestamp, StoreError> {
+    parse(item, k, Timestamp::parse_utc)
+}
+
+pub(crate) fn state_of(item: &Item) -> Option<ProposalState> {
+    opt_s(item, "state").and_then(ProposalState::parse)
+}
+
+pub(crate) fn lang_str(l: Language) -> &'static str {
+    match l {
+        Language::En => "en",
+        Language::Pt => "pt",
+    }
+}
+fn lang_parse(s: &str) -> Option<Language> {
+    match s {
+        "en" => Some(Language::En),
+        "pt" => Some(Language::Pt),
+        _ => None,
+    }
+}
+
+pub(crate) fn case_item(case: &Case, language: Language) -> Item {
+    let mut i = key(conv_pk(&case.tenant, &case.id), CASE_SK);
+    i.insert("tenant".into(), s(case.tenant.as_str()));
+    i.insert("case_id".into(), s(case.id.as_str()));
+    i.insert("user".into(), s(case.user.as_str()));
+    i.insert("status".into(), s(status_str(case.status)));
+    i.insert("created_at".into(), s(case.created_at.to_rfc3339()));
+    i.insert("lang".into(), s(lang_str(language)));
+    i
+}
+
+pub(crate) fn status_str(s: CaseStatus) -> &'static str {
+    match s {
+        CaseStatus::Open => "open",
+        CaseStatus::Closed => "closed",
+    }
+}
+
+pub(crate) fn case_from(item: &Item) -> Result<(Case, Language), StoreError> {
+    let status = match get_s(item, "status")? {
+        "open" => CaseStatus::Open,
+        "closed" => CaseStatus::Closed,
+        _ => return Err(corrupt("status")),
+    };
+    Ok((
+        Case {
+            id: parse(item, "case_id", CaseId::parse)?,
+            tenant: parse(item, "tenant", TenantId::parse)?,
+            user: parse(item, "user", UserId::parse)?,
+            status,
+            created_at: ts(item, "created_at")?,
+        },
+        opt_s(item, "lang").and_then(lang_parse).unwrap_or_default(),
+    ))
+}
+
+pub(crate) fn proposal_item(p: &Proposal) -> Item {
+    let mut i = key(conv_pk(&p.tenant, &p.case), prop_sk(&p.action_id));
+    i.insert("action_id".into(), s(p.action_id.as_str()));
+    i.insert("tenant".into(), s(p.tenant.as_str()));
+    i.insert("user".into(), s(p.user.as_str()));
+    i.insert("case_id".into(), s(p.case.as_str()));
+    i.insert("operation".into(), s(p.operation.as_str()));
+    i.insert("summary".into(), s(p.summary.as_str()));
+    i.insert("summary_hash".into(), s(p.summary_hash.as_str()));
+    i.insert("arguments_hash".into(), s(p.arguments_hash.as_str()));
+    i.insert("expires_at".into(), s(p.expires_at.to_rfc3339()));
+    i.insert("prepared_at".into(), s(p.prepared_at.to_rfc3339()));
+    i.insert("state".into(), s(p.state.as_str()));
+    i.insert(
+        "presented_message_id".into(),
+        s(p.presented.message_id.as_str()),
+    );
+    if let Some(m) = &p.confirmation_message_id {
+        i.insert("confirmation_message_id".into(), s(m.as_str()));
+    }
+    i.insert("config_version".into(), n(p.config_version));
+    if let Some(v) = &p.secret_version {
+        i.insert("secret_version".into(), s(v.as_str()));
+    }
+    if p.state == ProposalState::PendingConfirmation {
+        i.insert(GSI1_PK.into(), s(pending_gsi_pk(&p.tenant)));
+        i.insert(GSI1_SK.into(), s(format!("{}#{}", p.case, p.action_id)));
+    }
+    i
+}
+
+pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
+    Ok(Proposal {
+        action_id: parse(item, "action_id", ActionId::parse)?,
+        tenant: parse(item, "tenant", TenantId::parse)?,
+        user: parse(item, "user", UserId::parse)?,
+        case: parse(item, "case_id", CaseId::parse)?,
+        operation: parse(item, "operation", OperationName::parse)?,
+        // Re-checked on every read: a summary that no longer passes A-20 is never shown.
+        summary: parse(item, "summary", SafeText::check)?,
+        summary_hash: parse(item, "summary_hash", Sha256Hex::parse)?,
+        arguments_hash: parse(item, "arguments_hash", Sha256Hex::parse)?,
+        expires_at: ts(item, "expires_at")?,
+        prepared_at: ts(item, "prepared_at")?,
+        state: state_of(item).ok_or_else(|| corrupt("state"))?,
+        presented: Presentation {
+            message_id: parse(item, "presented_message_id", MessageId::parse)?,
+        },
+        confirmation_message_id: opt_s(item, "confirmation_message_id")
+            .map(MessageId::parse)
+            .transpose()
+            .map_err(|_| corrupt("confirmation_message_id"))?,
+        config_version: get_n(item, "config_version")?,
+        secret_version: opt_s(item, "secret_version").map(str::to_owned),
+    })
+}
+
+fn role_str(r: Role) -> &'static str {
+    match r {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+fn kind_str(k: MessageKind) -> &'static str {
+    match k {
+        MessageKind::Text => "text",
+        MessageKind::Proposal => "proposal",
+        MessageKind::Instructions => "instructions",
+        MessageKind::Result => "result",
+        MessageKind::Notice => "notice",
+    }
+}
+
+pub(crate) fn message_item(tenant: &TenantId, m: &NewMessage) -> Item {
+    let mut i = key(conv_pk(tenant, &m.case), msg_sk(&m.id));
+    i.insert("message_id".into(), s(m.id.as_str()));
+    i.insert("case_id".into(), s(m.case.as_str()));
+    i.insert("role".into(), s(role_str(m.role)));
+    i.insert("kind".into(), s(kind_str(m.kind)));
+    i.insert("content".into(), s(m.content.as_str()));
+    if let Some(r) = &m.reply_to {
+        i.insert("reply_to".into(), s(r.as_str()));
+    }
+    i.insert("created_at".into(), s(m.created_at.to_rfc3339()));
+    i
+}
+
+pub(crate) fn message_from(item: &Item) -> Result<Message, StoreError> {
+    let role = match get_s(item, "role")? {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        _ => return Err(corrupt("role")),
+    };
+    let kind = match get_s(item, "kind")? {
+        "text" => MessageKind::Text,
+        "proposal" => MessageKind::Proposal,
+        "instructions" => MessageKind::Instructions,
+        "result" => MessageKind::Result,
+        "notice" => MessageKind::Notice,
+        _ => return Err(corrupt("kind")),
+    };
+    Ok(Message {
+        id: parse(item, "message_id", MessageId::parse)?,
+        case: parse(item, "case_id", CaseId::parse)?,
+        role,
+        kind,
+        content: get_s(item, "content")?.to_owned(),
+        reply_to: opt_s(item, "reply_to")
+            .map(MessageId::parse)
+            .transpose()
+            .map_err(|_| corrupt("reply_to"))?,
+        created_at: ts(item, "created_at")?,
+    })
+}

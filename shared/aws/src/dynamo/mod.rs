@@ -1,0 +1,762 @@
+//! The DynamoDB adapter of the conversation/proposal store and the tenant store.
+//!
+//! All state of one conversation lives under one partition key; one `Query` reads the
+//! case (with its active-proposal slot) and the non-terminal proposal (P-2). Moving a
+//! proposal is one `TransactWriteItems` whose conditions on the slot and on the proposal's
+//! state *are* the lock: of any number of concurrent confirmations, at most one commits.
+
+mod items;
+mod tenants;
+
+use crate::calls::CallLog;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
+};
+use countersign_domain::conversation::{Case, CaseStatus, Message};
+use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
+use countersign_domain::ports::{
+    ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome, NewMessage,
+    StoreError, TransitionOutcome,
+};
+use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
+use countersign_domain::texts::Language;
+use items::*;
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How many times a write is retried after losing an optimistic race or a DynamoDB
+/// `TransactionConflict`. Each retry re-reads, so progress is guaranteed under contention
+/// (one writer wins every round).
+const MAX_ATTEMPTS: u32 = 64;
+
+/// The DynamoDB store. Cheap to clone (the SDK client is an `Arc`).
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    retention_seconds: Option<i64>,
+}
+
+fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
+    StoreError::Unavailable(Box::new(e))
+}
+
+fn build<T, E: std::error::Error + Send + Sync + 'static>(
+    r: Result<T, E>,
+) -> Result<T, StoreError> {
+    r.map_err(unavailable)
+}
+
+/// Seconds since the epoch, now.
+fn epoch_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Exponential backoff with full jitter before retrying a lost race, so that contenders
+/// spread out instead of colliding again: a random pause in [1, 10·2^attempt] ms, at most
+/// 200 ms. (Losing a race on one conversation is rare in production; under a burst
+/// this keeps the number of wasted transactions near linear instead of quadratic.)
+async fn backoff(attempt: u32) {
+    let cap = (10u64 << attempt.min(7)).min(200);
+    let ms = u64::try_from(ulid::Ulid::new().random() % u128::from(cap)).unwrap_or(0) + 1;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+enum Tx {
+    Committed,
+    Cancelled(Vec<CancellationReason>),
+}
+
+fn code(r: Option<&CancellationReason>) -> &str {
+    r.and_then(CancellationReason::code).unwrap_or("None")
+}
+
+fn failed(r: Option<&CancellationReason>) -> bool {
+    code(r) == "ConditionalCheckFailed"
+}
+
+fn any_conflict(reasons: &[CancellationReason]) -> bool {
+    reasons.iter().any(|r| {
+        matches!(
+            r.code(),
+            Some("TransactionConflict" | "ThrottlingError" | "ProvisionedThroughputExceeded")
+        )
+    })
+}
+
+/// Expression names for the attributes whose names are DynamoDB reserved words, limited
+/// to those the expressions use (DynamoDB refuses unused names).
+fn names(expressions: &[&str]) -> Option<HashMap<String, String>> {
+    let map: HashMap<String, String> = [("#state", "state"), ("#status", "status"), ("#ttl", TTL)]
+        .into_iter()
+        .filter(|(alias, _)| expressions.iter().any(|e| e.contains(alias)))
+        .map(|(a, n)| (a.to_owned(), n.to_owned()))
+        .collect();
+    (!map.is_empty()).then_some(map)
+}
+
+fn values<const N: usize>(v: [(&str, AttributeValue); N]) -> HashMap<String, AttributeValue> {
+    v.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+impl DynamoStore {
+    /// A store on `table`. `retention_days` (P-3) is how long a conversation is kept once
+    /// it holds no non-terminal proposal; `None` keeps it forever.
+    pub fn new(client: Client, table: impl Into<String>, retention_days: Option<u32>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            retention_seconds: retention_days.map(|d| i64::from(d) * 86_400),
+        }
+    }
+
+    /// Builds the SDK client from the shared AWS configuration, optionally counting calls.
+    pub fn client(sdk: &aws_config::SdkConfig, calls: Option<&CallLog>) -> Client {
+        let mut b = aws_sdk_dynamodb::config::Builder::from(sdk);
+        if let Some(c) = calls {
+            b = b.interceptor(c.clone());
+        }
+        Client::from_conf(b.build())
+    }
+
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn retention_ttl(&self) -> Option<AttributeValue> {
+        self.retention_seconds.map(|r| n(epoch_now() + r))
+    }
+
+    fn update(
+        &self,
+        key: Item,
+        expr: String,
+        condition: &str,
+        vals: HashMap<String, AttributeValue>,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let names = names(&[&expr, condition]);
+        let u = build(
+            Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .update_expression(expr)
+                .condition_expression(condition)
+                .set_expression_attribute_names(names)
+                .set_expression_attribute_values(Some(vals))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().update(u).build())
+    }
+
+    fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let p = build(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().put(p).build())
+    }
+
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(Tx::Committed),
+            Err(SdkError::ServiceError(e)) => match e.err() {
+                TransactWriteItemsError::TransactionCanceledException(c) => {
+                    Ok(Tx::Cancelled(c.cancellation_reasons().to_vec()))
+                }
+                _ => Err(unavailable(SdkError::ServiceError(e))),
+            },
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    /// The case item and the conversation's non-terminal proposal items (one Query).
+    async fn read_conversation(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<(Option<Item>, Vec<Item>), StoreError> {
+        let mut case_item = None;
+        let mut proposals = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+                // Terminal proposals stay in the partition as history; only the case and
+                // the (at most one, P-2) non-terminal proposal are returned.
+                .filter_expression("sk = :case OR #state IN (:p, :e, :u)")
+                .expression_attribute_names("#state", "state")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(conv_pk(tenant, case))),
+                    (":a", s(ACTIVE_PREFIX)),
+                    (":case", s(CASE_SK)),
+                    (":p", s(ProposalState::PendingConfirmation.as_str())),
+                    (":e", s(ProposalState::Executing.as_str())),
+                    (":u", s(ProposalState::Unknown.as_str())),
+                ])))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items.unwrap_or_default() {
+                if opt_s(&item, SK) == Some(CASE_SK) {
+                    case_item = Some(item);
+                } else {
+                    proposals.push(item);
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok((case_item, proposals))
+    }
+
+    /// The case item alone (with its slot), by a consistent GetItem: what preparation and
+    /// closing decide on.
+    async fn case_item(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out.item)
+    }
+
+    /// The slot as stored on the case item: (action id, state).
+    fn slot(case_item: &Item) -> Option<(String, String)> {
+        Some((
+            opt_s(case_item, "slot_action")?.to_owned(),
+            opt_s(case_item, "slot_state")?.to_owned(),
+        ))
+    }
+}
+
+#[async_trait]
+impl ConversationStore for DynamoStore {
+    async fn create_case(&self, case: &Case) -> Result<(), StoreError> {
+        self.create_case_with_language(case, Language::default())
+            .await
+    }
+
+    async fn load(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<ConversationView>, StoreError> {
+        let (case_item, proposals) = self.read_conversation(tenant, case).await?;
+        let Some(case_item) = case_item else {
+            return Ok(None);
+        };
+        let (case, language) = case_from(&case_item)?;
+        let slot_action = opt_s(&case_item, "slot_action");
+        let active = proposals
+            .iter()
+            .find(|p| opt_s(p, "action_id") == slot_action)
+            .map(proposal_from)
+            .transpose()?;
+        Ok(Some(ConversationView {
+            case,
+            active,
+            language,
+        }))
+    }
+
+    async fn append_message(
+        &self,
+        tenant: &TenantId,
+        message: &NewMessage,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(message_item(tenant, message)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn list_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        after: Option<&MessageId>,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        let from = after.map_or_else(|| "M#".to_owned(), msg_sk);
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        while out.len() < limit {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk > :from")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(conv_pk(tenant, case))),
+                    (":from", s(from.as_str())),
+                ])))
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items.unwrap_or_default() {
+                out.push(message_from(&item)?);
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn create_proposal(
+        &self,
+        proposal: &Proposal,
+        presentation: &[NewMessage],
+    ) -> Result<CreateProposalOutcome, StoreError> {
+        let pk = conv_pk(&proposal.tenant, &proposal.case);
+        // The case item as last seen: from a Query first, then from the failed
+        // condition's ALL_OLD image, which saves a read per lost race.
+        let mut seen_case: Option<Item> = None;
+        for attempt in 0..MAX_ATTEMPTS {
+            let case_item = match seen_case.take() {
+                Some(i) => i,
+                None => match self.case_item(&proposal.tenant, &proposal.case).await? {
+                    Some(i) => i,
+                    None => return Ok(CreateProposalOutcome::CaseNotOpen),
+                },
+            };
+            if opt_s(&case_item, "status") != Some("open") {
+                return Ok(CreateProposalOutcome::CaseNotOpen);
+            }
+            let seen = Self::slot(&case_item);
+            let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
+            // an executing or unknown proposal blocks preparation.
+            if let (Some((a, _)), Some(st)) = (&seen, seen_state)
+                && st.blocks_preparation()
+            {
+                return Ok(CreateProposalOutcome::Blocked {
+                    action_id: ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?,
+                    state: st,
+                });
+            }
+
+            let mut vals = values([
+                (":open", s("open")),
+                (":new", s(proposal.action_id.as_str())),
+                (":pending", s(ProposalState::PendingConfirmation.as_str())),
+            ]);
+            let condition = match &seen {
+                Some((a, st)) => {
+                    vals.insert(":seen_a".into(), s(a.as_str()));
+                    vals.insert(":seen_s".into(), s(st.as_str()));
+                    "#status = :open AND slot_action = :seen_a AND slot_state = :seen_s"
+                }
+                None => "#status = :open AND attribute_not_exists(slot_action)",
+            };
+            let mut tx = vec![self.update(
+                key(pk.as_str(), CASE_SK),
+                // A held conversation never expires (P-3).
+                "SET slot_action = :new, slot_state = :pending REMOVE #ttl".to_owned(),
+                condition,
+                vals,
+            )?];
+            // the pending predecessor is superseded in the same transaction.
+            let superseded = match (&seen, seen_state) {
+                (Some((a, _)), Some(ProposalState::PendingConfirmation)) => {
+                    let old = ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?;
+                    let mut vals = values([
+                        (":pending", s(ProposalState::PendingConfirmation.as_str())),
+                        (":sup", s(ProposalState::Superseded.as_str())),
+                    ]);
+                    let expr = match self.retention_ttl() {
+                        Some(t) => {
+                            vals.insert(":ttl".into(), t);
+                            "SET #state = :sup, #ttl = :ttl REMOVE gsi1pk, gsi1sk"
+                        }
+                        None => "SET #state = :sup REMOVE gsi1pk, gsi1sk",
+                    };
+                    tx.push(self.update(
+                        key(pk.as_str(), prop_sk(&old)),
+                        expr.to_owned(),
+                        "#state = :pending",
+                        vals,
+                    )?);
+                    Some(old)
+                }
+                _ => None,
+            };
+            let proposal_index = tx.len();
+            tx.push(self.put_new(proposal_item(proposal))?);
+            let guard_index = tx.len();
+            let mut guard = key(guard_pk(&proposal.tenant, &proposal.action_id), "ACTION");
+            guard.insert("case_id".into(), s(proposal.case.as_str()));
+            guard.insert("created_at".into(), s(proposal.prepared_at.to_rfc3339()));
+            tx.push(self.put_new(guard)?);
+            for m in presentation {
+                tx.push(self.put_new(message_item(&proposal.tenant, m))?);
+            }
+            match self.transact(tx).await? {
+                Tx::Committed => return Ok(CreateProposalOutcome::Applied { superseded }),
+                Tx::Cancelled(reasons) => {
+                    // the action id was used before in this tenant.
+                    if failed(reasons.get(guard_index)) || failed(reasons.get(proposal_index)) {
+                        return Ok(CreateProposalOutcome::ActionIdReused);
+                    }
+                    // Someone changed the slot between our read and write: decide again.
+                    seen_case = reasons
+                        .first()
+                        .filter(|r| failed(Some(r)))
+                        .and_then(|r| r.item().cloned());
+                    backoff(attempt).await;
+                }
+            }
+        }
+        Ok(CreateProposalOutcome::Conflict)
+    }
+
+    async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
+        let pk = conv_pk(&w.tenant, &w.case);
+        for attempt in 0..MAX_ATTEMPTS {
+            let tx = vec![
+                self.update(
+                    key(pk.as_str(), CASE_SK),
+                    "SET slot_state = :exec".to_owned(),
+                    "#status = :open AND slot_action = :aid AND slot_state = :pending",
+                    values([
+                        (":open", s("open")),
+                        (":aid", s(w.action_id.as_str())),
+                        (":pending", s(ProposalState::PendingConfirmation.as_str())),
+                        (":exec", s(ProposalState::Executing.as_str())),
+                    ]),
+                )?,
+                self.update(
+                    key(pk.as_str(), prop_sk(&w.action_id)),
+                    "SET #state = :exec, confirmation_message_id = :mid REMOVE gsi1pk, gsi1sk"
+                        .to_owned(),
+                    "#state = :pending AND presented_message_id = :pm",
+                    values([
+                        (":pending", s(ProposalState::PendingConfirmation.as_str())),
+                        (":exec", s(ProposalState::Executing.as_str())),
+                        (":mid", s(w.message.id.as_str())),
+                        (":pm", s(w.presented_message_id.as_str())),
+                    ]),
+                )?,
+                self.put_new(message_item(&w.tenant, &w.message))?,
+            ];
+            match self.transact(tx).await? {
+                Tx::Committed => return Ok(TransitionOutcome::Applied),
+                Tx::Cancelled(reasons) => {
+                    if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    let current = match reasons.get(1) {
+                        Some(r) if failed(Some(r)) => r.item().and_then(state_of),
+                        // The proposal matched; the case or slot did not.
+                        _ => Some(ProposalState::PendingConfirmation),
+                    };
+                    return Ok(TransitionOutcome::Conflict { current });
+                }
+            }
+        }
+        Ok(TransitionOutcome::Conflict { current: None })
+    }
+
+    async fn transition(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        from: ProposalState,
+        to: ProposalState,
+        notice: Option<&NewMessage>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        if !is_legal(from, to) {
+            return Err(StoreError::IllegalTransition { from, to });
+        }
+        let pk = conv_pk(tenant, case);
+        let ttl = if to.is_terminal() {
+            self.retention_ttl()
+        } else {
+            None
+        };
+        for attempt in 0..MAX_ATTEMPTS {
+            let mut case_vals = values([
+                (":aid", s(action_id.as_str())),
+                (":from", s(from.as_str())),
+                (":to", s(to.as_str())),
+            ]);
+            let mut prop_vals = values([(":from", s(from.as_str())), (":to", s(to.as_str()))]);
+            let mut case_expr = "SET slot_state = :to".to_owned();
+            let mut prop_expr = "SET #state = :to".to_owned();
+            if let Some(t) = &ttl {
+                // P-3: once the slot is terminal, the conversation gets its retention.
+                case_vals.insert(":ttl".into(), t.clone());
+                prop_vals.insert(":ttl".into(), t.clone());
+                case_expr.push_str(", #ttl = :ttl");
+                prop_expr.push_str(", #ttl = :ttl");
+            }
+            if from == ProposalState::PendingConfirmation {
+                prop_expr.push_str(" REMOVE gsi1pk, gsi1sk");
+            }
+            let mut tx = vec![
+                self.update(
+                    key(pk.as_str(), CASE_SK),
+                    case_expr,
+                    "slot_action = :aid AND slot_state = :from",
+                    case_vals,
+                )?,
+                self.update(
+                    key(pk.as_str(), prop_sk(action_id)),
+                    prop_expr,
+                    "#state = :from",
+                    prop_vals,
+                )?,
+            ];
+            if let Some(m) = notice {
+                tx.push(self.put_new(message_item(tenant, m))?);
+            }
+            match self.transact(tx).await? {
+                Tx::Committed => return Ok(TransitionOutcome::Applied),
+                Tx::Cancelled(reasons) => {
+                    if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    let current = match reasons.get(1) {
+                        Some(r) if failed(Some(r)) => r.item().and_then(state_of),
+                        _ => Some(from),
+                    };
+                    return Ok(TransitionOutcome::Conflict { current });
+                }
+            }
+        }
+        Ok(TransitionOutcome::Conflict { current: None })
+    }
+
+    async fn close_case(&self, tenant: &TenantId, case: &CaseId) -> Result<(), StoreError> {
+        let pk = conv_pk(tenant, case);
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(case_item) = self.case_item(tenant, case).await? else {
+                return Ok(());
+            };
+            if opt_s(&case_item, "status") == Some("closed") {
+                return Ok(());
+            }
+            let seen = Self::slot(&case_item);
+            let mut vals = values([(":open", s("open")), (":closed", s("closed"))]);
+            let mut expr = "SET #status = :closed".to_owned();
+            let condition = match &seen {
+                Some((a, st)) => {
+                    vals.insert(":seen_a".into(), s(a.as_str()));
+                    vals.insert(":seen_s".into(), s(st.as_str()));
+                    "#status = :open AND slot_action = :seen_a AND slot_state = :seen_s"
+                }
+                None => "#status = :open AND attribute_not_exists(slot_action)",
+            };
+            let pending = seen
+                .as_ref()
+                .filter(|(_, st)| st == ProposalState::PendingConfirmation.as_str())
+                .map(|(a, _)| ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action")))
+                .transpose()?;
+            let ttl = self.retention_ttl();
+            let held = seen
+                .as_ref()
+                .and_then(|(_, st)| ProposalState::parse(st))
+                .is_some_and(|st| st.blocks_purge() && st != ProposalState::PendingConfirmation);
+            if pending.is_some() {
+                vals.insert(":cancelled".into(), s(ProposalState::Cancelled.as_str()));
+                expr.push_str(", slot_state = :cancelled");
+            }
+            if let (Some(t), false) = (&ttl, held) {
+                vals.insert(":ttl".into(), t.clone());
+                expr.push_str(", #ttl = :ttl");
+            }
+            let mut tx = vec![self.update(key(pk.as_str(), CASE_SK), expr, condition, vals)?];
+            // A closed case never executes: a pending proposal is cancelled with it.
+            if let Some(old) = &pending {
+                let mut vals = values([
+                    (":pending", s(ProposalState::PendingConfirmation.as_str())),
+                    (":cancelled", s(ProposalState::Cancelled.as_str())),
+                ]);
+                let expr = match &ttl {
+                    Some(t) => {
+                        vals.insert(":ttl".into(), t.clone());
+                        "SET #state = :cancelled, #ttl = :ttl REMOVE gsi1pk, gsi1sk"
+                    }
+                    None => "SET #state = :cancelled REMOVE gsi1pk, gsi1sk",
+                };
+                tx.push(self.update(
+                    key(pk.as_str(), prop_sk(old)),
+                    expr.to_owned(),
+                    "#state = :pending",
+                    vals,
+                )?);
+            }
+            match self.transact(tx).await? {
+                Tx::Committed => return Ok(()),
+                Tx::Cancelled(_) => backoff(attempt).await,
+            }
+        }
+        Err(StoreError::Unavailable(
+            "closing the case kept losing races".into(),
+        ))
+    }
+
+    async fn invalidate_pending(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+    ) -> Result<usize, StoreError> {
+        let mut cancelled = 0;
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(GSI1)
+                .key_condition_expression("gsi1pk = :g")
+                .set_expression_attribute_values(Some(values([(":g", s(pending_gsi_pk(tenant)))])))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items.unwrap_or_default() {
+                let stale = get_n::<u64>(&item, "config_version")? < version;
+                if !stale {
+                    continue;
+                }
+                let case =
+                    CaseId::parse(get_s(&item, "case_id")?).map_err(|_| corrupt("case_id"))?;
+                let action = ActionId::parse(get_s(&item, "action_id")?)
+                    .map_err(|_| corrupt("action_id"))?;
+                let outcome = self
+                    .transition(
+                        tenant,
+                        &case,
+                        &action,
+                        ProposalState::PendingConfirmation,
+                        ProposalState::Cancelled,
+                        None,
+                    )
+                    .await?;
+                if outcome == TransitionOutcome::Applied {
+                    cancelled += 1;
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(cancelled)
+    }
+}
+
+impl DynamoStore {
+    /// Creates an open case whose fixed texts use `language` (copied from the tenant so
+    /// that one Query serves every decision).
+    pub async fn create_case_with_language(
+        &self,
+        case: &Case,
+        language: Language,
+    ) -> Result<(), StoreError> {
+        let mut item = case_item(case, language);
+        if case.status == CaseStatus::Open
+            && let Some(t) = self.retention_ttl()
+        {
+            item.insert(TTL.into(), t);
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// The raw TTL of a conversation's case item and of a proposal (tests of P-3).
+    pub async fn retention_of(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action: Option<&ActionId>,
+    ) -> Result<Option<i64>, StoreError> {
+        let sk = action.map_or_else(|| CASE_SK.to_owned(), prop_sk);
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(conv_pk(tenant, case), sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out.item.and_then(|i| get_n::<i64>(&i, TTL).ok()))
+    }
+
+    /// A proposal by id, whatever its state (history included).
+    pub async fn proposal(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action: &ActionId,
+    ) -> Result<Option<Proposal>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(conv_pk(tenant, case), prop_sk(action))))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item.as_ref().map(proposal_from).transpose()
+    }
+}

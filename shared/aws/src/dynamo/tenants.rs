@@ -1,0 +1,257 @@
+//! The tenant store on the same table: tenant items, a registry partition for listing,
+//! and each tenant's MCP configuration (without its token, which lives in Secrets
+//! Manager).
+
+use super::items::*;
+use super::{DynamoStore, Tx, build, failed, unavailable, values};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{OperationName, TenantId, ToolName};
+use countersign_domain::ports::{
+    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+};
+use countersign_domain::secret::SecretString;
+use countersign_domain::time::Timestamp;
+
+const TENANT_SK: &str = "TENANT";
+const MCP_SK: &str = "MCP";
+const REGISTRY_PK: &str = "TENANTS";
+
+fn tenant_item(t: &Tenant) -> Item {
+    let mut i = key(tenant_pk(&t.id), TENANT_SK);
+    i.insert("tenant_id".into(), s(t.id.as_str()));
+    i.insert("name".into(), s(t.name.as_str()));
+    i.insert("admin_key_hash".into(), s(t.admin_key_hash.as_str()));
+    i.insert("lang".into(), s(lang_str(t.language)));
+    i.insert("created_at".into(), s(t.created_at.to_rfc3339()));
+    i
+}
+
+fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
+    Ok(Tenant {
+        id: TenantId::parse(get_s(i, "tenant_id")?).map_err(|_| corrupt("tenant_id"))?,
+        name: get_s(i, "name")?.to_owned(),
+        admin_key_hash: Sha256Hex::parse(get_s(i, "admin_key_hash")?)
+            .map_err(|_| corrupt("admin_key_hash"))?,
+        language: match opt_s(i, "lang") {
+            Some("pt") => countersign_domain::texts::Language::Pt,
+            _ => countersign_domain::texts::Language::En,
+        },
+        created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
+            .map_err(|_| corrupt("created_at"))?,
+    })
+}
+
+fn list(v: impl IntoIterator<Item = String>) -> AttributeValue {
+    AttributeValue::L(v.into_iter().map(AttributeValue::S).collect())
+}
+
+fn str_list(i: &Item, k: &str) -> Result<Vec<String>, StoreError> {
+    match i.get(k) {
+        None => Ok(Vec::new()),
+        Some(AttributeValue::L(items)) => items
+            .iter()
+            .map(|v| v.as_s().cloned().map_err(|_| corrupt(k)))
+            .collect(),
+        Some(_) => Err(corrupt(k)),
+    }
+}
+
+fn mcp_item(tenant: &TenantId, c: &StoredMcpConfig) -> Item {
+    let mut i = key(tenant_pk(tenant), MCP_SK);
+    i.insert("server_url".into(), s(c.config.server_url.as_str()));
+    i.insert(
+        "allowed_tools".into(),
+        list(c.config.allowed_tools.iter().map(ToString::to_string)),
+    );
+    i.insert(
+        "actions_enabled".into(),
+        AttributeValue::Bool(c.config.action_policy.enabled),
+    );
+    i.insert(
+        "operations".into(),
+        list(
+            c.config
+                .action_policy
+                .operations
+                .iter()
+                .map(ToString::to_string),
+        ),
+    );
+    if let Some(a) = &c.config.audience {
+        i.insert("audience".into(), s(a.as_str()));
+    }
+    i.insert("version".into(), n(c.version));
+    i.insert("secret_version".into(), s(c.secret_version.as_str()));
+    i
+}
+
+fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
+    // Stored URLs passed the save-time rules; the loopback allowance only lets a local
+    // stack's configuration be read back. Connect-time checks (D-5) still apply.
+    let url_policy = UrlPolicy {
+        allow_loopback_http: true,
+    };
+    Ok(StoredMcpConfig {
+        config: McpConfig {
+            server_url: ServerUrl::parse(get_s(i, "server_url")?, url_policy)
+                .map_err(|_| corrupt("server_url"))?,
+            service_token: SecretString::new(""),
+            allowed_tools: str_list(i, "allowed_tools")?
+                .into_iter()
+                .map(|t| ToolName::parse(t).map_err(|_| corrupt("allowed_tools")))
+                .collect::<Result<_, _>>()?,
+            action_policy: ActionPolicy {
+                enabled: i
+                    .get("actions_enabled")
+                    .and_then(|v| v.as_bool().ok())
+                    .copied()
+                    .unwrap_or(false),
+                operations: str_list(i, "operations")?
+                    .into_iter()
+                    .map(|o| OperationName::parse(o).map_err(|_| corrupt("operations")))
+                    .collect::<Result<_, _>>()?,
+            },
+            audience: opt_s(i, "audience").map(str::to_owned),
+        },
+        version: get_n(i, "version")?,
+        secret_version: get_s(i, "secret_version")?.to_owned(),
+    })
+}
+
+impl DynamoStore {
+    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out.item)
+    }
+}
+
+#[async_trait]
+impl TenantStore for DynamoStore {
+    async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {
+        let mut entry = key(REGISTRY_PK, tenant.id.as_str());
+        entry.insert("name".into(), s(tenant.name.as_str()));
+        let tx = vec![self.put_new(tenant_item(tenant))?, self.put_new(entry)?];
+        match self.transact(tx).await? {
+            Tx::Committed => Ok(()),
+            Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
+                "tenant {} already exists",
+                tenant.id
+            ))),
+        }
+    }
+
+    async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError> {
+        self.get(tenant_pk(id), TENANT_SK)
+            .await?
+            .as_ref()
+            .map(tenant_from)
+            .transpose()
+    }
+
+    async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
+        let mut ids = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .set_expression_attribute_values(Some(values([(":pk", s(REGISTRY_PK))])))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items.unwrap_or_default() {
+                ids.push(TenantId::parse(get_s(&item, SK)?).map_err(|_| corrupt("registry"))?);
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(t) = self.get_tenant(&id).await? {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn set_admin_key_hash(
+        &self,
+        id: &TenantId,
+        hash: &Sha256Hex,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let r = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(tenant_pk(id), TENANT_SK)))
+            .update_expression("SET admin_key_hash = :h")
+            .condition_expression("attribute_exists(pk)")
+            .set_expression_attribute_values(Some(values([(":h", s(hash.as_str()))])))
+            .send()
+            .await;
+        match r {
+            Ok(_) => Ok(TransitionOutcome::Applied),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(TransitionOutcome::Conflict { current: None })
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
+        self.get(tenant_pk(id), MCP_SK)
+            .await?
+            .as_ref()
+            .map(mcp_from)
+            .transpose()
+    }
+
+    async fn put_mcp_config(
+        &self,
+        id: &TenantId,
+        config: &StoredMcpConfig,
+        expected: Option<u64>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(mcp_item(id, config)));
+        put = match expected {
+            None => put.condition_expression("attribute_not_exists(pk)"),
+            Some(v) => put
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(v)),
+        };
+        // A transaction of one keeps the outcome typed exactly like the other writes.
+        let tx = vec![
+            TransactWriteItem::builder()
+                .put(build(put.build())?)
+                .build(),
+        ];
+        match self.transact(tx).await? {
+            Tx::Committed => Ok(TransitionOutcome::Applied),
+            Tx::Cancelled(reasons) if failed(reasons.first()) => {
+                Ok(TransitionOutcome::Conflict { current: None })
+            }
+            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        }
+    }
+}

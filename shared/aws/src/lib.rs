@@ -1,0 +1,19 @@
+//! AWS adapters of the domain's ports:
+//! - [`dynamo::DynamoStore`]: the conversation/proposal store and the tenant store on one
+//!   DynamoDB table, where conditional writes are the conversation lock (P-2);
+//! - [`kms::KmsProofSigner`]: RS256 proofs signed by KMS, public key cached;
+//! - [`secrets::SecretsManagerStore`]: tenants' service tokens and widget secrets;
+//! - [`bootstrap`]: creates the table, the signing key and its alias (idempotent);
+//! - [`calls::CallLog`]: an SDK interceptor that counts AWS calls per operation.
+//!
+//! Attribute mapping stays here: the domain only ever sees domain types.
+
+pub mod bootstrap;
+pub mod calls;
+pub mod dynamo;
+pub mod kms;
+pub mod secrets;
+pub mod settings;
+pub mod system;
+
+pub use settings::AwsSettings;

@@ -1,0 +1,125 @@
+//! The KMS proof signer against the emulator, checked by an independent RS256 verifier.
+
+use crate::common::env;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_aws::kms::{KmsProofSigner, rsa_jwk_thumbprint};
+use countersign_domain::confirmation::Authorized;
+use countersign_domain::ports::Ids as _;
+use countersign_domain::ports::{Clock, ProofSigner, SignerError};
+use countersign_domain::proof::{ProofClaims, ProofContext, sign_proof};
+use countersign_domain::proposal::ProposalState;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
+
+const ISS: &str = "https://support.example.com/mcp-actions";
+const AUD: &str = "https://mcp.trackshare.example.com/mcp";
+
+/// A-31 … A-33: a proof signed through KMS verifies with `jsonwebtoken` using the PEM the
+/// adapter exports; changing one byte of the payload breaks it; the public key is fetched
+/// once per process.
+#[tokio::test]
+async fn a31_kms_proof_verifies_with_an_independent_rs256_verifier() {
+    let env = env().await;
+    let client = KmsProofSigner::client(&env.sdk, Some(&env.calls));
+    let signer = KmsProofSigner::new(client, env.settings.signing_key.clone());
+
+    let store = env.store();
+    let tenant = env.tenant();
+    let case = env.open_case(&store, &tenant).await;
+    let (mut p, _) = env.proposal(&case, "act_kms", 1);
+    let confirm = env.ids.message_id();
+    p.state = ProposalState::Executing;
+    p.confirmation_message_id = Some(confirm.clone());
+    let auth = Authorized {
+        action_id: p.action_id.clone(),
+        message_id: confirm,
+        presented_message_id: p.presented.message_id.clone(),
+    };
+    let now = countersign_aws::system::SystemClock.now();
+    let claims = ProofClaims::for_confirmation(
+        &p,
+        &auth,
+        &ProofContext {
+            issuer: ISS,
+            audience: AUD,
+            jti: "jti-kms-1",
+            now,
+        },
+    )
+    .unwrap();
+
+    env.calls.reset();
+    let proof = sign_proof(&signer, &claims).await.unwrap();
+    let second = sign_proof(&signer, &claims).await.unwrap();
+    let calls = env.calls.snapshot();
+    assert_eq!(
+        calls.get("GetPublicKey"),
+        Some(&1),
+        "public key cached: {calls:?}"
+    );
+    assert_eq!(calls.get("Sign"), Some(&2));
+    assert_eq!(
+        proof.expose(),
+        second.expose(),
+        "RSASSA-PKCS1-v1_5 is deterministic"
+    );
+
+    let key = signer.verification_key().await.unwrap();
+    let public = signer.public_key().await.unwrap();
+    assert_eq!(key.key_id, public.kid);
+    assert_eq!(
+        public.kid,
+        rsa_jwk_thumbprint(
+            public.jwk["n"].as_str().unwrap(),
+            public.jwk["e"].as_str().unwrap()
+        )
+    );
+    assert!(key.public_key_pem.starts_with("-----BEGIN PUBLIC KEY-----"));
+
+    let header = decode_header(proof.expose()).unwrap();
+    assert_eq!(header.alg, Algorithm::RS256);
+    assert_eq!(header.typ.as_deref(), Some("support-action+jwt"));
+    assert_eq!(header.kid.as_deref(), Some(public.kid.as_str()));
+    assert!(header.jku.is_none() && header.x5u.is_none() && header.jwk.is_none());
+
+    let decoding = DecodingKey::from_rsa_pem(key.public_key_pem.as_bytes()).unwrap();
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.set_issuer(&[ISS]);
+    validation.set_audience(&[AUD]);
+    let verified = decode::<ProofClaims>(proof.expose(), &decoding, &validation).unwrap();
+    assert_eq!(verified.claims, claims);
+
+    // One byte of the payload changed: the signature no longer verifies.
+    let parts: Vec<&str> = proof.expose().split('.').collect();
+    let mut payload = URL_SAFE_NO_PAD.decode(parts[1]).unwrap();
+    let at = payload.iter().position(|b| *b == b'4').unwrap();
+    payload[at] = b'5';
+    let tampered = format!(
+        "{}.{}.{}",
+        parts[0],
+        URL_SAFE_NO_PAD.encode(payload),
+        parts[2]
+    );
+    assert!(decode::<ProofClaims>(&tampered, &decoding, &validation).is_err());
+}
+
+/// C-5: no key configured, or an alias that does not exist, is "not configured".
+#[tokio::test]
+async fn c5_missing_signing_key_is_not_configured() {
+    let env = env().await;
+    let client = KmsProofSigner::client(&env.sdk, None);
+    let none = KmsProofSigner::new(client.clone(), None);
+    assert!(matches!(
+        none.verification_key().await,
+        Err(SignerError::NotConfigured)
+    ));
+    assert!(matches!(
+        none.sign_rs256(b"x").await,
+        Err(SignerError::NotConfigured)
+    ));
+    let missing = KmsProofSigner::new(client, Some("alias/cs-test-does-not-exist".into()));
+    assert!(matches!(
+        missing.key_id().await,
+        Err(SignerError::NotConfigured)
+    ));
+}
