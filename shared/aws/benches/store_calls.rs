@@ -1,0 +1,406 @@
+//! Benchmark (not a test): for each store operation, how many AWS calls it makes and its
+//! latency against the local emulator. Run it with
+//!
+//!   infra/scripts/with-local-aws.sh cargo bench -p countersign-aws --bench store_calls
+//!
+//! Each operation runs `ITERATIONS` times on fresh state; setup is not timed. Latencies
+//! against moto measure the adapter plus the emulator, not DynamoDB.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use countersign_aws::AwsSettings;
+use countersign_aws::calls::CallLog;
+use countersign_aws::dynamo::DynamoStore;
+use countersign_aws::kms::KmsProofSigner;
+use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::system::{SystemClock, UlidIds};
+use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{ActionId, OperationName, UserId};
+use countersign_domain::ports::{
+    Clock, ConfirmWrite, ConversationStore, Ids, NewMessage, ProofSigner, SecretStore,
+};
+use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
+use countersign_domain::secret::SecretString;
+use countersign_domain::text::SafeText;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+const ITERATIONS: usize = 50;
+
+struct Stats {
+    name: &'static str,
+    calls: BTreeMap<String, f64>,
+    times: Vec<Duration>,
+}
+
+async fn measure<S, F, Fut>(
+    name: &'static str,
+    calls: &CallLog,
+    mut setup: impl FnMut() -> S,
+    mut op: F,
+) -> Stats
+where
+    S: Future,
+    F: FnMut(S::Output) -> Fut,
+    Fut: Future,
+{
+    let mut times = Vec::with_capacity(ITERATIONS);
+    let mut total: BTreeMap<String, u64> = BTreeMap::new();
+    for _ in 0..ITERATIONS {
+        let input = setup().await;
+        calls.reset();
+        let t = Instant::now();
+        op(input).await;
+        times.push(t.elapsed());
+        for (k, v) in calls.snapshot() {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    times.sort();
+    let per_op = total
+        .into_iter()
+        .map(|(k, v)| (k, v as f64 / ITERATIONS as f64))
+        .collect();
+    Stats {
+        name,
+        calls: per_op,
+        times,
+    }
+}
+
+fn message(
+    ids: &UlidIds,
+    case: &Case,
+    kind: MessageKind,
+    reply_to: Option<countersign_domain::ids::MessageId>,
+) -> NewMessage {
+    NewMessage {
+        id: ids.message_id(),
+        case: case.id.clone(),
+        role: if reply_to.is_some() {
+            Role::User
+        } else {
+            Role::Assistant
+        },
+        kind,
+        content: "text".into(),
+        reply_to,
+        created_at: SystemClock.now(),
+    }
+}
+
+fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
+    let now = SystemClock.now();
+    let summary = "Move session 4812 to car GR86.";
+    let m = message(ids, case, MessageKind::Proposal, None);
+    let p = Proposal {
+        action_id: ActionId::parse(ulid::Ulid::new().to_string()).unwrap(),
+        tenant: case.tenant.clone(),
+        user: case.user.clone(),
+        case: case.id.clone(),
+        operation: OperationName::parse("reassign_session_car").unwrap(),
+        summary: SafeText::check(summary).unwrap(),
+        summary_hash: Sha256Hex::digest(summary),
+        arguments_hash: Sha256Hex::digest("{}"),
+        expires_at: now.plus_seconds(300),
+        prepared_at: now,
+        state: ProposalState::PendingConfirmation,
+        presented: Presentation {
+            message_id: m.id.clone(),
+        },
+        confirmation_message_id: None,
+        config_version: 1,
+        secret_version: None,
+    };
+    (
+        p,
+        vec![m, message(ids, case, MessageKind::Instructions, None)],
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:"),
+        "run through infra/scripts/with-local-aws.sh"
+    );
+    let sdk = aws_config::load_from_env().await;
+    let suffix = ulid::Ulid::new().to_string().to_lowercase();
+    let settings = AwsSettings {
+        table: format!("cs-bench-{suffix}"),
+        signing_key: Some(format!("alias/cs-bench-{suffix}")),
+        secret_prefix: format!("cs-bench-{suffix}/"),
+        retention_days: Some(30),
+    };
+    countersign_aws::bootstrap::bootstrap(&sdk, &settings)
+        .await
+        .unwrap();
+    let calls = CallLog::default();
+    let store = DynamoStore::new(
+        DynamoStore::client(&sdk, Some(&calls)),
+        &settings.table,
+        settings.retention_days,
+    );
+    let signer = KmsProofSigner::new(
+        KmsProofSigner::client(&sdk, Some(&calls)),
+        settings.signing_key.clone(),
+    );
+    let secrets = SecretsManagerStore::new(
+        SecretsManagerStore::client(&sdk, Some(&calls)),
+        settings.secret_prefix.clone(),
+    );
+    let ids = UlidIds::default();
+    let tenant = ids.tenant_id();
+
+    let new_case = || {
+        let (store, tenant, ids) = (&store, &tenant, &ids);
+        async move {
+            let case = Case {
+                id: ids.case_id(),
+                tenant: tenant.clone(),
+                user: UserId::parse("driver-42").unwrap(),
+                status: CaseStatus::Open,
+                created_at: SystemClock.now(),
+            };
+            store.create_case(&case).await.unwrap();
+            case
+        }
+    };
+    let with_pending = || {
+        let (store, ids) = (&store, &ids);
+        let case = new_case();
+        async move {
+            let case = case.await;
+            let (p, m) = proposal(ids, &case);
+            store.create_proposal(&p, &m).await.unwrap();
+            (case, p)
+        }
+    };
+
+    let mut results = Vec::new();
+    results.push(
+        measure(
+            "load (case + slot + proposal)",
+            &calls,
+            with_pending,
+            |(case, _)| {
+                let store = &store;
+                async move { store.load(&case.tenant, &case.id).await.unwrap() }
+            },
+        )
+        .await,
+    );
+    results.push(
+        measure("append_message", &calls, new_case, |case| {
+            let (store, ids) = (&store, &ids);
+            async move {
+                store
+                    .append_message(&case.tenant, &message(ids, &case, MessageKind::Text, None))
+                    .await
+                    .unwrap();
+            }
+        })
+        .await,
+    );
+    results.push(
+        measure("create_proposal (empty slot)", &calls, new_case, |case| {
+            let (store, ids) = (&store, &ids);
+            async move {
+                let (p, m) = proposal(ids, &case);
+                store.create_proposal(&p, &m).await.unwrap()
+            }
+        })
+        .await,
+    );
+    results.push(
+        measure(
+            "create_proposal (supersedes pending)",
+            &calls,
+            with_pending,
+            |(case, _)| {
+                let (store, ids) = (&store, &ids);
+                async move {
+                    let (p, m) = proposal(ids, &case);
+                    store.create_proposal(&p, &m).await.unwrap()
+                }
+            },
+        )
+        .await,
+    );
+    results.push(
+        measure(
+            "confirm (pending -> executing + message)",
+            &calls,
+            with_pending,
+            |(case, p)| {
+                let (store, ids) = (&store, &ids);
+                async move {
+                    let w = ConfirmWrite {
+                        tenant: case.tenant.clone(),
+                        case: case.id.clone(),
+                        action_id: p.action_id.clone(),
+                        presented_message_id: p.presented.message_id.clone(),
+                        message: message(
+                            ids,
+                            &case,
+                            MessageKind::Text,
+                            Some(p.presented.message_id.clone()),
+                        ),
+                    };
+                    store.confirm(&w).await.unwrap()
+                }
+            },
+        )
+        .await,
+    );
+    results.push(
+        measure(
+            "transition (record outcome + result message)",
+            &calls,
+            || {
+                let (store, ids) = (&store, &ids);
+                let pending = with_pending();
+                async move {
+                    let (case, p) = pending.await;
+                    let w = ConfirmWrite {
+                        tenant: case.tenant.clone(),
+                        case: case.id.clone(),
+                        action_id: p.action_id.clone(),
+                        presented_message_id: p.presented.message_id.clone(),
+                        message: message(
+                            ids,
+                            &case,
+                            MessageKind::Text,
+                            Some(p.presented.message_id.clone()),
+                        ),
+                    };
+                    store.confirm(&w).await.unwrap();
+                    (case, p)
+                }
+            },
+            |(case, p)| {
+                let (store, ids) = (&store, &ids);
+                async move {
+                    let notice = message(ids, &case, MessageKind::Result, None);
+                    store
+                        .transition(
+                            &case.tenant,
+                            &case.id,
+                            &p.action_id,
+                            ProposalState::Executing,
+                            ProposalState::Completed,
+                            Some(&notice),
+                        )
+                        .await
+                        .unwrap()
+                }
+            },
+        )
+        .await,
+    );
+    results.push(
+        measure(
+            "list_messages (20)",
+            &calls,
+            || {
+                let (store, ids) = (&store, &ids);
+                let case = new_case();
+                async move {
+                    let case = case.await;
+                    for _ in 0..20 {
+                        store
+                            .append_message(
+                                &case.tenant,
+                                &message(ids, &case, MessageKind::Text, None),
+                            )
+                            .await
+                            .unwrap();
+                    }
+                    case
+                }
+            },
+            |case| {
+                let store = &store;
+                async move {
+                    store
+                        .list_messages(&case.tenant, &case.id, None, 50)
+                        .await
+                        .unwrap()
+                }
+            },
+        )
+        .await,
+    );
+    signer.key_id().await.unwrap();
+    results.push(
+        measure(
+            "kms sign_rs256 (key cached)",
+            &calls,
+            || async {},
+            |()| {
+                let signer = &signer;
+                async move { signer.sign_rs256(b"header.payload").await.unwrap() }
+            },
+        )
+        .await,
+    );
+    results.push(
+        measure(
+            "secrets put (new version)",
+            &calls,
+            || async {},
+            |()| {
+                let secrets = &secrets;
+                async move {
+                    secrets
+                        .put("bench/token", &SecretString::new("t"))
+                        .await
+                        .unwrap()
+                }
+            },
+        )
+        .await,
+    );
+    results.push(
+        measure(
+            "secrets get_current",
+            &calls,
+            || async {},
+            |()| {
+                let secrets = &secrets;
+                async move { secrets.get_current("bench/token").await.unwrap() }
+            },
+        )
+        .await,
+    );
+
+    println!(
+        "{:<46} {:<44} {:>10} {:>10}",
+        "operation", "AWS calls per operation", "median", "p90"
+    );
+    for r in results {
+        let calls = r
+            .calls
+            .iter()
+            .map(|(k, v)| {
+                if v.fract() == 0.0 {
+                    format!("{v} {k}")
+                } else {
+                    format!("{v:.2} {k}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let median = r.times[r.times.len() / 2];
+        let p90 = r.times[r.times.len() * 9 / 10];
+        println!(
+            "{:<46} {:<44} {:>8.2}ms {:>8.2}ms",
+            r.name,
+            calls,
+            median.as_secs_f64() * 1e3,
+            p90.as_secs_f64() * 1e3
+        );
+    }
+}
