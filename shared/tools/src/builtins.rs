@@ -1,0 +1,313 @@
+//! The built-in tools (SPEC §2): `describe_tool` (G-3), `list_operations`,
+//! `action_status`, and `prepare_action` (A-10, A-12; its behaviour comes through the
+//! [`ActionPreparer`] port, implemented by the messages function).
+
+use crate::errors::{ToolError, code, from_store};
+use crate::registry::{Annotations, Invocation, Registry, RegistryError, ToolSpec};
+use async_trait::async_trait;
+use countersign_domain::conversation::Principal;
+use countersign_domain::ids::CaseId;
+use countersign_domain::ports::{ConversationStore, TenantStore};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Prepares actions (A-10 … A-21). Implemented where proposals are presented (the
+/// messages function); absent where they cannot be (then `prepare_action` says so).
+#[async_trait]
+pub trait ActionPreparer: Send + Sync {
+    /// Prepares `operation` with `arguments` for the caller's conversation.
+    async fn prepare(
+        &self,
+        ctx: &CallContext,
+        operation: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<PreparedAction, ToolError>;
+}
+
+/// The platform services tools use.
+#[derive(Clone)]
+pub struct Services {
+    /// Conversations and proposals.
+    pub conversations: Arc<dyn ConversationStore>,
+    /// Tenants and their configuration.
+    pub tenants: Arc<dyn TenantStore>,
+    /// Action preparation, where available.
+    pub actions: Option<Arc<dyn ActionPreparer>>,
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("actions", &self.actions.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who is calling, for which conversation: fixed by authentication (D-4), never by
+/// arguments.
+#[derive(Clone)]
+pub struct CallContext {
+    /// The end user the conversation belongs to.
+    pub principal: Principal,
+    /// The conversation.
+    pub case: CaseId,
+    /// Services.
+    pub services: Services,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("principal", &self.principal)
+            .field("case", &self.case)
+            .finish_non_exhaustive()
+    }
+}
+
+const READ_ONLY: Annotations = Annotations {
+    read_only_hint: true,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
+
+/// `describe_tool`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DescribeToolArgs {
+    /// The tool's name, as listed by `tools/list`.
+    pub name: String,
+}
+
+/// A published tool descriptor (the same object `tools/list` publishes, G-3).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DescribedTool {
+    /// Wire name.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Input JSON Schema.
+    pub input_schema: Value,
+    /// Output JSON Schema (the envelope).
+    pub output_schema: Value,
+    /// Hints.
+    pub annotations: Value,
+    /// `{version}`.
+    #[serde(rename = "_meta")]
+    pub meta: DescribedMeta,
+}
+
+/// `_meta` of a descriptor.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct DescribedMeta {
+    /// The tool's version.
+    pub version: String,
+}
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// `list_operations`'s data.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Operations {
+    /// The enabled operations (empty when actions are disabled).
+    pub items: Vec<OperationItem>,
+    /// Whether the tenant has enabled actions at all.
+    pub actions_enabled: bool,
+}
+
+/// One operation.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OperationItem {
+    /// Its name, for `prepare_action`.
+    pub operation: String,
+}
+
+/// `action_status`'s data.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ActionStatus {
+    /// The conversation's current (non-terminal) proposal, or null.
+    pub proposal: Option<ProposalStatus>,
+}
+
+/// The local state of a proposal.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalStatus {
+    /// The provider's action id.
+    pub action_id: String,
+    /// The operation.
+    pub operation: String,
+    /// `pending_confirmation`, `executing` or `unknown`.
+    pub state: String,
+    /// When the proposal stops being confirmable (ISO-8601 UTC).
+    pub expires_at: String,
+}
+
+/// `prepare_action`'s arguments: the platform validates this envelope only; the
+/// arguments' schema belongs to the provider.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrepareActionArgs {
+    /// An operation listed by `list_operations`.
+    pub operation: String,
+    /// The operation's arguments, as the company's system defines them.
+    pub arguments: Map<String, Value>,
+}
+
+/// `prepare_action`'s data.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedAction {
+    /// The proposal's id.
+    pub action_id: String,
+    /// The operation.
+    pub operation: String,
+    /// Always `pending_confirmation`: the user must reply confirm.
+    pub status: String,
+    /// When the proposal expires (ISO-8601 UTC).
+    pub expires_at: String,
+}
+
+/// `describe_tool` (G-3).
+pub const DESCRIBE_TOOL: ToolSpec = ToolSpec {
+    name: "describe_tool",
+    title: "Describe a tool",
+    description: "Describes one tool of this conversation. Returns the tool's published descriptor as `data`: `data.name`, `data.title`, `data.description`, `data.inputSchema`, `data.outputSchema`, `data.annotations` and `data._meta.version` (the same version every answer carries in `meta.version`).",
+    version: "1.0.0",
+    annotations: READ_ONLY,
+};
+
+/// `list_operations`.
+pub const LIST_OPERATIONS: ToolSpec = ToolSpec {
+    name: "list_operations",
+    title: "List write operations",
+    description: "Lists the write operations this company has configured and enabled, which `prepare_action` can prepare. Returns `data.items` (each with `operation`) and `data.actionsEnabled`.",
+    version: "1.0.0",
+    annotations: READ_ONLY,
+};
+
+/// `action_status`.
+pub const ACTION_STATUS: ToolSpec = ToolSpec {
+    name: "action_status",
+    title: "Current proposal status",
+    description: "Reads the local state of this conversation's current proposal, without contacting the company's system. Returns `data.proposal`: null when there is none, otherwise its `actionId`, `operation`, `state` and `expiresAt`.",
+    version: "1.0.0",
+    annotations: READ_ONLY,
+};
+
+/// `prepare_action` (A-12: `readOnlyHint: false`).
+pub const PREPARE_ACTION: ToolSpec = ToolSpec {
+    name: "prepare_action",
+    title: "Prepare a write for the user to confirm",
+    description: "Prepares a change in the company's system. Nothing changes until the user replies confirm to the proposal the platform shows them; you cannot confirm for them. Takes `operation` (one of `data.items` from `list_operations`) and `arguments` (as the company's system defines them). Returns `data.actionId`, `data.operation`, `data.status` and `data.expiresAt`.",
+    version: "1.0.0",
+    annotations: Annotations {
+        read_only_hint: false,
+        destructive_hint: false,
+        idempotent_hint: false,
+        open_world_hint: true,
+    },
+};
+
+async fn describe_tool(
+    inv: Invocation<CallContext>,
+    args: DescribeToolArgs,
+) -> Result<DescribedTool, ToolError> {
+    let published = inv.catalog.get(args.name.as_str()).ok_or_else(|| {
+        ToolError::new(
+            code::NOT_FOUND,
+            format!(
+                "no tool named `{}`",
+                args.name.chars().take(128).collect::<String>()
+            ),
+        )
+        .details(serde_json::json!({"field": "name"}))
+        .retryable(false)
+        .hint("Use a name from tools/list.")
+    })?;
+    serde_json::from_value(published.clone())
+        .map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))
+}
+
+async fn list_operations(inv: Invocation<CallContext>, _: NoArgs) -> Result<Operations, ToolError> {
+    let ctx = &inv.ctx;
+    let config = ctx
+        .services
+        .tenants
+        .get_mcp_config(&ctx.principal.tenant)
+        .await
+        .map_err(|e| from_store(LIST_OPERATIONS.name, &e))?;
+    let policy = config.map(|c| c.config.action_policy).unwrap_or_default();
+    // only operations configured *and* enabled are offered.
+    let items = if policy.enabled {
+        policy
+            .operations
+            .iter()
+            .map(|o| OperationItem {
+                operation: o.to_string(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Operations {
+        items,
+        actions_enabled: policy.enabled,
+    })
+}
+
+async fn action_status(inv: Invocation<CallContext>, _: NoArgs) -> Result<ActionStatus, ToolError> {
+    let ctx = &inv.ctx;
+    let view = ctx
+        .services
+        .conversations
+        .load(&ctx.principal.tenant, &ctx.case)
+        .await
+        .map_err(|e| from_store(ACTION_STATUS.name, &e))?
+        .filter(|v| v.case.is_owned_by(&ctx.principal))
+        .ok_or_else(|| {
+            ToolError::new(code::NOT_FOUND, "This conversation does not exist.").retryable(false)
+        })?;
+    Ok(ActionStatus {
+        proposal: view.active.map(|p| ProposalStatus {
+            action_id: p.action_id.to_string(),
+            operation: p.operation.to_string(),
+            state: p.state.as_str().to_owned(),
+            expires_at: p.expires_at.to_rfc3339(),
+        }),
+    })
+}
+
+async fn prepare_action(
+    inv: Invocation<CallContext>,
+    args: PrepareActionArgs,
+) -> Result<PreparedAction, ToolError> {
+    let ctx = &inv.ctx;
+    let Some(actions) = ctx.services.actions.clone() else {
+        return Err(ToolError::new(
+            code::TOOL_ERROR,
+            "Actions cannot be prepared through this connection; only the support chat presents proposals to the user.",
+        )
+        .retryable(false));
+    };
+    actions.prepare(ctx, &args.operation, &args.arguments).await
+}
+
+/// The registry of built-in tools.
+pub fn registry() -> Result<Registry<CallContext>, RegistryError> {
+    let mut r = Registry::new();
+    r.register(DESCRIBE_TOOL, describe_tool)?;
+    r.register(LIST_OPERATIONS, list_operations)?;
+    r.register(ACTION_STATUS, action_status)?;
+    r.register(PREPARE_ACTION, prepare_action)?;
+    Ok(r)
+}
