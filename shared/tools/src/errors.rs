@@ -58,8 +58,9 @@ pub struct ToolError {
     /// For the model: what went wrong, in a sentence. Never an internal cause.
     pub message: String,
     /// Structured detail (e.g. `{"field": "operation"}`).
+    /// (Boxed: it is rare, and it keeps `Result<_, ToolError>` small.)
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// Whether the same call may succeed later.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
@@ -94,7 +95,7 @@ impl ToolError {
     /// Adds details.
     #[must_use]
     pub fn details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
