@@ -14,7 +14,6 @@ use crate::proposal::{Proposal, ProposalState};
 use crate::secret::SecretString;
 use crate::texts::Language;
 use crate::time::Timestamp;
-use crate::tool_result::ToolResult;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
@@ -390,15 +389,17 @@ pub enum ProviderError {
 pub trait Provider: Send + Sync {
     /// `tools/list` (implementations may cache briefly per configuration version).
     async fn list_tools(&self, ctx: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError>;
-    /// `tools/call`. `confirmation` is sent as `X-MCP-Confirmation` and only for
-    /// `execute_action`.
+    /// `tools/call`: the provider's `CallToolResult` JSON, unchanged (proxied answers pass
+    /// through as they came, G-6; contract answers are read with
+    /// [`crate::tool_result::ToolResult::from_mcp_json`]). `confirmation` is sent as `X-MCP-Confirmation`
+    /// and only for `execute_action`.
     async fn call_tool(
         &self,
         ctx: &ProviderContext,
         tool: &str,
         arguments: &Map<String, Value>,
         confirmation: Option<&Proof>,
-    ) -> Result<ToolResult, ProviderError>;
+    ) -> Result<Value, ProviderError>;
 }
 
 /// A tool offered to the model.

@@ -4,6 +4,7 @@
 //! - [`envelope`]: the seal, the one place an answer gets its shape (G-1, G-7);
 //! - [`errors`]: error codes and the classifier (G-5);
 //! - [`schema`]: input/output schemas and fingerprints (G-4, G-10);
+//! - [`proxy`]: proxied consultations, checked against the provider's outputSchema (G-6);
 //! - [`builtins`]: `describe_tool`, `list_operations`, `action_status`, `prepare_action`;
 //! - [`catalog`]: the snapshot file (G-4) and `docs/tools.md` (G-14), generated from the
 //!   registry.
@@ -12,5 +13,6 @@ pub mod builtins;
 pub mod catalog;
 pub mod envelope;
 pub mod errors;
+pub mod proxy;
 pub mod registry;
 pub mod schema;

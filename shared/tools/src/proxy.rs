@@ -1,0 +1,290 @@
+//! Proxied consultations (G-6, A-3): the tenant's allowed tools, exactly as the provider's
+//! `tools/list` publishes them, answered unchanged, after checking each answer against the
+//! `outputSchema` the provider declared.
+//!
+//! A provider answer that breaks its own schema becomes an enveloped
+//! `PROVIDER_CONTRACT_VIOLATION`. That envelope travels as text only (`isError: true`, no
+//! `structuredContent`): official MCP clients validate `structuredContent` against the
+//! tool's published schema, which here is the provider's, so a structured envelope would
+//! itself be rejected by the client (decision 0009).
+
+use crate::envelope::{Meta, seal};
+use crate::errors::{ToolError, code, from_provider};
+use countersign_domain::config::{BUILT_IN_TOOLS, RESERVED_TOOLS};
+use countersign_domain::ids::ToolName;
+use countersign_domain::ports::{Provider, ProviderContext, ProviderTool};
+use serde_json::{Map, Value, json};
+use std::time::Instant;
+
+/// The provider's tools the model may call: those in the tenant's allowlist, never a
+/// reserved name nor a built-in's name, in the provider's order.
+pub fn allowed_tools(published: Vec<ProviderTool>, allowlist: &[ToolName]) -> Vec<ProviderTool> {
+    published
+        .into_iter()
+        .filter(|t| allowlist.contains(&t.name))
+        .filter(|t| {
+            let n = t.name.as_str();
+            !RESERVED_TOOLS
+                .iter()
+                .chain(BUILT_IN_TOOLS.iter())
+                .any(|r| r.eq_ignore_ascii_case(n))
+        })
+        .collect()
+}
+
+fn violation(tool: &ProviderTool, message: &str, details: Value) -> Value {
+    let version = tool
+        .descriptor
+        .get("_meta")
+        .and_then(|m| m.get("version"))
+        .and_then(Value::as_str)
+        .unwrap_or("provider");
+    let meta = Meta {
+        tool: tool.name.to_string(),
+        version: version.to_owned(),
+    };
+    let err = ToolError::new(code::PROVIDER_CONTRACT_VIOLATION, message)
+        .details(details)
+        .retryable(false)
+        .hint("Tell the user this information cannot be read right now.");
+    text_only(&seal(&meta, Err(err)))
+}
+
+fn text_only(sealed: &crate::envelope::Sealed) -> Value {
+    json!({"content": [{"type": "text", "text": sealed.text}], "isError": true})
+}
+
+/// Checks a provider's `CallToolResult` against the tool's declared `outputSchema`.
+/// Returns the list of problems (empty when the answer honours the contract).
+pub fn contract_problems(tool: &ProviderTool, result: &Value) -> Vec<String> {
+    let Some(obj) = result.as_object() else {
+        return vec!["the result is not an object".into()];
+    };
+    if !matches!(obj.get("content"), Some(Value::Array(_))) {
+        return vec!["the result has no content array".into()];
+    }
+    let is_error = obj.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    let Some(schema) = &tool.output_schema else {
+        return Vec::new();
+    };
+    match obj.get("structuredContent") {
+        // MCP: a tool with an outputSchema must return conforming structuredContent; an
+        // error result may carry only text.
+        None if is_error => Vec::new(),
+        None => {
+            vec!["structuredContent is missing although the tool declares an outputSchema".into()]
+        }
+        Some(sc) => match jsonschema::validator_for(schema) {
+            Err(_) => vec!["the tool's outputSchema is not a valid JSON Schema".into()],
+            Ok(v) => v
+                .iter_errors(sc)
+                .take(10)
+                .map(|e| format!("{} at {}", e, e.instance_path))
+                .collect(),
+        },
+    }
+}
+
+/// Calls a proxied tool and returns the `CallToolResult` to give the caller: the
+/// provider's answer unchanged when it honours its contract, otherwise an enveloped error
+/// (text only). Records `mcp_tool_duration_seconds{tool, error_type}` (G-8).
+pub async fn call(
+    provider: &dyn Provider,
+    ctx: &ProviderContext,
+    tool: &ProviderTool,
+    arguments: &Map<String, Value>,
+) -> Value {
+    let started = Instant::now();
+    let (answer, error_type) = match provider
+        .call_tool(ctx, tool.name.as_str(), arguments, None)
+        .await
+    {
+        Err(e) => {
+            let err = from_provider(tool.name.as_str(), &e);
+            let code = err.code;
+            let meta = Meta {
+                tool: tool.name.to_string(),
+                version: "provider".into(),
+            };
+            (text_only(&seal(&meta, Err(err))), code)
+        }
+        Ok(result) => {
+            let problems = contract_problems(tool, &result);
+            if problems.is_empty() {
+                let code = if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                    code::TOOL_ERROR
+                } else {
+                    "none"
+                };
+                (result, code)
+            } else {
+                tracing::warn!(tool = %tool.name, ?problems, "provider answer violates its outputSchema");
+                (
+                    violation(
+                        tool,
+                        "The company's system answered outside its published format.",
+                        json!({"problems": problems.len()}),
+                    ),
+                    code::PROVIDER_CONTRACT_VIOLATION,
+                )
+            }
+        }
+    };
+    crate::registry::record_duration(tool.name.as_str(), error_type, started);
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use countersign_domain::config::ServerUrl;
+    use countersign_domain::ids::{CaseId, TenantId, UserId};
+    use countersign_domain::ports::ProviderError;
+    use countersign_domain::proof::Proof;
+    use countersign_domain::secret::SecretString;
+
+    struct Fixed(Result<Value, fn() -> ProviderError>);
+
+    #[async_trait]
+    impl Provider for Fixed {
+        async fn list_tools(
+            &self,
+            _: &ProviderContext,
+        ) -> Result<Vec<ProviderTool>, ProviderError> {
+            Ok(Vec::new())
+        }
+        async fn call_tool(
+            &self,
+            _: &ProviderContext,
+            _: &str,
+            _: &Map<String, Value>,
+            _: Option<&Proof>,
+        ) -> Result<Value, ProviderError> {
+            self.0.clone().map_err(|f| f())
+        }
+    }
+
+    const ULID: &str = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
+
+    fn ctx() -> ProviderContext {
+        ProviderContext {
+            tenant: TenantId::from_ulid_text(ULID).unwrap(),
+            user: UserId::parse("driver-42").unwrap(),
+            conversation: CaseId::from_ulid_text(ULID).unwrap(),
+            server_url: ServerUrl::parse("https://mcp.example.com/mcp", Default::default())
+                .unwrap(),
+            service_token: SecretString::new("svc"),
+            config_version: 1,
+        }
+    }
+
+    fn tool(name: &str, schema: Option<Value>) -> ProviderTool {
+        ProviderTool {
+            name: ToolName::parse(name).unwrap(),
+            descriptor: json!({"name": name}).as_object().unwrap().clone(),
+            output_schema: schema,
+        }
+    }
+
+    fn uploads_schema() -> Value {
+        json!({"type": "object", "required": ["uploads"], "properties": {"uploads": {"type": "array"}}})
+    }
+
+    /// A-3, G-6: only allowlisted tools are proxied, never reserved or built-in names.
+    #[test]
+    fn a3_reserved_and_unlisted_tools_are_never_proxied() {
+        let published = [
+            "get_user_uploads",
+            "get_matching_sessions",
+            "execute_action",
+            "prepare_action",
+            "describe_tool",
+        ]
+        .map(|n| tool(n, None))
+        .to_vec();
+        let allow: Vec<ToolName> = ["get_user_uploads", "execute_action", "describe_tool"]
+            .map(|n| ToolName::parse(n).unwrap())
+            .to_vec();
+        let names: Vec<String> = allowed_tools(published, &allow)
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names, vec!["get_user_uploads"]);
+    }
+
+    /// G-6: a conforming answer passes through unchanged, byte for byte as JSON.
+    #[test]
+    fn g6_conforming_answers_pass_through_unchanged() {
+        let answer = json!({"content": [{"type": "text", "text": "{\"uploads\":[]}"}], "structuredContent": {"uploads": []}, "extra": {"kept": true}});
+        let out = pollster::block_on(call(
+            &Fixed(Ok(answer.clone())),
+            &ctx(),
+            &tool("get_user_uploads", Some(uploads_schema())),
+            &Map::new(),
+        ));
+        assert_eq!(out, answer);
+        // No declared schema: anything well-formed passes.
+        let text = json!({"content": [{"type": "text", "text": "hi"}]});
+        assert_eq!(
+            pollster::block_on(call(
+                &Fixed(Ok(text.clone())),
+                &ctx(),
+                &tool("t", None),
+                &Map::new()
+            )),
+            text
+        );
+        // An error result with text only passes (MCP allows it).
+        let err = json!({"content": [{"type": "text", "text": "not yours"}], "isError": true});
+        assert_eq!(
+            pollster::block_on(call(
+                &Fixed(Ok(err.clone())),
+                &ctx(),
+                &tool("t", Some(uploads_schema())),
+                &Map::new()
+            )),
+            err
+        );
+    }
+
+    /// G-6: an answer violating the declared outputSchema becomes an enveloped
+    /// PROVIDER_CONTRACT_VIOLATION (text only, isError).
+    #[test]
+    fn g6_schema_violations_become_provider_contract_violation() {
+        for bad in [
+            json!({"content": [], "structuredContent": {"uploads": "nope"}}),
+            json!({"content": [{"type": "text", "text": "x"}]}),
+            json!({"structuredContent": {"uploads": []}}),
+            json!("nope"),
+        ] {
+            let out = pollster::block_on(call(
+                &Fixed(Ok(bad.clone())),
+                &ctx(),
+                &tool("get_user_uploads", Some(uploads_schema())),
+                &Map::new(),
+            ));
+            assert_eq!(out["isError"], true, "{bad}");
+            assert!(out.get("structuredContent").is_none());
+            let env: Value =
+                serde_json::from_str(out["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(env["ok"], false);
+            assert_eq!(env["error"]["code"], code::PROVIDER_CONTRACT_VIOLATION);
+            assert_eq!(env["meta"]["tool"], "get_user_uploads");
+        }
+    }
+
+    /// G-5, T-5: provider failures become enveloped errors.
+    #[test]
+    fn provider_failures_are_enveloped() {
+        let out = pollster::block_on(call(
+            &Fixed(Err(|| ProviderError::Timeout)),
+            &ctx(),
+            &tool("t", None),
+            &Map::new(),
+        ));
+        let env: Value = serde_json::from_str(out["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(env["error"]["code"], code::PROVIDER_UNAVAILABLE);
+        assert_eq!(out["isError"], true);
+    }
+}
