@@ -45,6 +45,15 @@ async fn main() -> anyhow::Result<()> {
                 )?,
                 None => writeln!(out, "no signing key configured")?,
             }
+            writeln!(
+                out,
+                "gateway token key ({})",
+                if r.gateway_key_created {
+                    "created"
+                } else {
+                    "exists"
+                }
+            )?;
         }
     }
     Ok(())

@@ -1,8 +1,8 @@
 //! Creates what `template.yaml` creates, for the local stack and tests: the table
 //! (single-table design, the pending-proposals index, TTL on `ttl`), the action signing
-//! key (RSA_2048, SIGN_VERIFY) with its alias. Secrets Manager needs nothing up front
-//! (secrets are created per tenant under the prefix); bootstrap only checks it answers.
-//! Running it twice is harmless.
+//! key (RSA_2048, SIGN_VERIFY) with its alias, and the one platform secret: the key that
+//! signs gateway access tokens (D-4), 256 random bits. Tenants' secrets are created per
+//! tenant under the prefix. Running it twice is harmless: nothing existing is replaced.
 
 use crate::settings::AwsSettings;
 use aws_sdk_dynamodb::types::{
@@ -23,6 +23,8 @@ pub struct BootstrapReport {
     pub signing_key_id: Option<String>,
     /// Whether this run created the key.
     pub key_created: bool,
+    /// Whether this run created the gateway token key.
+    pub gateway_key_created: bool,
 }
 
 /// A bootstrap failure, with the step that failed.
@@ -190,6 +192,44 @@ pub async fn ensure_signing_key(
     Ok((id, true))
 }
 
+/// The gateway token key's name under the secret prefix (see `countersign_tools::access`).
+pub const GATEWAY_TOKEN_KEY: &str = "platform/gateway-token-key";
+
+/// Creates secret `name` with 256 random bits (base64url) when it does not exist.
+pub async fn ensure_random_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    name: &str,
+) -> Result<bool, BootstrapError> {
+    use base64::Engine as _;
+    use rand::RngCore as _;
+    match client.describe_secret().secret_id(name).send().await {
+        Ok(_) => return Ok(false),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_not_found_exception()) => {}
+        Err(e) => return Err(err("describing a platform secret")(e)),
+    }
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    match client
+        .create_secret()
+        .name(name)
+        .secret_string(value)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_exists_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(err("creating a platform secret")(e)),
+    }
+}
+
 /// Everything, in order. Idempotent.
 pub async fn bootstrap(
     sdk: &aws_config::SdkConfig,
@@ -207,16 +247,17 @@ pub async fn bootstrap(
         Some(id) => (Some(id.clone()), false),
         None => (None, false),
     };
-    aws_sdk_secretsmanager::Client::new(sdk)
-        .list_secrets()
-        .max_results(1)
-        .send()
-        .await
-        .map_err(err("reaching Secrets Manager"))?;
+    let secrets = aws_sdk_secretsmanager::Client::new(sdk);
+    let gateway_key_created = ensure_random_secret(
+        &secrets,
+        &format!("{}{}", settings.secret_prefix, GATEWAY_TOKEN_KEY),
+    )
+    .await?;
     Ok(BootstrapReport {
         table: settings.table.clone(),
         table_created,
         signing_key_id,
         key_created,
+        gateway_key_created,
     })
 }

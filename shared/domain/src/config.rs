@@ -529,7 +529,6 @@ mod tests {
         })
     }
 
-    #[allow(clippy::needless_pass_by_value)]
     fn errors(v: Value) -> Vec<(String, ConfigErrorReason)> {
         validate_mcp_config(&v, UrlPolicy::default())
             .unwrap_err()

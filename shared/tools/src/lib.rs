@@ -9,6 +9,7 @@
 //! - [`catalog`]: the snapshot file (G-4) and `docs/tools.md` (G-14), generated from the
 //!   registry.
 
+pub mod access;
 pub mod builtins;
 pub mod catalog;
 pub mod envelope;
@@ -16,3 +17,6 @@ pub mod errors;
 pub mod proxy;
 pub mod registry;
 pub mod schema;
+
+#[cfg(feature = "testing")]
+pub mod testing;

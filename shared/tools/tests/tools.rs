@@ -6,15 +6,11 @@
     unreachable_pub
 )]
 
-use async_trait::async_trait;
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};
-use countersign_domain::conversation::{Case, CaseStatus, Message, Principal};
+use countersign_domain::conversation::{Case, CaseStatus, Principal};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
-use countersign_domain::ports::{
-    ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome, NewMessage,
-    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
-};
+use countersign_domain::ports::{ConversationView, StoredMcpConfig};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::Language;
@@ -23,6 +19,7 @@ use countersign_tools::builtins::{self, CallContext, Services};
 use countersign_tools::catalog;
 use countersign_tools::errors::{ToolError, code};
 use countersign_tools::registry::{Annotations, Registry, RegistryError, ToolSpec};
+use countersign_tools::testing::Fake;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -36,104 +33,6 @@ fn case_id() -> CaseId {
 }
 fn now() -> Timestamp {
     Timestamp::from_unix_seconds(1_795_986_900).unwrap()
-}
-
-/// In-memory stand-ins for the two stores: just enough state for the built-ins.
-#[derive(Default)]
-struct Fake {
-    view: Mutex<Option<ConversationView>>,
-    config: Mutex<Option<StoredMcpConfig>>,
-    fail: bool,
-}
-
-fn unavailable() -> StoreError {
-    StoreError::Unavailable("store down (internal detail 10.0.0.7)".into())
-}
-
-#[async_trait]
-impl ConversationStore for Fake {
-    async fn create_case(&self, _: &Case) -> Result<(), StoreError> {
-        Err(unavailable())
-    }
-    async fn load(&self, _: &TenantId, _: &CaseId) -> Result<Option<ConversationView>, StoreError> {
-        if self.fail {
-            return Err(unavailable());
-        }
-        Ok(self.view.lock().unwrap().clone())
-    }
-    async fn append_message(&self, _: &TenantId, _: &NewMessage) -> Result<(), StoreError> {
-        Err(unavailable())
-    }
-    async fn list_messages(
-        &self,
-        _: &TenantId,
-        _: &CaseId,
-        _: Option<&MessageId>,
-        _: usize,
-    ) -> Result<Vec<Message>, StoreError> {
-        Err(unavailable())
-    }
-    async fn create_proposal(
-        &self,
-        _: &Proposal,
-        _: &[NewMessage],
-    ) -> Result<CreateProposalOutcome, StoreError> {
-        Err(unavailable())
-    }
-    async fn confirm(&self, _: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
-        Err(unavailable())
-    }
-    async fn transition(
-        &self,
-        _: &TenantId,
-        _: &CaseId,
-        _: &ActionId,
-        _: ProposalState,
-        _: ProposalState,
-        _: Option<&NewMessage>,
-    ) -> Result<TransitionOutcome, StoreError> {
-        Err(unavailable())
-    }
-    async fn close_case(&self, _: &TenantId, _: &CaseId) -> Result<(), StoreError> {
-        Err(unavailable())
-    }
-    async fn invalidate_pending(&self, _: &TenantId, _: u64) -> Result<usize, StoreError> {
-        Err(unavailable())
-    }
-}
-
-#[async_trait]
-impl TenantStore for Fake {
-    async fn create_tenant(&self, _: &Tenant) -> Result<(), StoreError> {
-        Err(unavailable())
-    }
-    async fn get_tenant(&self, _: &TenantId) -> Result<Option<Tenant>, StoreError> {
-        Err(unavailable())
-    }
-    async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
-        Err(unavailable())
-    }
-    async fn set_admin_key_hash(
-        &self,
-        _: &TenantId,
-        _: &Sha256Hex,
-    ) -> Result<TransitionOutcome, StoreError> {
-        Err(unavailable())
-    }
-    async fn get_mcp_config(&self, _: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
-        if self.fail {
-            return Err(unavailable());
-        }
-        Ok(self.config.lock().unwrap().clone())
-    }
-    async fn put_mcp_config(
-        &self,
-        _: &TenantId,
-        _: &StoredMcpConfig,
-        _: Option<u64>,
-    ) -> Result<TransitionOutcome, StoreError> {
-        Err(unavailable())
-    }
 }
 
 fn principal() -> Principal {

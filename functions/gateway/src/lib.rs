@@ -1,0 +1,168 @@
+//! The gateway: `POST /mcp`, the tool registry over MCP Streamable HTTP (stateless, JSON
+//! responses), for model runtimes and agents.
+//!
+//! Every request carries a bearer token minted for one conversation (D-4); the auth layer
+//! refuses a missing, expired or bad token with 401 before MCP sees the request, and hands
+//! the verified grant to the MCP handler through the request's extensions. The principal
+//! is therefore fixed by the token, never by arguments.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use countersign_domain::ports::Clock;
+use countersign_domain::secret::SecretString;
+use countersign_tools::access::{self, Grant};
+use countersign_tools::builtins::{CallContext, Services};
+use countersign_tools::registry::Registry;
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
+
+/// Everything the gateway needs, built once per process.
+pub struct Gateway {
+    /// The built-in tools.
+    pub registry: Registry<CallContext>,
+    /// Stores the tools use.
+    pub services: Services,
+    /// Verifies access tokens (D-4).
+    pub token_key: SecretString,
+    /// The clock tokens are checked against.
+    pub clock: Arc<dyn Clock>,
+    /// Host names the deployed API answers on (besides loopback), for rmcp's Host check.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The MCP handler: one per process, shared by every request.
+#[derive(Clone)]
+struct Handler(Arc<Gateway>);
+
+fn grant_of(ctx: &RequestContext<RoleServer>) -> Result<Grant, McpError> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Grant>())
+        .cloned()
+        // Unreachable behind the auth layer; refuse rather than guess a principal.
+        .ok_or_else(|| McpError::invalid_request("unauthenticated", None))
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "countersign-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        grant_of(&ctx)?;
+        let tools = self
+            .0
+            .registry
+            .descriptors()
+            .map(|d| serde_json::from_value::<Tool>(d.published()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| McpError::internal_error(format!("descriptor: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let grant = grant_of(&ctx)?;
+        let call_ctx = CallContext {
+            principal: grant.principal,
+            case: grant.case,
+            services: self.0.services.clone(),
+        };
+        let args = request
+            .arguments
+            .map_or(serde_json::Value::Null, serde_json::Value::Object);
+        let sealed = self
+            .0
+            .registry
+            .call(call_ctx, &request.name, args)
+            .await
+            // An unknown tool is a protocol error, not a tool result (-32602).
+            .ok_or_else(|| {
+                McpError::invalid_params(format!("unknown tool: {}", request.name), None)
+            })?;
+        let result: CallToolResult = serde_json::from_value(sealed.to_call_tool_result())
+            .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+fn unauthorized(message: &'static str) -> Response {
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(serde_json::json!({"error": {"code": "UNAUTHORIZED", "message": message}})),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    r
+}
+
+/// D-4: 401 unless the request carries a valid token; the grant goes into extensions.
+async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Next) -> Response {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return unauthorized("a bearer token is required");
+    };
+    match access::verify(&gw.token_key, token, gw.clock.now()) {
+        Ok(grant) => {
+            req.extensions_mut().insert(grant);
+            next.run(req).await
+        }
+        Err(access::AccessError::Expired) => unauthorized("the token has expired"),
+        Err(_) => unauthorized("the token is not valid"),
+    }
+}
+
+/// The gateway's router: `POST /mcp` (stateless MCP Streamable HTTP, JSON responses).
+pub fn router(gateway: Gateway) -> axum::Router {
+    let gateway = Arc::new(gateway);
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    hosts.extend(gateway.allowed_hosts.iter().cloned());
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_allowed_hosts(hosts);
+    let handler = Handler(gateway.clone());
+    let mcp = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    axum::Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(gateway, authenticate))
+}

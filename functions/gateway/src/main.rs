@@ -1,0 +1,68 @@
+//! The gateway function: reads configuration once, builds clients once, then serves the
+//! router through Lambda (when `AWS_LAMBDA_RUNTIME_API` is set) or on a local port.
+
+use anyhow::Context as _;
+use countersign_aws::AwsSettings;
+use countersign_aws::dynamo::DynamoStore;
+use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::system::SystemClock;
+use countersign_domain::ports::SecretStore;
+use countersign_gateway::{Gateway, router};
+use countersign_tools::access;
+use countersign_tools::builtins::{self, Services};
+use std::sync::Arc;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let sdk = aws_config::load_from_env().await;
+    let settings = AwsSettings::from_env();
+    let store = DynamoStore::new(
+        DynamoStore::client(&sdk, None),
+        &settings.table,
+        settings.retention_days,
+    );
+    let secrets = SecretsManagerStore::new(
+        SecretsManagerStore::client(&sdk, None),
+        settings.secret_prefix.clone(),
+    );
+    let (token_key, _) = secrets
+        .get_current(access::SECRET_NAME)
+        .await
+        .context("reading the gateway token key")?
+        .context("the gateway token key is missing; run `countersign bootstrap`")?;
+    let gateway = Gateway {
+        registry: builtins::registry()?,
+        services: Services {
+            conversations: Arc::new(store.clone()),
+            tenants: Arc::new(store),
+            actions: None,
+        },
+        token_key,
+        clock: Arc::new(SystemClock),
+        // COUNTERSIGN_GATEWAY_HOSTS: the API's host names, comma-separated (rmcp refuses
+        // other Host headers).
+        allowed_hosts: std::env::var("COUNTERSIGN_GATEWAY_HOSTS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    };
+    let app = router(gateway);
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+        lambda_http::run(app).await.map_err(|e| anyhow::anyhow!(e))
+    } else {
+        let addr =
+            std::env::var("COUNTERSIGN_GATEWAY_ADDR").unwrap_or_else(|_| "127.0.0.1:8787".into());
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        tracing::info!(%addr, "gateway listening");
+        axum::serve(listener, app).await.context("serving")
+    }
+}

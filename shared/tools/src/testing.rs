@@ -1,0 +1,116 @@
+//! Test support (feature `testing`): an in-memory stand-in for the stores, for this
+//! crate's and the functions' tests. Not part of any production build.
+#![allow(clippy::unwrap_used)]
+
+use async_trait::async_trait;
+use countersign_domain::conversation::{Case, Message};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
+use countersign_domain::ports::{
+    ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome, NewMessage,
+    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+};
+use countersign_domain::proposal::{Proposal, ProposalState};
+use std::sync::Mutex;
+
+/// In-memory stand-ins for the two stores: just enough state for the built-ins. Every
+/// other method fails as if the store were down.
+#[derive(Debug, Default)]
+pub struct Fake {
+    /// What `load` returns.
+    pub view: Mutex<Option<ConversationView>>,
+    /// What `get_mcp_config` returns.
+    pub config: Mutex<Option<StoredMcpConfig>>,
+    /// Makes `load` and `get_mcp_config` fail.
+    pub fail: bool,
+}
+
+fn unavailable() -> StoreError {
+    StoreError::Unavailable("store down (internal detail 10.0.0.7)".into())
+}
+
+#[async_trait]
+impl ConversationStore for Fake {
+    async fn create_case(&self, _: &Case) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn load(&self, _: &TenantId, _: &CaseId) -> Result<Option<ConversationView>, StoreError> {
+        if self.fail {
+            return Err(unavailable());
+        }
+        Ok(self.view.lock().unwrap().clone())
+    }
+    async fn append_message(&self, _: &TenantId, _: &NewMessage) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn list_messages(
+        &self,
+        _: &TenantId,
+        _: &CaseId,
+        _: Option<&MessageId>,
+        _: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        Err(unavailable())
+    }
+    async fn create_proposal(
+        &self,
+        _: &Proposal,
+        _: &[NewMessage],
+    ) -> Result<CreateProposalOutcome, StoreError> {
+        Err(unavailable())
+    }
+    async fn confirm(&self, _: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
+    async fn transition(
+        &self,
+        _: &TenantId,
+        _: &CaseId,
+        _: &ActionId,
+        _: ProposalState,
+        _: ProposalState,
+        _: Option<&NewMessage>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
+    async fn close_case(&self, _: &TenantId, _: &CaseId) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn invalidate_pending(&self, _: &TenantId, _: u64) -> Result<usize, StoreError> {
+        Err(unavailable())
+    }
+}
+
+#[async_trait]
+impl TenantStore for Fake {
+    async fn create_tenant(&self, _: &Tenant) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn get_tenant(&self, _: &TenantId) -> Result<Option<Tenant>, StoreError> {
+        Err(unavailable())
+    }
+    async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
+        Err(unavailable())
+    }
+    async fn set_admin_key_hash(
+        &self,
+        _: &TenantId,
+        _: &Sha256Hex,
+    ) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
+    async fn get_mcp_config(&self, _: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
+        if self.fail {
+            return Err(unavailable());
+        }
+        Ok(self.config.lock().unwrap().clone())
+    }
+    async fn put_mcp_config(
+        &self,
+        _: &TenantId,
+        _: &StoredMcpConfig,
+        _: Option<u64>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
+}
