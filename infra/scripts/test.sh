@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Countersign's test command (README "Test it"): from a fresh clone, installs what it
-# needs (the local AWS emulator, moto, into .venv/moto) and runs every check CI runs.
+# needs (the local AWS emulator, moto, into .venv/moto; the official MCP Inspector into
+# infra/interop/node_modules) and runs every check CI runs.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,8 +21,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "the domain crate has no I/O dependency"
 infra/scripts/check-domain-deps.sh
 
-step "build the tests once"
+step "build once: binaries and tests"
+cargo build --workspace --locked --bins
 cargo test --workspace --locked --no-run
 
-step "cargo test --workspace (against the local AWS emulator, started and stopped here)"
-infra/scripts/with-local-aws.sh cargo test --workspace --locked
+step "cargo test --workspace, then MCP interop (against the local AWS emulator, started and stopped here)"
+infra/scripts/with-local-aws.sh bash -c 'cargo test --workspace --locked && infra/scripts/interop.sh'

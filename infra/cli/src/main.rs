@@ -18,6 +18,22 @@ enum Command {
     /// Create the DynamoDB table, the KMS signing key and its alias when missing
     /// (idempotent). Names come from COUNTERSIGN_TABLE / COUNTERSIGN_SIGNING_KEY.
     Bootstrap,
+    /// Print a gateway access token (D-4) for one conversation, signed with the platform's
+    /// gateway token key. For the local stack and for trying the gateway by hand.
+    GatewayToken {
+        /// Tenant id (`ten_…`).
+        #[arg(long)]
+        tenant: String,
+        /// The tenant's user id.
+        #[arg(long)]
+        user: String,
+        /// Case id (`case_…`).
+        #[arg(long)]
+        case: String,
+        /// Validity in seconds (at most 900).
+        #[arg(long, default_value_t = 300)]
+        ttl: i64,
+    },
 }
 
 #[tokio::main]
@@ -54,6 +70,26 @@ async fn main() -> anyhow::Result<()> {
                     "exists"
                 }
             )?;
+        }
+        Command::GatewayToken { tenant, user, case, ttl } => {
+            use countersign_domain::ports::{Clock as _, SecretStore as _};
+            let grant = countersign_tools::access::Grant {
+                principal: countersign_domain::conversation::Principal {
+                    tenant: countersign_domain::ids::TenantId::parse(tenant)?,
+                    user: countersign_domain::ids::UserId::parse(user)?,
+                },
+                case: countersign_domain::ids::CaseId::parse(case)?,
+            };
+            let secrets = countersign_aws::secrets::SecretsManagerStore::new(
+                countersign_aws::secrets::SecretsManagerStore::client(&sdk, None),
+                settings.secret_prefix.clone(),
+            );
+            let (key, _) = secrets
+                .get_current(countersign_tools::access::SECRET_NAME)
+                .await?
+                .context("the gateway token key is missing; run `countersign bootstrap`")?;
+            let token = countersign_tools::access::mint(&key, &grant, countersign_aws::system::SystemClock.now(), ttl)?;
+            writeln!(std::io::stdout().lock(), "{token}")?;
         }
     }
     Ok(())
