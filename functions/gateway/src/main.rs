@@ -53,7 +53,21 @@ async fn main() -> anyhow::Result<()> {
             .map(str::to_owned)
             .collect(),
     };
-    let app = router(gateway);
+    // G-8: metrics leave as CloudWatch Embedded Metric Format lines on stdout, flushed
+    // after every request (so each Lambda invocation writes its own document).
+    let metrics = metrics_cloudwatch_embedded::Builder::new()
+        .cloudwatch_namespace("Countersign")
+        .init()
+        .map_err(|e| anyhow::anyhow!("installing the EMF metrics recorder: {e}"))?;
+    let app = router(gateway).layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| async move {
+            let res = next.run(req).await;
+            if let Err(e) = metrics.flush(std::io::stdout()) {
+                tracing::warn!(error = %e, "flushing metrics failed");
+            }
+            res
+        },
+    ));
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
         lambda_http::run(app).await.map_err(|e| anyhow::anyhow!(e))
     } else {

@@ -71,7 +71,12 @@ async fn main() -> anyhow::Result<()> {
                 }
             )?;
         }
-        Command::GatewayToken { tenant, user, case, ttl } => {
+        Command::GatewayToken {
+            tenant,
+            user,
+            case,
+            ttl,
+        } => {
             use countersign_domain::ports::{Clock as _, SecretStore as _};
             let grant = countersign_tools::access::Grant {
                 principal: countersign_domain::conversation::Principal {
@@ -88,7 +93,12 @@ async fn main() -> anyhow::Result<()> {
                 .get_current(countersign_tools::access::SECRET_NAME)
                 .await?
                 .context("the gateway token key is missing; run `countersign bootstrap`")?;
-            let token = countersign_tools::access::mint(&key, &grant, countersign_aws::system::SystemClock.now(), ttl)?;
+            let token = countersign_tools::access::mint(
+                &key,
+                &grant,
+                countersign_aws::system::SystemClock.now(),
+                ttl,
+            )?;
             writeln!(std::io::stdout().lock(), "{token}")?;
         }
     }
