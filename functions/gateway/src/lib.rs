@@ -10,7 +10,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use countersign_domain::ports::Clock;
+use countersign_domain::ports::{Clock, Provider, ProviderContext, ProviderTool, SecretStore};
 use countersign_domain::secret::SecretString;
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{CallContext, Services};
@@ -38,6 +38,62 @@ pub struct Gateway {
     pub clock: Arc<dyn Clock>,
     /// Host names the deployed API answers on (besides loopback), for rmcp's Host check.
     pub allowed_hosts: Vec<String>,
+    /// The tenants' MCP servers, for proxied consultations (G-6); `None` serves built-ins
+    /// only.
+    pub provider: Option<Arc<dyn Provider>>,
+    /// Where tenants' service tokens live.
+    pub secrets: Arc<dyn SecretStore>,
+}
+
+/// Name of a tenant's MCP service-token secret (under the deployment's prefix).
+pub fn service_token_secret(tenant: &countersign_domain::ids::TenantId) -> String {
+    format!("tenants/{tenant}/mcp-service-token")
+}
+
+impl Gateway {
+    /// The caller's tenant's provider context and allowed proxied tools (G-6, A-3), or
+    /// nothing when no provider or configuration exists.
+    async fn proxied(
+        &self,
+        grant: &Grant,
+    ) -> Result<Option<(ProviderContext, Vec<ProviderTool>)>, McpError> {
+        let Some(provider) = &self.provider else {
+            return Ok(None);
+        };
+        let tenant = &grant.principal.tenant;
+        let Some(stored) = self
+            .services
+            .tenants
+            .get_mcp_config(tenant)
+            .await
+            .map_err(|_| McpError::internal_error("configuration unavailable", None))?
+        else {
+            return Ok(None);
+        };
+        // The token of the configuration version in force (C-8).
+        let token = self
+            .secrets
+            .get_version(&service_token_secret(tenant), &stored.secret_version)
+            .await
+            .map_err(|_| McpError::internal_error("configuration unavailable", None))?
+            .ok_or_else(|| McpError::internal_error("configuration unavailable", None))?;
+        let ctx = ProviderContext {
+            tenant: tenant.clone(),
+            user: grant.principal.user.clone(),
+            conversation: grant.case.clone(),
+            server_url: stored.config.server_url.clone(),
+            service_token: token,
+            config_version: stored.version,
+        };
+        let published = provider
+            .list_tools(&ctx)
+            .await
+            .map_err(|_| McpError::internal_error("the company's system did not answer", None))?;
+        Ok(Some((
+            ctx,
+            countersign_tools::proxy::allowed_tools(published, &stored.config.allowed_tools),
+        )))
+    }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -75,12 +131,24 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        grant_of(&ctx)?;
-        let tools = self
+        let grant = grant_of(&ctx)?;
+        let mut published: Vec<serde_json::Value> = self
             .0
             .registry
             .descriptors()
-            .map(|d| serde_json::from_value::<Tool>(d.published()))
+            .map(|d| d.published())
+            .collect();
+        // Proxied consultations exactly as the provider publishes them (G-6).
+        if let Some((_, proxied)) = self.0.proxied(&grant).await? {
+            published.extend(
+                proxied
+                    .into_iter()
+                    .map(|t| serde_json::Value::Object(t.descriptor)),
+            );
+        }
+        let tools = published
+            .into_iter()
+            .map(serde_json::from_value::<Tool>)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| McpError::internal_error(format!("descriptor: {e}"), None))?;
         Ok(ListToolsResult::with_all_items(tools))
@@ -92,24 +160,48 @@ impl ServerHandler for Handler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let grant = grant_of(&ctx)?;
-        let call_ctx = CallContext {
-            principal: grant.principal,
-            case: grant.case,
-            services: self.0.services.clone(),
+        let raw = if self.0.registry.get(&request.name).is_some() {
+            let call_ctx = CallContext {
+                principal: grant.principal.clone(),
+                case: grant.case.clone(),
+                services: self.0.services.clone(),
+            };
+            let args = request
+                .arguments
+                .clone()
+                .map_or(serde_json::Value::Null, serde_json::Value::Object);
+            self.0
+                .registry
+                .call(call_ctx, &request.name, args)
+                .await
+                .map(|sealed| sealed.to_call_tool_result())
+        } else {
+            match (self.0.proxied(&grant).await?, &self.0.provider) {
+                (Some((pctx, tools)), Some(provider)) => {
+                    match tools.iter().find(|t| t.name.as_str() == request.name) {
+                        Some(tool) => {
+                            let args = request.arguments.clone().unwrap_or_default();
+                            Some(
+                                countersign_tools::proxy::call(
+                                    provider.as_ref(),
+                                    &pctx,
+                                    tool,
+                                    &args,
+                                )
+                                .await,
+                            )
+                        }
+                        None => None,
+                    }
+                }
+                _ => None,
+            }
         };
-        let args = request
-            .arguments
-            .map_or(serde_json::Value::Null, serde_json::Value::Object);
-        let sealed = self
-            .0
-            .registry
-            .call(call_ctx, &request.name, args)
-            .await
-            // An unknown tool is a protocol error, not a tool result (-32602).
-            .ok_or_else(|| {
-                McpError::invalid_params(format!("unknown tool: {}", request.name), None)
-            })?;
-        let result: CallToolResult = serde_json::from_value(sealed.to_call_tool_result())
+        // A tool neither built in nor allowed is a protocol error, not a result (-32602).
+        let raw = raw.ok_or_else(|| {
+            McpError::invalid_params(format!("unknown tool: {}", request.name), None)
+        })?;
+        let result: CallToolResult = serde_json::from_value(raw)
             .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
         Ok(CallToolResponse::Complete(result))
     }

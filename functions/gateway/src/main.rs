@@ -34,6 +34,7 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("reading the gateway token key")?
         .context("the gateway token key is missing; run `countersign bootstrap`")?;
+    let secrets = Arc::new(secrets);
     let gateway = Gateway {
         registry: builtins::registry()?,
         services: Services {
@@ -52,6 +53,10 @@ async fn main() -> anyhow::Result<()> {
             .filter(|h| !h.is_empty())
             .map(str::to_owned)
             .collect(),
+        // The HTTP provider client arrives with the provider issue; until then the gateway
+        // serves the built-in tools only.
+        provider: None,
+        secrets,
     };
     // G-8: metrics leave as CloudWatch Embedded Metric Format lines on stdout, flushed
     // after every request (so each Lambda invocation writes its own document).

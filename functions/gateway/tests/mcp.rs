@@ -4,9 +4,14 @@
 
 use axum::body::Body;
 use countersign_aws::system::SystemClock;
+use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::conversation::Principal;
+use countersign_domain::ids::ToolName;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
-use countersign_domain::ports::Clock;
+use countersign_domain::ports::{
+    Clock, Provider, ProviderContext, ProviderError, ProviderTool, SecretError, SecretStore,
+    StoredMcpConfig,
+};
 use countersign_domain::secret::SecretString;
 use countersign_gateway::{Gateway, router};
 use countersign_tools::access::{self, Grant};
@@ -15,7 +20,77 @@ use countersign_tools::testing::Fake;
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::Mutex;
 use tower::ServiceExt as _;
+
+/// Secrets: every tenant's service token is `svc-token`.
+struct Secrets;
+
+#[async_trait::async_trait]
+impl SecretStore for Secrets {
+    async fn put(&self, _: &str, _: &SecretString) -> Result<String, SecretError> {
+        Ok("v1".into())
+    }
+    async fn get_current(&self, _: &str) -> Result<Option<(SecretString, String)>, SecretError> {
+        Ok(Some((SecretString::new("svc-token"), "v1".into())))
+    }
+    async fn get_version(&self, _: &str, _: &str) -> Result<Option<SecretString>, SecretError> {
+        Ok(Some(SecretString::new("svc-token")))
+    }
+    async fn delete(&self, _: &str) -> Result<(), SecretError> {
+        Ok(())
+    }
+}
+
+/// A provider publishing an allowed tool, a tool outside the allowlist and a reserved
+/// one; `get_user_uploads` answers per its schema, `get_user_cars` breaks its schema.
+struct TrackShare {
+    seen_tokens: Mutex<Vec<String>>,
+}
+
+fn tool(name: &str) -> ProviderTool {
+    let schema = json!({"type": "object", "required": ["uploads"], "properties": {"uploads": {"type": "array"}}});
+    ProviderTool {
+        name: ToolName::parse(name).unwrap(),
+        descriptor: json!({"name": name, "description": "provider tool", "inputSchema": {"type": "object"}, "outputSchema": schema})
+            .as_object()
+            .unwrap()
+            .clone(),
+        output_schema: Some(schema),
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for TrackShare {
+    async fn list_tools(&self, ctx: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError> {
+        self.seen_tokens
+            .lock()
+            .unwrap()
+            .push(ctx.service_token.expose().to_owned());
+        Ok(vec![
+            tool("get_user_uploads"),
+            tool("get_user_cars"),
+            tool("get_matching_sessions"),
+            tool("execute_action"),
+        ])
+    }
+    async fn call_tool(
+        &self,
+        _: &ProviderContext,
+        name: &str,
+        _: &serde_json::Map<String, Value>,
+        _: Option<&countersign_domain::proof::Proof>,
+    ) -> Result<Value, ProviderError> {
+        Ok(match name {
+            "get_user_uploads" => {
+                json!({"content": [{"type": "text", "text": "{\"uploads\":[]}"}], "structuredContent": {"uploads": []}})
+            }
+            _ => {
+                json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"uploads": "wrong"}})
+            }
+        })
+    }
+}
 
 const ULID: &str = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
 
@@ -34,7 +109,25 @@ fn grant() -> Grant {
 }
 
 fn app() -> axum::Router {
+    app_with(None)
+}
+
+fn app_with(provider: Option<Arc<dyn Provider>>) -> axum::Router {
     let fake = Arc::new(Fake::default());
+    let config = validate_mcp_config(
+        &json!({
+            "serverUrl": "https://mcp.trackshare.example.com/mcp",
+            "serviceToken": "svc-token",
+            "allowedTools": ["get_user_uploads", "get_user_cars"]
+        }),
+        UrlPolicy::default(),
+    )
+    .unwrap();
+    *fake.config.lock().unwrap() = Some(StoredMcpConfig {
+        config,
+        version: 1,
+        secret_version: "v1".into(),
+    });
     router(Gateway {
         registry: builtins::registry().unwrap(),
         services: Services {
@@ -45,6 +138,8 @@ fn app() -> axum::Router {
         token_key: key(),
         clock: Arc::new(SystemClock),
         allowed_hosts: vec![],
+        provider,
+        secrets: Arc::new(Secrets),
     })
 }
 
@@ -53,6 +148,15 @@ fn token() -> String {
 }
 
 async fn post(token: Option<&str>, version: &str, body: Value) -> (StatusCode, Value) {
+    post_to(app(), token, version, body).await
+}
+
+async fn post_to(
+    app: axum::Router,
+    token: Option<&str>,
+    version: &str,
+    body: Value,
+) -> (StatusCode, Value) {
     let mut body = body;
     let method = body["method"].as_str().unwrap_or_default().to_owned();
     let mut req = Request::post("/mcp")
@@ -75,7 +179,7 @@ async fn post(token: Option<&str>, version: &str, body: Value) -> (StatusCode, V
             "io.modelcontextprotocol/clientCapabilities": {}
         });
     }
-    let res = app()
+    let res = app
         .oneshot(req.body(Body::from(body.to_string())).unwrap())
         .await
         .unwrap();
@@ -200,4 +304,80 @@ async fn get_is_method_not_allowed() {
         .unwrap();
     let res = app().oneshot(req).await.unwrap();
     assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// G-6, A-3, T-1: the tenant's allowed consultations are listed as the provider publishes
+/// them, answered unchanged when they honour their schema, enveloped as
+/// PROVIDER_CONTRACT_VIOLATION when not; tools outside the allowlist and reserved names are
+/// never offered nor callable; the provider gets the tenant's service token.
+#[tokio::test]
+async fn g6_proxied_consultations_through_the_gateway() {
+    let provider = Arc::new(TrackShare {
+        seen_tokens: Mutex::new(Vec::new()),
+    });
+    let app = || app_with(Some(provider.clone()));
+    let (s, body) = post_to(
+        app(),
+        Some(&token()),
+        "2025-06-18",
+        rpc(1, "tools/list", json!({})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let mut names: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        vec![
+            "action_status",
+            "describe_tool",
+            "get_user_cars",
+            "get_user_uploads",
+            "list_operations",
+            "prepare_action"
+        ]
+    );
+    assert_eq!(
+        provider
+            .seen_tokens
+            .lock()
+            .unwrap()
+            .first()
+            .map(String::as_str),
+        Some("svc-token")
+    );
+
+    let call = |name: &str| rpc(2, "tools/call", json!({"name": name, "arguments": {}}));
+    let (_, body) = post_to(
+        app(),
+        Some(&token()),
+        "2025-06-18",
+        call("get_user_uploads"),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"],
+        json!({"uploads": []}),
+        "{body}"
+    );
+    assert!(
+        body["result"].get("meta").is_none(),
+        "proxied answers are not enveloped"
+    );
+
+    let (_, body) = post_to(app(), Some(&token()), "2025-06-18", call("get_user_cars")).await;
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    let env: Value =
+        serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(env["error"]["code"], "PROVIDER_CONTRACT_VIOLATION");
+
+    for refused in ["get_matching_sessions", "execute_action"] {
+        let (_, body) = post_to(app(), Some(&token()), "2025-06-18", call(refused)).await;
+        assert_eq!(body["error"]["code"], -32602, "{refused}: {body}");
+    }
 }
