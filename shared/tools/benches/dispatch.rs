@@ -38,9 +38,15 @@ fn dispatch(c: &mut Criterion) {
     c.bench_function("describe_tool: parse arguments", |b| {
         b.iter(|| serde_json::from_value::<DescribeToolArgs>(black_box(args.clone())).unwrap());
     });
-    c.bench_function("describe_tool: whole call (parse + handler + seal + metric)", |b| {
-        b.iter(|| pollster::block_on(r.call(ctx.clone(), "describe_tool", black_box(args.clone()))).unwrap());
-    });
+    c.bench_function(
+        "describe_tool: whole call (parse + handler + seal + metric)",
+        |b| {
+            b.iter(|| {
+                pollster::block_on(r.call(ctx.clone(), "describe_tool", black_box(args.clone())))
+                    .unwrap()
+            });
+        },
+    );
     let data = r.get("action_status").unwrap().published();
     let meta = Meta {
         tool: "describe_tool".into(),
