@@ -6,6 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root/infra/interop"
 if [ ! -x node_modules/.bin/mcp-inspector ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm install` honours package-lock.json (pinned); `npm ci` refuses this lock over an
+  # optional platform-only dependency it lists differently.
+  npm install --no-audit --no-fund --loglevel=error
 fi
 python3 "$root/infra/interop/inspector_test.py"
