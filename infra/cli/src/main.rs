@@ -14,7 +14,32 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+enum TenantCommand {
+    /// Register a tenant: prints its id and a one-time admin key (only its hash is kept).
+    Create {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Language of the chat's fixed texts: en or pt.
+        #[arg(long, default_value = "en")]
+        language: String,
+    },
+    /// Replace a tenant's admin key (the old one stops working at once); prints the new
+    /// key once.
+    RotateAdminKey {
+        /// Tenant id (`ten_…`).
+        #[arg(long)]
+        tenant: String,
+    },
+    /// List tenants (id, name, language, creation time).
+    List,
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
+    /// Register and manage tenants (C-1).
+    #[command(subcommand)]
+    Tenant(TenantCommand),
     /// Create the DynamoDB table, the KMS signing key and its alias when missing
     /// (idempotent). Names come from COUNTERSIGN_TABLE / COUNTERSIGN_SIGNING_KEY.
     Bootstrap,
@@ -71,6 +96,7 @@ async fn main() -> anyhow::Result<()> {
                 }
             )?;
         }
+        Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
         Command::GatewayToken {
             tenant,
             user,
@@ -100,6 +126,60 @@ async fn main() -> anyhow::Result<()> {
                 ttl,
             )?;
             writeln!(std::io::stdout().lock(), "{token}")?;
+        }
+    }
+    Ok(())
+}
+
+async fn tenant(
+    cmd: TenantCommand,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<()> {
+    use countersign_admin::tenants;
+    use countersign_domain::ports::TenantStore as _;
+    let store = countersign_aws::dynamo::DynamoStore::new(
+        countersign_aws::dynamo::DynamoStore::client(sdk, None),
+        &settings.table,
+        settings.retention_days,
+    );
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        TenantCommand::Create { name, language } => {
+            let language = match language.as_str() {
+                "en" => countersign_domain::texts::Language::En,
+                "pt" => countersign_domain::texts::Language::Pt,
+                other => anyhow::bail!("unknown language {other:?}: use en or pt"),
+            };
+            let r = tenants::register(
+                &store,
+                &countersign_aws::system::UlidIds::default(),
+                &countersign_aws::system::SystemClock,
+                &name,
+                language,
+            )
+            .await?;
+            writeln!(out, "tenant    {}", r.tenant.id)?;
+            writeln!(out, "admin key {}", r.admin_key.expose())?;
+            writeln!(
+                out,
+                "(the admin key is shown once; only its hash is stored)"
+            )?;
+        }
+        TenantCommand::RotateAdminKey { tenant } => {
+            let id = countersign_domain::ids::TenantId::parse(tenant)?;
+            let key = tenants::rotate_admin_key(&store, &id).await?;
+            writeln!(out, "admin key {}", key.expose())?;
+            writeln!(out, "(shown once; the previous key no longer works)")?;
+        }
+        TenantCommand::List => {
+            for t in store.list_tenants().await? {
+                writeln!(
+                    out,
+                    "{}\t{}\t{:?}\t{}",
+                    t.id, t.name, t.language, t.created_at
+                )?;
+            }
         }
     }
     Ok(())

@@ -1,0 +1,71 @@
+//! Tenant registration and admin-key rotation (C-1): operator tasks.
+
+use crate::keys;
+use countersign_domain::ids::TenantId;
+use countersign_domain::ports::{Clock, Ids, StoreError, Tenant, TenantStore, TransitionOutcome};
+use countersign_domain::secret::SecretString;
+use countersign_domain::texts::Language;
+
+/// Longest tenant display name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Why an operator task failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TenantError {
+    /// The name is empty, too long, or has control characters.
+    #[error("the tenant name must be 1-{MAX_NAME_CHARS} characters without control characters")]
+    InvalidName,
+    /// No such tenant.
+    #[error("no tenant {0}")]
+    NotFound(TenantId),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A new tenant and its admin key, shown once.
+#[derive(Debug)]
+pub struct Registered {
+    /// The tenant as stored (with the key's hash only).
+    pub tenant: Tenant,
+    /// The admin key. Print it once; it is not stored.
+    pub admin_key: SecretString,
+}
+
+/// Registers a tenant with a fresh admin key.
+pub async fn register(
+    store: &dyn TenantStore,
+    ids: &dyn Ids,
+    clock: &dyn Clock,
+    name: &str,
+    language: Language,
+) -> Result<Registered, TenantError> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(TenantError::InvalidName);
+    }
+    let (admin_key, admin_key_hash) = keys::generate();
+    let tenant = Tenant {
+        id: ids.tenant_id(),
+        name: name.to_owned(),
+        admin_key_hash,
+        language,
+        created_at: clock.now(),
+    };
+    store.create_tenant(&tenant).await?;
+    Ok(Registered { tenant, admin_key })
+}
+
+/// Replaces a tenant's admin key: the old key stops working at once. Returns the new key,
+/// to show once.
+pub async fn rotate_admin_key(
+    store: &dyn TenantStore,
+    id: &TenantId,
+) -> Result<SecretString, TenantError> {
+    let (key, hash) = keys::generate();
+    match store.set_admin_key_hash(id, &hash).await? {
+        TransitionOutcome::Applied => Ok(key),
+        TransitionOutcome::Conflict { .. } => Err(TenantError::NotFound(id.clone())),
+    }
+}
