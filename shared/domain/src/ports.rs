@@ -252,7 +252,14 @@ pub trait TenantStore: Send + Sync {
     async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError>;
     /// Lists tenants (operator CLI).
     async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError>;
-    /// Replaces the admin key hash; `Conflict` when the tenant does not exist.
+    /// The tenant whose admin key has this hash (C-2: a key identifies its own tenant,
+    /// so another tenant's id can answer 404 while a wrong key answers 401).
+    async fn tenant_by_admin_key_hash(
+        &self,
+        hash: &crate::hash::Sha256Hex,
+    ) -> Result<Option<TenantId>, StoreError>;
+    /// Replaces the admin key hash (and its index) atomically; the old key stops working
+    /// at once. `Conflict` when the tenant does not exist.
     async fn set_admin_key_hash(
         &self,
         id: &TenantId,

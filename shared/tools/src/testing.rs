@@ -92,6 +92,12 @@ impl TenantStore for Fake {
     async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
         Err(unavailable())
     }
+    async fn tenant_by_admin_key_hash(
+        &self,
+        _: &Sha256Hex,
+    ) -> Result<Option<TenantId>, StoreError> {
+        Err(unavailable())
+    }
     async fn set_admin_key_hash(
         &self,
         _: &TenantId,

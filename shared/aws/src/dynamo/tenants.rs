@@ -5,7 +5,7 @@
 use super::items::*;
 use super::{DynamoStore, Tx, build, failed, unavailable, values};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{OperationName, TenantId, ToolName};
@@ -18,6 +18,18 @@ use countersign_domain::time::Timestamp;
 const TENANT_SK: &str = "TENANT";
 const MCP_SK: &str = "MCP";
 const REGISTRY_PK: &str = "TENANTS";
+const ADMIN_KEY_SK: &str = "ADMINKEY";
+
+/// The index item from an admin key's hash to its tenant (C-2).
+fn admin_key_pk(hash: &Sha256Hex) -> String {
+    format!("ADMINKEY#{hash}")
+}
+
+fn admin_key_item(hash: &Sha256Hex, tenant: &TenantId) -> Item {
+    let mut i = key(admin_key_pk(hash), ADMIN_KEY_SK);
+    i.insert("tenant_id".into(), s(tenant.as_str()));
+    i
+}
 
 fn tenant_item(t: &Tenant) -> Item {
     let mut i = key(tenant_pk(&t.id), TENANT_SK);
@@ -141,7 +153,11 @@ impl TenantStore for DynamoStore {
     async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {
         let mut entry = key(REGISTRY_PK, tenant.id.as_str());
         entry.insert("name".into(), s(tenant.name.as_str()));
-        let tx = vec![self.put_new(tenant_item(tenant))?, self.put_new(entry)?];
+        let tx = vec![
+            self.put_new(tenant_item(tenant))?,
+            self.put_new(entry)?,
+            self.put_new(admin_key_item(&tenant.admin_key_hash, &tenant.id))?,
+        ];
         match self.transact(tx).await? {
             Tx::Committed => Ok(()),
             Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
@@ -190,30 +206,45 @@ impl TenantStore for DynamoStore {
         Ok(out)
     }
 
+    async fn tenant_by_admin_key_hash(
+        &self,
+        hash: &Sha256Hex,
+    ) -> Result<Option<TenantId>, StoreError> {
+        self.get(admin_key_pk(hash), ADMIN_KEY_SK)
+            .await?
+            .map(|i| TenantId::parse(get_s(&i, "tenant_id")?).map_err(|_| corrupt("tenant_id")))
+            .transpose()
+    }
+
     async fn set_admin_key_hash(
         &self,
         id: &TenantId,
         hash: &Sha256Hex,
     ) -> Result<TransitionOutcome, StoreError> {
-        let r = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(tenant_pk(id), TENANT_SK)))
-            .update_expression("SET admin_key_hash = :h")
-            .condition_expression("attribute_exists(pk)")
-            .set_expression_attribute_values(Some(values([(":h", s(hash.as_str()))])))
-            .send()
-            .await;
-        match r {
-            Ok(_) => Ok(TransitionOutcome::Applied),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(TransitionOutcome::Conflict { current: None })
-            }
-            Err(e) => Err(unavailable(e)),
+        let Some(current) = self.get_tenant(id).await? else {
+            return Ok(TransitionOutcome::Conflict { current: None });
+        };
+        let old = current.admin_key_hash;
+        let delete = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(admin_key_pk(&old), ADMIN_KEY_SK)))
+                .build(),
+        )?;
+        let tx = vec![
+            self.update(
+                key(tenant_pk(id), TENANT_SK),
+                "SET admin_key_hash = :h".to_owned(),
+                "admin_key_hash = :old",
+                values([(":h", s(hash.as_str())), (":old", s(old.as_str()))]),
+            )?,
+            TransactWriteItem::builder().delete(delete).build(),
+            self.put_new(admin_key_item(hash, id))?,
+        ];
+        match self.transact(tx).await? {
+            Tx::Committed => Ok(TransitionOutcome::Applied),
+            // Another rotation came first; the caller may retry.
+            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
     }
 
