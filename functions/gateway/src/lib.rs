@@ -45,11 +45,6 @@ pub struct Gateway {
     pub secrets: Arc<dyn SecretStore>,
 }
 
-/// Name of a tenant's MCP service-token secret (under the deployment's prefix).
-pub fn service_token_secret(tenant: &countersign_domain::ids::TenantId) -> String {
-    format!("tenants/{tenant}/mcp-service-token")
-}
-
 impl Gateway {
     /// The caller's tenant's provider context and allowed proxied tools (G-6, A-3), or
     /// nothing when no provider or configuration exists.
@@ -73,7 +68,10 @@ impl Gateway {
         // The token of the configuration version in force (C-8).
         let token = self
             .secrets
-            .get_version(&service_token_secret(tenant), &stored.secret_version)
+            .get_version(
+                &countersign_domain::config::service_token_secret_name(tenant),
+                &stored.secret_version,
+            )
             .await
             .map_err(|_| McpError::internal_error("configuration unavailable", None))?
             .ok_or_else(|| McpError::internal_error("configuration unavailable", None))?;

@@ -1,5 +1,6 @@
 //! Tenant administration (SPEC §3): admin keys and tenant registration, used by the
-//! operator CLI now and by the admin function's API.
+//! operator CLI and by the admin function's API ([`api`]).
 
+pub mod api;
 pub mod keys;
 pub mod tenants;

@@ -22,6 +22,13 @@ pub const RESERVED_TOOLS: [&str; 3] = ["prepare_action", "execute_action", "get_
 /// one of these names, or it would shadow a built-in in the model's registry.
 pub const BUILT_IN_TOOLS: [&str; 3] = ["list_operations", "action_status", "describe_tool"];
 
+/// Name of a tenant's MCP service-token secret, under the deployment's secret prefix.
+/// Every PUT writes a new version (C-3); old versions stay readable so an `unknown`
+/// proposal can be reconciled with the integration it executed against (C-8).
+pub fn service_token_secret_name(tenant: &crate::ids::TenantId) -> String {
+    format!("tenants/{tenant}/mcp-service-token")
+}
+
 /// C-4: at most this many operations.
 pub const MAX_OPERATIONS: usize = 50;
 /// At most this many allowed consultations.

@@ -267,6 +267,13 @@ pub trait TenantStore: Send + Sync {
     ) -> Result<TransitionOutcome, StoreError>;
     /// Reads the MCP configuration.
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError>;
+    /// Removes the MCP configuration (C-10) if the stored version is `expected`;
+    /// `Conflict` when another write came first or nothing is stored.
+    async fn delete_mcp_config(
+        &self,
+        id: &TenantId,
+        expected: u64,
+    ) -> Result<TransitionOutcome, StoreError>;
     /// Writes the MCP configuration only if the stored version is `expected` (`None`: none
     /// stored yet). `Conflict` when another write came first.
     async fn put_mcp_config(

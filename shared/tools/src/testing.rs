@@ -111,6 +111,13 @@ impl TenantStore for Fake {
         }
         Ok(self.config.lock().unwrap().clone())
     }
+    async fn delete_mcp_config(
+        &self,
+        _: &TenantId,
+        _: u64,
+    ) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
     async fn put_mcp_config(
         &self,
         _: &TenantId,

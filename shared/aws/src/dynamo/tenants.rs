@@ -256,6 +256,28 @@ impl TenantStore for DynamoStore {
             .transpose()
     }
 
+    async fn delete_mcp_config(
+        &self,
+        id: &TenantId,
+        expected: u64,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let delete = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(tenant_pk(id), MCP_SK)))
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(expected))
+                .build(),
+        )?;
+        match self
+            .transact(vec![TransactWriteItem::builder().delete(delete).build()])
+            .await?
+        {
+            Tx::Committed => Ok(TransitionOutcome::Applied),
+            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        }
+    }
+
     async fn put_mcp_config(
         &self,
         id: &TenantId,

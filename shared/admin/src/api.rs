@@ -1,0 +1,351 @@
+//! The admin API (SPEC §3): `GET | PUT | DELETE /api/admin/tenants/{id}/mcp`.
+//!
+//! Every request carries `Authorization: Bearer tsk_…`. The key identifies its own tenant
+//! (admin-key index): a missing or wrong key is 401; a valid key on another tenant's id is
+//! 404, and never shows that tenant's data (C-2, C-11). Errors are
+//! `{"error": {"code", "message", "field"?}}`; nothing is ever partially saved.
+
+use crate::keys;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use countersign_domain::config::{
+    McpConfig, UrlPolicy, service_token_secret_name, validate_mcp_config,
+};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::TenantId;
+use countersign_domain::ports::{
+    ConversationStore, ProofSigner, SecretStore, SignerError, StoredMcpConfig, Tenant, TenantStore,
+    TransitionOutcome, VerificationKey,
+};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Largest accepted request body.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// What the admin API needs.
+#[derive(Clone)]
+pub struct AdminState {
+    /// Tenants and configurations.
+    pub tenants: Arc<dyn TenantStore>,
+    /// Conversations (C-8 invalidation).
+    pub conversations: Arc<dyn ConversationStore>,
+    /// Service tokens.
+    pub secrets: Arc<dyn SecretStore>,
+    /// The action signing key (C-5, C-6).
+    pub signer: Arc<dyn ProofSigner>,
+    /// The proofs' `iss` (C-5).
+    pub issuer: String,
+    /// D-5 local-stack allowance (off in deployments).
+    pub url_policy: UrlPolicy,
+}
+
+impl std::fmt::Debug for AdminState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminState")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An API error: status, code, message, and the field when one is to blame.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    field: Option<String>,
+    extra: Option<Value>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            extra: None,
+        }
+    }
+    fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "a valid tenant admin key is required",
+        )
+    }
+    fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such tenant")
+    }
+    fn unavailable(what: &str, cause: &dyn std::fmt::Display) -> Self {
+        tracing::warn!(%cause, "{what} unavailable");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SERVICE_UNAVAILABLE",
+            format!("{what} is unavailable; nothing was changed"),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(f) = self.field {
+            error["field"] = json!(f);
+        }
+        if let Some(Value::Object(extra)) = self.extra {
+            for (k, v) in extra {
+                error[k] = v;
+            }
+        }
+        let mut r = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        r
+    }
+}
+
+/// C-1, C-2: the tenant the presented key belongs to, if it is the one in the path.
+async fn authorize(state: &AdminState, headers: &HeaderMap, id: &str) -> Result<Tenant, ApiError> {
+    let key = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|k| k.starts_with(keys::PREFIX))
+        .ok_or_else(ApiError::unauthorized)?;
+    let owner = state
+        .tenants
+        .tenant_by_admin_key_hash(&Sha256Hex::digest(key))
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
+        .ok_or_else(ApiError::unauthorized)?;
+    // Another tenant's id (or a malformed one) answers 404, never its data.
+    let path_id = TenantId::parse(id).map_err(|_| ApiError::not_found())?;
+    if owner != path_id {
+        return Err(ApiError::not_found());
+    }
+    let tenant = state
+        .tenants
+        .get_tenant(&owner)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
+        .ok_or_else(ApiError::not_found)?;
+    if !keys::matches(key, &tenant.admin_key_hash) {
+        return Err(ApiError::unauthorized());
+    }
+    Ok(tenant)
+}
+
+async fn verification(state: &AdminState) -> Result<Option<VerificationKey>, ApiError> {
+    match state.signer.verification_key().await {
+        Ok(k) => Ok(Some(k)),
+        Err(SignerError::NotConfigured) => Ok(None),
+        Err(e) => Err(ApiError::unavailable("the signing service", &e)),
+    }
+}
+
+/// C-5: the configuration without the token, plus `actionVerification`.
+async fn view(state: &AdminState, stored: Option<&StoredMcpConfig>) -> Result<Value, ApiError> {
+    let verification = verification(state).await?.map(|k| {
+        json!({"keyId": k.key_id, "algorithm": "RS256", "issuer": state.issuer, "publicKeyPem": k.public_key_pem})
+    });
+    Ok(match stored {
+        None => json!({"configured": false, "actionVerification": verification}),
+        Some(s) => json!({
+            "configured": true,
+            "version": s.version,
+            "serverUrl": s.config.server_url.as_str(),
+            "audience": s.config.audience,
+            "allowedTools": s.config.allowed_tools.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "actionPolicy": {
+                "contractVersion": 1,
+                "enabled": s.config.action_policy.enabled,
+                "operations": s.config.action_policy.operations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            },
+            "actionVerification": verification,
+        }),
+    })
+}
+
+async fn get_mcp(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    let stored = state
+        .tenants
+        .get_mcp_config(&tenant.id)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    Ok(axum::Json(view(&state, stored.as_ref()).await?).into_response())
+}
+
+/// C-8: whether a change invalidates pending proposals (URL, credential, policy, audience).
+fn invalidates(old: &McpConfig, old_token: Option<&str>, new: &McpConfig) -> bool {
+    old.server_url != new.server_url
+        || old.action_policy != new.action_policy
+        || old.audience != new.audience
+        || old_token != Some(new.service_token.expose())
+}
+
+async fn put_mcp(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    let json: Value = serde_json::from_slice(&body).map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_JSON",
+            "the body must be a JSON object",
+        )
+    })?;
+    let config = validate_mcp_config(&json, state.url_policy).map_err(|errors| {
+        let first = errors.first().map(|e| e.field.clone()).unwrap_or_default();
+        let message = errors.first().map(ToString::to_string).unwrap_or_default();
+        ApiError {
+            field: Some(first),
+            extra: Some(json!({"errors": errors.iter().map(|e| json!({"field": e.field, "message": e.to_string()})).collect::<Vec<_>>()})),
+            ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
+        }
+    })?;
+    // C-6: no enabling without a signing key; consultations stay configurable.
+    if config.action_policy.enabled && verification(&state).await?.is_none() {
+        return Err(ApiError {
+            field: Some("actionPolicy.enabled".into()),
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ACTION_SIGNING_UNAVAILABLE",
+                "actions cannot be enabled: the platform has no signing key installed",
+            )
+        });
+    }
+    let current = state
+        .tenants
+        .get_mcp_config(&tenant.id)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    let secret_name = service_token_secret_name(&tenant.id);
+    let old_token = match &current {
+        Some(c) => state
+            .secrets
+            .get_version(&secret_name, &c.secret_version)
+            .await
+            .map_err(|e| ApiError::unavailable("the secret store", &e))?,
+        None => None,
+    };
+    // The token first, as a new version: if anything after fails, the stored
+    // configuration still points at the old version, so nothing is partially saved.
+    let secret_version = state
+        .secrets
+        .put(&secret_name, &config.service_token)
+        .await
+        .map_err(|e| ApiError::unavailable("the secret store", &e))?;
+    let version = current.as_ref().map_or(1, |c| c.version + 1);
+    let must_invalidate = current
+        .as_ref()
+        .is_some_and(|c| invalidates(&c.config, old_token.as_ref().map(|t| t.expose()), &config));
+    let stored = StoredMcpConfig {
+        config,
+        version,
+        secret_version,
+    };
+    match state
+        .tenants
+        .put_mcp_config(&tenant.id, &stored, current.as_ref().map(|c| c.version))
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
+    {
+        TransitionOutcome::Applied => {}
+        TransitionOutcome::Conflict { .. } => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "CONFLICT",
+                "the configuration changed meanwhile; reload and try again",
+            ));
+        }
+    }
+    if must_invalidate {
+        // C-8: proposals not yet executing, prepared with an older version, are cancelled.
+        if let Err(e) = state
+            .conversations
+            .invalidate_pending(&tenant.id, version)
+            .await
+        {
+            // The confirm path also compares versions; log and carry on.
+            tracing::warn!(error = %e, tenant = %tenant.id, "invalidating pending proposals failed");
+        }
+    }
+    Ok(axum::Json(view(&state, Some(&stored)).await?).into_response())
+}
+
+async fn delete_mcp(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    let current = state
+        .tenants
+        .get_mcp_config(&tenant.id)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    if let Some(c) = current {
+        match state
+            .tenants
+            .delete_mcp_config(&tenant.id, c.version)
+            .await
+            .map_err(|e| ApiError::unavailable("the tenant store", &e))?
+        {
+            TransitionOutcome::Applied => {}
+            TransitionOutcome::Conflict { .. } => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "CONFLICT",
+                    "the configuration changed meanwhile; reload and try again",
+                ));
+            }
+        }
+        // C-10: removing the connector disables actions; pending proposals are cancelled.
+        // The token's secret versions stay, to reconcile `unknown` proposals (C-8).
+        if let Err(e) = state
+            .conversations
+            .invalidate_pending(&tenant.id, u64::MAX)
+            .await
+        {
+            tracing::warn!(error = %e, tenant = %tenant.id, "invalidating pending proposals failed");
+        }
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The admin API router.
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route(
+            "/api/admin/tenants/{id}/mcp",
+            get(get_mcp).put(put_mcp).delete(delete_mcp),
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES * 2))
+        .with_state(state)
+}

@@ -1,0 +1,419 @@
+//! The admin API against the local AWS emulator (C-2 … C-8, C-10, C-11), in memory over
+//! HTTP (`Router::oneshot`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use axum::body::Body;
+use countersign_admin::api::{AdminState, router};
+use countersign_admin::tenants;
+use countersign_aws::AwsSettings;
+use countersign_aws::dynamo::DynamoStore;
+use countersign_aws::kms::KmsProofSigner;
+use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::system::{SystemClock, UlidIds};
+use countersign_domain::config::{UrlPolicy, service_token_secret_name};
+use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{ActionId, OperationName, UserId};
+use countersign_domain::ports::{
+    Clock, ConversationStore, Ids, NewMessage, SecretError, SecretStore,
+};
+use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
+use countersign_domain::secret::SecretString;
+use countersign_domain::text::SafeText;
+use countersign_domain::texts::Language;
+use http::{Request, StatusCode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tower::ServiceExt as _;
+
+struct Env {
+    store: DynamoStore,
+    secrets: Arc<SecretsManagerStore>,
+    signer: Arc<KmsProofSigner>,
+}
+
+async fn env(signing_key: bool) -> Env {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:"),
+        "run through infra/scripts/test.sh"
+    );
+    let sdk = aws_config::load_from_env().await;
+    let suffix = ulid::Ulid::new().to_string().to_lowercase();
+    let settings = AwsSettings {
+        table: format!("cs-api-{suffix}"),
+        signing_key: signing_key.then(|| format!("alias/cs-api-{suffix}")),
+        secret_prefix: format!("cs-api-{suffix}/"),
+        retention_days: None,
+    };
+    countersign_aws::bootstrap::bootstrap(&sdk, &settings)
+        .await
+        .unwrap();
+    Env {
+        store: DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None),
+        secrets: Arc::new(SecretsManagerStore::new(
+            SecretsManagerStore::client(&sdk, None),
+            settings.secret_prefix.clone(),
+        )),
+        signer: Arc::new(KmsProofSigner::new(
+            KmsProofSigner::client(&sdk, None),
+            settings.signing_key.clone(),
+        )),
+    }
+}
+
+fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
+    router(AdminState {
+        tenants: Arc::new(env.store.clone()),
+        conversations: Arc::new(env.store.clone()),
+        secrets,
+        signer: env.signer.clone(),
+        issuer: "https://support.example.com/mcp-actions".into(),
+        url_policy: UrlPolicy::default(),
+    })
+}
+
+async fn send(
+    app: axum::Router,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<String>,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    if let Some(k) = key {
+        req = req.header("authorization", format!("Bearer {k}"));
+    }
+    let res = app
+        .oneshot(req.body(body.map_or_else(Body::empty, Body::from)).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn config(url: &str, enabled: bool) -> String {
+    json!({
+        "serverUrl": url,
+        "serviceToken": "svc_secret_token_1",
+        "allowedTools": ["get_user_uploads", "get_user_sessions"],
+        "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["reassign_session_car"]}
+    })
+    .to_string()
+}
+
+/// C-2, C-3, C-5, C-11: PUT stores the configuration and the token (as a secret, never
+/// returned); GET shows it with actionVerification; wrong keys are 401, another tenant's
+/// id 404; bad bodies are clear 400/413s that store nothing.
+#[tokio::test]
+async fn c2_c3_c5_c11_put_get_and_refusals() {
+    let env = env(true).await;
+    let ids = UlidIds::default();
+    let a = tenants::register(&env.store, &ids, &SystemClock, "TrackShare", Language::En)
+        .await
+        .unwrap();
+    let b = tenants::register(&env.store, &ids, &SystemClock, "Other", Language::En)
+        .await
+        .unwrap();
+    let path = format!("/api/admin/tenants/{}/mcp", a.tenant.id);
+    let key = a.admin_key.expose();
+    let app = || app(&env, env.secrets.clone());
+
+    let (s, body) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(body["configured"], false);
+
+    let (s, body) = send(
+        app(),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://mcp.trackshare.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["version"], 1);
+    assert!(
+        !body.to_string().contains("svc_secret_token_1"),
+        "the token is never returned"
+    );
+    assert_eq!(body["actionVerification"]["algorithm"], "RS256");
+    assert!(
+        body["actionVerification"]["publicKeyPem"]
+            .as_str()
+            .unwrap()
+            .starts_with("-----BEGIN PUBLIC KEY-----")
+    );
+    let (token, _) = env
+        .secrets
+        .get_current(&service_token_secret_name(&a.tenant.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(token.expose(), "svc_secret_token_1");
+
+    let (s, got) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        got["allowedTools"],
+        json!(["get_user_uploads", "get_user_sessions"])
+    );
+    assert_eq!(got["actionPolicy"]["enabled"], true);
+    assert!(!got.to_string().contains("svc_secret_token_1"));
+
+    // C-2, C-11: missing or wrong key → 401; another tenant's key → 404, no data.
+    for k in [None, Some("tsk_wrong"), Some("not-a-key")] {
+        let (s, _) = send(app(), "GET", &path, k, None).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{k:?}");
+    }
+    let (s, body) = send(app(), "GET", &path, Some(b.admin_key.expose()), None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert!(!body.to_string().contains("trackshare"));
+
+    // C-11: malformed, invalid and oversized bodies: clear 4xx, nothing stored.
+    let (s, body) = send(app(), "PUT", &path, Some(key), Some("{not json".into())).await;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("INVALID_JSON"))
+    );
+    let (s, body) = send(
+        app(),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("http://mcp.example.com/", false)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(body["error"]["field"], "serverUrl");
+    let huge = json!({"serverUrl": "https://e.com", "serviceToken": "x".repeat(70_000), "allowedTools": ["a"]}).to_string();
+    let (s, _) = send(app(), "PUT", &path, Some(key), Some(huge)).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
+    let (_, got_after) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(got_after, got, "nothing partial was stored");
+
+    // C-7: a PUT without actionPolicy disables actions.
+    let no_policy = json!({"serverUrl": "https://mcp.trackshare.example.com/mcp", "serviceToken": "svc_secret_token_1", "allowedTools": ["get_user_uploads"]}).to_string();
+    let (s, body) = send(app(), "PUT", &path, Some(key), Some(no_policy)).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["actionPolicy"]["enabled"], false);
+    assert_eq!(body["version"], 2);
+
+    // C-10: DELETE removes the connector.
+    let (s, _) = send(app(), "DELETE", &path, Some(key), None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (_, body) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(body["configured"], false);
+}
+
+/// C-5, C-6: without a signing key, actionVerification is null and enabling answers 503
+/// ACTION_SIGNING_UNAVAILABLE; consultations stay configurable.
+#[tokio::test]
+async fn c6_enabling_without_a_signing_key_is_503() {
+    let env = env(false).await;
+    let t = tenants::register(
+        &env.store,
+        &UlidIds::default(),
+        &SystemClock,
+        "T",
+        Language::En,
+    )
+    .await
+    .unwrap();
+    let path = format!("/api/admin/tenants/{}/mcp", t.tenant.id);
+    let key = t.admin_key.expose();
+    let (s, body) = send(
+        app(&env, env.secrets.clone()),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://mcp.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["error"]["code"], "ACTION_SIGNING_UNAVAILABLE");
+    let (s, body) = send(
+        app(&env, env.secrets.clone()),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://mcp.example.com/mcp", false)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["actionVerification"], Value::Null);
+}
+
+/// A secret store that fails every write.
+struct BrokenSecrets;
+
+#[async_trait::async_trait]
+impl SecretStore for BrokenSecrets {
+    async fn put(&self, _: &str, _: &SecretString) -> Result<String, SecretError> {
+        Err(SecretError::Unavailable("down".into()))
+    }
+    async fn get_current(&self, _: &str) -> Result<Option<(SecretString, String)>, SecretError> {
+        Ok(None)
+    }
+    async fn get_version(&self, _: &str, _: &str) -> Result<Option<SecretString>, SecretError> {
+        Ok(None)
+    }
+    async fn delete(&self, _: &str) -> Result<(), SecretError> {
+        Ok(())
+    }
+}
+
+/// C-11: a PUT whose secret write fails saves nothing: the configuration stays as it was.
+#[tokio::test]
+async fn c11_failed_secret_write_leaves_the_configuration_unchanged() {
+    let env = env(true).await;
+    let t = tenants::register(
+        &env.store,
+        &UlidIds::default(),
+        &SystemClock,
+        "T",
+        Language::En,
+    )
+    .await
+    .unwrap();
+    let path = format!("/api/admin/tenants/{}/mcp", t.tenant.id);
+    let key = t.admin_key.expose();
+    let (s, before) = send(
+        app(&env, env.secrets.clone()),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://a.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, body) = send(
+        app(&env, Arc::new(BrokenSecrets)),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://b.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        !body.to_string().contains("down"),
+        "no internal cause in the answer"
+    );
+    let (_, after) = send(
+        app(&env, env.secrets.clone()),
+        "GET",
+        &path,
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(after, before);
+}
+
+/// C-8: changing the URL cancels proposals prepared with the older configuration.
+#[tokio::test]
+async fn c8_configuration_change_invalidates_pending_proposals() {
+    let env = env(true).await;
+    let ids = UlidIds::default();
+    let t = tenants::register(&env.store, &ids, &SystemClock, "T", Language::En)
+        .await
+        .unwrap();
+    let path = format!("/api/admin/tenants/{}/mcp", t.tenant.id);
+    let key = t.admin_key.expose();
+    send(
+        app(&env, env.secrets.clone()),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://a.example.com/mcp", true)),
+    )
+    .await;
+
+    let case = Case {
+        id: ids.case_id(),
+        tenant: t.tenant.id.clone(),
+        user: UserId::parse("driver-42").unwrap(),
+        status: CaseStatus::Open,
+        created_at: SystemClock.now(),
+    };
+    env.store.create_case(&case).await.unwrap();
+    let summary = "Move session 4812 to car GR86.";
+    let presented = ids.message_id();
+    let p = Proposal {
+        action_id: ActionId::parse("act_c8").unwrap(),
+        tenant: case.tenant.clone(),
+        user: case.user.clone(),
+        case: case.id.clone(),
+        operation: OperationName::parse("reassign_session_car").unwrap(),
+        summary: SafeText::check(summary).unwrap(),
+        summary_hash: Sha256Hex::digest(summary),
+        arguments_hash: Sha256Hex::digest("{}"),
+        expires_at: SystemClock.now().plus_seconds(300),
+        prepared_at: SystemClock.now(),
+        state: ProposalState::PendingConfirmation,
+        presented: Presentation {
+            message_id: presented.clone(),
+        },
+        confirmation_message_id: None,
+        config_version: 1,
+        secret_version: None,
+    };
+    let m = NewMessage {
+        id: presented,
+        case: case.id.clone(),
+        role: Role::Assistant,
+        kind: MessageKind::Proposal,
+        content: summary.into(),
+        reply_to: None,
+        created_at: SystemClock.now(),
+    };
+    env.store.create_proposal(&p, &[m]).await.unwrap();
+
+    // Only consultations changed: the proposal survives.
+    let same_integration = json!({
+        "serverUrl": "https://a.example.com/mcp", "serviceToken": "svc_secret_token_1",
+        "allowedTools": ["get_user_uploads"],
+        "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
+    })
+    .to_string();
+    send(
+        app(&env, env.secrets.clone()),
+        "PUT",
+        &path,
+        Some(key),
+        Some(same_integration),
+    )
+    .await;
+    let state = || async {
+        env.store
+            .proposal(&case.tenant, &case.id, &p.action_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+    };
+    assert_eq!(state().await, ProposalState::PendingConfirmation);
+
+    // The URL changed: it is cancelled.
+    let (s, _) = send(
+        app(&env, env.secrets.clone()),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://b.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(state().await, ProposalState::Cancelled);
+}
