@@ -42,6 +42,8 @@ pub struct AdminState {
     pub issuer: String,
     /// D-5 local-stack allowance (off in deployments).
     pub url_policy: UrlPolicy,
+    /// D-5: resolves `serverUrl` hosts on save.
+    pub resolver: Arc<dyn crate::resolve::Resolver>,
 }
 
 impl std::fmt::Debug for AdminState {
@@ -229,6 +231,23 @@ async fn put_mcp(
             ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
         }
     })?;
+    // D-5: the host must resolve only to public addresses (checked again at connect time).
+    if let Err(e) = crate::resolve::check_public(
+        state.resolver.as_ref(),
+        &config.server_url,
+        state.url_policy,
+    )
+    .await
+    {
+        return Err(ApiError {
+            field: Some("serverUrl".into()),
+            ..ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "VALIDATION_ERROR",
+                format!("serverUrl: {e}"),
+            )
+        });
+    }
     // C-6: no enabling without a signing key; consultations stay configurable.
     if config.action_policy.enabled && verification(&state).await?.is_none() {
         return Err(ApiError {

@@ -3,4 +3,5 @@
 
 pub mod api;
 pub mod keys;
+pub mod resolve;
 pub mod tenants;

@@ -70,7 +70,23 @@ fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
         signer: env.signer.clone(),
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
+        resolver: Arc::new(PublicDns),
     })
+}
+
+/// DNS for the tests (no network): `*.internal-rebind.example.com` resolves to a
+/// metadata address, every other name to a public one.
+struct PublicDns;
+
+#[async_trait::async_trait]
+impl countersign_admin::resolve::Resolver for PublicDns {
+    async fn resolve(&self, host: &str, _: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
+        Ok(vec![if host.ends_with("internal-rebind.example.com") {
+            "169.254.169.254".parse().unwrap()
+        } else {
+            "93.184.216.34".parse().unwrap()
+        }])
+    }
 }
 
 async fn send(
@@ -196,6 +212,20 @@ async fn c2_c3_c5_c11_put_get_and_refusals() {
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(body["error"]["field"], "serverUrl");
+    // D-5: a name resolving to a non-public address is refused on save.
+    let (s, body) = send(
+        app(),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://mcp.internal-rebind.example.com/mcp", false)),
+    )
+    .await;
+    assert_eq!(
+        (s, body["error"]["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("serverUrl")),
+        "{body}"
+    );
     let huge = json!({"serverUrl": "https://e.com", "serviceToken": "x".repeat(70_000), "allowedTools": ["a"]}).to_string();
     let (s, _) = send(app(), "PUT", &path, Some(key), Some(huge)).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
