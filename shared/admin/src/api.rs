@@ -44,6 +44,10 @@ pub struct AdminState {
     pub url_policy: UrlPolicy,
     /// D-5: resolves `serverUrl` hosts on save.
     pub resolver: Arc<dyn crate::resolve::Resolver>,
+    /// Fresh ids (widget credentials).
+    pub ids: Arc<dyn countersign_domain::ports::Ids>,
+    /// The clock.
+    pub clock: Arc<dyn countersign_domain::ports::Clock>,
 }
 
 impl std::fmt::Debug for AdminState {
@@ -358,12 +362,107 @@ async fn delete_mcp(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// C-9: `POST widget-credentials` → `201 {keyId, secret, createdAt}`; the secret is shown
+/// this once. The secret is stored first, then the credential: a credential never exists
+/// without its secret.
+async fn create_widget_credential(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    let key = countersign_domain::ports::WidgetKey {
+        id: state.ids.widget_key_id(),
+        created_at: state.clock.now(),
+    };
+    let secret = keys::generate_widget_secret();
+    state
+        .secrets
+        .put(
+            &countersign_domain::config::widget_secret_name(&tenant.id, &key.id),
+            &secret,
+        )
+        .await
+        .map_err(|e| ApiError::unavailable("the secret store", &e))?;
+    state
+        .tenants
+        .put_widget_key(&tenant.id, &key)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    let body = json!({"keyId": key.id.as_str(), "secret": secret.expose(), "createdAt": key.created_at.to_rfc3339()});
+    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+}
+
+/// C-9: `GET widget-credentials` → ids and dates only.
+async fn list_widget_credentials(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    let items: Vec<Value> = state
+        .tenants
+        .list_widget_keys(&tenant.id)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
+        .into_iter()
+        .map(|k| json!({"keyId": k.id.as_str(), "createdAt": k.created_at.to_rfc3339()}))
+        .collect();
+    Ok(axum::Json(json!({ "items": items })).into_response())
+}
+
+/// C-9, D-2: `DELETE widget-credentials/{keyId}` revokes: the credential goes first (its
+/// tokens fail from then on), then its secret.
+async fn revoke_widget_credential(
+    State(state): State<AdminState>,
+    Path((id, key_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    let not_found = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "no such widget credential",
+        )
+    };
+    let key = countersign_domain::ids::WidgetKeyId::parse(key_id).map_err(|_| not_found())?;
+    match state
+        .tenants
+        .delete_widget_key(&tenant.id, &key)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
+    {
+        TransitionOutcome::Applied => {}
+        TransitionOutcome::Conflict { .. } => return Err(not_found()),
+    }
+    if let Err(e) = state
+        .secrets
+        .delete(&countersign_domain::config::widget_secret_name(
+            &tenant.id, &key,
+        ))
+        .await
+    {
+        // Already revoked (the credential is gone); the orphan secret is never read.
+        tracing::warn!(error = %e, "deleting a revoked widget secret failed");
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 /// The admin API router.
 pub fn router(state: AdminState) -> Router {
     Router::new()
         .route(
             "/api/admin/tenants/{id}/mcp",
             get(get_mcp).put(put_mcp).delete(delete_mcp),
+        )
+        .route(
+            "/api/admin/tenants/{id}/widget-credentials",
+            get(list_widget_credentials).post(create_widget_credential),
+        )
+        .route(
+            "/api/admin/tenants/{id}/widget-credentials/{key_id}",
+            axum::routing::delete(revoke_widget_credential),
         )
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES * 2))
         .with_state(state)

@@ -23,6 +23,14 @@ pub fn generate() -> (SecretString, Sha256Hex) {
     (SecretString::new(key), hash)
 }
 
+/// A new widget secret (C-9): `wsk_` + 256 random bits, shown once, kept in the secret
+/// store; the tenant's backend signs its users' widget JWTs (HS256) with it (D-2).
+pub fn generate_widget_secret() -> SecretString {
+    let mut bytes = [0u8; RANDOM_BYTES];
+    rand::rng().fill_bytes(&mut bytes);
+    SecretString::new(format!("wsk_{}", URL_SAFE_NO_PAD.encode(bytes)))
+}
+
 /// Whether `presented` is the key whose hash is `stored` (constant-time comparison of
 /// the digests, so timing reveals nothing about how much of a guess matched).
 pub fn matches(presented: &str, stored: &Sha256Hex) -> bool {

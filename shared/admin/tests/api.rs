@@ -71,6 +71,8 @@ fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(PublicDns),
+        ids: Arc::new(UlidIds::default()),
+        clock: Arc::new(SystemClock),
     })
 }
 
@@ -446,4 +448,87 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
     .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(state().await, ProposalState::Cancelled);
+}
+
+/// C-9, D-2: a widget credential's secret is shown once at creation; listing shows ids and
+/// dates only; revoking removes it (and its secret); another tenant cannot touch it.
+#[tokio::test]
+async fn c9_widget_credentials_are_shown_once_listed_without_secrets_and_revoked() {
+    let env = env(true).await;
+    let ids = UlidIds::default();
+    let a = tenants::register(&env.store, &ids, &SystemClock, "A", Language::En)
+        .await
+        .unwrap();
+    let b = tenants::register(&env.store, &ids, &SystemClock, "B", Language::En)
+        .await
+        .unwrap();
+    let base = format!("/api/admin/tenants/{}/widget-credentials", a.tenant.id);
+    let key = a.admin_key.expose();
+    let app = || app(&env, env.secrets.clone());
+
+    let (s, created) = send(app(), "POST", &base, Some(key), None).await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let key_id = created["keyId"].as_str().unwrap().to_owned();
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(key_id.starts_with("wk_") && secret.starts_with("wsk_") && secret.len() == 47);
+    let wk = countersign_domain::ids::WidgetKeyId::parse(key_id.clone()).unwrap();
+    let stored = env
+        .secrets
+        .get_current(&countersign_domain::config::widget_secret_name(
+            &a.tenant.id,
+            &wk,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.0.expose(), secret);
+
+    let (s, list) = send(app(), "GET", &base, Some(key), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    assert_eq!(list["items"][0]["keyId"], key_id);
+    assert!(
+        !list.to_string().contains(&secret),
+        "the secret is shown only once"
+    );
+
+    let (s, _) = send(
+        app(),
+        "DELETE",
+        &format!("{base}/{key_id}"),
+        Some(b.admin_key.expose()),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "another tenant cannot revoke it");
+    let (s, _) = send(
+        app(),
+        "DELETE",
+        &format!("{base}/{key_id}"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (_, list) = send(app(), "GET", &base, Some(key), None).await;
+    assert_eq!(list["items"], json!([]));
+    assert!(
+        env.secrets
+            .get_current(&countersign_domain::config::widget_secret_name(
+                &a.tenant.id,
+                &wk
+            ))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (s, _) = send(
+        app(),
+        "DELETE",
+        &format!("{base}/{key_id}"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
 }

@@ -29,6 +29,11 @@ pub fn service_token_secret_name(tenant: &crate::ids::TenantId) -> String {
     format!("tenants/{tenant}/mcp-service-token")
 }
 
+/// Name of a widget credential's secret (C-9, D-2), under the deployment's secret prefix.
+pub fn widget_secret_name(tenant: &crate::ids::TenantId, key: &crate::ids::WidgetKeyId) -> String {
+    format!("tenants/{tenant}/widget/{key}")
+}
+
 /// C-4: at most this many operations.
 pub const MAX_OPERATIONS: usize = 50;
 /// At most this many allowed consultations.

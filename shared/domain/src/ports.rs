@@ -231,6 +231,16 @@ pub struct Tenant {
     pub created_at: Timestamp,
 }
 
+/// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
+/// creation time. The secret itself lives in the secret store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WidgetKey {
+    /// The credential id.
+    pub id: WidgetKeyId,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
 /// A tenant's stored MCP configuration: without the token, which lives in the secret
 /// store, referenced by version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,6 +277,17 @@ pub trait TenantStore: Send + Sync {
     ) -> Result<TransitionOutcome, StoreError>;
     /// Reads the MCP configuration.
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError>;
+    /// Records a widget credential (C-9).
+    async fn put_widget_key(&self, tenant: &TenantId, key: &WidgetKey) -> Result<(), StoreError>;
+    /// The tenant's widget credentials, oldest first.
+    async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError>;
+    /// Revokes a widget credential: from then on its tokens fail (D-2). `Conflict` when it
+    /// does not exist.
+    async fn delete_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<TransitionOutcome, StoreError>;
     /// Removes the MCP configuration (C-10) if the stored version is `expected`;
     /// `Conflict` when another write came first or nothing is stored.
     async fn delete_mcp_config(

@@ -111,6 +111,26 @@ impl TenantStore for Fake {
         }
         Ok(self.config.lock().unwrap().clone())
     }
+    async fn put_widget_key(
+        &self,
+        _: &TenantId,
+        _: &countersign_domain::ports::WidgetKey,
+    ) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn list_widget_keys(
+        &self,
+        _: &TenantId,
+    ) -> Result<Vec<countersign_domain::ports::WidgetKey>, StoreError> {
+        Err(unavailable())
+    }
+    async fn delete_widget_key(
+        &self,
+        _: &TenantId,
+        _: &countersign_domain::ids::WidgetKeyId,
+    ) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
     async fn delete_mcp_config(
         &self,
         _: &TenantId,

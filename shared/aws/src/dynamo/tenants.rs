@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{OperationName, TenantId, ToolName};
+use countersign_domain::ids::{OperationName, TenantId, ToolName, WidgetKeyId};
 use countersign_domain::ports::{
-    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome, WidgetKey,
 };
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
@@ -19,6 +19,7 @@ const TENANT_SK: &str = "TENANT";
 const MCP_SK: &str = "MCP";
 const REGISTRY_PK: &str = "TENANTS";
 const ADMIN_KEY_SK: &str = "ADMINKEY";
+const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";
 
 /// The index item from an admin key's hash to its tenant (C-2).
 fn admin_key_pk(hash: &Sha256Hex) -> String {
@@ -254,6 +255,76 @@ impl TenantStore for DynamoStore {
             .as_ref()
             .map(mcp_from)
             .transpose()
+    }
+
+    async fn put_widget_key(&self, tenant: &TenantId, k: &WidgetKey) -> Result<(), StoreError> {
+        let mut item = key(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{}", k.id));
+        item.insert("key_id".into(), s(k.id.as_str()));
+        item.insert("created_at".into(), s(k.created_at.to_rfc3339()));
+        match self.transact(vec![self.put_new(item)?]).await? {
+            Tx::Committed => Ok(()),
+            Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
+                "widget key {} already exists",
+                k.id
+            ))),
+        }
+    }
+
+    async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError> {
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :w)")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(tenant_pk(tenant))),
+                    (":w", s(WIDGET_KEY_PREFIX)),
+                ])))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for i in page.items.unwrap_or_default() {
+                out.push(WidgetKey {
+                    id: WidgetKeyId::parse(get_s(&i, "key_id")?).map_err(|_| corrupt("key_id"))?,
+                    created_at: Timestamp::parse_utc(get_s(&i, "created_at")?)
+                        .map_err(|_| corrupt("created_at"))?,
+                });
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn delete_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let delete = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    tenant_pk(tenant),
+                    format!("{WIDGET_KEY_PREFIX}{id}"),
+                )))
+                .condition_expression("attribute_exists(pk)")
+                .build(),
+        )?;
+        match self
+            .transact(vec![TransactWriteItem::builder().delete(delete).build()])
+            .await?
+        {
+            Tx::Committed => Ok(TransitionOutcome::Applied),
+            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        }
     }
 
     async fn delete_mcp_config(
