@@ -193,48 +193,59 @@ impl DynamoStore {
         }
     }
 
+    /// Every item a query returns, following `LastEvaluatedKey` across pages.
+    async fn query_all(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = query
+                .clone()
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            items.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(items),
+            }
+        }
+    }
+
     /// The case item and the conversation's non-terminal proposal items (one Query).
     async fn read_conversation(
         &self,
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<(Option<Item>, Vec<Item>), StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+            // Terminal proposals stay in the partition as history; only the case and the
+            // (at most one, P-2) non-terminal proposal are returned.
+            .filter_expression("sk = :case OR #state IN (:p, :e, :u)")
+            .expression_attribute_names("#state", "state")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(conv_pk(tenant, case))),
+                (":a", s(ACTIVE_PREFIX)),
+                (":case", s(CASE_SK)),
+                (":p", s(ProposalState::PendingConfirmation.as_str())),
+                (":e", s(ProposalState::Executing.as_str())),
+                (":u", s(ProposalState::Unknown.as_str())),
+            ])));
         let mut case_item = None;
         let mut proposals = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
-                // Terminal proposals stay in the partition as history; only the case and
-                // the (at most one, P-2) non-terminal proposal are returned.
-                .filter_expression("sk = :case OR #state IN (:p, :e, :u)")
-                .expression_attribute_names("#state", "state")
-                .set_expression_attribute_values(Some(values([
-                    (":pk", s(conv_pk(tenant, case))),
-                    (":a", s(ACTIVE_PREFIX)),
-                    (":case", s(CASE_SK)),
-                    (":p", s(ProposalState::PendingConfirmation.as_str())),
-                    (":e", s(ProposalState::Executing.as_str())),
-                    (":u", s(ProposalState::Unknown.as_str())),
-                ])))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            for item in out.items.unwrap_or_default() {
-                if opt_s(&item, SK) == Some(CASE_SK) {
-                    case_item = Some(item);
-                } else {
-                    proposals.push(item);
-                }
-            }
-            match out.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
+        for item in self.query_all(query).await? {
+            if opt_s(&item, SK) == Some(CASE_SK) {
+                case_item = Some(item);
+            } else {
+                proposals.push(item);
             }
         }
         Ok((case_item, proposals))
@@ -650,46 +661,34 @@ impl ConversationStore for DynamoStore {
         tenant: &TenantId,
         version: u64,
     ) -> Result<usize, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(GSI1)
+            .key_condition_expression("gsi1pk = :g")
+            .set_expression_attribute_values(Some(values([(":g", s(pending_gsi_pk(tenant)))])));
         let mut cancelled = 0;
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(GSI1)
-                .key_condition_expression("gsi1pk = :g")
-                .set_expression_attribute_values(Some(values([(":g", s(pending_gsi_pk(tenant)))])))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            for item in page.items.unwrap_or_default() {
-                let stale = get_n::<u64>(&item, "config_version")? < version;
-                if !stale {
-                    continue;
-                }
-                let case =
-                    CaseId::parse(get_s(&item, "case_id")?).map_err(|_| corrupt("case_id"))?;
-                let action = ActionId::parse(get_s(&item, "action_id")?)
-                    .map_err(|_| corrupt("action_id"))?;
-                let outcome = self
-                    .transition(
-                        tenant,
-                        &case,
-                        &action,
-                        ProposalState::PendingConfirmation,
-                        ProposalState::Cancelled,
-                        None,
-                    )
-                    .await?;
-                if outcome == TransitionOutcome::Applied {
-                    cancelled += 1;
-                }
+        for item in self.query_all(query).await? {
+            let stale = get_n::<u64>(&item, "config_version")? < version;
+            if !stale {
+                continue;
             }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
+            let case = CaseId::parse(get_s(&item, "case_id")?).map_err(|_| corrupt("case_id"))?;
+            let action =
+                ActionId::parse(get_s(&item, "action_id")?).map_err(|_| corrupt("action_id"))?;
+            let outcome = self
+                .transition(
+                    tenant,
+                    &case,
+                    &action,
+                    ProposalState::PendingConfirmation,
+                    ProposalState::Cancelled,
+                    None,
+                )
+                .await?;
+            if outcome == TransitionOutcome::Applied {
+                cancelled += 1;
             }
         }
         Ok(cancelled)

@@ -177,27 +177,18 @@ impl TenantStore for DynamoStore {
     }
 
     async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
-        let mut ids = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .set_expression_attribute_values(Some(values([(":pk", s(REGISTRY_PK))])))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            for item in page.items.unwrap_or_default() {
-                ids.push(TenantId::parse(get_s(&item, SK)?).map_err(|_| corrupt("registry"))?);
-            }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
-            }
-        }
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .set_expression_attribute_values(Some(values([(":pk", s(REGISTRY_PK))])));
+        let ids = self
+            .query_all(query)
+            .await?
+            .iter()
+            .map(|item| TenantId::parse(get_s(item, SK)?).map_err(|_| corrupt("registry")))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(t) = self.get_tenant(&id).await? {
@@ -271,36 +262,27 @@ impl TenantStore for DynamoStore {
     }
 
     async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError> {
-        let mut out = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :w)")
-                .set_expression_attribute_values(Some(values([
-                    (":pk", s(tenant_pk(tenant))),
-                    (":w", s(WIDGET_KEY_PREFIX)),
-                ])))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            for i in page.items.unwrap_or_default() {
-                out.push(WidgetKey {
-                    id: WidgetKeyId::parse(get_s(&i, "key_id")?).map_err(|_| corrupt("key_id"))?,
-                    created_at: Timestamp::parse_utc(get_s(&i, "created_at")?)
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :w)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(tenant_pk(tenant))),
+                (":w", s(WIDGET_KEY_PREFIX)),
+            ])));
+        self.query_all(query)
+            .await?
+            .iter()
+            .map(|i| {
+                Ok(WidgetKey {
+                    id: WidgetKeyId::parse(get_s(i, "key_id")?).map_err(|_| corrupt("key_id"))?,
+                    created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
                         .map_err(|_| corrupt("created_at"))?,
-                });
-            }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
-            }
-        }
-        Ok(out)
+                })
+            })
+            .collect()
     }
 
     async fn delete_widget_key(
