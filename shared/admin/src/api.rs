@@ -160,6 +160,18 @@ async fn verification(state: &AdminState) -> Result<Option<VerificationKey>, Api
     }
 }
 
+/// The tenant's stored MCP configuration, if any.
+async fn current_config(
+    state: &AdminState,
+    tenant: &TenantId,
+) -> Result<Option<StoredMcpConfig>, ApiError> {
+    state
+        .tenants
+        .get_mcp_config(tenant)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))
+}
+
 /// C-5: the configuration without the token, plus `actionVerification`.
 async fn view(state: &AdminState, stored: Option<&StoredMcpConfig>) -> Result<Value, ApiError> {
     let verification = verification(state).await?.map(|k| {
@@ -189,11 +201,7 @@ async fn get_mcp(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = authorize(&state, &headers, &id).await?;
-    let stored = state
-        .tenants
-        .get_mcp_config(&tenant.id)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    let stored = current_config(&state, &tenant.id).await?;
     Ok(axum::Json(view(&state, stored.as_ref()).await?).into_response())
 }
 
@@ -263,11 +271,7 @@ async fn put_mcp(
             )
         });
     }
-    let current = state
-        .tenants
-        .get_mcp_config(&tenant.id)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    let current = current_config(&state, &tenant.id).await?;
     let secret_name = service_token_secret_name(&tenant.id);
     let old_token = match &current {
         Some(c) => state
@@ -328,11 +332,7 @@ async fn delete_mcp(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = authorize(&state, &headers, &id).await?;
-    let current = state
-        .tenants
-        .get_mcp_config(&tenant.id)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    let current = current_config(&state, &tenant.id).await?;
     if let Some(c) = current {
         match state
             .tenants

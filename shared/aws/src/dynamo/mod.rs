@@ -251,6 +251,24 @@ impl DynamoStore {
         Ok((case_item, proposals))
     }
 
+    /// One item by key, read consistently.
+    async fn get(
+        &self,
+        pk: impl Into<String>,
+        sk: impl Into<String>,
+    ) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out.item)
+    }
+
     /// The case item alone (with its slot), by a consistent GetItem: what preparation and
     /// closing decide on.
     async fn case_item(
@@ -258,16 +276,8 @@ impl DynamoStore {
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(out.item)
+        let item = self.get(conv_pk(tenant, case), CASE_SK).await?;
+        Ok(item)
     }
 
     /// The slot as stored on the case item: (action id, state).
@@ -728,16 +738,8 @@ impl DynamoStore {
         action: Option<&ActionId>,
     ) -> Result<Option<i64>, StoreError> {
         let sk = action.map_or_else(|| CASE_SK.to_owned(), prop_sk);
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(conv_pk(tenant, case), sk)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(out.item.and_then(|i| get_n::<i64>(&i, TTL).ok()))
+        let item = self.get(conv_pk(tenant, case), sk).await?;
+        Ok(item.and_then(|i| get_n::<i64>(&i, TTL).ok()))
     }
 
     /// A proposal by id, whatever its state (history included).
@@ -747,15 +749,7 @@ impl DynamoStore {
         case: &CaseId,
         action: &ActionId,
     ) -> Result<Option<Proposal>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(conv_pk(tenant, case), prop_sk(action))))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        out.item.as_ref().map(proposal_from).transpose()
+        let item = self.get(conv_pk(tenant, case), prop_sk(action)).await?;
+        item.as_ref().map(proposal_from).transpose()
     }
 }

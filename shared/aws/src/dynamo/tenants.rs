@@ -3,7 +3,7 @@
 //! Manager).
 
 use super::items::*;
-use super::{DynamoStore, Tx, build, failed, unavailable, values};
+use super::{DynamoStore, Tx, build, failed, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
@@ -132,21 +132,6 @@ fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
         version: get_n(i, "version")?,
         secret_version: get_s(i, "secret_version")?.to_owned(),
     })
-}
-
-impl DynamoStore {
-    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(pk, sk)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(out.item)
-    }
 }
 
 #[async_trait]
