@@ -168,7 +168,13 @@ async fn tenant(
         }
         TenantCommand::RotateAdminKey { tenant } => {
             let id = countersign_domain::ids::TenantId::parse(tenant)?;
-            let key = tenants::rotate_admin_key(&store, &id).await?;
+            let key = tenants::rotate_admin_key(
+                &store,
+                &countersign_aws::system::UlidIds::default(),
+                &countersign_aws::system::SystemClock,
+                &id,
+            )
+            .await?;
             writeln!(out, "admin key {}", key.expose())?;
             writeln!(out, "(shown once; the previous key no longer works)")?;
         }

@@ -18,8 +18,8 @@ use countersign_domain::config::{
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::TenantId;
 use countersign_domain::ports::{
-    ConversationStore, ProofSigner, SecretStore, SignerError, StoredMcpConfig, Tenant, TenantStore,
-    TransitionOutcome, VerificationKey,
+    AuditEntry, ConversationStore, ProofSigner, SecretStore, SignerError, StoredMcpConfig, Tenant,
+    TenantStore, TransitionOutcome, VerificationKey,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -205,6 +205,68 @@ async fn get_mcp(
     Ok(axum::Json(view(&state, stored.as_ref()).await?).into_response())
 }
 
+/// An audit record of a change made with this tenant's current admin key.
+fn audit_entry(state: &AdminState, tenant: &Tenant, action: &str, changes: Value) -> AuditEntry {
+    crate::audit::entry(
+        state.ids.as_ref(),
+        state.clock.as_ref(),
+        crate::audit::admin_key_actor(&tenant.admin_key_hash),
+        action,
+        changes,
+    )
+}
+
+/// What a PUT or DELETE changed: each changed field with its old and new value, the
+/// service token only as `{"changed": true}`, and the versions.
+fn config_changes(
+    old: Option<&StoredMcpConfig>,
+    new: Option<&StoredMcpConfig>,
+    token_changed: bool,
+) -> Value {
+    fn fields(c: &StoredMcpConfig) -> [(&'static str, Value); 5] {
+        let names = |v: &[_]| -> Vec<String> { v.iter().map(ToString::to_string).collect() };
+        [
+            ("serverUrl", json!(c.config.server_url.as_str())),
+            ("audience", json!(c.config.audience)),
+            ("allowedTools", json!(names(&c.config.allowed_tools))),
+            (
+                "actionPolicy.enabled",
+                json!(c.config.action_policy.enabled),
+            ),
+            (
+                "actionPolicy.operations",
+                json!(
+                    c.config
+                        .action_policy
+                        .operations
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                ),
+            ),
+        ]
+    }
+    let before = old.map(fields);
+    let after = new.map(fields);
+    let mut changes = serde_json::Map::new();
+    for i in 0..5 {
+        let from = before.as_ref().map_or(Value::Null, |f| f[i].1.clone());
+        let to = after.as_ref().map_or(Value::Null, |f| f[i].1.clone());
+        if from != to {
+            let name = before.as_ref().or(after.as_ref()).map_or("", |f| f[i].0);
+            changes.insert(name.to_owned(), json!({"from": from, "to": to}));
+        }
+    }
+    if token_changed {
+        changes.insert("serviceToken".into(), json!({"changed": true}));
+    }
+    changes.insert(
+        "version".into(),
+        json!({"from": old.map(|c| c.version), "to": new.map(|c| c.version)}),
+    );
+    Value::Object(changes)
+}
+
 /// C-8: whether a change invalidates pending proposals (URL, credential, policy, audience).
 fn invalidates(old: &McpConfig, old_token: Option<&str>, new: &McpConfig) -> bool {
     old.server_url != new.server_url
@@ -292,14 +354,27 @@ async fn put_mcp(
     let must_invalidate = current
         .as_ref()
         .is_some_and(|c| invalidates(&c.config, old_token.as_ref().map(|t| t.expose()), &config));
+    let token_changed =
+        old_token.as_ref().map(|t| t.expose()) != Some(config.service_token.expose());
     let stored = StoredMcpConfig {
         config,
         version,
         secret_version,
     };
+    let record = audit_entry(
+        &state,
+        &tenant,
+        "mcp.put",
+        config_changes(current.as_ref(), Some(&stored), token_changed),
+    );
     match state
         .tenants
-        .put_mcp_config(&tenant.id, &stored, current.as_ref().map(|c| c.version))
+        .put_mcp_config(
+            &tenant.id,
+            &stored,
+            current.as_ref().map(|c| c.version),
+            &record,
+        )
         .await
         .map_err(|e| ApiError::unavailable("the tenant store", &e))?
     {
@@ -334,9 +409,15 @@ async fn delete_mcp(
     let tenant = authorize(&state, &headers, &id).await?;
     let current = current_config(&state, &tenant.id).await?;
     if let Some(c) = current {
+        let record = audit_entry(
+            &state,
+            &tenant,
+            "mcp.delete",
+            config_changes(Some(&c), None, true),
+        );
         match state
             .tenants
-            .delete_mcp_config(&tenant.id, c.version)
+            .delete_mcp_config(&tenant.id, c.version, &record)
             .await
             .map_err(|e| ApiError::unavailable("the tenant store", &e))?
         {
@@ -384,9 +465,15 @@ async fn create_widget_credential(
         )
         .await
         .map_err(|e| ApiError::unavailable("the secret store", &e))?;
+    let record = audit_entry(
+        &state,
+        &tenant,
+        "widgetCredential.create",
+        json!({"keyId": key.id.as_str()}),
+    );
     state
         .tenants
-        .put_widget_key(&tenant.id, &key)
+        .put_widget_key(&tenant.id, &key, &record)
         .await
         .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
     let body = json!({"keyId": key.id.as_str(), "secret": secret.expose(), "createdAt": key.created_at.to_rfc3339()});
@@ -427,9 +514,15 @@ async fn revoke_widget_credential(
         )
     };
     let key = countersign_domain::ids::WidgetKeyId::parse(key_id).map_err(|_| not_found())?;
+    let record = audit_entry(
+        &state,
+        &tenant,
+        "widgetCredential.revoke",
+        json!({"keyId": key.as_str()}),
+    );
     match state
         .tenants
-        .delete_widget_key(&tenant.id, &key)
+        .delete_widget_key(&tenant.id, &key, &record)
         .await
         .map_err(|e| ApiError::unavailable("the tenant store", &e))?
     {
@@ -449,6 +542,70 @@ async fn revoke_widget_credential(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// Audit page size when `limit` is absent, and the largest accepted.
+pub const AUDIT_PAGE_DEFAULT: usize = 20;
+/// The largest `limit` of `GET audit`.
+pub const AUDIT_PAGE_MAX: usize = 100;
+
+/// `GET audit?limit=&cursor=`: the tenant's audit records, newest first.
+async fn list_audit(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    query: axum::extract::RawQuery,
+) -> Result<Response, ApiError> {
+    let tenant = authorize(&state, &headers, &id).await?;
+    let invalid = |field: &str, message: String| ApiError {
+        field: Some(field.to_owned()),
+        ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
+    };
+    let mut limit = AUDIT_PAGE_DEFAULT;
+    let mut cursor = None;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.0.as_deref().unwrap_or(""))
+        .map_err(|_| invalid("query", "the query string is malformed".into()))?;
+    for (name, value) in pairs {
+        match name.as_str() {
+            "limit" => {
+                limit = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=AUDIT_PAGE_MAX).contains(n))
+                    .ok_or_else(|| {
+                        invalid(
+                            "limit",
+                            format!("limit must be an integer from 1 to {AUDIT_PAGE_MAX}"),
+                        )
+                    })?;
+            }
+            "cursor" => {
+                cursor = Some(countersign_domain::ids::AuditId::parse(value).map_err(|_| {
+                    invalid(
+                        "cursor",
+                        "cursor must be a nextCursor returned by this endpoint".into(),
+                    )
+                })?);
+            }
+            other => return Err(invalid(other, format!("unknown query parameter {other:?}"))),
+        }
+    }
+    let page = state
+        .tenants
+        .list_audit(&tenant.id, cursor.as_ref(), limit)
+        .await
+        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .map(|a| {
+            json!({"id": a.id.as_str(), "at": a.at.to_rfc3339(), "actor": a.actor, "action": a.action, "changes": a.changes})
+        })
+        .collect();
+    Ok(
+        axum::Json(json!({"items": items, "nextCursor": page.next.as_ref().map(|c| c.as_str())}))
+            .into_response(),
+    )
+}
+
 /// The admin API router.
 pub fn router(state: AdminState) -> Router {
     Router::new()
@@ -464,6 +621,7 @@ pub fn router(state: AdminState) -> Router {
             "/api/admin/tenants/{id}/widget-credentials/{key_id}",
             axum::routing::delete(revoke_widget_credential),
         )
+        .route("/api/admin/tenants/{id}/audit", get(list_audit))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES * 2))
         .with_state(state)
 }

@@ -2,6 +2,7 @@
 //! operator CLI and by the admin function's API ([`api`]).
 
 pub mod api;
+pub mod audit;
 pub mod keys;
 pub mod resolve;
 pub mod tenants;

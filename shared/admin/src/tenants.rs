@@ -61,10 +61,19 @@ pub async fn register(
 /// to show once.
 pub async fn rotate_admin_key(
     store: &dyn TenantStore,
+    ids: &dyn Ids,
+    clock: &dyn Clock,
     id: &TenantId,
 ) -> Result<SecretString, TenantError> {
     let (key, hash) = keys::generate();
-    match store.set_admin_key_hash(id, &hash).await? {
+    let record = crate::audit::entry(
+        ids,
+        clock,
+        crate::audit::OPERATOR,
+        "adminKey.rotate",
+        serde_json::json!({"adminKey": {"to": crate::audit::admin_key_actor(&hash)}}),
+    );
+    match store.set_admin_key_hash(id, &hash, &record).await? {
         TransitionOutcome::Applied => Ok(key),
         TransitionOutcome::Conflict { .. } => Err(TenantError::NotFound(id.clone())),
     }

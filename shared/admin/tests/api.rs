@@ -532,3 +532,192 @@ async fn c9_widget_credentials_are_shown_once_listed_without_secrets_and_revoked
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
+
+/// Issue 5 (audit): every change writes a record naming the admin key (by fingerprint)
+/// and what changed; `GET audit` lists them newest first, in pages; no record, response or
+/// table item holds a secret value; a refused change records nothing.
+#[tokio::test]
+async fn audit_records_every_change_without_secrets() {
+    let env = env(true).await;
+    let ids = UlidIds::default();
+    let a = tenants::register(&env.store, &ids, &SystemClock, "A", Language::En)
+        .await
+        .unwrap();
+    let b = tenants::register(&env.store, &ids, &SystemClock, "B", Language::En)
+        .await
+        .unwrap();
+    let key = a.admin_key.expose();
+    let base = format!("/api/admin/tenants/{}", a.tenant.id);
+    let app = || app(&env, env.secrets.clone());
+
+    let (s, _) = send(
+        app(),
+        "PUT",
+        &format!("{base}/mcp"),
+        Some(key),
+        Some(config("https://mcp.trackshare.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    // A refused change (validation) records nothing.
+    let (s, _) = send(
+        app(),
+        "PUT",
+        &format!("{base}/mcp"),
+        Some(key),
+        Some(json!({"serverUrl": "http://x"}).to_string()),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let second = json!({
+        "serverUrl": "https://mcp2.trackshare.example.com/mcp",
+        "serviceToken": "svc_secret_token_2",
+        "allowedTools": ["get_user_uploads", "get_user_sessions"],
+        "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
+    });
+    let (s, _) = send(
+        app(),
+        "PUT",
+        &format!("{base}/mcp"),
+        Some(key),
+        Some(second.to_string()),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, created) = send(
+        app(),
+        "POST",
+        &format!("{base}/widget-credentials"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let key_id = created["keyId"].as_str().unwrap().to_owned();
+    let widget_secret = created["secret"].as_str().unwrap().to_owned();
+    let (s, _) = send(
+        app(),
+        "DELETE",
+        &format!("{base}/widget-credentials/{key_id}"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, _) = send(app(), "DELETE", &format!("{base}/mcp"), Some(key), None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+
+    let (s, all) = send(app(), "GET", &format!("{base}/audit"), Some(key), None).await;
+    assert_eq!(s, StatusCode::OK, "{all}");
+    let items = all["items"].as_array().unwrap();
+    let actions: Vec<&str> = items
+        .iter()
+        .map(|i| i["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "mcp.delete",
+            "widgetCredential.revoke",
+            "widgetCredential.create",
+            "mcp.put",
+            "mcp.put"
+        ],
+        "newest first; the refused PUT left no record"
+    );
+    let hash = Sha256Hex::digest(key);
+    let fingerprint = &hash.as_str()[..16];
+    for i in items {
+        assert_eq!(i["actor"], format!("adminKey:{fingerprint}"));
+    }
+    let put2 = &items[3]["changes"];
+    assert_eq!(
+        put2["serverUrl"],
+        json!({"from": "https://mcp.trackshare.example.com/mcp", "to": "https://mcp2.trackshare.example.com/mcp"})
+    );
+    assert_eq!(put2["serviceToken"], json!({"changed": true}));
+    assert_eq!(put2["version"], json!({"from": 1, "to": 2}));
+    assert!(
+        put2.get("allowedTools").is_none(),
+        "unchanged fields are not listed"
+    );
+    assert_eq!(items[1]["changes"]["keyId"], key_id);
+    assert_eq!(all["nextCursor"], Value::Null);
+
+    // Pages of two: 2 + 2 + 1, in the same order.
+    let mut paged = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let path = match &next {
+            None => format!("{base}/audit?limit=2"),
+            Some(c) => format!("{base}/audit?limit=2&cursor={c}"),
+        };
+        let (s, page) = send(app(), "GET", &path, Some(key), None).await;
+        assert_eq!(s, StatusCode::OK);
+        paged.extend(page["items"].as_array().unwrap().iter().cloned());
+        match page["nextCursor"].as_str() {
+            Some(c) => next = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(&paged, items);
+
+    // Bad parameters are typed 400s; keys are checked like everywhere else.
+    for (q, field) in [
+        ("limit=0", "limit"),
+        ("limit=101", "limit"),
+        ("limit=x", "limit"),
+        ("cursor=nope", "cursor"),
+        ("colour=red", "colour"),
+    ] {
+        let (s, e) = send(app(), "GET", &format!("{base}/audit?{q}"), Some(key), None).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+        assert_eq!(e["error"]["field"], field, "{q}");
+    }
+    let (s, _) = send(
+        app(),
+        "GET",
+        &format!("{base}/audit"),
+        Some("tsk_wrong"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = send(
+        app(),
+        "GET",
+        &format!("{base}/audit"),
+        Some(b.admin_key.expose()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::NOT_FOUND,
+        "another tenant's audit is not shown"
+    );
+
+    // No secret value anywhere: the audit answer, or any item in the table.
+    let secrets = [
+        "svc_secret_token_1",
+        "svc_secret_token_2",
+        widget_secret.as_str(),
+        key,
+    ];
+    for s in secrets {
+        assert!(!all.to_string().contains(s));
+    }
+    let sdk = aws_config::load_from_env().await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = client
+        .scan()
+        .table_name(env.store.table())
+        .send()
+        .await
+        .unwrap();
+    let dump = format!("{:?}", table.items());
+    assert!(dump.contains("mcp.put"), "the scan sees the audit records");
+    for s in secrets {
+        assert!(!dump.contains(s), "a secret value is stored in the table");
+    }
+}

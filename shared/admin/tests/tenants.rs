@@ -48,9 +48,16 @@ async fn c1_register_rotate_and_list_tenants() {
         "keys grant nothing on other tenants"
     );
 
-    let new_key = tenants::rotate_admin_key(&store, &a.tenant.id)
+    let new_key = tenants::rotate_admin_key(&store, &ids, &SystemClock, &a.tenant.id)
         .await
         .unwrap();
+    // The rotation is audited: by the operator, naming the new key's fingerprint only.
+    let audit = store.list_audit(&a.tenant.id, None, 10).await.unwrap();
+    assert_eq!(audit.items.len(), 1);
+    assert_eq!(audit.items[0].action, "adminKey.rotate");
+    assert_eq!(audit.items[0].actor, "operator");
+    let text = audit.items[0].changes.to_string();
+    assert!(!text.contains(new_key.expose()) && !text.contains(a.admin_key.expose()));
     let stored = store.get_tenant(&a.tenant.id).await.unwrap().unwrap();
     assert!(keys::matches(new_key.expose(), &stored.admin_key_hash));
     assert!(
@@ -75,7 +82,7 @@ async fn c1_register_rotate_and_list_tenants() {
         ));
     }
     assert!(matches!(
-        tenants::rotate_admin_key(&store, &ids.tenant_id()).await,
+        tenants::rotate_admin_key(&store, &ids, &SystemClock, &ids.tenant_id()).await,
         Err(tenants::TenantError::NotFound(_))
     ));
 }

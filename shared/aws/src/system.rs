@@ -76,6 +76,9 @@ impl Ids for UlidIds {
     fn proof_jti(&self) -> String {
         self.next()
     }
+    fn audit_id(&self) -> countersign_domain::ids::AuditId {
+        make!(self, countersign_domain::ids::AuditId)
+    }
 }
 
 #[cfg(test)]

@@ -227,6 +227,13 @@ prefixed_id!(
     "wk_"
 );
 
+prefixed_id!(
+    /// An audit record of a tenant's configuration changes; ids sort by time.
+    AuditId,
+    "auditId",
+    "aud_"
+);
+
 /// The protocol's conversation is the support case (D-1).
 pub type ConversationId = CaseId;
 

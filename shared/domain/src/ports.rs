@@ -38,6 +38,8 @@ pub trait Ids: Send + Sync {
     fn widget_key_id(&self) -> WidgetKeyId;
     /// A new, unique proof `jti`.
     fn proof_jti(&self) -> String;
+    /// A new audit record id.
+    fn audit_id(&self) -> crate::ids::AuditId;
 }
 
 /// A store failure: the operation did not happen, or its outcome is not known.
@@ -253,7 +255,34 @@ pub struct StoredMcpConfig {
     pub secret_version: String,
 }
 
-/// The tenant store.
+/// One change to a tenant's configuration, written in the same transaction as the change
+/// itself: which admin key (or the operator) made it and what changed. Never holds a
+/// secret value: tokens and secrets appear only as "changed".
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    /// Sorts by time.
+    pub id: crate::ids::AuditId,
+    /// When.
+    pub at: Timestamp,
+    /// Who: `adminKey:<fingerprint>` or `operator`.
+    pub actor: String,
+    /// What kind of change, e.g. `mcp.put`.
+    pub action: String,
+    /// The change's details (field names, non-secret old and new values).
+    pub changes: Value,
+}
+
+/// One page of audit records, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditPage {
+    /// The records.
+    pub items: Vec<AuditEntry>,
+    /// Pass as `before` to read the next (older) page; `None` on the last page.
+    pub next: Option<crate::ids::AuditId>,
+}
+
+/// The tenant store. Every method that changes a tenant's configuration takes the
+/// `AuditEntry` describing it and writes both atomically.
 #[async_trait]
 pub trait TenantStore: Send + Sync {
     /// Registers a tenant.
@@ -274,11 +303,17 @@ pub trait TenantStore: Send + Sync {
         &self,
         id: &TenantId,
         hash: &crate::hash::Sha256Hex,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
     /// Reads the MCP configuration.
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError>;
     /// Records a widget credential (C-9).
-    async fn put_widget_key(&self, tenant: &TenantId, key: &WidgetKey) -> Result<(), StoreError>;
+    async fn put_widget_key(
+        &self,
+        tenant: &TenantId,
+        key: &WidgetKey,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
     /// The tenant's widget credentials, oldest first.
     async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError>;
     /// Revokes a widget credential: from then on its tokens fail (D-2). `Conflict` when it
@@ -287,6 +322,7 @@ pub trait TenantStore: Send + Sync {
         &self,
         tenant: &TenantId,
         id: &WidgetKeyId,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
     /// Removes the MCP configuration (C-10) if the stored version is `expected`;
     /// `Conflict` when another write came first or nothing is stored.
@@ -294,6 +330,7 @@ pub trait TenantStore: Send + Sync {
         &self,
         id: &TenantId,
         expected: u64,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
     /// Writes the MCP configuration only if the stored version is `expected` (`None`: none
     /// stored yet). `Conflict` when another write came first.
@@ -302,7 +339,15 @@ pub trait TenantStore: Send + Sync {
         id: &TenantId,
         config: &StoredMcpConfig,
         expected: Option<u64>,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
+    /// The tenant's audit records, newest first: at most `limit`, older than `before`.
+    async fn list_audit(
+        &self,
+        tenant: &TenantId,
+        before: Option<&crate::ids::AuditId>,
+        limit: usize,
+    ) -> Result<AuditPage, StoreError>;
 }
 
 /// A secret store failure.

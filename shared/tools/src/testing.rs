@@ -7,8 +7,8 @@ use countersign_domain::conversation::{Case, Message};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
 use countersign_domain::ports::{
-    ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome, NewMessage,
-    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+    AuditEntry, ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome,
+    NewMessage, StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
 };
 use countersign_domain::proposal::{Proposal, ProposalState};
 use std::sync::Mutex;
@@ -102,6 +102,7 @@ impl TenantStore for Fake {
         &self,
         _: &TenantId,
         _: &Sha256Hex,
+        _: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         Err(unavailable())
     }
@@ -115,6 +116,7 @@ impl TenantStore for Fake {
         &self,
         _: &TenantId,
         _: &countersign_domain::ports::WidgetKey,
+        _: &AuditEntry,
     ) -> Result<(), StoreError> {
         Err(unavailable())
     }
@@ -128,6 +130,7 @@ impl TenantStore for Fake {
         &self,
         _: &TenantId,
         _: &countersign_domain::ids::WidgetKeyId,
+        _: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         Err(unavailable())
     }
@@ -135,6 +138,7 @@ impl TenantStore for Fake {
         &self,
         _: &TenantId,
         _: u64,
+        _: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         Err(unavailable())
     }
@@ -143,7 +147,16 @@ impl TenantStore for Fake {
         _: &TenantId,
         _: &StoredMcpConfig,
         _: Option<u64>,
+        _: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
+    async fn list_audit(
+        &self,
+        _: &TenantId,
+        _: Option<&countersign_domain::ids::AuditId>,
+        _: usize,
+    ) -> Result<countersign_domain::ports::AuditPage, StoreError> {
         Err(unavailable())
     }
 }

@@ -3,14 +3,15 @@
 //! Manager).
 
 use super::items::*;
-use super::{DynamoStore, Tx, build, failed, values};
+use super::{DynamoStore, Tx, build, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{OperationName, TenantId, ToolName, WidgetKeyId};
+use countersign_domain::ids::{AuditId, OperationName, TenantId, ToolName, WidgetKeyId};
 use countersign_domain::ports::{
-    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome, WidgetKey,
+    AuditEntry, AuditPage, StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+    WidgetKey,
 };
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
@@ -20,6 +21,31 @@ const MCP_SK: &str = "MCP";
 const REGISTRY_PK: &str = "TENANTS";
 const ADMIN_KEY_SK: &str = "ADMINKEY";
 const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";
+const AUDIT_PREFIX: &str = "AUDIT#";
+/// Largest page of audit records one request may ask for.
+const MAX_AUDIT_PAGE: usize = 100;
+
+/// An audit record: same partition as the tenant, sorted by its time-ordered id, kept
+/// without TTL (an audit trail outlives conversations).
+fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
+    let mut i = key(tenant_pk(tenant), format!("{AUDIT_PREFIX}{}", a.id));
+    i.insert("audit_id".into(), s(a.id.as_str()));
+    i.insert("at".into(), s(a.at.to_rfc3339()));
+    i.insert("actor".into(), s(a.actor.as_str()));
+    i.insert("action".into(), s(a.action.as_str()));
+    i.insert("changes".into(), s(a.changes.to_string()));
+    i
+}
+
+fn audit_from(i: &Item) -> Result<AuditEntry, StoreError> {
+    Ok(AuditEntry {
+        id: AuditId::parse(get_s(i, "audit_id")?).map_err(|_| corrupt("audit_id"))?,
+        at: Timestamp::parse_utc(get_s(i, "at")?).map_err(|_| corrupt("at"))?,
+        actor: get_s(i, "actor")?.to_owned(),
+        action: get_s(i, "action")?.to_owned(),
+        changes: serde_json::from_str(get_s(i, "changes")?).map_err(|_| corrupt("changes"))?,
+    })
+}
 
 /// The index item from an admin key's hash to its tenant (C-2).
 fn admin_key_pk(hash: &Sha256Hex) -> String {
@@ -197,6 +223,7 @@ impl TenantStore for DynamoStore {
         &self,
         id: &TenantId,
         hash: &Sha256Hex,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         let Some(current) = self.get_tenant(id).await? else {
             return Ok(TransitionOutcome::Conflict { current: None });
@@ -217,6 +244,7 @@ impl TenantStore for DynamoStore {
             )?,
             TransactWriteItem::builder().delete(delete).build(),
             self.put_new(admin_key_item(hash, id))?,
+            self.put_new(audit_item(id, audit))?,
         ];
         match self.transact(tx).await? {
             Tx::Committed => Ok(TransitionOutcome::Applied),
@@ -233,11 +261,20 @@ impl TenantStore for DynamoStore {
             .transpose()
     }
 
-    async fn put_widget_key(&self, tenant: &TenantId, k: &WidgetKey) -> Result<(), StoreError> {
+    async fn put_widget_key(
+        &self,
+        tenant: &TenantId,
+        k: &WidgetKey,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
         let mut item = key(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{}", k.id));
         item.insert("key_id".into(), s(k.id.as_str()));
         item.insert("created_at".into(), s(k.created_at.to_rfc3339()));
-        match self.transact(vec![self.put_new(item)?]).await? {
+        let tx = vec![
+            self.put_new(item)?,
+            self.put_new(audit_item(tenant, audit))?,
+        ];
+        match self.transact(tx).await? {
             Tx::Committed => Ok(()),
             Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
                 "widget key {} already exists",
@@ -274,6 +311,7 @@ impl TenantStore for DynamoStore {
         &self,
         tenant: &TenantId,
         id: &WidgetKeyId,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         let delete = build(
             Delete::builder()
@@ -285,10 +323,11 @@ impl TenantStore for DynamoStore {
                 .condition_expression("attribute_exists(pk)")
                 .build(),
         )?;
-        match self
-            .transact(vec![TransactWriteItem::builder().delete(delete).build()])
-            .await?
-        {
+        let tx = vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            self.put_new(audit_item(tenant, audit))?,
+        ];
+        match self.transact(tx).await? {
             Tx::Committed => Ok(TransitionOutcome::Applied),
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
@@ -298,6 +337,7 @@ impl TenantStore for DynamoStore {
         &self,
         id: &TenantId,
         expected: u64,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         let delete = build(
             Delete::builder()
@@ -307,10 +347,11 @@ impl TenantStore for DynamoStore {
                 .expression_attribute_values(":v", n(expected))
                 .build(),
         )?;
-        match self
-            .transact(vec![TransactWriteItem::builder().delete(delete).build()])
-            .await?
-        {
+        let tx = vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            self.put_new(audit_item(id, audit))?,
+        ];
+        match self.transact(tx).await? {
             Tx::Committed => Ok(TransitionOutcome::Applied),
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
@@ -321,6 +362,7 @@ impl TenantStore for DynamoStore {
         id: &TenantId,
         config: &StoredMcpConfig,
         expected: Option<u64>,
+        audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
         let mut put = Put::builder()
             .table_name(&self.table)
@@ -331,18 +373,68 @@ impl TenantStore for DynamoStore {
                 .condition_expression("version = :v")
                 .expression_attribute_values(":v", n(v)),
         };
-        // A transaction of one keeps the outcome typed exactly like the other writes.
+        // The configuration and its audit record commit together or not at all.
         let tx = vec![
             TransactWriteItem::builder()
                 .put(build(put.build())?)
                 .build(),
+            self.put_new(audit_item(id, audit))?,
         ];
         match self.transact(tx).await? {
             Tx::Committed => Ok(TransitionOutcome::Applied),
-            Tx::Cancelled(reasons) if failed(reasons.first()) => {
-                Ok(TransitionOutcome::Conflict { current: None })
-            }
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
+    }
+
+    async fn list_audit(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AuditId>,
+        limit: usize,
+    ) -> Result<AuditPage, StoreError> {
+        let limit = limit.clamp(1, MAX_AUDIT_PAGE);
+        // One more than asked tells whether an older page exists (no empty last page); one
+        // more again with a cursor, because `BETWEEN` also returns the cursor's own record.
+        let extra = if before.is_some() { 2 } else { 1 };
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit + extra).unwrap_or(i32::MAX));
+        query = match before {
+            None => query
+                .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(tenant_pk(tenant))),
+                    (":a", s(AUDIT_PREFIX)),
+                ]))),
+            Some(b) => query
+                .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(tenant_pk(tenant))),
+                    (":a", s(AUDIT_PREFIX)),
+                    (":b", s(format!("{AUDIT_PREFIX}{b}"))),
+                ]))),
+        };
+        let page = query.send().await.map_err(super::unavailable)?;
+        let mut items = page
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(audit_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        // `BETWEEN` is inclusive: drop the cursor's own record.
+        if let Some(b) = before {
+            items.retain(|a| &a.id != b);
+        }
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|a| a.id.clone())
+        } else {
+            None
+        };
+        Ok(AuditPage { items, next })
     }
 }

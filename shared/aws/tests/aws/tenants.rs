@@ -1,14 +1,27 @@
 //! The tenant store on DynamoDB.
 
 use crate::common::env;
-use countersign_aws::system::SystemClock;
+use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ports::{Clock, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome};
+use countersign_domain::ports::{
+    AuditEntry, Clock, Ids, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+};
 use countersign_domain::texts::Language;
+
+fn audit(ids: &UlidIds, action: &str) -> AuditEntry {
+    AuditEntry {
+        id: ids.audit_id(),
+        at: SystemClock.now(),
+        actor: "operator".into(),
+        action: action.into(),
+        changes: serde_json::json!({"n": action}),
+    }
+}
 
 #[tokio::test]
 async fn tenants_are_created_listed_and_rekeyed() {
+    let ids = UlidIds::default();
     let env = env().await;
     let store = env.store();
     let t = Tenant {
@@ -27,7 +40,10 @@ async fn tenants_are_created_listed_and_rekeyed() {
     assert_eq!(store.list_tenants().await.unwrap(), vec![t.clone()]);
     let h2 = Sha256Hex::digest("tsk_two");
     assert_eq!(
-        store.set_admin_key_hash(&t.id, &h2).await.unwrap(),
+        store
+            .set_admin_key_hash(&t.id, &h2, &audit(&ids, "rotate"))
+            .await
+            .unwrap(),
         TransitionOutcome::Applied
     );
     assert_eq!(
@@ -40,7 +56,10 @@ async fn tenants_are_created_listed_and_rekeyed() {
         h2
     );
     assert_eq!(
-        store.set_admin_key_hash(&env.tenant(), &h2).await.unwrap(),
+        store
+            .set_admin_key_hash(&env.tenant(), &h2, &audit(&ids, "rotate"))
+            .await
+            .unwrap(),
         TransitionOutcome::Conflict { current: None }
     );
 }
@@ -48,6 +67,7 @@ async fn tenants_are_created_listed_and_rekeyed() {
 /// C-8: the configuration version only grows; a stale writer loses.
 #[tokio::test]
 async fn mcp_configuration_is_versioned() {
+    let ids = UlidIds::default();
     let env = env().await;
     let store = env.store();
     let tenant = env.tenant();
@@ -68,11 +88,17 @@ async fn mcp_configuration_is_versioned() {
         secret_version: "v1".into(),
     };
     assert_eq!(
-        store.put_mcp_config(&tenant, &stored, None).await.unwrap(),
+        store
+            .put_mcp_config(&tenant, &stored, None, &audit(&ids, "put"))
+            .await
+            .unwrap(),
         TransitionOutcome::Applied
     );
     assert_eq!(
-        store.put_mcp_config(&tenant, &stored, None).await.unwrap(),
+        store
+            .put_mcp_config(&tenant, &stored, None, &audit(&ids, "put"))
+            .await
+            .unwrap(),
         TransitionOutcome::Conflict { current: None }
     );
     let read = store.get_mcp_config(&tenant).await.unwrap().unwrap();
@@ -86,14 +112,14 @@ async fn mcp_configuration_is_versioned() {
     stored.version = 2;
     assert_eq!(
         store
-            .put_mcp_config(&tenant, &stored, Some(1))
+            .put_mcp_config(&tenant, &stored, Some(1), &audit(&ids, "put"))
             .await
             .unwrap(),
         TransitionOutcome::Applied
     );
     assert_eq!(
         store
-            .put_mcp_config(&tenant, &stored, Some(1))
+            .put_mcp_config(&tenant, &stored, Some(1), &audit(&ids, "put"))
             .await
             .unwrap(),
         TransitionOutcome::Conflict { current: None }
@@ -107,4 +133,76 @@ async fn mcp_configuration_is_versioned() {
             .version,
         2
     );
+}
+
+/// Issue 5 (audit): each change writes its record in the same transaction (a lost race
+/// writes none); records list newest first, in pages, to the last one exactly.
+#[tokio::test]
+async fn audit_records_are_atomic_and_paginated_newest_first() {
+    let ids = UlidIds::default();
+    let env = env().await;
+    let store = env.store();
+    let tenant = env.tenant();
+    let config = validate_mcp_config(
+        &serde_json::json!({
+            "serverUrl": "https://mcp.trackshare.example.com/mcp",
+            "serviceToken": "svc_token_123",
+            "allowedTools": ["get_user_uploads"],
+        }),
+        UrlPolicy::default(),
+    )
+    .unwrap();
+    let mut stored = StoredMcpConfig {
+        config,
+        version: 1,
+        secret_version: "v1".into(),
+    };
+    let mut written = Vec::new();
+    for v in 1..=7u64 {
+        stored.version = v;
+        let a = audit(&ids, &format!("put{v}"));
+        let expected = (v > 1).then(|| v - 1);
+        assert_eq!(
+            store
+                .put_mcp_config(&tenant, &stored, expected, &a)
+                .await
+                .unwrap(),
+            TransitionOutcome::Applied
+        );
+        written.push(a);
+    }
+    // A stale writer loses, and its audit record is not written either.
+    let lost = audit(&ids, "stale");
+    assert_eq!(
+        store
+            .put_mcp_config(&tenant, &stored, Some(1), &lost)
+            .await
+            .unwrap(),
+        TransitionOutcome::Conflict { current: None }
+    );
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = store.list_audit(&tenant, cursor.as_ref(), 3).await.unwrap();
+        assert!(page.items.len() <= 3);
+        pages += 1;
+        seen.extend(page.items);
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(
+        pages, 3,
+        "7 records in pages of 3: 3 + 3 + 1, no empty page"
+    );
+    written.reverse();
+    assert_eq!(
+        seen, written,
+        "newest first, each once, none from the lost race"
+    );
+    // Another tenant sees none of them.
+    let other = store.list_audit(&env.tenant(), None, 100).await.unwrap();
+    assert!(other.items.is_empty() && other.next.is_none());
 }

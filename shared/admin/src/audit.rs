@@ -1,0 +1,34 @@
+//! Audit records (issue 5): who changed what. The actor is the admin key's fingerprint
+//! (the first 16 hex digits of its SHA-256, which is already all the store keeps) or the
+//! operator; the changes name fields and carry non-secret values only.
+
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ports::{AuditEntry, Clock, Ids};
+use serde_json::Value;
+
+/// The operator CLI as an actor.
+pub const OPERATOR: &str = "operator";
+
+/// `adminKey:<16 hex digits>`: identifies a key without revealing it (2^-256 of it is
+/// known from a 64-bit prefix of a hash of 256 random bits: nothing usable).
+pub fn admin_key_actor(hash: &Sha256Hex) -> String {
+    let fingerprint: String = hash.as_str().chars().take(16).collect();
+    format!("adminKey:{fingerprint}")
+}
+
+/// A new record, stamped now.
+pub fn entry(
+    ids: &dyn Ids,
+    clock: &dyn Clock,
+    actor: impl Into<String>,
+    action: &str,
+    changes: Value,
+) -> AuditEntry {
+    AuditEntry {
+        id: ids.audit_id(),
+        at: clock.now(),
+        actor: actor.into(),
+        action: action.to_owned(),
+        changes,
+    }
+}
