@@ -279,16 +279,20 @@ async fn put_mcp(
     State(state): State<AdminState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Result<Response, ApiError> {
     let tenant = authorize(&state, &headers, &id).await?;
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
-        ));
-    }
+    // Read here, not by an extractor, so that any oversized body (even a streamed one of
+    // unknown length) gets the typed 413 rather than a plain-text rejection.
+    let body: Bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+            )
+        })?;
     let json: Value = serde_json::from_slice(&body).map_err(|_| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -606,22 +610,25 @@ async fn list_audit(
     )
 }
 
+/// Every path the router serves, in axum's syntax: the OpenAPI document
+/// (`docs/admin-api.openapi.json`) and the SAM template are checked against this list.
+pub const PATHS: [&str; 4] = [
+    "/api/admin/tenants/{id}/mcp",
+    "/api/admin/tenants/{id}/widget-credentials",
+    "/api/admin/tenants/{id}/widget-credentials/{key_id}",
+    "/api/admin/tenants/{id}/audit",
+];
+
 /// The admin API router.
 pub fn router(state: AdminState) -> Router {
+    let [mcp, widgets, widget, audit] = PATHS;
     Router::new()
+        .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(
-            "/api/admin/tenants/{id}/mcp",
-            get(get_mcp).put(put_mcp).delete(delete_mcp),
-        )
-        .route(
-            "/api/admin/tenants/{id}/widget-credentials",
+            widgets,
             get(list_widget_credentials).post(create_widget_credential),
         )
-        .route(
-            "/api/admin/tenants/{id}/widget-credentials/{key_id}",
-            axum::routing::delete(revoke_widget_credential),
-        )
-        .route("/api/admin/tenants/{id}/audit", get(list_audit))
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES * 2))
+        .route(widget, axum::routing::delete(revoke_widget_credential))
+        .route(audit, get(list_audit))
         .with_state(state)
 }

@@ -2,15 +2,9 @@
 //! HTTP (`Router::oneshot`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use axum::body::Body;
-use countersign_admin::api::{AdminState, router};
 use countersign_admin::tenants;
-use countersign_aws::AwsSettings;
-use countersign_aws::dynamo::DynamoStore;
-use countersign_aws::kms::KmsProofSigner;
-use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::system::{SystemClock, UlidIds};
-use countersign_domain::config::{UrlPolicy, service_token_secret_name};
+use countersign_domain::config::service_token_secret_name;
 use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, OperationName, UserId};
@@ -21,113 +15,12 @@ use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::secret::SecretString;
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::Language;
-use http::{Request, StatusCode};
+use http::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tower::ServiceExt as _;
 
-struct Env {
-    store: DynamoStore,
-    secrets: Arc<SecretsManagerStore>,
-    signer: Arc<KmsProofSigner>,
-}
-
-async fn env(signing_key: bool) -> Env {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        endpoint.starts_with("http://127.0.0.1:"),
-        "run through infra/scripts/test.sh"
-    );
-    let sdk = aws_config::load_from_env().await;
-    let suffix = ulid::Ulid::new().to_string().to_lowercase();
-    let settings = AwsSettings {
-        table: format!("cs-api-{suffix}"),
-        signing_key: signing_key.then(|| format!("alias/cs-api-{suffix}")),
-        secret_prefix: format!("cs-api-{suffix}/"),
-        retention_days: None,
-    };
-    countersign_aws::bootstrap::bootstrap(&sdk, &settings)
-        .await
-        .unwrap();
-    Env {
-        store: DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None),
-        secrets: Arc::new(SecretsManagerStore::new(
-            SecretsManagerStore::client(&sdk, None),
-            settings.secret_prefix.clone(),
-        )),
-        signer: Arc::new(KmsProofSigner::new(
-            KmsProofSigner::client(&sdk, None),
-            settings.signing_key.clone(),
-        )),
-    }
-}
-
-fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
-    router(AdminState {
-        tenants: Arc::new(env.store.clone()),
-        conversations: Arc::new(env.store.clone()),
-        secrets,
-        signer: env.signer.clone(),
-        issuer: "https://support.example.com/mcp-actions".into(),
-        url_policy: UrlPolicy::default(),
-        resolver: Arc::new(PublicDns),
-        ids: Arc::new(UlidIds::default()),
-        clock: Arc::new(SystemClock),
-    })
-}
-
-/// DNS for the tests (no network): `*.internal-rebind.example.com` resolves to a
-/// metadata address, every other name to a public one.
-struct PublicDns;
-
-#[async_trait::async_trait]
-impl countersign_admin::resolve::Resolver for PublicDns {
-    async fn resolve(&self, host: &str, _: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
-        Ok(vec![if host.ends_with("internal-rebind.example.com") {
-            "169.254.169.254".parse().unwrap()
-        } else {
-            "93.184.216.34".parse().unwrap()
-        }])
-    }
-}
-
-async fn send(
-    app: axum::Router,
-    method: &str,
-    path: &str,
-    key: Option<&str>,
-    body: Option<String>,
-) -> (StatusCode, Value) {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json");
-    if let Some(k) = key {
-        req = req.header("authorization", format!("Bearer {k}"));
-    }
-    let res = app
-        .oneshot(req.body(body.map_or_else(Body::empty, Body::from)).unwrap())
-        .await
-        .unwrap();
-    let status = res.status();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-fn config(url: &str, enabled: bool) -> String {
-    json!({
-        "serverUrl": url,
-        "serviceToken": "svc_secret_token_1",
-        "allowedTools": ["get_user_uploads", "get_user_sessions"],
-        "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["reassign_session_car"]}
-    })
-    .to_string()
-}
+mod common;
+use common::*;
 
 /// C-2, C-3, C-5, C-11: PUT stores the configuration and the token (as a secret, never
 /// returned); GET shows it with actionVerification; wrong keys are 401, another tenant's
@@ -229,8 +122,15 @@ async fn c2_c3_c5_c11_put_get_and_refusals() {
         "{body}"
     );
     let huge = json!({"serverUrl": "https://e.com", "serviceToken": "x".repeat(70_000), "allowedTools": ["a"]}).to_string();
-    let (s, _) = send(app(), "PUT", &path, Some(key), Some(huge)).await;
+    let (s, e) = send(app(), "PUT", &path, Some(key), Some(huge)).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(e["error"]["code"], "PAYLOAD_TOO_LARGE");
+    // Far beyond any limit: still the typed error, never a plain-text rejection.
+    let (s, e) = send(app(), "PUT", &path, Some(key), Some("x".repeat(1 << 20))).await;
+    assert_eq!(
+        (s, e["error"]["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("PAYLOAD_TOO_LARGE"))
+    );
     let (_, got_after) = send(app(), "GET", &path, Some(key), None).await;
     assert_eq!(got_after, got, "nothing partial was stored");
 

@@ -72,6 +72,8 @@ pub enum SecretKind {
     Jwt,
     /// A Countersign admin key, `tsk_…`.
     AdminKey,
+    /// A Countersign widget secret, `wsk_…`.
+    WidgetSecret,
     /// An AWS access key id (`AKIA…`, `ASIA…`, …).
     AwsAccessKeyId,
     /// A PEM private-key block.
@@ -234,6 +236,7 @@ static BEARER: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)bearer\s+([A-Za-z0-9\
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| re(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"));
 static ADMIN_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"tsk_[A-Za-z0-9_-]{8,}"));
+static WIDGET_SECRET: LazyLock<Regex> = LazyLock::new(|| re(r"wsk_[A-Za-z0-9_-]{8,}"));
 static AWS_KEY_ID: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}")
 });
@@ -307,6 +310,10 @@ fn secret_findings(text: &str) -> Vec<TextViolation> {
     );
     push(SecretKind::Jwt, JWT.find_iter(text).count());
     push(SecretKind::AdminKey, ADMIN_KEY.find_iter(text).count());
+    push(
+        SecretKind::WidgetSecret,
+        WIDGET_SECRET.find_iter(text).count(),
+    );
     push(
         SecretKind::AwsAccessKeyId,
         AWS_KEY_ID.find_iter(text).count(),
@@ -535,6 +542,7 @@ mod tests {
                 SecretKind::Jwt,
             ),
             ("key tsk_9f8e7d6c5b4a39281706", SecretKind::AdminKey),
+            ("secret wsk_9f8e7d6c5b4a39281706", SecretKind::WidgetSecret),
             (
                 "AKIAIOSFODNN7EXAMPLE is the key",
                 SecretKind::AwsAccessKeyId,

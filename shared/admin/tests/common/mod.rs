@@ -1,0 +1,120 @@
+//! Shared helpers of the admin API tests: a fresh table, key and secret prefix on the
+//! local AWS emulator, the router over them, and a request helper.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use axum::body::Body;
+use countersign_admin::api::{AdminState, router};
+use countersign_aws::AwsSettings;
+use countersign_aws::dynamo::DynamoStore;
+use countersign_aws::kms::KmsProofSigner;
+use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::system::{SystemClock, UlidIds};
+use countersign_domain::config::UrlPolicy;
+use countersign_domain::ports::SecretStore;
+use http::{Request, StatusCode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tower::ServiceExt as _;
+
+pub(crate) struct Env {
+    pub(crate) store: DynamoStore,
+    pub(crate) secrets: Arc<SecretsManagerStore>,
+    pub(crate) signer: Arc<KmsProofSigner>,
+}
+
+pub(crate) async fn env(signing_key: bool) -> Env {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:"),
+        "run through infra/scripts/test.sh"
+    );
+    let sdk = aws_config::load_from_env().await;
+    let suffix = ulid::Ulid::new().to_string().to_lowercase();
+    let settings = AwsSettings {
+        table: format!("cs-api-{suffix}"),
+        signing_key: signing_key.then(|| format!("alias/cs-api-{suffix}")),
+        secret_prefix: format!("cs-api-{suffix}/"),
+        retention_days: None,
+    };
+    countersign_aws::bootstrap::bootstrap(&sdk, &settings)
+        .await
+        .unwrap();
+    Env {
+        store: DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None),
+        secrets: Arc::new(SecretsManagerStore::new(
+            SecretsManagerStore::client(&sdk, None),
+            settings.secret_prefix.clone(),
+        )),
+        signer: Arc::new(KmsProofSigner::new(
+            KmsProofSigner::client(&sdk, None),
+            settings.signing_key.clone(),
+        )),
+    }
+}
+
+pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
+    router(AdminState {
+        tenants: Arc::new(env.store.clone()),
+        conversations: Arc::new(env.store.clone()),
+        secrets,
+        signer: env.signer.clone(),
+        issuer: "https://support.example.com/mcp-actions".into(),
+        url_policy: UrlPolicy::default(),
+        resolver: Arc::new(PublicDns),
+        ids: Arc::new(UlidIds::default()),
+        clock: Arc::new(SystemClock),
+    })
+}
+
+/// DNS for the tests (no network): `*.internal-rebind.example.com` resolves to a
+/// metadata address, every other name to a public one.
+pub(crate) struct PublicDns;
+
+#[async_trait::async_trait]
+impl countersign_admin::resolve::Resolver for PublicDns {
+    async fn resolve(&self, host: &str, _: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
+        Ok(vec![if host.ends_with("internal-rebind.example.com") {
+            "169.254.169.254".parse().unwrap()
+        } else {
+            "93.184.216.34".parse().unwrap()
+        }])
+    }
+}
+
+pub(crate) async fn send(
+    app: axum::Router,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<String>,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    if let Some(k) = key {
+        req = req.header("authorization", format!("Bearer {k}"));
+    }
+    let res = app
+        .oneshot(req.body(body.map_or_else(Body::empty, Body::from)).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+pub(crate) fn config(url: &str, enabled: bool) -> String {
+    json!({
+        "serverUrl": url,
+        "serviceToken": "svc_secret_token_1",
+        "allowedTools": ["get_user_uploads", "get_user_sessions"],
+        "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["reassign_session_car"]}
+    })
+    .to_string()
+}
