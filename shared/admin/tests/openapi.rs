@@ -165,7 +165,9 @@ async fn real_answers_match_the_documented_schemas() {
     let widget = "/api/admin/tenants/{id}/widget-credentials/{keyId}";
     let audit = "/api/admin/tenants/{id}/audit";
     let valid = config("https://mcp.trackshare.example.com/mcp", true);
-    let steps: Vec<(&str, &str, Option<String>, &str, Option<&str>)> = vec![
+    /// Method, documented path, body, query string, another tenant's key.
+    type Step<'a> = (&'a str, &'a str, Option<String>, &'a str, Option<&'a str>);
+    let steps: Vec<Step<'_>> = vec![
         ("get", mcp, None, "", None),
         ("put", mcp, Some(valid.clone()), "", None),
         ("get", mcp, None, "", None),
