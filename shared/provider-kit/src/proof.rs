@@ -1,0 +1,291 @@
+//! Verifying `X-MCP-Confirmation` (A-31 … A-33): the platform's RS256 proof that the
+//! person confirmed exactly this action.
+//!
+//! Order of checks: the header by hand first (exactly `alg: RS256`, `typ:
+//! support-action+jwt`, a `kid` among the installed keys, and no `jku`/`x5u`/`jwk`/`x5c`
+//! or any other field), so that no attacker-chosen algorithm or key ever reaches the
+//! signature check; then the signature, issuer and audience (`jsonwebtoken`, RS256 only);
+//! then the times with the caller's clock; then every binding claim against the action
+//! being executed. Replay is the caller's next step ([`crate::replay`]).
+
+use crate::replay::ReplayGuard;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_domain::proof::{MAX_LIFETIME_SECONDS, PROOF_ALG, PROOF_TYPE, ProofClaims};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use serde_json::Value;
+
+/// Default tolerance for clock differences, in seconds.
+pub const DEFAULT_LEEWAY_SECONDS: i64 = 5;
+
+/// Header fields that would let a token bring its own key: never accepted.
+const EMBEDDED_KEY_FIELDS: [&str; 4] = ["jku", "x5u", "jwk", "x5c"];
+
+/// Why a proof is refused. The variants are for your logs and tests; answer the platform
+/// with a tool error and never execute.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofRejection {
+    /// Not a compact JWS with a JSON header and claims of the expected shape.
+    #[error("the proof is malformed: {0}")]
+    Malformed(&'static str),
+    /// `alg` is not `RS256` (e.g. `none`, `HS256`).
+    #[error("algorithm {0:?} is not accepted; only RS256")]
+    Algorithm(String),
+    /// `typ` is not `support-action+jwt`.
+    #[error("the proof type is not support-action+jwt")]
+    Type,
+    /// `kid` is missing or not an installed key.
+    #[error("the proof's key is not installed here")]
+    UnknownKey,
+    /// The header carries a key or a key location.
+    #[error("the proof header carries {0}; embedded keys are never accepted")]
+    EmbeddedKey(&'static str),
+    /// The signature does not verify with the installed key.
+    #[error("the signature does not verify")]
+    BadSignature,
+    /// `iss` is not the configured issuer.
+    #[error("the issuer is not trusted")]
+    Issuer,
+    /// `aud` is not this provider.
+    #[error("the proof is for another audience")]
+    Audience,
+    /// `exp` has passed.
+    #[error("the proof has expired")]
+    Expired,
+    /// `iat` is in the future.
+    #[error("the proof is not valid yet")]
+    NotYetValid,
+    /// `exp - iat` exceeds 60 s, or `exp <= iat`.
+    #[error("the proof's validity window is not accepted")]
+    Lifetime,
+    /// A claim differs from the action being executed.
+    #[error("claim {0} does not match the action")]
+    Mismatch(&'static str),
+    /// This proof (`jti`) was already consumed.
+    #[error("the proof was already used")]
+    Replayed,
+    /// The replay guard could not record it: not executed.
+    #[error("the replay guard is unavailable")]
+    GuardUnavailable,
+}
+
+/// The action a proof must be bound to: the identity headers of the call and the stored
+/// proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedAction<'a> {
+    /// `X-MCP-Tenant-Id` (claim `tenantId`).
+    pub tenant_id: &'a str,
+    /// `X-MCP-User-Id` (claim `sub`).
+    pub user_id: &'a str,
+    /// `X-MCP-Conversation-Id` (claim `conversationId`).
+    pub conversation_id: &'a str,
+    /// The proposal (claim `actionId`).
+    pub action_id: &'a str,
+    /// Its operation.
+    pub operation: &'a str,
+    /// Its stored `argumentsHash`.
+    pub arguments_hash: &'a str,
+    /// Its stored `summaryHash`.
+    pub summary_hash: &'a str,
+}
+
+/// A proof that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedProof {
+    /// Its claims (record `jti`, `messageId` and `presentedMessageId` with the execution).
+    pub claims: ProofClaims,
+}
+
+struct TrustedKey {
+    kid: String,
+    key: DecodingKey,
+}
+
+/// Verifies proofs for one provider: its installed keys, the platform's issuer and its own
+/// audience.
+pub struct Verifier {
+    keys: Vec<TrustedKey>,
+    issuer: String,
+    audience: String,
+    leeway: i64,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field(
+                "kids",
+                &self.keys.iter().map(|k| &k.kid).collect::<Vec<_>>(),
+            )
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+/// The public key PEM could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the public key is not an RSA public key in PEM")]
+pub struct KeyError;
+
+impl Verifier {
+    /// A verifier for `issuer` (the `issuer` shown in the admin page's actionVerification)
+    /// and `audience` (your configured audience, or your `serverUrl`). Install at least one
+    /// key with [`Verifier::with_key`].
+    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        Self {
+            keys: Vec::new(),
+            issuer: issuer.into(),
+            audience: audience.into(),
+            leeway: DEFAULT_LEEWAY_SECONDS,
+        }
+    }
+
+    /// Installs a trusted key: `keyId` and `publicKeyPem` from actionVerification. Keep the
+    /// old key installed during a rotation.
+    pub fn with_key(
+        mut self,
+        kid: impl Into<String>,
+        public_key_pem: &str,
+    ) -> Result<Self, KeyError> {
+        let key = DecodingKey::from_rsa_pem(public_key_pem.as_bytes()).map_err(|_| KeyError)?;
+        self.keys.push(TrustedKey {
+            kid: kid.into(),
+            key,
+        });
+        Ok(self)
+    }
+
+    /// Clock tolerance in seconds (default 5; at most 30).
+    pub fn with_leeway(mut self, seconds: i64) -> Self {
+        self.leeway = seconds.clamp(0, 30);
+        self
+    }
+
+    /// Checks `token` for `expected` at `now` (seconds since the epoch). Does not consume
+    /// it: see [`Verifier::verify_and_consume`].
+    pub fn verify(
+        &self,
+        token: &str,
+        expected: &ExpectedAction<'_>,
+        now: i64,
+    ) -> Result<VerifiedProof, ProofRejection> {
+        let key = self.check_header(token)?;
+        let mut validation = Validation::new(Algorithm::RS256);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["iss", "aud", "sub", "exp"]);
+        // Times are checked below against the caller's clock.
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
+        validation.leeway = 0;
+        let claims = jsonwebtoken::decode::<ProofClaims>(token, key, &validation)
+            .map_err(|e| match e.kind() {
+                ErrorKind::InvalidSignature => ProofRejection::BadSignature,
+                ErrorKind::InvalidIssuer => ProofRejection::Issuer,
+                ErrorKind::InvalidAudience => ProofRejection::Audience,
+                ErrorKind::InvalidAlgorithm => ProofRejection::Algorithm(String::new()),
+                _ => ProofRejection::Malformed("claims"),
+            })?
+            .claims;
+        if claims.exp <= claims.iat || claims.exp - claims.iat > MAX_LIFETIME_SECONDS {
+            return Err(ProofRejection::Lifetime);
+        }
+        if claims.iat > now + self.leeway {
+            return Err(ProofRejection::NotYetValid);
+        }
+        if now > claims.exp + self.leeway {
+            return Err(ProofRejection::Expired);
+        }
+        let bindings: [(&'static str, &str, &str); 7] = [
+            ("tenantId", &claims.tenant_id, expected.tenant_id),
+            ("sub", &claims.sub, expected.user_id),
+            (
+                "conversationId",
+                &claims.conversation_id,
+                expected.conversation_id,
+            ),
+            ("actionId", &claims.action_id, expected.action_id),
+            ("operation", &claims.operation, expected.operation),
+            (
+                "argumentsHash",
+                &claims.arguments_hash,
+                expected.arguments_hash,
+            ),
+            ("summaryHash", &claims.summary_hash, expected.summary_hash),
+        ];
+        for (name, got, want) in bindings {
+            if got != want {
+                return Err(ProofRejection::Mismatch(name));
+            }
+        }
+        if claims.jti.is_empty() {
+            return Err(ProofRejection::Malformed("jti"));
+        }
+        Ok(VerifiedProof { claims })
+    }
+
+    /// [`Verifier::verify`], then consumes the proof's `jti` in `guard`: a second use of
+    /// the same proof is [`ProofRejection::Replayed`]. Execute only after `Ok`.
+    pub async fn verify_and_consume(
+        &self,
+        token: &str,
+        expected: &ExpectedAction<'_>,
+        guard: &dyn ReplayGuard,
+        now: i64,
+    ) -> Result<VerifiedProof, ProofRejection> {
+        let proof = self.verify(token, expected, now)?;
+        match guard
+            .consume(&proof.claims.jti, proof.claims.exp, now)
+            .await
+        {
+            Ok(true) => Ok(proof),
+            Ok(false) => Err(ProofRejection::Replayed),
+            Err(_) => Err(ProofRejection::GuardUnavailable),
+        }
+    }
+
+    /// The header rules; returns the installed key named by `kid`.
+    fn check_header(&self, token: &str) -> Result<&DecodingKey, ProofRejection> {
+        let mut parts = token.split('.');
+        let (Some(header), Some(_), Some(_), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(ProofRejection::Malformed("not a compact JWS"));
+        };
+        let bytes = URL_SAFE_NO_PAD
+            .decode(header)
+            .map_err(|_| ProofRejection::Malformed("header encoding"))?;
+        let Ok(Value::Object(header)) = serde_json::from_slice::<Value>(&bytes) else {
+            return Err(ProofRejection::Malformed("header"));
+        };
+        for field in EMBEDDED_KEY_FIELDS {
+            if header.contains_key(field) {
+                return Err(ProofRejection::EmbeddedKey(field));
+            }
+        }
+        match header.get("alg") {
+            Some(Value::String(a)) if a == PROOF_ALG => {}
+            Some(Value::String(a)) => return Err(ProofRejection::Algorithm(a.clone())),
+            _ => return Err(ProofRejection::Algorithm(String::new())),
+        }
+        if header.get("typ").and_then(Value::as_str) != Some(PROOF_TYPE) {
+            return Err(ProofRejection::Type);
+        }
+        if header
+            .keys()
+            .any(|k| !["alg", "typ", "kid"].contains(&k.as_str()))
+        {
+            return Err(ProofRejection::Malformed("unexpected header field"));
+        }
+        let kid = header
+            .get("kid")
+            .and_then(Value::as_str)
+            .ok_or(ProofRejection::UnknownKey)?;
+        self.keys
+            .iter()
+            .find(|k| k.kid == kid)
+            .map(|k| &k.key)
+            .ok_or(ProofRejection::UnknownKey)
+    }
+}
