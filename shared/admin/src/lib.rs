@@ -4,5 +4,5 @@
 pub mod api;
 pub mod audit;
 pub mod keys;
-pub mod resolve;
+pub use countersign_provider_client::resolve;
 pub mod tenants;

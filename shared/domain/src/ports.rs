@@ -447,6 +447,10 @@ pub enum ProviderError {
     /// No answer in time. For `execute_action` the outcome is unknown.
     #[error("the provider did not answer in time")]
     Timeout,
+    /// The connection closed after the request was sent and before the whole answer came:
+    /// for `execute_action` the outcome is unknown.
+    #[error("the connection to the provider dropped before its answer was complete")]
+    Interrupted,
     /// An HTTP status other than success.
     #[error("the provider answered HTTP {status}")]
     Http {

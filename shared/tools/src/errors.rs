@@ -181,7 +181,7 @@ pub fn from_signer(tool: &str, e: &SignerError) -> ToolError {
 pub fn from_provider(tool: &str, e: &ProviderError) -> ToolError {
     tracing::warn!(tool, cause = %DisplayChain(e), "provider call failed");
     match e {
-        ProviderError::Unreachable(_) | ProviderError::Timeout => ToolError::new(
+        ProviderError::Unreachable(_) | ProviderError::Timeout | ProviderError::Interrupted => ToolError::new(
             code::PROVIDER_UNAVAILABLE,
             "The company's system did not answer.",
         )

@@ -1,6 +1,8 @@
 //! D-5: a provider URL's host must resolve only to public addresses. Checked when an
-//! administrator saves the URL (here) and again at connect time by the provider client,
-//! so that a DNS answer changed in between (rebinding) cannot reach inside.
+//! administrator saves the URL (the admin API calls [`check_public`]) and again at connect
+//! time by the provider client ([`GuardedDns`]: the addresses it checks are the very ones
+//! the connection uses), so that a DNS answer changed in between (rebinding) cannot reach
+//! inside.
 
 use async_trait::async_trait;
 use countersign_domain::config::{ServerUrl, UrlPolicy};
@@ -65,10 +67,16 @@ pub async fn check_public(
             .await
             .map_err(|_| HostError::Unresolvable)?,
     };
+    check_addresses(&addrs, policy)?;
+    Ok(addrs)
+}
+
+/// Every address must be public; the local-stack setting admits `127.0.0.1` only.
+pub fn check_addresses(addrs: &[IpAddr], policy: UrlPolicy) -> Result<(), HostError> {
     if addrs.is_empty() {
         return Err(HostError::Unresolvable);
     }
-    for a in &addrs {
+    for a in addrs {
         if let Some(reason) = ip_internal_reason(*a) {
             let loopback_allowed = policy.allow_loopback_http && *a == IpAddr::from([127, 0, 0, 1]);
             if !loopback_allowed {
@@ -79,7 +87,45 @@ pub async fn check_public(
             }
         }
     }
-    Ok(addrs)
+    Ok(())
+}
+
+/// The provider client's DNS: resolves with the inner [`Resolver`] and hands the HTTP
+/// connector only addresses that pass [`check_addresses`]; otherwise the connection fails
+/// before any byte is sent.
+#[derive(Clone)]
+pub struct GuardedDns {
+    /// The resolver.
+    pub inner: std::sync::Arc<dyn Resolver>,
+    /// The D-5 setting.
+    pub policy: UrlPolicy,
+}
+
+impl std::fmt::Debug for GuardedDns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedDns")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl reqwest::dns::Resolve for GuardedDns {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let this = self.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs = this.inner.resolve(&host, 0).await?;
+            check_addresses(&addrs, this.policy)?;
+            let out: reqwest::dns::Addrs = Box::new(
+                addrs
+                    .into_iter()
+                    .map(|ip| std::net::SocketAddr::new(ip, 0))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            );
+            Ok(out)
+        })
+    }
 }
 
 #[cfg(test)]
