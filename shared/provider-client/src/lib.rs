@@ -62,12 +62,14 @@ impl Default for Settings {
 }
 
 type ToolsKey = (TenantId, u64, String);
+/// A cached `tools/list` answer and when it was fetched.
+type CachedTools = (Instant, Arc<Vec<ProviderTool>>);
 
 /// The [`Provider`] port over HTTP.
 pub struct HttpProvider {
     http: reqwest::Client,
     settings: Settings,
-    tools: Mutex<HashMap<ToolsKey, (Instant, Arc<Vec<ProviderTool>>)>>,
+    tools: Mutex<HashMap<ToolsKey, CachedTools>>,
     needs_session: Mutex<HashSet<String>>,
     next_id: AtomicU64,
 }
@@ -132,7 +134,8 @@ impl HttpProvider {
             .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
             .and_then(|h| h.parse::<std::net::IpAddr>().ok())
         {
-            let loopback_ok = policy.allow_loopback_http && ip == std::net::IpAddr::from([127, 0, 0, 1]);
+            let loopback_ok =
+                policy.allow_loopback_http && ip == std::net::IpAddr::from([127, 0, 0, 1]);
             if ip_internal_reason(ip).is_some() && !loopback_ok {
                 return Err(unreachable("the provider address is not public"));
             }
@@ -190,7 +193,10 @@ impl HttpProvider {
                 ProviderError::Timeout
             } else if e.is_connect() {
                 // Never connected: nothing was sent.
-                unreachable(format!("cannot connect to the provider: {}", wire::chain(&e)))
+                unreachable(format!(
+                    "cannot connect to the provider: {}",
+                    wire::chain(&e)
+                ))
             } else {
                 // Sent, then lost: the provider may have acted on it.
                 ProviderError::Interrupted
@@ -258,12 +264,16 @@ impl HttpProvider {
         // session is safe, also for execute_action.
         if session.is_none()
             && matches!(answer.status.as_u16(), 400 | 404)
-            && answer.message.as_ref().is_none_or(|m| m.get("result").is_none())
+            && answer
+                .message
+                .as_ref()
+                .is_none_or(|m| m.get("result").is_none())
         {
             self.remember_session_needed(&key);
             session = self.initialize(ctx, &url).await?;
             let id = self.id();
-            let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params_of(&body)});
+            let body =
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params_of(&body)});
             answer = self
                 .post(ctx, &url, &body, session.as_deref(), confirmation, Some(id))
                 .await?;

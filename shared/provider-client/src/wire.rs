@@ -199,7 +199,9 @@ mod tests {
     fn results_and_errors() {
         assert!(result_of(Some(serde_json::json!({"id": 1, "result": {}}))).is_ok());
         assert!(matches!(
-            result_of(Some(serde_json::json!({"id": 1, "error": {"code": -32602}}))),
+            result_of(Some(
+                serde_json::json!({"id": 1, "error": {"code": -32602}})
+            )),
             Err(ProviderError::Protocol { code: -32602 })
         ));
         assert!(matches!(result_of(None), Err(ProviderError::Malformed(_))));

@@ -181,12 +181,14 @@ pub fn from_signer(tool: &str, e: &SignerError) -> ToolError {
 pub fn from_provider(tool: &str, e: &ProviderError) -> ToolError {
     tracing::warn!(tool, cause = %DisplayChain(e), "provider call failed");
     match e {
-        ProviderError::Unreachable(_) | ProviderError::Timeout | ProviderError::Interrupted => ToolError::new(
-            code::PROVIDER_UNAVAILABLE,
-            "The company's system did not answer.",
-        )
-        .retryable(true)
-        .hint("Retry once; if it fails again, tell the user the system is unavailable."),
+        ProviderError::Unreachable(_) | ProviderError::Timeout | ProviderError::Interrupted => {
+            ToolError::new(
+                code::PROVIDER_UNAVAILABLE,
+                "The company's system did not answer.",
+            )
+            .retryable(true)
+            .hint("Retry once; if it fails again, tell the user the system is unavailable.")
+        }
         ProviderError::Http { status } => ToolError::new(
             code::PROVIDER_UNAVAILABLE,
             "The company's system answered with an error.",

@@ -1,0 +1,309 @@
+//! The provider's duties in the actions protocol (seed §2–§5), for the one operation
+//! `reassign_session_car`:
+//!
+//! - one pending proposal per tenant/person/conversation: preparing another cancels the
+//!   previous one in the same critical section;
+//! - action ids are ULIDs, never reused; preparation changes no business data;
+//! - execution re-checks account, permission, ownership and the session's state in one
+//!   critical section with the write (`conflict` when anything changed), after the proof
+//!   was verified with the provider kit and consumed once;
+//! - a repeated execute answers the recorded result and never writes twice.
+//!
+//! The store's mutex is the "same lock for prepare and execute" of the contract.
+
+use crate::data::Data;
+use crate::tools::{error, ok};
+use countersign_provider_kit::{
+    ActionStatus, Identity, PrepareAnswer, StatusAnswer, arguments_hash,
+};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use time::OffsetDateTime;
+
+/// The one operation.
+pub const OPERATION: &str = "reassign_session_car";
+
+/// A proposal as the provider keeps it.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    /// Id.
+    pub action_id: String,
+    /// Whose.
+    pub identity: Identity,
+    /// The session to move.
+    pub session_id: String,
+    /// Its car when prepared (state re-checked at execution).
+    pub from_car: String,
+    /// The target car.
+    pub to_car: String,
+    /// Hash of the persisted arguments.
+    pub arguments_hash: String,
+    /// Hash of the summary.
+    pub summary_hash: String,
+    /// Expiry.
+    pub expires_at: OffsetDateTime,
+    /// Current status.
+    pub status: ActionStatus,
+    /// Result message, once terminal.
+    pub message: Option<String>,
+}
+
+/// Counters the tests read (`GET /_demo/stats`).
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    /// `tools/list` requests answered.
+    pub tool_lists: u64,
+    /// `prepare_action` calls answered with a proposal.
+    pub prepared: u64,
+    /// `execute_action` calls received.
+    pub execute_calls: u64,
+    /// Writes actually made through `execute_action`.
+    pub executions: u64,
+    /// Proofs refused (any reason, replay included).
+    pub proof_refusals: u64,
+    /// Proofs refused as replays.
+    pub replays: u64,
+    /// Calls of the direct-write tool (the platform must never make one).
+    pub direct_writes: u64,
+}
+
+/// Everything behind the lock.
+#[derive(Debug, Default)]
+pub struct Store {
+    /// Business data.
+    pub data: Data,
+    /// Proposals by action id (kept: ids are never reused).
+    pub proposals: HashMap<String, Proposal>,
+    /// Counters.
+    pub stats: Stats,
+}
+
+/// What the proof must be bound to, copied out of the lock.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// Operation.
+    pub operation: String,
+    /// Hash.
+    pub arguments_hash: String,
+    /// Hash.
+    pub summary_hash: String,
+}
+
+fn args_str<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+impl Store {
+    fn user_ok(&self, who: &Identity) -> Result<&crate::data::User, Value> {
+        self.data
+            .users
+            .get(&who.user_id)
+            .ok_or_else(|| error("unknown user"))
+    }
+
+    /// Marks a pending proposal past its expiry as expired.
+    fn refresh(&mut self, action_id: &str, now: OffsetDateTime) {
+        if let Some(p) = self.proposals.get_mut(action_id)
+            && p.status == ActionStatus::PendingConfirmation
+            && now >= p.expires_at
+        {
+            p.status = ActionStatus::Expired;
+        }
+    }
+
+    /// `prepare_action {operation, arguments}`.
+    pub fn prepare(
+        &mut self,
+        who: &Identity,
+        args: &Value,
+        now: OffsetDateTime,
+        ttl: time::Duration,
+    ) -> Value {
+        if args_str(args, "operation") != Some(OPERATION) {
+            return error("unknown operation: this server prepares only reassign_session_car");
+        }
+        let Some(arguments) = args.get("arguments").filter(|a| a.is_object()) else {
+            return error("arguments must be an object {sessionId, carId}");
+        };
+        let user = match self.user_ok(who) {
+            Ok(u) => u,
+            Err(e) => return e,
+        };
+        let (Some(session_id), Some(car_id)) = (
+            args_str(arguments, "sessionId"),
+            args_str(arguments, "carId"),
+        ) else {
+            return error("arguments need sessionId and carId");
+        };
+        if arguments.as_object().is_some_and(|o| o.len() != 2) {
+            return error("arguments take only sessionId and carId");
+        }
+        let Some(session) = user.session(session_id) else {
+            return error("session not found");
+        };
+        let Some(target) = user.car(car_id) else {
+            return error("car not found");
+        };
+        if session.car_id == car_id {
+            return error("the session is already recorded under that car");
+        }
+        let from_name = user
+            .car(&session.car_id)
+            .map_or("(unknown car)", |c| c.name);
+        let summary = format!(
+            "Move the session at {} on {} ({} laps) from your car \"{}\" to your car \"{}\". Its lap times will then count for \"{}\".",
+            session.track,
+            session.date,
+            session.laps_ms.len(),
+            from_name,
+            target.name,
+            target.name
+        );
+        let persisted = json!({"sessionId": session_id, "carId": car_id});
+        let from_car = session.car_id.clone();
+        let action_id = format!("act_{}", ulid::Ulid::new());
+        let answer =
+            match PrepareAnswer::new(&action_id, OPERATION, summary, &persisted, now, now + ttl) {
+                Ok(a) => a,
+                Err(_) => return error("cannot prepare: invalid expiry"),
+            };
+        // One pending proposal per tenant/person/conversation: the previous one is
+        // cancelled in the same critical section as the new one is recorded.
+        for p in self.proposals.values_mut() {
+            if p.identity == *who && p.status == ActionStatus::PendingConfirmation {
+                p.status = ActionStatus::Cancelled;
+                p.message = Some("Replaced by a newer proposal.".into());
+            }
+        }
+        self.proposals.insert(
+            action_id.clone(),
+            Proposal {
+                action_id,
+                identity: who.clone(),
+                session_id: session_id.to_owned(),
+                from_car,
+                to_car: car_id.to_owned(),
+                arguments_hash: arguments_hash(&persisted),
+                summary_hash: answer.summary_hash.clone(),
+                expires_at: now + ttl,
+                status: ActionStatus::PendingConfirmation,
+                message: None,
+            },
+        );
+        self.stats.prepared += 1;
+        answer.to_call_tool_result()
+    }
+
+    /// The proposal's binding for proof verification, if it is this person's.
+    pub fn binding(&mut self, who: &Identity, action_id: &str) -> Option<Binding> {
+        self.stats.execute_calls += 1;
+        let p = self
+            .proposals
+            .get(action_id)
+            .filter(|p| p.identity == *who)?;
+        Some(Binding {
+            operation: OPERATION.into(),
+            arguments_hash: p.arguments_hash.clone(),
+            summary_hash: p.summary_hash.clone(),
+        })
+    }
+
+    /// Execution after a verified, consumed proof: re-check and write in one step.
+    pub fn execute(&mut self, who: &Identity, action_id: &str, now: OffsetDateTime) -> Value {
+        self.refresh(action_id, now);
+        let Some(p) = self
+            .proposals
+            .get(action_id)
+            .filter(|p| p.identity == *who)
+            .cloned()
+        else {
+            return error("no such action");
+        };
+        if p.status != ActionStatus::PendingConfirmation {
+            // Repeated execute, superseded or expired: the recorded status, no write.
+            return StatusAnswer::new(&p.action_id, p.status, p.message.clone())
+                .to_call_tool_result();
+        }
+        let (status, message) = match self.recheck(&p) {
+            Err(why) => (ActionStatus::Conflict, why.to_owned()),
+            Ok(()) => {
+                if let Some(s) = self
+                    .data
+                    .users
+                    .get_mut(&who.user_id)
+                    .and_then(|u| u.sessions.iter_mut().find(|s| s.id == p.session_id))
+                {
+                    s.car_id = p.to_car.clone();
+                }
+                self.stats.executions += 1;
+                (
+                    ActionStatus::Completed,
+                    "The session was moved to the new car.".to_owned(),
+                )
+            }
+        };
+        if let Some(stored) = self.proposals.get_mut(action_id) {
+            stored.status = status;
+            stored.message = Some(message.clone());
+        }
+        StatusAnswer::new(action_id, status, Some(message)).to_call_tool_result()
+    }
+
+    /// Account, permission, ownership and state, as they are now.
+    fn recheck(&self, p: &Proposal) -> Result<(), &'static str> {
+        let user = self
+            .data
+            .users
+            .get(&p.identity.user_id)
+            .ok_or("The account no longer exists.")?;
+        if user.blocked {
+            return Err("Not done: the account is blocked.");
+        }
+        if !user.can_reassign {
+            return Err("Not done: the account may no longer move sessions between cars.");
+        }
+        let session = user
+            .session(&p.session_id)
+            .ok_or("Not done: the session no longer belongs to the account.")?;
+        if user.car(&p.to_car).is_none() {
+            return Err("Not done: the target car no longer belongs to the account.");
+        }
+        if session.car_id != p.from_car {
+            return Err("Not done: the session changed since the proposal was prepared.");
+        }
+        Ok(())
+    }
+
+    /// `get_action_status {actionId}`.
+    pub fn status(&mut self, who: &Identity, action_id: &str, now: OffsetDateTime) -> Value {
+        self.refresh(action_id, now);
+        match self.proposals.get(action_id).filter(|p| p.identity == *who) {
+            Some(p) => {
+                StatusAnswer::new(&p.action_id, p.status, p.message.clone()).to_call_tool_result()
+            }
+            None => error("no such action"),
+        }
+    }
+
+    /// The direct write (present, never to be allowlisted).
+    pub fn direct_write(&mut self, who: &Identity, args: &Value) -> Value {
+        self.stats.direct_writes += 1;
+        let (Some(sid), Some(cid)) = (args_str(args, "sessionId"), args_str(args, "carId")) else {
+            return error("arguments need sessionId and carId");
+        };
+        let Some(user) = self.data.users.get_mut(&who.user_id) else {
+            return error("unknown user");
+        };
+        if user.car(cid).is_none() {
+            return error("car not found");
+        }
+        match user.sessions.iter_mut().find(|s| s.id == sid) {
+            Some(s) => {
+                s.car_id = cid.to_owned();
+                ok(json!({"sessionId": sid, "carId": cid}))
+            }
+            None => error("session not found"),
+        }
+    }
+}

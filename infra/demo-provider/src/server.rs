@@ -1,0 +1,451 @@
+//! The HTTP side: rmcp's Streamable HTTP service, the bearer-token check, the fault
+//! switches, and the test/control endpoints.
+
+use crate::DemoConfig;
+use crate::actions::Store;
+use crate::tools::{self, error};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use countersign_provider_kit::proof::ProofRejection;
+use countersign_provider_kit::{ExpectedAction, Identity, InMemoryReplayGuard, Verifier, headers};
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use time::OffsetDateTime;
+
+/// Fault switches (tests and demos).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Faults {
+    /// Delay before answering every `tools/call`, in milliseconds.
+    pub delay_ms: u64,
+    /// Execute, then drop the connection instead of answering `execute_action`.
+    pub drop_after_execute: bool,
+    /// Answer every `tools/call` with bytes that are not JSON-RPC.
+    pub garbage: bool,
+}
+
+/// The running demo: its state, shared with the HTTP handlers.
+#[derive(Debug)]
+pub struct Demo {
+    config: DemoConfig,
+    /// Data, proposals and counters, behind the one lock.
+    pub store: Mutex<Store>,
+    /// Fault switches.
+    pub faults: Mutex<Faults>,
+    keys: Mutex<Vec<(String, String)>>,
+    guard: InMemoryReplayGuard,
+    /// The identity and auth headers of the last `tools/call` (test evidence for A-11).
+    pub last_call: Mutex<Option<Value>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Demo {
+    fn verifier(&self) -> Option<Verifier> {
+        let keys = lock(&self.keys).clone();
+        if keys.is_empty() {
+            return None;
+        }
+        let mut v = Verifier::new(&self.config.issuer, &self.config.audience);
+        for (kid, pem) in keys {
+            v = v.with_key(kid, &pem).ok()?;
+        }
+        Some(v)
+    }
+
+    /// Installs a verification key (e.g. actionVerification from the admin API).
+    pub fn install_key(&self, kid: &str, pem: &str) -> bool {
+        if Verifier::new("i", "a").with_key(kid, pem).is_err() {
+            return false;
+        }
+        let mut keys = lock(&self.keys);
+        keys.retain(|(k, _)| k != kid);
+        keys.push((kid.to_owned(), pem.to_owned()));
+        true
+    }
+
+    /// Counters and the last call, as JSON.
+    pub fn stats(&self) -> Value {
+        json!({"stats": lock(&self.store).stats, "lastCall": *lock(&self.last_call)})
+    }
+
+    async fn execute(&self, who: &Identity, args: &Value, hdrs: &http::HeaderMap) -> Value {
+        let Some(action_id) = args.get("actionId").and_then(Value::as_str) else {
+            return error("actionId is required");
+        };
+        let Some(binding) = lock(&self.store).binding(who, action_id) else {
+            return error("no such action");
+        };
+        let refuse = |replay: bool| {
+            let mut store = lock(&self.store);
+            store.stats.proof_refusals += 1;
+            if replay {
+                store.stats.replays += 1;
+            }
+        };
+        let Ok(token) = headers::confirmation(hdrs) else {
+            refuse(false);
+            return error("a confirmation proof is required");
+        };
+        let Some(verifier) = self.verifier() else {
+            refuse(false);
+            return error("no verification key is installed");
+        };
+        let expected = ExpectedAction {
+            tenant_id: &who.tenant_id,
+            user_id: &who.user_id,
+            conversation_id: &who.conversation_id,
+            action_id,
+            operation: &binding.operation,
+            arguments_hash: &binding.arguments_hash,
+            summary_hash: &binding.summary_hash,
+        };
+        let now = OffsetDateTime::now_utc();
+        match verifier
+            .verify_and_consume(&token, &expected, &self.guard, now.unix_timestamp())
+            .await
+        {
+            Ok(_) => lock(&self.store).execute(who, action_id, now),
+            Err(e) => {
+                refuse(e == ProofRejection::Replayed);
+                tracing::info!(reason = %e, "confirmation refused");
+                error(&format!("the confirmation was refused: {e}"))
+            }
+        }
+    }
+
+    async fn call(&self, name: &str, args: &Value, hdrs: &http::HeaderMap) -> Option<Value> {
+        let who = match Identity::from_headers(hdrs) {
+            Ok(w) => w,
+            Err(e) => return Some(error(&e.to_string())),
+        };
+        *lock(&self.last_call) = Some(json!({
+            "tool": name,
+            "tenantId": who.tenant_id, "userId": who.user_id, "conversationId": who.conversation_id,
+            "confirmation": hdrs.contains_key(headers::CONFIRMATION),
+            "protocolVersion": hdrs.get("mcp-protocol-version").and_then(|v| v.to_str().ok()),
+        }));
+        if self
+            .config
+            .tenant_id
+            .as_ref()
+            .is_some_and(|t| *t != who.tenant_id)
+        {
+            return Some(error("unknown tenant"));
+        }
+        let now = OffsetDateTime::now_utc();
+        let ttl = time::Duration::try_from(self.config.proposal_ttl)
+            .unwrap_or(time::Duration::minutes(4));
+        Some(match name {
+            "prepare_action" => lock(&self.store).prepare(&who, args, now, ttl),
+            "execute_action" => self.execute(&who, args, hdrs).await,
+            "get_action_status" => match args.get("actionId").and_then(Value::as_str) {
+                Some(id) => lock(&self.store).status(&who, id, now),
+                None => error("actionId is required"),
+            },
+            tools::DIRECT_WRITE => lock(&self.store).direct_write(&who, args),
+            _ => {
+                let store = lock(&self.store);
+                let Some(user) = store.data.users.get(&who.user_id) else {
+                    return Some(error("unknown user"));
+                };
+                return tools::consult(&store.data, user, name, args);
+            }
+        })
+    }
+}
+
+#[derive(Clone)]
+struct Handler(Arc<Demo>);
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "trackshare-demo",
+                env!("CARGO_PKG_VERSION"),
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        lock(&self.0.store).stats.tool_lists += 1;
+        let tools = tools::catalog()
+            .into_iter()
+            .map(serde_json::from_value::<Tool>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| McpError::internal_error(format!("catalog: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let empty = http::HeaderMap::new();
+        let hdrs = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .map_or(&empty, |p| &p.headers);
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let raw = self
+            .0
+            .call(&request.name, &args, hdrs)
+            .await
+            .ok_or_else(|| {
+                McpError::invalid_params(format!("unknown tool: {}", request.name), None)
+            })?;
+        let result: CallToolResult = serde_json::from_value(raw)
+            .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+fn bearer_ok(demo: &Demo, req: &Request) -> bool {
+    req.headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| t == demo.config.service_token)
+}
+
+async fn authenticate(State(demo): State<Arc<Demo>>, req: Request, next: Next) -> Response {
+    if !bearer_ok(&demo, &req) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "a valid service token is required"})),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// The tool a JSON-RPC body calls, if it is a `tools/call`.
+fn called_tool(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    (v.get("method")?.as_str()? == "tools/call")
+        .then(|| v.pointer("/params/name")?.as_str().map(str::to_owned))
+        .flatten()
+}
+
+async fn apply_faults(State(demo): State<Arc<Demo>>, req: Request, next: Next) -> Response {
+    let faults = *lock(&demo.faults);
+    if faults == Faults::default() {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let tool = called_tool(&bytes);
+    let req = Request::from_parts(parts, Body::from(bytes));
+    let Some(tool) = tool else {
+        return next.run(req).await;
+    };
+    if faults.delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(faults.delay_ms)).await;
+    }
+    if faults.garbage {
+        return (
+            StatusCode::OK,
+            [("content-type", "application/json")],
+            "{\"jsonrpc\": \"2.0\", garbage",
+        )
+            .into_response();
+    }
+    if faults.drop_after_execute && tool == "execute_action" {
+        // Let the execution finish completely, then break the connection mid-answer.
+        let response = next.run(req).await;
+        let _ = axum::body::to_bytes(response.into_body(), 1 << 20).await;
+        let broken = futures::stream::once(async {
+            Err::<Bytes, std::io::Error>(std::io::Error::other(
+                "connection dropped by fault switch",
+            ))
+        });
+        return Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/json")
+            .body(Body::from_stream(broken))
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+    }
+    next.run(req).await
+}
+
+async fn stats(State(demo): State<Arc<Demo>>) -> Response {
+    axum::Json(demo.stats()).into_response()
+}
+
+/// `POST /_demo/keys {kid, publicKeyPem}`.
+async fn keys(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
+    match (
+        body.get("kid").and_then(Value::as_str),
+        body.get("publicKeyPem").and_then(Value::as_str),
+    ) {
+        (Some(kid), Some(pem)) if demo.install_key(kid, pem) => {
+            StatusCode::NO_CONTENT.into_response()
+        }
+        _ => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "kid and an RSA publicKeyPem are required"})),
+        )
+            .into_response(),
+    }
+}
+
+/// `POST /_demo/control {fault, …}`: `delay {ms}`, `drop_after_execute {on}`, `garbage
+/// {on}`, `revoke_permission {user}`, `block_account {user}`, `change_session_car
+/// {session}`, `reset`.
+async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
+    let on = body.get("on").and_then(Value::as_bool).unwrap_or(true);
+    let user = body
+        .get("user")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let done = match body
+        .get("fault")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "delay" => {
+            lock(&demo.faults).delay_ms = body.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            true
+        }
+        "drop_after_execute" => {
+            lock(&demo.faults).drop_after_execute = on;
+            true
+        }
+        "garbage" => {
+            lock(&demo.faults).garbage = on;
+            true
+        }
+        "reset" => {
+            *lock(&demo.faults) = Faults::default();
+            true
+        }
+        "revoke_permission" => lock(&demo.store)
+            .data
+            .users
+            .get_mut(&user)
+            .map(|u| u.can_reassign = false)
+            .is_some(),
+        "block_account" => lock(&demo.store)
+            .data
+            .users
+            .get_mut(&user)
+            .map(|u| u.blocked = true)
+            .is_some(),
+        "change_session_car" => {
+            let session = body
+                .get("session")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let mut store = lock(&demo.store);
+            store.data.users.values_mut().any(|u| {
+                let spare = u.cars.iter().map(|c| c.id).collect::<Vec<_>>();
+                match u.sessions.iter_mut().find(|s| s.id == session) {
+                    Some(s) => {
+                        // Move it to a car it is not on: the state differs from preparation.
+                        if let Some(other) = spare.iter().rev().find(|c| **c != s.car_id) {
+                            s.car_id = (*other).to_owned();
+                        }
+                        true
+                    }
+                    None => false,
+                }
+            })
+        }
+        _ => false,
+    };
+    if done {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "unknown fault or target"})),
+        )
+            .into_response()
+    }
+}
+
+/// The router and its shared state.
+pub fn router(config: DemoConfig) -> (axum::Router, Arc<Demo>) {
+    let demo = Arc::new(Demo {
+        keys: Mutex::new(config.keys.clone()),
+        config,
+        store: Mutex::new(Store::default()),
+        faults: Mutex::new(Faults::default()),
+        guard: InMemoryReplayGuard::default(),
+        last_call: Mutex::new(None),
+    });
+    let handler = Handler(demo.clone());
+    let mcp = if demo.config.session_mode {
+        let cfg = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(true)
+            .with_json_response(false)
+            .with_sse_keep_alive(None);
+        axum::Router::new().nest_service(
+            "/mcp",
+            StreamableHttpService::new(
+                move || Ok(handler.clone()),
+                Arc::new(LocalSessionManager::default()),
+                cfg,
+            ),
+        )
+    } else {
+        let cfg = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true);
+        axum::Router::new().nest_service(
+            "/mcp",
+            StreamableHttpService::new(
+                move || Ok(handler.clone()),
+                Arc::new(NeverSessionManager::default()),
+                cfg,
+            ),
+        )
+    };
+    let app = mcp
+        .layer(middleware::from_fn_with_state(demo.clone(), apply_faults))
+        .route("/_demo/stats", axum::routing::get(stats))
+        .route("/_demo/control", axum::routing::post(control))
+        .route("/_demo/keys", axum::routing::post(keys))
+        .with_state(demo.clone())
+        .layer(middleware::from_fn_with_state(demo.clone(), authenticate));
+    (app, demo)
+}
+
+/// Serves on `addr` (use port 0 for a free one) in a background task.
+pub async fn spawn(
+    config: DemoConfig,
+    addr: SocketAddr,
+) -> std::io::Result<(SocketAddr, Arc<Demo>)> {
+    let (app, demo) = router(config);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "demo provider stopped");
+        }
+    });
+    Ok((bound, demo))
+}
