@@ -53,9 +53,17 @@ async fn main() -> anyhow::Result<()> {
             .filter(|h| !h.is_empty())
             .map(str::to_owned)
             .collect(),
-        // The HTTP provider client arrives with the provider issue; until then the gateway
-        // serves the built-in tools only.
-        provider: None,
+        // Tenants' MCP servers, for proxied consultations (G-6). D-5 applies at connect
+        // time; COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 (local stack only) admits 127.0.0.1.
+        provider: Some(Arc::new(countersign_provider_client::HttpProvider::new(
+            countersign_provider_client::Settings {
+                url_policy: countersign_domain::config::UrlPolicy {
+                    allow_loopback_http: std::env::var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")
+                        .is_ok_and(|v| v == "1"),
+                },
+                ..countersign_provider_client::Settings::default()
+            },
+        )?)),
         secrets,
     };
     // G-8: metrics leave as CloudWatch Embedded Metric Format lines on stdout, flushed
