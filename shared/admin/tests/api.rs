@@ -279,7 +279,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         status: CaseStatus::Open,
         created_at: SystemClock.now(),
     };
-    env.store.create_case(&case).await.unwrap();
+    env.store.create_case(&case, Language::En).await.unwrap();
     let summary = "Move session 4812 to car GR86.";
     let presented = ids.message_id();
     let p = Proposal {

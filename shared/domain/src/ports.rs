@@ -150,8 +150,9 @@ pub struct ConfirmWrite {
 /// tenant behaves as absent.
 #[async_trait]
 pub trait ConversationStore: Send + Sync {
-    /// Creates an open case.
-    async fn create_case(&self, case: &Case) -> Result<(), StoreError>;
+    /// Creates an open case whose fixed texts use `language` (the tenant's, copied so that
+    /// one query serves every decision).
+    async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError>;
 
     /// One read: the case, its active proposal and the tenant's language. `None` when the
     /// case does not exist in this tenant.
@@ -314,6 +315,12 @@ pub trait TenantStore: Send + Sync {
         key: &WidgetKey,
         audit: &AuditEntry,
     ) -> Result<(), StoreError>;
+    /// One widget credential, if it exists (not revoked).
+    async fn get_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<Option<WidgetKey>, StoreError>;
     /// The tenant's widget credentials, oldest first.
     async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError>;
     /// Revokes a widget credential: from then on its tokens fail (D-2). `Conflict` when it

@@ -31,7 +31,11 @@ fn unavailable() -> StoreError {
 
 #[async_trait]
 impl ConversationStore for Fake {
-    async fn create_case(&self, _: &Case) -> Result<(), StoreError> {
+    async fn create_case(
+        &self,
+        _: &Case,
+        _: countersign_domain::texts::Language,
+    ) -> Result<(), StoreError> {
         Err(unavailable())
     }
     async fn load(&self, _: &TenantId, _: &CaseId) -> Result<Option<ConversationView>, StoreError> {
@@ -118,6 +122,13 @@ impl TenantStore for Fake {
         _: &countersign_domain::ports::WidgetKey,
         _: &AuditEntry,
     ) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn get_widget_key(
+        &self,
+        _: &TenantId,
+        _: &countersign_domain::ids::WidgetKeyId,
+    ) -> Result<Option<countersign_domain::ports::WidgetKey>, StoreError> {
         Err(unavailable())
     }
     async fn list_widget_keys(

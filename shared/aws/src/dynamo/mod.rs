@@ -291,9 +291,22 @@ impl DynamoStore {
 
 #[async_trait]
 impl ConversationStore for DynamoStore {
-    async fn create_case(&self, case: &Case) -> Result<(), StoreError> {
-        self.create_case_with_language(case, Language::default())
+    async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
+        let mut item = case_item(case, language);
+        if case.status == CaseStatus::Open
+            && let Some(t) = self.retention_ttl()
+        {
+            item.insert(TTL.into(), t);
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
             .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 
     async fn load(
@@ -706,30 +719,6 @@ impl ConversationStore for DynamoStore {
 }
 
 impl DynamoStore {
-    /// Creates an open case whose fixed texts use `language` (copied from the tenant so
-    /// that one Query serves every decision).
-    pub async fn create_case_with_language(
-        &self,
-        case: &Case,
-        language: Language,
-    ) -> Result<(), StoreError> {
-        let mut item = case_item(case, language);
-        if case.status == CaseStatus::Open
-            && let Some(t) = self.retention_ttl()
-        {
-            item.insert(TTL.into(), t);
-        }
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
-    }
-
     /// The raw TTL of a conversation's case item and of a proposal (tests of P-3).
     pub async fn retention_of(
         &self,

@@ -283,6 +283,23 @@ impl TenantStore for DynamoStore {
         }
     }
 
+    async fn get_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<Option<WidgetKey>, StoreError> {
+        self.get(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{id}"))
+            .await?
+            .map(|i| {
+                Ok(WidgetKey {
+                    id: WidgetKeyId::parse(get_s(&i, "key_id")?).map_err(|_| corrupt("key_id"))?,
+                    created_at: Timestamp::parse_utc(get_s(&i, "created_at")?)
+                        .map_err(|_| corrupt("created_at"))?,
+                })
+            })
+            .transpose()
+    }
+
     async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError> {
         let query = self
             .client
