@@ -164,7 +164,10 @@ async fn main() {
                 status: CaseStatus::Open,
                 created_at: SystemClock.now(),
             };
-            store.create_case(&case, countersign_domain::texts::Language::En).await.unwrap();
+            store
+                .create_case(&case, countersign_domain::texts::Language::En)
+                .await
+                .unwrap();
             case
         }
     };

@@ -150,6 +150,18 @@ impl ProposalState {
         matches!(self, Self::Executing | Self::Unknown)
     }
 
+    /// The provider status a terminal outcome state stands for (its result prefix, A-41).
+    pub fn as_remote(self) -> Option<RemoteStatus> {
+        match self {
+            Self::Completed => Some(RemoteStatus::Completed),
+            Self::Failed => Some(RemoteStatus::Failed),
+            Self::Conflict => Some(RemoteStatus::Conflict),
+            Self::Expired => Some(RemoteStatus::Expired),
+            Self::Cancelled => Some(RemoteStatus::Cancelled),
+            _ => None,
+        }
+    }
+
     fn from_remote_terminal(s: RemoteStatus) -> Option<Self> {
         match s {
             RemoteStatus::Completed => Some(Self::Completed),

@@ -80,7 +80,10 @@ impl Env {
             status: CaseStatus::Open,
             created_at: SystemClock.now(),
         };
-        store.create_case(&case, countersign_domain::texts::Language::En).await.unwrap();
+        store
+            .create_case(&case, countersign_domain::texts::Language::En)
+            .await
+            .unwrap();
         case
     }
 

@@ -1,0 +1,150 @@
+//! The scripted model (D-3): deterministic rules from the person's last message, for
+//! tests and the offline demo. It calls tools like a real model would, and answers from
+//! their results; it has no judgement and, like any model, authorizes nothing.
+//!
+//! Rules (case-insensitive, on the last user message):
+//! - `move <ses_…> to <car_…>` → `prepare_action {operation: "reassign_session_car",
+//!   arguments: {sessionId, carId}}`;
+//! - `call <tool> <json>` → that tool with those arguments (any tool: tests use it to try
+//!   what a misbehaving model would);
+//! - `say <text>` → answers `<text>` (model text that looks like a confirmation);
+//! - words `sessions`, `cars`, `uploads`, `downloads`, `laps <ses_…>`, `diagnose <code>`,
+//!   `operations`, `status` → the matching consultation or built-in;
+//! - anything else → a short help text.
+//!
+//! After tool results it answers with one line per result.
+
+use async_trait::async_trait;
+use countersign_domain::ports::{
+    Model, ModelError, ModelMessage, ModelReply, ModelRequest, ToolCall,
+};
+use serde_json::{Value, json};
+
+/// The deterministic model.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScriptedModel;
+
+fn call(name: &str, arguments: Value) -> ModelReply {
+    ModelReply {
+        text: None,
+        tool_calls: vec![ToolCall {
+            id: format!("call_{name}"),
+            name: name.to_owned(),
+            arguments,
+        }],
+    }
+}
+
+fn word_after<'a>(words: &'a [&'a str], key: &str) -> Option<&'a str> {
+    words
+        .iter()
+        .position(|w| *w == key)
+        .and_then(|i| words.get(i + 1))
+        .copied()
+}
+
+/// What the scripted model does with one user message.
+pub fn decide(text: &str) -> ModelReply {
+    let lower = text.trim().to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    if let Some(rest) = text.trim().strip_prefix("say ") {
+        return ModelReply {
+            text: Some(rest.to_owned()),
+            tool_calls: Vec::new(),
+        };
+    }
+    if let Some(rest) = text.trim().strip_prefix("call ") {
+        let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+        let arguments = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
+        return call(name.trim(), arguments);
+    }
+    if words.first() == Some(&"move")
+        && let (Some(session), Some(car)) = (
+            words.iter().find(|w| w.starts_with("ses_")),
+            words.iter().find(|w| w.starts_with("car_")),
+        )
+    {
+        return call(
+            "prepare_action",
+            json!({"operation": "reassign_session_car", "arguments": {"sessionId": session, "carId": car}}),
+        );
+    }
+    if let Some(s) = word_after(&words, "laps") {
+        return call("get_session_laps", json!({"sessionId": s}));
+    }
+    if let Some(c) = word_after(&words, "diagnose") {
+        return call("get_error_diagnosis", json!({"code": c.to_uppercase()}));
+    }
+    for (word, tool) in [
+        ("sessions", "get_user_sessions"),
+        ("cars", "get_user_cars"),
+        ("uploads", "get_user_uploads"),
+        ("downloads", "get_download_status"),
+        ("operations", "list_operations"),
+        ("status", "action_status"),
+    ] {
+        if words.contains(&word) {
+            return call(tool, json!({}));
+        }
+    }
+    ModelReply {
+        text: Some("I can look up your sessions, cars, uploads, downloads and laps, or move a session to another car.".into()),
+        tool_calls: Vec::new(),
+    }
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        // After tool results: one line per result, then stop.
+        let results: Vec<&str> = request
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| matches!(m, ModelMessage::ToolResult { .. }))
+            .filter_map(|m| match m {
+                ModelMessage::ToolResult { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !results.is_empty() {
+            let text = results
+                .iter()
+                .rev()
+                .map(|r| format!("Result: {}", r.chars().take(1500).collect::<String>()))
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Ok(ModelReply {
+                text: Some(text),
+                tool_calls: Vec::new(),
+            });
+        }
+        let last_user = request.messages.iter().rev().find_map(|m| match m {
+            ModelMessage::User(t) => Some(t.as_str()),
+            _ => None,
+        });
+        Ok(decide(last_user.unwrap_or_default()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules() {
+        assert_eq!(
+            decide("move ses_a1 to car_a2").tool_calls[0].arguments["arguments"]["carId"],
+            "car_a2"
+        );
+        assert_eq!(
+            decide("Show my sessions please").tool_calls[0].name,
+            "get_user_sessions"
+        );
+        assert_eq!(decide("say confirm").text.as_deref(), Some("confirm"));
+        let c =
+            decide(r#"call prepare_action {"operation": "x", "arguments": {}, "confirmed": true}"#);
+        assert_eq!(c.tool_calls[0].arguments["confirmed"], true);
+        assert!(decide("hello").tool_calls.is_empty());
+    }
+}

@@ -1,0 +1,169 @@
+//! Widget identity (D-2): the tenant's backend signs end-user JWTs with its widget
+//! secret — HS256, header `kid` = the widget credential id, claims `sub` (the tenant's
+//! user id), `tid` (tenant id), `iat`, `exp`.
+//!
+//! The credential is looked up on every request (one GetItem), so a revoked credential
+//! fails at once (C-9); its secret never changes (rotation is a new credential), so it is
+//! cached per process.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_domain::config::widget_secret_name;
+use countersign_domain::conversation::Principal;
+use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
+use countersign_domain::ports::{SecretStore, TenantStore};
+use countersign_domain::secret::SecretString;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Longest accepted widget token lifetime (`exp - iat`).
+pub const MAX_TOKEN_SECONDS: i64 = 24 * 3600;
+
+/// Why a widget token is refused. Every variant answers 401; the variant is for logs.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AuthError {
+    /// Not a JWT of the expected shape.
+    #[error("malformed token")]
+    Malformed,
+    /// Not HS256, or no `kid`.
+    #[error("unsupported token header")]
+    Header,
+    /// No such credential (never existed, or revoked).
+    #[error("unknown or revoked widget credential")]
+    UnknownCredential,
+    /// Signature, expiry or claims.
+    #[error("invalid token")]
+    Invalid,
+    /// The stores could not be read.
+    #[error("identity service unavailable")]
+    Unavailable,
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    sub: String,
+    tid: String,
+    iat: i64,
+    exp: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct TenantOnly {
+    tid: String,
+}
+
+/// Verifies widget tokens.
+pub struct WidgetAuth {
+    tenants: Arc<dyn TenantStore>,
+    secrets: Arc<dyn SecretStore>,
+    cache: Mutex<HashMap<(TenantId, WidgetKeyId), SecretString>>,
+}
+
+impl std::fmt::Debug for WidgetAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WidgetAuth").finish_non_exhaustive()
+    }
+}
+
+impl WidgetAuth {
+    /// A verifier over the tenant store (credentials) and the secret store (secrets).
+    pub fn new(tenants: Arc<dyn TenantStore>, secrets: Arc<dyn SecretStore>) -> Self {
+        Self {
+            tenants,
+            secrets,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The authenticated person, or why not.
+    pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
+        if header.alg != Algorithm::HS256 || header.jku.is_some() || header.jwk.is_some() {
+            return Err(AuthError::Header);
+        }
+        let kid = header
+            .kid
+            .and_then(|k| WidgetKeyId::parse(k).ok())
+            .ok_or(AuthError::Header)?;
+        // The tenant names where the secret lives; it is trusted only after the signature
+        // verifies with that tenant's credential.
+        let payload = token.split('.').nth(1).ok_or(AuthError::Malformed)?;
+        let unverified: TenantOnly = URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or(AuthError::Malformed)?;
+        let tenant = TenantId::parse(unverified.tid).map_err(|_| AuthError::Invalid)?;
+        // Revocation takes effect at once: the credential must still exist.
+        self.tenants
+            .get_widget_key(&tenant, &kid)
+            .await
+            .map_err(|_| AuthError::Unavailable)?
+            .ok_or(AuthError::UnknownCredential)?;
+        let secret = self.secret(&tenant, &kid).await?;
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        validation.leeway = 30;
+        let claims = jsonwebtoken::decode::<Claims>(
+            token,
+            &DecodingKey::from_secret(secret.expose().as_bytes()),
+            &validation,
+        )
+        .map_err(|_| AuthError::Invalid)?
+        .claims;
+        if claims.tid != tenant.as_str() || claims.exp - claims.iat > MAX_TOKEN_SECONDS {
+            return Err(AuthError::Invalid);
+        }
+        Ok(Principal {
+            tenant,
+            user: UserId::parse(claims.sub).map_err(|_| AuthError::Invalid)?,
+        })
+    }
+
+    async fn secret(
+        &self,
+        tenant: &TenantId,
+        kid: &WidgetKeyId,
+    ) -> Result<SecretString, AuthError> {
+        let key = (tenant.clone(), kid.clone());
+        if let Some(s) = self
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(s.clone());
+        }
+        let (secret, _) = self
+            .secrets
+            .get_current(&widget_secret_name(tenant, kid))
+            .await
+            .map_err(|_| AuthError::Unavailable)?
+            .ok_or(AuthError::UnknownCredential)?;
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, secret.clone());
+        Ok(secret)
+    }
+}
+
+/// Signs a widget token: what a tenant's backend does (tests, the local stack's demo).
+pub fn sign_token(
+    secret: &SecretString,
+    key_id: &WidgetKeyId,
+    tenant: &TenantId,
+    user: &UserId,
+    iat: i64,
+    exp: i64,
+) -> Result<String, jsonwebtoken::errors::Error> {
+    let mut header = jsonwebtoken::Header::new(Algorithm::HS256);
+    header.kid = Some(key_id.to_string());
+    jsonwebtoken::encode(
+        &header,
+        &serde_json::json!({"sub": user.as_str(), "tid": tenant.as_str(), "iat": iat, "exp": exp}),
+        &jsonwebtoken::EncodingKey::from_secret(secret.expose().as_bytes()),
+    )
+}
