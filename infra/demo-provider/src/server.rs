@@ -35,6 +35,10 @@ pub struct Faults {
     pub drop_after_execute: bool,
     /// Answer every `tools/call` with bytes that are not JSON-RPC.
     pub garbage: bool,
+    /// Prepare answers carry a summary the platform must reject (a right-to-left override).
+    pub unsafe_summary: bool,
+    /// Seconds added to this server's clock when verifying proofs (an expired proof).
+    pub clock_skew_secs: i64,
 }
 
 /// The running demo: its state, shared with the HTTP handlers.
@@ -49,6 +53,9 @@ pub struct Demo {
     guard: InMemoryReplayGuard,
     /// The identity and auth headers of the last `tools/call` (test evidence for A-11).
     pub last_call: Mutex<Option<Value>>,
+    /// The last proof received, kept in memory only so that tests can replay it (a real
+    /// provider never keeps or logs proofs).
+    pub last_proof: Mutex<Option<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -102,6 +109,7 @@ impl Demo {
             refuse(false);
             return error("a confirmation proof is required");
         };
+        *lock(&self.last_proof) = Some(token.clone());
         let Some(verifier) = self.verifier() else {
             refuse(false);
             return error("no verification key is installed");
@@ -116,8 +124,9 @@ impl Demo {
             summary_hash: &binding.summary_hash,
         };
         let now = OffsetDateTime::now_utc();
+        let skew = lock(&self.faults).clock_skew_secs;
         match verifier
-            .verify_and_consume(&token, &expected, &self.guard, now.unix_timestamp())
+            .verify_and_consume(&token, &expected, &self.guard, now.unix_timestamp() + skew)
             .await
         {
             Ok(_) => lock(&self.store).execute(who, action_id, now),
@@ -152,7 +161,21 @@ impl Demo {
         let ttl = time::Duration::try_from(self.config.proposal_ttl)
             .unwrap_or(time::Duration::minutes(4));
         Some(match name {
-            "prepare_action" => lock(&self.store).prepare(&who, args, now, ttl),
+            "prepare_action" => {
+                let mut answer = lock(&self.store).prepare(&who, args, now, ttl);
+                if lock(&self.faults).unsafe_summary
+                    && let Some(s) = answer.pointer_mut("/structuredContent/summary")
+                {
+                    // Hash recomputed, so only the A-20 check can catch it.
+                    let bad = format!("{}\u{202E}", s.as_str().unwrap_or_default());
+                    let hash = countersign_provider_kit::summary_hash(&bad);
+                    *s = Value::String(bad);
+                    answer["structuredContent"]["summaryHash"] = Value::String(hash);
+                    let text = answer["structuredContent"].to_string();
+                    answer["content"][0]["text"] = Value::String(text);
+                }
+                answer
+            }
             "execute_action" => self.execute(&who, args, hdrs).await,
             "get_action_status" => match args.get("actionId").and_then(Value::as_str) {
                 Some(id) => lock(&self.store).status(&who, id, now),
@@ -262,7 +285,15 @@ async fn apply_faults(State(demo): State<Arc<Demo>>, req: Request, next: Next) -
         return next.run(req).await;
     };
     if faults.delay_ms > 0 {
+        // The call runs first and its answer is held back: a client that gives up (or
+        // dies) meanwhile leaves the work done, as a slow real system would.
+        let response = next.run(req).await;
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 20)
+            .await
+            .unwrap_or_default();
         tokio::time::sleep(std::time::Duration::from_millis(faults.delay_ms)).await;
+        return Response::from_parts(parts, Body::from(bytes));
     }
     if faults.garbage {
         return (
@@ -338,6 +369,15 @@ async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Val
             lock(&demo.faults).garbage = on;
             true
         }
+        "unsafe_summary" => {
+            lock(&demo.faults).unsafe_summary = on;
+            true
+        }
+        "clock_skew" => {
+            lock(&demo.faults).clock_skew_secs =
+                body.get("secs").and_then(Value::as_i64).unwrap_or(0);
+            true
+        }
         "reset" => {
             *lock(&demo.faults) = Faults::default();
             true
@@ -396,6 +436,7 @@ pub fn router(config: DemoConfig) -> (axum::Router, Arc<Demo>) {
         faults: Mutex::new(Faults::default()),
         guard: InMemoryReplayGuard::default(),
         last_call: Mutex::new(None),
+        last_proof: Mutex::new(None),
     });
     let handler = Handler(demo.clone());
     let mcp = if demo.config.session_mode {

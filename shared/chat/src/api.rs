@@ -222,7 +222,7 @@ async fn list_messages(
                 after = Some(
                     MessageId::parse(v)
                         .map_err(|_| invalid("after", "after must be a message id"))?,
-                )
+                );
             }
             "limit" => {
                 limit = v

@@ -297,7 +297,19 @@ impl Chat {
                 self.reconcile(who, lang, p, &mut out).await?;
                 return Ok((out, lang));
             }
-            _ => self.store(who, &user_message, &mut out).await?,
+            _ => {
+                self.store(who, &user_message, &mut out).await?;
+                if classify(content) != Reply::Other {
+                    // "confirm"/"cancel" with nothing pending: say so; the model never
+                    // sees a bare confirmation word as a request.
+                    let n = self.notice(
+                        case,
+                        texts::refusal_notice(lang, &Refusal::NoPendingProposal),
+                    );
+                    self.store(who, &n, &mut out).await?;
+                    return Ok((out, lang));
+                }
+            }
         }
         turn::run(self, who, &view, &mut out).await?;
         Ok((out, lang))

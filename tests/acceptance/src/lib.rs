@@ -1,0 +1,552 @@
+//! The acceptance suite's stack: for each test, a fresh table, signing key and secret
+//! prefix on the local AWS emulator; a tenant registered with the operator's library; the
+//! TrackShare demo provider on loopback with the platform's public key installed; the
+//! admin API on loopback (configured over HTTP like a tenant administrator would); and
+//! the **messages function as its own process** (the real binary), whose logs are
+//! captured and scanned for secrets when the test finishes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use countersign_admin::api::{AdminState, router as admin_router};
+use countersign_admin::tenants;
+use countersign_aws::AwsSettings;
+use countersign_aws::dynamo::DynamoStore;
+use countersign_aws::kms::KmsProofSigner;
+use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::system::{SystemClock, UlidIds};
+use countersign_demo_provider::{Demo, DemoConfig};
+use countersign_domain::config::UrlPolicy;
+use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
+use countersign_domain::ports::ProofSigner;
+use countersign_domain::secret::SecretString;
+use countersign_domain::texts::Language;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+/// The issuer of every stack.
+pub const ISSUER: &str = "https://support.example.com/mcp-actions";
+/// The seven consultations (seed §8).
+pub const CONSULTATIONS: [&str; 7] = countersign_demo_provider::tools::CONSULTATIONS;
+
+/// Knobs of one stack.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The demo provider's proposal lifetime.
+    pub proposal_ttl: Duration,
+    /// `COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS` of the messages process.
+    pub stuck_after_secs: u64,
+    /// `COUNTERSIGN_PROVIDER_TIMEOUT_SECS` of the messages process.
+    pub provider_timeout_secs: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            proposal_ttl: Duration::from_secs(240),
+            stuck_after_secs: 30,
+            provider_timeout_secs: 3,
+        }
+    }
+}
+
+/// One running stack.
+pub struct Stack {
+    /// Table, key alias, secret prefix.
+    pub settings: AwsSettings,
+    /// The store (for assertions only; the product's reads and writes go over HTTP).
+    pub store: DynamoStore,
+    /// The tenant.
+    pub tenant: TenantId,
+    /// Its admin key.
+    pub admin_key: SecretString,
+    /// Its widget credential.
+    pub widget_key: WidgetKeyId,
+    /// Its widget secret.
+    pub widget_secret: SecretString,
+    /// The service token configured for the demo provider.
+    pub service_token: String,
+    /// The demo provider.
+    pub demo: Arc<Demo>,
+    /// Its MCP URL.
+    pub demo_url: String,
+    /// The admin API's base URL.
+    pub admin_url: String,
+    /// The messages function's base URL.
+    pub messages_url: String,
+    /// HTTP client.
+    pub http: reqwest::Client,
+    child: Option<Child>,
+    log: PathBuf,
+    env: Vec<(String, String)>,
+    /// Widget tokens handed out (scanned for in the logs).
+    tokens: std::sync::Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack")
+            .field("tenant", &self.tenant)
+            .field("messages_url", &self.messages_url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn free_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The messages binary, built once per test run (a no-op when the test command already
+/// built it), so the suite never runs a stale binary.
+fn messages_binary() -> PathBuf {
+    static BUILD: Once = Once::new();
+    BUILD.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "countersign-messages",
+                "--bin",
+                "countersign-messages",
+            ])
+            .current_dir(workspace())
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the messages function failed");
+    });
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map_or_else(|_| workspace().join("target"), PathBuf::from);
+    target.join("debug/countersign-messages")
+}
+
+impl Stack {
+    /// A stack with default options.
+    pub async fn start() -> Self {
+        Self::with(Options::default()).await
+    }
+
+    /// A stack with `options`.
+    pub async fn with(options: Options) -> Self {
+        let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+        assert!(
+            endpoint.starts_with("http://127.0.0.1:"),
+            "run through infra/scripts/test.sh (local AWS only)"
+        );
+        let sdk = aws_config::load_from_env().await;
+        let suffix = ulid::Ulid::new().to_string().to_lowercase();
+        let settings = AwsSettings {
+            table: format!("cs-e2e-{suffix}"),
+            signing_key: Some(format!("alias/cs-e2e-{suffix}")),
+            secret_prefix: format!("cs-e2e-{suffix}/"),
+            retention_days: None,
+        };
+        countersign_aws::bootstrap::bootstrap(&sdk, &settings)
+            .await
+            .unwrap();
+        let store = DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None);
+        let secrets = Arc::new(SecretsManagerStore::new(
+            SecretsManagerStore::client(&sdk, None),
+            settings.secret_prefix.clone(),
+        ));
+        let signer = Arc::new(KmsProofSigner::new(
+            KmsProofSigner::client(&sdk, None),
+            settings.signing_key.clone(),
+        ));
+        let ids = UlidIds::default();
+        let registered = tenants::register(&store, &ids, &SystemClock, "TrackShare", Language::En)
+            .await
+            .unwrap();
+        let tenant = registered.tenant.id.clone();
+
+        // The demo provider, with the platform's public key installed (as a tenant would
+        // from actionVerification).
+        let demo_addr = free_addr();
+        let demo_url = format!("http://{demo_addr}/mcp");
+        let service_token = format!("svc_trackshare_{suffix}");
+        let mut demo_config = DemoConfig::new(service_token.clone(), ISSUER, demo_url.clone());
+        demo_config.tenant_id = Some(tenant.to_string());
+        demo_config.proposal_ttl = options.proposal_ttl;
+        let key = signer.verification_key().await.unwrap();
+        demo_config.keys = vec![(key.key_id, key.public_key_pem)];
+        let (_, demo) = countersign_demo_provider::spawn(demo_config, demo_addr)
+            .await
+            .unwrap();
+
+        // The admin API on loopback.
+        let admin = admin_router(AdminState {
+            tenants: Arc::new(store.clone()),
+            conversations: Arc::new(store.clone()),
+            secrets: secrets.clone(),
+            signer: signer.clone(),
+            issuer: ISSUER.into(),
+            url_policy: UrlPolicy {
+                allow_loopback_http: true,
+            },
+            resolver: Arc::new(countersign_admin::resolve::SystemResolver),
+            ids: Arc::new(UlidIds::default()),
+            clock: Arc::new(SystemClock),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, admin).await });
+
+        let http = reqwest::Client::new();
+        let log = workspace().join(format!("target/acceptance-logs/{suffix}.log"));
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let messages_addr = free_addr();
+        let env = vec![
+            ("COUNTERSIGN_TABLE".to_owned(), settings.table.clone()),
+            (
+                "COUNTERSIGN_SIGNING_KEY".to_owned(),
+                settings.signing_key.clone().unwrap(),
+            ),
+            (
+                "COUNTERSIGN_SECRET_PREFIX".to_owned(),
+                settings.secret_prefix.clone(),
+            ),
+            (
+                "COUNTERSIGN_MESSAGES_ADDR".to_owned(),
+                messages_addr.to_string(),
+            ),
+            ("COUNTERSIGN_ISSUER".to_owned(), ISSUER.to_owned()),
+            (
+                "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER".to_owned(),
+                "1".to_owned(),
+            ),
+            (
+                "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS".to_owned(),
+                options.stuck_after_secs.to_string(),
+            ),
+            (
+                "COUNTERSIGN_PROVIDER_TIMEOUT_SECS".to_owned(),
+                options.provider_timeout_secs.to_string(),
+            ),
+            ("RUST_LOG".to_owned(), "info".to_owned()),
+        ];
+        let mut stack = Self {
+            settings,
+            store,
+            tenant,
+            admin_key: registered.admin_key,
+            // Replaced below by the credential the administrator creates.
+            widget_key: ids_widget(),
+            widget_secret: SecretString::new(""),
+            service_token,
+            demo,
+            demo_url,
+            admin_url,
+            messages_url: format!("http://{messages_addr}"),
+            http,
+            child: None,
+            log,
+            env,
+            tokens: std::sync::Mutex::new(Vec::new()),
+        };
+        // The tenant administrator connects TrackShare and creates a widget credential.
+        let (status, body) = stack
+            .put_mcp(stack.mcp_config(&stack.service_token.clone(), true))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (status, created) = stack.admin("POST", "widget-credentials", None).await;
+        assert_eq!(status, 201, "{created}");
+        stack.widget_key = WidgetKeyId::parse(created["keyId"].as_str().unwrap()).unwrap();
+        stack.widget_secret = SecretString::new(created["secret"].as_str().unwrap());
+        stack.spawn_messages().await;
+        stack
+    }
+
+    /// The configuration a tenant administrator saves: the seven consultations, and
+    /// `reassign_session_car` enabled or not.
+    pub fn mcp_config(&self, token: &str, enabled: bool) -> Value {
+        json!({
+            "serverUrl": self.demo_url,
+            "serviceToken": token,
+            "allowedTools": CONSULTATIONS,
+            "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["reassign_session_car"]}
+        })
+    }
+
+    /// `PUT /api/admin/tenants/{id}/mcp`.
+    pub async fn put_mcp(&self, config: Value) -> (u16, Value) {
+        self.admin("PUT", "mcp", Some(config)).await
+    }
+
+    /// An admin API call with the tenant's admin key.
+    pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.admin_with(self.admin_key.expose(), method, path, body)
+            .await
+    }
+
+    /// An admin API call with any key.
+    pub async fn admin_with(
+        &self,
+        key: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let url = format!(
+            "{}/api/admin/tenants/{}/{path}",
+            self.admin_url, self.tenant
+        );
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), url)
+            .bearer_auth(key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Starts (or restarts) the messages function's process and waits until it listens.
+    pub async fn spawn_messages(&mut self) {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let err = out.try_clone().unwrap();
+        let mut cmd = Command::new(messages_binary());
+        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err));
+        self.child = Some(cmd.spawn().unwrap());
+        let addr = self.messages_url.trim_start_matches("http://").to_owned();
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "the messages function did not start; see {}",
+            self.log.display()
+        );
+    }
+
+    /// Kills the messages process at once (SIGKILL: no cleanup, like a crashed Lambda).
+    pub fn kill_messages(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// A widget JWT for `user`, as the tenant's backend signs it (D-2).
+    pub fn token(&self, user: &str) -> String {
+        self.token_signed(user, &self.widget_secret, 0)
+    }
+
+    /// A widget JWT with any secret; `renew` shifts `iat` (a renewed token).
+    pub fn token_signed(&self, user: &str, secret: &SecretString, renew: i64) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + renew;
+        let t = countersign_chat::widget::sign_token(
+            secret,
+            &self.widget_key,
+            &self.tenant,
+            &UserId::parse(user).unwrap(),
+            now,
+            now + 600,
+        )
+        .unwrap();
+        self.tokens.lock().unwrap().push(t.clone());
+        t
+    }
+
+    /// `POST /api/cases` → the case id.
+    pub async fn create_case(&self, token: &str) -> String {
+        let res = self
+            .http
+            .post(format!("{}/api/cases", self.messages_url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        res.json::<Value>().await.unwrap()["caseId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// `POST /api/cases/{case}/messages` → (status, body).
+    pub async fn post(
+        &self,
+        token: &str,
+        case: &str,
+        content: &str,
+        reply_to: Option<&str>,
+    ) -> (u16, Value) {
+        let mut body = json!({"content": content});
+        if let Some(r) = reply_to {
+            body["replyToMessageId"] = json!(r);
+        }
+        let res = self
+            .http
+            .post(format!("{}/api/cases/{case}/messages", self.messages_url))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Posts and expects 200; returns the new messages.
+    pub async fn say(
+        &self,
+        token: &str,
+        case: &str,
+        content: &str,
+        reply_to: Option<&str>,
+    ) -> Vec<Value> {
+        let (status, body) = self.post(token, case, content, reply_to).await;
+        assert_eq!(status, 200, "{content}: {body}");
+        body["messages"].as_array().unwrap().clone()
+    }
+
+    /// Asks for `move <session> to <car>` and returns the presentation message.
+    pub async fn propose(&self, token: &str, case: &str, session: &str, car: &str) -> Value {
+        let messages = self
+            .say(token, case, &format!("move {session} to {car}"), None)
+            .await;
+        let last = messages.last().unwrap().clone();
+        assert_eq!(last["kind"], "proposal", "{messages:?}");
+        last
+    }
+
+    /// `GET /api/cases/{case}/messages`.
+    pub async fn history(&self, token: &str, case: &str) -> Vec<Value> {
+        let res = self
+            .http
+            .get(format!("{}/api/cases/{case}/messages", self.messages_url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        res.json::<Value>().await.unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// The demo provider's counters.
+    pub fn stats(&self) -> Value {
+        self.demo.stats()["stats"].clone()
+    }
+
+    /// Sets a demo provider fault.
+    pub fn fault(&self, fault: Value) {
+        let f = fault["fault"].as_str().unwrap().to_owned();
+        let mut faults = self.demo.faults.lock().unwrap();
+        match f.as_str() {
+            "delay" => faults.delay_ms = fault["ms"].as_u64().unwrap(),
+            "drop_after_execute" => faults.drop_after_execute = true,
+            "garbage" => faults.garbage = true,
+            "unsafe_summary" => faults.unsafe_summary = true,
+            "clock_skew" => faults.clock_skew_secs = fault["secs"].as_i64().unwrap(),
+            "reset" => *faults = countersign_demo_provider::Faults::default(),
+            other => {
+                drop(faults);
+                let mut store = self.demo.store.lock().unwrap();
+                let user = fault["user"].as_str().unwrap_or_default();
+                match other {
+                    "revoke_permission" => {
+                        store.data.users.get_mut(user).unwrap().can_reassign = false;
+                    }
+                    "block_account" => store.data.users.get_mut(user).unwrap().blocked = true,
+                    _ => panic!("unknown fault {other}"),
+                }
+            }
+        }
+    }
+
+    /// The session's car at the provider (business data).
+    pub fn car_of(&self, user: &str, session: &str) -> String {
+        let store = self.demo.store.lock().unwrap();
+        store.data.users[user]
+            .session(session)
+            .unwrap()
+            .car_id
+            .clone()
+    }
+
+    /// Stops the messages process and scans everything it logged: no proof, service
+    /// token, admin key, widget secret or widget token may appear (A-34, security).
+    pub fn finish(mut self) {
+        self.kill_messages();
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        assert!(
+            log.contains("messages API listening"),
+            "the log was captured: {}",
+            self.log.display()
+        );
+        let mut secrets = vec![
+            self.service_token.clone(),
+            self.admin_key.expose().to_owned(),
+            self.widget_secret.expose().to_owned(),
+            // Any RS256 JWS header: the start of every proof.
+            "eyJhbGciOiJSUzI1NiIs".to_owned(),
+        ];
+        secrets.extend(self.tokens.lock().unwrap().iter().cloned());
+        if let Some(p) = self.demo.last_proof.lock().unwrap().clone() {
+            secrets.push(p);
+        }
+        for s in secrets {
+            assert!(
+                !log.contains(&s),
+                "a secret appeared in the messages function's log {}",
+                self.log.display()
+            );
+        }
+    }
+}
+
+fn ids_widget() -> WidgetKeyId {
+    WidgetKeyId::parse("wk_01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap()
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.kill_messages();
+    }
+}
+
+/// The id of the last assistant message among `messages` (what a widget replies to).
+pub fn last_assistant(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The texts of `messages`, joined (for assertions).
+pub fn texts(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,832 @@
+//! SPEC §5: each row T-1 … T-17 as at least one test named after it, end to end over HTTP:
+//! widget → messages function (its own process) → local AWS → TrackShare demo provider.
+//! Every test ends with `finish()`, which scans the messages process's whole log for
+//! proofs, service tokens, admin keys, widget secrets and widget tokens.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use countersign_acceptance::{Options, Stack, last_assistant, texts};
+use countersign_domain::config::{ServerUrl, UrlPolicy};
+use countersign_domain::ids::{CaseId, TenantId, UserId};
+use countersign_domain::ports::{Provider, ProviderContext};
+use countersign_domain::secret::SecretString;
+use countersign_provider_client::{HttpProvider, Settings};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const SUMMARY_A1_A2: &str = "Move the session at Interlagos on 2026-11-20 (3 laps) from your car \"Civic Type R\" to your car \"GR86\". Its lap times will then count for \"GR86\".";
+const COMPLETED: &str = "Action completed.";
+const CONFLICT: &str = "Action not carried out: something changed since it was proposed.";
+const UNCERTAIN: &str = "The outcome of the action is uncertain";
+const NO_PROPOSAL: &str = "There is no proposal waiting for confirmation.";
+
+fn stat(s: &Stack, name: &str) -> u64 {
+    s.stats()[name].as_u64().unwrap()
+}
+
+/// Proposes and confirms; returns the messages of the confirm request.
+async fn propose_and_confirm(
+    s: &Stack,
+    t: &str,
+    case: &str,
+    session: &str,
+    car: &str,
+) -> Vec<Value> {
+    let p = s.propose(t, case, session, car).await;
+    s.say(t, case, "confirm", p["id"].as_str()).await
+}
+
+/// The platform's client, calling the demo provider directly as a second platform
+/// request (or an attacker with the service token) would.
+fn provider_ctx(s: &Stack, user: &str, case: &str) -> ProviderContext {
+    ProviderContext {
+        tenant: s.tenant.clone(),
+        user: UserId::parse(user).unwrap(),
+        conversation: CaseId::parse(case).unwrap(),
+        server_url: ServerUrl::parse(
+            &s.demo_url,
+            UrlPolicy {
+                allow_loopback_http: true,
+            },
+        )
+        .unwrap(),
+        service_token: SecretString::new(s.service_token.clone()),
+        config_version: 1,
+    }
+}
+
+fn local_client() -> HttpProvider {
+    HttpProvider::new(Settings {
+        url_policy: UrlPolicy {
+            allow_loopback_http: true,
+        },
+        ..Settings::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn t01_consultations_through_the_allowlist_and_a_tool_outside_it_refused() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let text = texts(&s.say(&t, &case, "show my sessions", None).await);
+    assert!(
+        text.contains("ses_a1") && text.contains("ses_a2") && !text.contains("ses_b1"),
+        "{text}"
+    );
+    for (ask, expect) in [
+        ("my cars", "Cayman GT4"),
+        ("my uploads", "monza-1125.ld"),
+        ("my downloads", "dl_a1"),
+        ("laps ses_a1", "96877"),
+        ("diagnose e_truncated", "logger"),
+        (
+            "call get_upload_file_details {\"uploadId\": \"up_a1\"}",
+            "interlagos-1120.ld",
+        ),
+    ] {
+        let text = texts(&s.say(&t, &case, ask, None).await);
+        assert!(text.contains(expect), "{ask}: {text}");
+    }
+    // Outside the allowlist: refused, nothing reaches the provider.
+    for call in [
+        r#"call get_matching_sessions {"track": "r"}"#,
+        r#"call reassign_session_car {"sessionId": "ses_a1", "carId": "car_a2"}"#,
+        r#"call execute_action {"actionId": "act_x"}"#,
+        r#"call get_action_status {"actionId": "act_x"}"#,
+    ] {
+        let text = texts(&s.say(&t, &case, call, None).await);
+        assert!(
+            text.contains("NOT_FOUND") && text.contains("no tool named"),
+            "{call}: {text}"
+        );
+        assert!(
+            !text.contains("u_bruno") && !text.contains("ses_b1"),
+            "{text}"
+        );
+    }
+    assert_eq!(stat(&s, "directWrites"), 0);
+    assert_eq!(stat(&s, "executeCalls"), 0);
+    assert_eq!(s.car_of("u_alice", "ses_a1"), "car_a1");
+    s.finish();
+}
+
+#[tokio::test]
+async fn t02_delegated_identity_reaches_the_provider() {
+    let s = Stack::start().await;
+    for user in ["u_alice", "u_bruno"] {
+        let t = s.token(user);
+        let case = s.create_case(&t).await;
+        s.say(&t, &case, "my cars", None).await;
+        let last = s.demo.stats()["lastCall"].clone();
+        assert_eq!(last["tool"], "get_user_cars");
+        assert_eq!(last["tenantId"], s.tenant.as_str());
+        assert_eq!(last["userId"], user);
+        assert_eq!(last["conversationId"], case.as_str());
+        assert_eq!(last["confirmation"], false);
+    }
+    // The service token is checked by the provider on every call: the calls above passed
+    // it; a wrong one (T-4) fails.
+    s.finish();
+}
+
+#[tokio::test]
+async fn t03_another_users_resource_is_denied_and_shown_as_such() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let text = texts(&s.say(&t, &case, "laps ses_b1", None).await);
+    assert!(
+        text.contains("not found") && !text.contains("121900"),
+        "{text}"
+    );
+    let text = texts(
+        &s.say(
+            &t,
+            &case,
+            "call get_upload_file_details {\"uploadId\": \"up_b1\"}",
+            None,
+        )
+        .await,
+    );
+    assert!(
+        text.contains("not found") && !text.contains("ring-1118"),
+        "{text}"
+    );
+    // Preparing on another person's session is refused by the provider: nothing presented.
+    let messages = s.say(&t, &case, "move ses_b1 to car_b2", None).await;
+    assert!(
+        messages.iter().all(|m| m["kind"] != "proposal"),
+        "{messages:?}"
+    );
+    assert!(texts(&messages).contains("refused to prepare"));
+    s.finish();
+}
+
+#[tokio::test]
+async fn t04_invalid_credentials_unknown_tenant_wrong_admin_key_wrong_widget_jwt() {
+    let s = Stack::start().await;
+    let url = format!("{}/api/cases", s.messages_url);
+    let status = |r: reqwest::Response| r.status().as_u16();
+    // No token, garbage, wrong secret, unknown tenant.
+    assert_eq!(status(s.http.post(&url).send().await.unwrap()), 401);
+    assert_eq!(
+        status(
+            s.http
+                .post(&url)
+                .bearer_auth("not-a-jwt")
+                .send()
+                .await
+                .unwrap()
+        ),
+        401
+    );
+    let forged = s.token_signed(
+        "u_alice",
+        &SecretString::new("wsk_not_the_secret_at_all_0000000000000000"),
+        0,
+    );
+    let res = s.http.post(&url).bearer_auth(&forged).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["error"]["code"],
+        "UNAUTHORIZED"
+    );
+    let other_tenant = countersign_chat::widget::sign_token(
+        &s.widget_secret,
+        &s.widget_key,
+        &TenantId::parse("ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+        &UserId::parse("u_alice").unwrap(),
+        1_900_000_000,
+        1_900_000_600,
+    )
+    .unwrap();
+    assert_eq!(
+        status(
+            s.http
+                .post(&url)
+                .bearer_auth(&other_tenant)
+                .send()
+                .await
+                .unwrap()
+        ),
+        401
+    );
+    // A revoked widget credential fails at once.
+    let (st, created) = s.admin("POST", "widget-credentials", None).await;
+    assert_eq!(st, 201);
+    let kid =
+        countersign_domain::ids::WidgetKeyId::parse(created["keyId"].as_str().unwrap()).unwrap();
+    let secret = SecretString::new(created["secret"].as_str().unwrap());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let second = countersign_chat::widget::sign_token(
+        &secret,
+        &kid,
+        &s.tenant,
+        &UserId::parse("u_alice").unwrap(),
+        now,
+        now + 600,
+    )
+    .unwrap();
+    assert_eq!(
+        status(s.http.post(&url).bearer_auth(&second).send().await.unwrap()),
+        201
+    );
+    let (st, _) = s
+        .admin("DELETE", &format!("widget-credentials/{kid}"), None)
+        .await;
+    assert_eq!(st, 204);
+    assert_eq!(
+        status(s.http.post(&url).bearer_auth(&second).send().await.unwrap()),
+        401
+    );
+    // Wrong admin key.
+    let (st, body) = s
+        .admin_with(
+            "tsk_wrongwrongwrongwrongwrongwrongwrongwrong0",
+            "GET",
+            "mcp",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (st, body["error"]["code"].as_str()),
+        (401, Some("UNAUTHORIZED"))
+    );
+    // Another person's case: 404, never its content.
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    s.say(&t, &case, "my cars", None).await;
+    let bruno = s.token("u_bruno");
+    let res = s
+        .http
+        .get(format!("{}/api/cases/{case}/messages", s.messages_url))
+        .bearer_auth(&bruno)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let (st, _) = s.post(&bruno, &case, "my cars", None).await;
+    assert_eq!(st, 404);
+    // Bad bodies: typed 400s, nothing stored.
+    let before = s.history(&t, &case).await.len();
+    for (body, code) in [
+        ("{", "INVALID_JSON"),
+        ("[]", "INVALID_JSON"),
+        (r#"{"content": 5}"#, "VALIDATION_ERROR"),
+        (r#"{"content": "hi", "x": 1}"#, "VALIDATION_ERROR"),
+        (
+            r#"{"content": "hi", "replyToMessageId": "nope"}"#,
+            "VALIDATION_ERROR",
+        ),
+        (r#"{"content": "   "}"#, "VALIDATION_ERROR"),
+    ] {
+        let res = s
+            .http
+            .post(format!("{}/api/cases/{case}/messages", s.messages_url))
+            .bearer_auth(&t)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400, "{body}");
+        assert_eq!(
+            res.json::<Value>().await.unwrap()["error"]["code"],
+            code,
+            "{body}"
+        );
+    }
+    let huge = json!({"content": "x".repeat(40_000)}).to_string();
+    let res = s
+        .http
+        .post(format!("{}/api/cases/{case}/messages", s.messages_url))
+        .bearer_auth(&t)
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 413);
+    assert_eq!(s.history(&t, &case).await.len(), before);
+    // An invalid service token configured: the provider refuses; no data is shown.
+    let (st, _) = s.put_mcp(s.mcp_config("svc_wrong_token", true)).await;
+    assert_eq!(st, 200);
+    let text = texts(&s.say(&t, &case, "my cars", None).await);
+    assert!(!text.contains("Cayman"), "{text}");
+    s.finish();
+}
+
+#[tokio::test]
+async fn t05_provider_errors_and_unavailability_for_consultations_prepare_execute_status() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    // Consultations.
+    s.fault(json!({"fault": "garbage"}));
+    let text = texts(&s.say(&t, &case, "my cars", None).await);
+    assert!(text.contains("PROVIDER_CONTRACT_VIOLATION"), "{text}");
+    s.fault(json!({"fault": "reset"}));
+    s.fault(json!({"fault": "delay", "ms": 4000}));
+    let text = texts(&s.say(&t, &case, "my cars", None).await);
+    assert!(text.contains("PROVIDER_UNAVAILABLE"), "{text}");
+    s.fault(json!({"fault": "reset"}));
+    // Prepare: garbage and unavailable → nothing presented.
+    s.fault(json!({"fault": "garbage"}));
+    let m = s.say(&t, &case, "move ses_a1 to car_a2", None).await;
+    assert!(
+        m.iter().all(|m| m["kind"] != "proposal")
+            && texts(&m).contains("PROVIDER_CONTRACT_VIOLATION"),
+        "{m:?}"
+    );
+    s.fault(json!({"fault": "reset"}));
+    s.fault(json!({"fault": "delay", "ms": 4000}));
+    let m = s.say(&t, &case, "move ses_a1 to car_a2", None).await;
+    assert!(
+        m.iter().all(|m| m["kind"] != "proposal") && texts(&m).contains("PROVIDER_UNAVAILABLE"),
+        "{m:?}"
+    );
+    s.fault(json!({"fault": "reset"}));
+    // Execute answered with garbage: the outcome is unknown; nothing is re-sent.
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    s.fault(json!({"fault": "garbage"}));
+    let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(UNCERTAIN), "{m:?}");
+    // Status unavailable: still unknown, the model is not involved.
+    let m = s.say(&t, &case, "my cars", None).await;
+    assert!(
+        texts(&m).contains(UNCERTAIN) && !texts(&m).contains("Cayman"),
+        "{m:?}"
+    );
+    s.fault(json!({"fault": "reset"}));
+    // The garbage answer replaced the execution: the provider never ran it.
+    let m = s.say(&t, &case, "anything?", None).await;
+    assert!(texts(&m).contains(UNCERTAIN), "{m:?}");
+    assert_eq!(stat(&s, "executions"), 0);
+    // A new preparation is blocked while unknown (A-17).
+    let m = s.say(&t, &case, "move ses_a2 to car_a2", None).await;
+    assert!(m.iter().all(|m| m["kind"] != "proposal"));
+    s.finish();
+}
+
+#[tokio::test]
+async fn t06_summary_presented_byte_for_byte_and_a_summary_sanitising_would_change_rejected() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    assert_eq!(p["content"], SUMMARY_A1_A2);
+    assert_eq!(p["role"], "assistant");
+    assert_eq!(
+        p["instructions"],
+        countersign_domain::texts::confirm_instructions(countersign_domain::texts::Language::En)
+    );
+    let stored = s.history(&t, &case).await;
+    assert_eq!(
+        stored.last().unwrap()["content"],
+        SUMMARY_A1_A2,
+        "the presentation is the last message"
+    );
+    s.say(&t, &case, "cancel", p["id"].as_str()).await;
+    // A summary with a direction control (hash correct): rejected, nothing presented.
+    s.fault(json!({"fault": "unsafe_summary"}));
+    let m = s.say(&t, &case, "move ses_a2 to car_a3", None).await;
+    assert!(m.iter().all(|m| m["kind"] != "proposal"), "{m:?}");
+    assert!(texts(&m).contains("PROVIDER_CONTRACT_VIOLATION"), "{m:?}");
+    assert!(!texts(&m).contains('\u{202E}'));
+    let text = texts(&s.say(&t, &case, "status", None).await);
+    assert!(
+        text.contains("\"proposal\":null"),
+        "no proposal stored: {text}"
+    );
+    s.finish();
+}
+
+#[tokio::test]
+async fn t07_replacement_cancels_the_pending_proposal_which_never_executes() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let m = s.say(&t, &case, "move ses_a1 to car_a3", None).await;
+    assert!(texts(&m).contains("discarded"), "{m:?}");
+    let p2 = m.last().unwrap().clone();
+    assert_eq!(p2["kind"], "proposal");
+    let m = s.say(&t, &case, "confirm", p2["id"].as_str()).await;
+    assert!(texts(&m).contains(COMPLETED), "{m:?}");
+    assert_eq!(s.car_of("u_alice", "ses_a1"), "car_a3");
+    assert_eq!(stat(&s, "executions"), 1);
+    let store = s.demo.store.lock().unwrap();
+    let first = store
+        .proposals
+        .values()
+        .find(|p| p.to_car == "car_a2")
+        .unwrap();
+    assert_eq!(
+        first.status,
+        countersign_domain::proposal::RemoteStatus::Cancelled,
+        "the provider cancelled it too"
+    );
+    drop(store);
+    s.finish();
+}
+
+#[tokio::test]
+async fn t08_late_confirmation_of_an_earlier_presentation_refused() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p1 = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let p2 = s
+        .say(&t, &case, "move ses_a1 to car_a3", None)
+        .await
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(p2["kind"], "proposal");
+    let m = s.say(&t, &case, "confirm", p1["id"].as_str()).await;
+    assert!(texts(&m).contains("answers an earlier message"), "{m:?}");
+    let m = s.say(&t, &case, "confirm", p2["id"].as_str()).await;
+    assert!(
+        texts(&m).contains(NO_PROPOSAL),
+        "the failed confirm cancelled it: {m:?}"
+    );
+    // Without replyToMessageId a client can chat but never confirm (A-22).
+    let p3 = s.propose(&t, &case, "ses_a2", "car_a2").await;
+    let m = s.say(&t, &case, "confirm", None).await;
+    assert!(texts(&m).contains("did not say which message"), "{m:?}");
+    let _ = p3;
+    assert_eq!(stat(&s, "executeCalls"), 0);
+    assert_eq!(s.car_of("u_alice", "ses_a1"), "car_a1");
+    s.finish();
+}
+
+#[tokio::test]
+async fn t09_quotes_sentences_model_text_tool_results_and_confirmed_parameter_never_authorize() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    for attempt in [
+        "\"confirm\"",
+        "'confirm'",
+        "I confirm",
+        "confirm please",
+        "yes, confirm it",
+        "confirmed",
+        "confirm.",
+        "«confirm»",
+    ] {
+        let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+        let m = s.say(&t, &case, attempt, p["id"].as_str()).await;
+        assert!(texts(&m).contains("discarded"), "{attempt}: {m:?}");
+    }
+    // Model text "confirm": the user's message is not a confirmation and discards the
+    // proposal before the model runs; the model's own text authorizes nothing.
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let m = s.say(&t, &case, "say confirm", p["id"].as_str()).await;
+    assert!(
+        m.iter()
+            .any(|m| m["role"] == "assistant" && m["content"] == "confirm"),
+        "{m:?}"
+    );
+    let m = s.say(&t, &case, "confirm", Some(&last_assistant(&m))).await;
+    assert!(texts(&m).contains(NO_PROPOSAL), "{m:?}");
+    // A tool result mentioning confirm (describe_tool of prepare_action) authorizes nothing.
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let m = s
+        .say(
+            &t,
+            &case,
+            r#"call describe_tool {"name": "prepare_action"}"#,
+            p["id"].as_str(),
+        )
+        .await;
+    assert!(
+        texts(&m).contains("confirm") && texts(&m).contains("discarded"),
+        "{m:?}"
+    );
+    // A `confirmed` parameter is refused by the envelope: no proposal at all.
+    let m = s.say(&t, &case, r#"call prepare_action {"operation": "reassign_session_car", "arguments": {"sessionId": "ses_a1", "carId": "car_a2"}, "confirmed": true}"#, None).await;
+    assert!(
+        m.iter().all(|m| m["kind"] != "proposal") && texts(&m).contains("VALIDATION_ERROR"),
+        "{m:?}"
+    );
+    assert_eq!(stat(&s, "executeCalls"), 0);
+    assert_eq!(s.car_of("u_alice", "ses_a1"), "car_a1");
+    s.finish();
+}
+
+#[tokio::test]
+async fn t10_expiry_of_proposal_and_proof_and_cancellation() {
+    let s = Stack::with(Options {
+        proposal_ttl: Duration::from_secs(2),
+        ..Options::default()
+    })
+    .await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    // Cancellation: in either language.
+    for word in ["cancel", "CANCELAR"] {
+        let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+        let m = s.say(&t, &case, word, p["id"].as_str()).await;
+        assert!(texts(&m).contains("was cancelled"), "{m:?}");
+        let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
+        assert!(texts(&m).contains(NO_PROPOSAL), "{m:?}");
+    }
+    // The proposal expires before the confirmation.
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+    let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains("expired"), "{m:?}");
+    // The proof expires before the provider checks it (its clock 2 minutes ahead): refused,
+    // shown as a failure.
+    let t2 = s.token("u_bruno");
+    let case2 = s.create_case(&t2).await;
+    s.fault(json!({"fault": "clock_skew", "secs": 120}));
+    let m = propose_and_confirm(&s, &t2, &case2, "ses_b1", "car_b2").await;
+    assert!(texts(&m).contains("Action failed"), "{m:?}");
+    assert_eq!(stat(&s, "proofRefusals"), 1);
+    assert_eq!(stat(&s, "executions"), 0);
+    s.finish();
+}
+
+#[tokio::test]
+async fn t11_renewed_widget_jwt_still_confirms_and_another_person_cannot() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let bruno = s.token("u_bruno");
+    let (st, _) = s.post(&bruno, &case, "confirm", p["id"].as_str()).await;
+    assert_eq!(st, 404, "another person cannot even see the case");
+    assert_eq!(stat(&s, "executeCalls"), 0);
+    let renewed = s.token_signed("u_alice", &s.widget_secret.clone(), 7);
+    assert_ne!(renewed, t);
+    let m = s.say(&renewed, &case, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(COMPLETED), "{m:?}");
+    assert_eq!(s.car_of("u_alice", "ses_a1"), "car_a2");
+    s.finish();
+}
+
+#[tokio::test]
+async fn t12_restart_between_executing_and_the_answer_is_reconciled_without_a_second_execute() {
+    let mut s = Stack::with(Options {
+        stuck_after_secs: 2,
+        provider_timeout_secs: 10,
+        ..Options::default()
+    })
+    .await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    s.fault(json!({"fault": "delay", "ms": 6000}));
+    let http = s.http.clone();
+    let url = format!("{}/api/cases/{case}/messages", s.messages_url);
+    let body = json!({"content": "confirm", "replyToMessageId": p["id"]});
+    let token = t.clone();
+    let pending =
+        tokio::spawn(async move { http.post(url).bearer_auth(token).json(&body).send().await });
+    for _ in 0..200 {
+        if stat(&s, "executeCalls") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(stat(&s, "executeCalls"), 1);
+    // The process dies while the provider's answer is on its way.
+    s.kill_messages();
+    assert!(
+        pending.await.unwrap().is_err(),
+        "the confirm request died with the process"
+    );
+    s.fault(json!({"fault": "reset"}));
+    s.spawn_messages().await;
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let m = s.say(&t, &case, "what happened?", None).await;
+    assert!(
+        texts(&m).contains(COMPLETED),
+        "reconciled by the status query: {m:?}"
+    );
+    assert_eq!(stat(&s, "executeCalls"), 1, "never a second execute");
+    assert_eq!(stat(&s, "executions"), 1);
+    s.finish();
+}
+
+#[tokio::test]
+async fn t13_many_simultaneous_confirms_exactly_one_execute_reaches_the_provider() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let mut tasks = Vec::new();
+    for _ in 0..64 {
+        let http = s.http.clone();
+        let url = format!("{}/api/cases/{case}/messages", s.messages_url);
+        let body = json!({"content": "confirm", "replyToMessageId": p["id"]});
+        let token = t.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = http
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut results = 0;
+    for task in tasks {
+        let (status, body) = task.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        results += body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["kind"] == "result")
+            .count();
+    }
+    assert_eq!(results, 1, "exactly one confirmation ran");
+    assert_eq!(stat(&s, "executeCalls"), 1);
+    assert_eq!(stat(&s, "executions"), 1);
+    s.finish();
+}
+
+#[tokio::test]
+async fn t14_provider_fails_after_executing_then_status_query_never_a_duplicate() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    s.fault(json!({"fault": "drop_after_execute"}));
+    let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(UNCERTAIN), "{m:?}");
+    assert_eq!(stat(&s, "executions"), 1);
+    s.fault(json!({"fault": "reset"}));
+    let m = s.say(&t, &case, "did it work?", None).await;
+    assert!(texts(&m).contains(COMPLETED), "{m:?}");
+    assert_eq!(stat(&s, "executeCalls"), 1);
+    // Closed: new preparations work again.
+    s.propose(&t, &case, "ses_a2", "car_a3").await;
+    s.finish();
+}
+
+#[tokio::test]
+async fn t15_provider_side_conflicts_prepare_execute_race_and_proof_replay() {
+    let s = Stack::start().await;
+    // Changed state between prepare and execute.
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    s.demo
+        .store
+        .lock()
+        .unwrap()
+        .data
+        .users
+        .get_mut("u_alice")
+        .unwrap()
+        .sessions[0]
+        .car_id = "car_a3".into();
+    let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(CONFLICT), "{m:?}");
+    // Revoked permission.
+    let tb = s.token("u_bruno");
+    let case_b = s.create_case(&tb).await;
+    let p = s.propose(&tb, &case_b, "ses_b1", "car_b2").await;
+    s.fault(json!({"fault": "revoke_permission", "user": "u_bruno"}));
+    let m = s.say(&tb, &case_b, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(CONFLICT), "{m:?}");
+    // Blocked account.
+    s.demo
+        .store
+        .lock()
+        .unwrap()
+        .data
+        .users
+        .get_mut("u_carla")
+        .unwrap()
+        .can_reassign = true;
+    let tc = s.token("u_carla");
+    let case_c = s.create_case(&tc).await;
+    let p = s.propose(&tc, &case_c, "ses_c1", "car_c2").await;
+    s.fault(json!({"fault": "block_account", "user": "u_carla"}));
+    let m = s.say(&tc, &case_c, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(CONFLICT), "{m:?}");
+    assert_eq!(stat(&s, "executions"), 0);
+    // Prepare/execute race: another preparation reaches the provider for the same
+    // conversation between the presentation and the confirmation; the provider cancelled
+    // the first, so confirming it executes nothing.
+    let case2 = s.create_case(&t).await;
+    let p = s.propose(&t, &case2, "ses_a2", "car_a2").await;
+    let client = local_client();
+    let mut args = serde_json::Map::new();
+    args.insert("operation".into(), json!("reassign_session_car"));
+    args.insert(
+        "arguments".into(),
+        json!({"sessionId": "ses_a2", "carId": "car_a3"}),
+    );
+    client
+        .call_tool(
+            &provider_ctx(&s, "u_alice", &case2),
+            "prepare_action",
+            &args,
+            None,
+        )
+        .await
+        .unwrap();
+    let m = s.say(&t, &case2, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains("Action cancelled."), "{m:?}");
+    assert_eq!(stat(&s, "executions"), 0);
+    // Proof replay: a completed action's proof, sent again, is refused.
+    let case3 = s.create_case(&t).await;
+    let m = propose_and_confirm(&s, &t, &case3, "ses_a2", "car_a3").await;
+    assert!(texts(&m).contains(COMPLETED), "{m:?}");
+    let proof = s.demo.last_proof.lock().unwrap().clone().unwrap();
+    let action = s
+        .demo
+        .store
+        .lock()
+        .unwrap()
+        .proposals
+        .values()
+        .find(|p| p.identity.conversation_id == case3)
+        .unwrap()
+        .action_id
+        .clone();
+    // Sent as a raw MCP request with the platform's headers and the captured proof.
+    let res = s
+        .http
+        .post(&s.demo_url)
+        .bearer_auth(&s.service_token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("x-mcp-tenant-id", s.tenant.as_str())
+        .header("x-mcp-user-id", "u_alice")
+        .header("x-mcp-conversation-id", case3.as_str())
+        .header("x-mcp-confirmation", proof)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_action", "arguments": {"actionId": action}}}))
+        .send()
+        .await
+        .unwrap();
+    let raw = res.json::<Value>().await.unwrap()["result"].clone();
+    assert_eq!(raw["isError"], true, "{raw}");
+    assert_eq!(stat(&s, "replays"), 1);
+    assert_eq!(stat(&s, "executions"), 1);
+    s.finish();
+}
+
+#[tokio::test]
+async fn t16_closed_conversation_never_executes() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let res = s
+        .http
+        .post(format!("{}/api/cases/{case}/close", s.messages_url))
+        .bearer_auth(&t)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let (status, body) = s.post(&t, &case, "confirm", p["id"].as_str()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("CASE_CLOSED"))
+    );
+    assert_eq!(stat(&s, "executeCalls"), 0);
+    let view = countersign_domain::ports::ConversationStore::load(
+        &s.store,
+        &s.tenant,
+        &CaseId::parse(&case).unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        view.active.is_none_or(
+            |p| p.state != countersign_domain::proposal::ProposalState::PendingConfirmation
+        ),
+        "the pending proposal was cancelled with the case"
+    );
+    s.finish();
+}
+
+#[tokio::test]
+async fn t17_configuration_change_invalidates_pending_proposals() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
+    let mut changed = s.mcp_config(&s.service_token.clone(), true);
+    changed["actionPolicy"]["operations"] = json!(["reassign_session_car", "rename_car"]);
+    let (st, _) = s.put_mcp(changed).await;
+    assert_eq!(st, 200);
+    let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(NO_PROPOSAL), "{m:?}");
+    assert_eq!(stat(&s, "executeCalls"), 0);
+    s.finish();
+}
