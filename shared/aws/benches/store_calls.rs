@@ -251,6 +251,7 @@ async fn main() {
                             MessageKind::Text,
                             Some(p.presented.message_id.clone()),
                         ),
+                        config_version: None,
                     };
                     store.confirm(&w).await.unwrap()
                 }
@@ -278,6 +279,7 @@ async fn main() {
                             MessageKind::Text,
                             Some(p.presented.message_id.clone()),
                         ),
+                        config_version: None,
                     };
                     store.confirm(&w).await.unwrap();
                     (case, p)

@@ -87,6 +87,9 @@ pub struct Chat {
     pub stuck_after: Duration,
     /// Service tokens by secret version (immutable, so cached).
     pub(crate) tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
+    /// Configurations by version (a version's content never changes, so cached: the
+    /// confirm path reads none when the proposal's version is known here).
+    pub(crate) configs: Mutex<HashMap<(TenantId, u64), StoredMcpConfig>>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -155,7 +158,39 @@ impl Chat {
             max_tool_rounds: 4,
             stuck_after: p.stuck_after,
             tokens: Mutex::new(HashMap::new()),
+            configs: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Remembers a configuration version (bounded: cleared when large).
+    pub(crate) fn remember_config(&self, tenant: &TenantId, config: &StoredMcpConfig) {
+        let mut cache = self.configs.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() > 1000 {
+            cache.clear();
+        }
+        cache.insert((tenant.clone(), config.version), config.clone());
+    }
+
+    /// The configuration a proposal was prepared with: from memory, or read (one GetItem)
+    /// when this process has not seen that version.
+    async fn config_for(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+    ) -> Result<Option<StoredMcpConfig>, ChatError> {
+        if let Some(c) = self
+            .configs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(tenant.clone(), version))
+        {
+            return Ok(Some(c.clone()));
+        }
+        let current = self.tenants.get_mcp_config(tenant).await?;
+        if let Some(c) = &current {
+            self.remember_config(tenant, c);
+        }
+        Ok(current)
     }
 
     fn message(
@@ -400,6 +435,7 @@ impl Chat {
             action_id: p.action_id.clone(),
             presented_message_id: p.presented.message_id.clone(),
             message: message.clone(),
+            config_version: Some(p.config_version),
         };
         match self.conversations.confirm(&write).await? {
             TransitionOutcome::Applied => {
@@ -408,6 +444,18 @@ impl Chat {
                 executing.state = ProposalState::Executing;
                 executing.confirmation_message_id = Some(authorized.message_id.clone());
                 self.execute(who, lang, executing, &authorized, out).await
+            }
+            TransitionOutcome::Conflict { current: None } => {
+                // C-8: the configuration changed since the proposal was prepared.
+                self.store(who, &message, out).await?;
+                self.end_pending(
+                    who,
+                    &p,
+                    ProposalState::Cancelled,
+                    texts::invalidated_notice(lang),
+                    out,
+                )
+                .await
             }
             TransitionOutcome::Conflict { current } => {
                 // Another request confirmed, cancelled or replaced it first: this message
@@ -550,7 +598,7 @@ impl Chat {
             )
         };
         // Nothing has been sent yet: any failure before the call is a plain failure.
-        let Some(config) = self.tenants.get_mcp_config(&who.tenant).await? else {
+        let Some(config) = self.config_for(&who.tenant, p.config_version).await? else {
             let m = failed(self);
             return self
                 .settle(

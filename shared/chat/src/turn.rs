@@ -269,6 +269,7 @@ async fn integration(
     let Some(config) = chat.tenants.get_mcp_config(&who.tenant).await? else {
         return Ok(None);
     };
+    chat.remember_config(&who.tenant, &config);
     let Some(ctx) = chat
         .provider_context(who, &view.case.id, &config, None)
         .await?

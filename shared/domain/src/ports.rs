@@ -144,6 +144,10 @@ pub struct ConfirmWrite {
     pub presented_message_id: MessageId,
     /// The confirming user message, stored in the same transaction.
     pub message: NewMessage,
+    /// Condition (C-8): the tenant's stored configuration still has this version, the one
+    /// the proposal was prepared with. A changed or removed configuration makes the
+    /// confirmation a `Conflict { current: None }`. `None` skips the check (store tests).
+    pub config_version: Option<u64>,
 }
 
 /// The conversation / proposal store. Every method is scoped by tenant: an id of another
@@ -191,7 +195,8 @@ pub trait ConversationStore: Send + Sync {
     /// points at this proposal with the given `presentedMessageId`; stores the confirming
     /// message and the confirmation id in the same transaction. Of any number of concurrent
     /// calls at most one is `Applied` (P-2). On `Conflict` nothing is written, not even the
-    /// message: the caller stores it as an ordinary message.
+    /// message: the caller stores it as an ordinary message. `Conflict { current: None }`
+    /// when the configuration version changed (or retries ran out).
     async fn confirm(&self, write: &ConfirmWrite) -> Result<TransitionOutcome, StoreError>;
 
     /// Moves a proposal `from → to` (a legal transition of [`crate::proposal`]) only while

@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
+    AttributeValue, CancellationReason, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem, Update,
 };
 use countersign_domain::conversation::{Case, CaseStatus, Message};
@@ -493,7 +493,7 @@ impl ConversationStore for DynamoStore {
     async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
         let pk = conv_pk(&w.tenant, &w.case);
         for attempt in 0..MAX_ATTEMPTS {
-            let tx = vec![
+            let mut tx = vec![
                 self.update(
                     key(pk.as_str(), CASE_SK),
                     "SET slot_state = :exec".to_owned(),
@@ -519,12 +519,28 @@ impl ConversationStore for DynamoStore {
                 )?,
                 self.put_new(message_item(&w.tenant, &w.message))?,
             ];
+            if let Some(v) = w.config_version {
+                // C-8 in the same transaction: the configuration the proposal was prepared
+                // with is still the one in force.
+                let check = build(
+                    ConditionCheck::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key(tenant_pk(&w.tenant), tenants::MCP_SK)))
+                        .condition_expression("version = :v")
+                        .expression_attribute_values(":v", n(v))
+                        .build(),
+                )?;
+                tx.push(TransactWriteItem::builder().condition_check(check).build());
+            }
             match self.transact(tx).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
                 Tx::Cancelled(reasons) => {
                     if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
                         backoff(attempt).await;
                         continue;
+                    }
+                    if failed(reasons.get(3)) {
+                        return Ok(TransitionOutcome::Conflict { current: None });
                     }
                     let current = match reasons.get(1) {
                         Some(r) if failed(Some(r)) => r.item().and_then(state_of),

@@ -17,7 +17,7 @@ use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
 
 const TENANT_SK: &str = "TENANT";
-const MCP_SK: &str = "MCP";
+pub(crate) const MCP_SK: &str = "MCP";
 const REGISTRY_PK: &str = "TENANTS";
 const ADMIN_KEY_SK: &str = "ADMINKEY";
 const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";

@@ -173,6 +173,7 @@ impl Env {
                 "confirm",
                 Some(presented.clone()),
             ),
+            config_version: None,
         }
     }
 }

@@ -5,7 +5,8 @@ use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ports::{
-    AuditEntry, Clock, Ids, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+    AuditEntry, Clock, ConversationStore, Ids, StoredMcpConfig, Tenant, TenantStore,
+    TransitionOutcome,
 };
 use countersign_domain::texts::Language;
 
@@ -205,4 +206,57 @@ async fn audit_records_are_atomic_and_paginated_newest_first() {
     // Another tenant sees none of them.
     let other = store.list_audit(&env.tenant(), None, 100).await.unwrap();
     assert!(other.items.is_empty() && other.next.is_none());
+}
+
+/// C-8 at the moment of confirmation: the confirm transaction also checks that the
+/// tenant's configuration still has the version the proposal was prepared with; a changed
+/// (or removed) configuration refuses the confirmation and writes nothing.
+#[tokio::test]
+async fn c8_confirm_checks_the_configuration_version_in_the_same_transaction() {
+    let ids = UlidIds::default();
+    let env = env().await;
+    let store = env.store();
+    let case = env.open_case(&store, &env.tenant()).await;
+    let tenant = case.tenant.clone();
+    let config = validate_mcp_config(
+        &serde_json::json!({
+            "serverUrl": "https://mcp.trackshare.example.com/mcp",
+            "serviceToken": "svc_token_123",
+            "allowedTools": ["get_user_uploads"],
+        }),
+        UrlPolicy::default(),
+    )
+    .unwrap();
+    let mut stored = StoredMcpConfig {
+        config,
+        version: 1,
+        secret_version: "v1".into(),
+    };
+    store
+        .put_mcp_config(&tenant, &stored, None, &audit(&ids, "put"))
+        .await
+        .unwrap();
+    let (p, msgs) = env.proposal(&case, "act_cfg_1", 1);
+    store.create_proposal(&p, &msgs).await.unwrap();
+    // The configuration moves to version 2 (without the best-effort invalidation).
+    stored.version = 2;
+    store
+        .put_mcp_config(&tenant, &stored, Some(1), &audit(&ids, "put"))
+        .await
+        .unwrap();
+    let mut w = env.confirm_write(&p, &p.presented.message_id);
+    w.config_version = Some(1);
+    assert_eq!(
+        store.confirm(&w).await.unwrap(),
+        TransitionOutcome::Conflict { current: None }
+    );
+    let view = store.load(&tenant, &case.id).await.unwrap().unwrap();
+    assert_eq!(
+        view.active.unwrap().state,
+        countersign_domain::proposal::ProposalState::PendingConfirmation,
+        "nothing written"
+    );
+    // With the version in force, the same confirmation goes through.
+    w.config_version = Some(2);
+    assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
 }
