@@ -212,6 +212,58 @@ async fn t04_invalid_credentials_unknown_tenant_wrong_admin_key_wrong_widget_jwt
         ),
         401
     );
+    // Expired, too long-lived, unsigned (`alg: none`), or without `kid`.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let alice = UserId::parse("u_alice").unwrap();
+    for (iat, exp) in [(now - 1000, now - 500), (now, now + 2 * 86_400)] {
+        let tok = countersign_chat::widget::sign_token(
+            &s.widget_secret,
+            &s.widget_key,
+            &s.tenant,
+            &alice,
+            iat,
+            exp,
+        )
+        .unwrap();
+        assert_eq!(
+            status(s.http.post(&url).bearer_auth(&tok).send().await.unwrap()),
+            401,
+            "iat {iat} exp {exp}"
+        );
+    }
+    let good = s.token("u_alice");
+    let claims = good.split('.').nth(1).unwrap();
+    use base64::Engine as _;
+    let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let unsigned = format!(
+        "{}.{claims}.",
+        b64(json!({"alg": "none", "kid": s.widget_key.as_str()}))
+    );
+    assert_eq!(
+        status(
+            s.http
+                .post(&url)
+                .bearer_auth(&unsigned)
+                .send()
+                .await
+                .unwrap()
+        ),
+        401
+    );
+    let parts: Vec<&str> = good.split('.').collect();
+    let no_kid = format!(
+        "{}.{}.{}",
+        b64(json!({"alg": "HS256", "typ": "JWT"})),
+        parts[1],
+        parts[2]
+    );
+    assert_eq!(
+        status(s.http.post(&url).bearer_auth(&no_kid).send().await.unwrap()),
+        401
+    );
     // A revoked widget credential fails at once.
     let (st, created) = s.admin("POST", "widget-credentials", None).await;
     assert_eq!(st, 201);
