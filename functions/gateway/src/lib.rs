@@ -6,6 +6,8 @@
 //! the verified grant to the MCP handler through the request's extensions. The principal
 //! is therefore fixed by the token, never by arguments.
 
+pub mod wiring;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};

@@ -33,6 +33,14 @@ impl Default for AwsSettings {
 }
 
 impl AwsSettings {
+    /// Every environment variable these settings read.
+    pub const ENV: [&'static str; 4] = [
+        "COUNTERSIGN_TABLE",
+        "COUNTERSIGN_SIGNING_KEY",
+        "COUNTERSIGN_SECRET_PREFIX",
+        "COUNTERSIGN_RETENTION_DAYS",
+    ];
+
     /// Reads the settings from the process environment.
     pub fn from_env() -> Self {
         Self::from_lookup(|k| std::env::var(k).ok())
