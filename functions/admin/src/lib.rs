@@ -24,22 +24,38 @@ pub const ENV: [&str; 5] = [
 ];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
-pub const LOCAL_ENV: [&str; 2] = ["COUNTERSIGN_ADMIN_ADDR", "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER"];
+pub const LOCAL_ENV: [&str; 2] = [
+    "COUNTERSIGN_ADMIN_ADDR",
+    "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER",
+];
 
 fn var(name: &str) -> Option<String> {
-    debug_assert!(ENV.contains(&name) || LOCAL_ENV.contains(&name), "undeclared variable {name}");
+    debug_assert!(
+        ENV.contains(&name) || LOCAL_ENV.contains(&name),
+        "undeclared variable {name}"
+    );
     std::env::var(name).ok()
 }
 
 /// The admin API's state, configured from the environment.
 pub fn state_from_env(sdk: &aws_config::SdkConfig) -> AdminState {
     let settings = AwsSettings::from_env();
-    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table, settings.retention_days);
+    let store = DynamoStore::new(
+        DynamoStore::client(sdk, None),
+        &settings.table,
+        settings.retention_days,
+    );
     AdminState {
         tenants: Arc::new(store.clone()),
         conversations: Arc::new(store),
-        secrets: Arc::new(SecretsManagerStore::new(SecretsManagerStore::client(sdk, None), settings.secret_prefix.clone())),
-        signer: Arc::new(KmsProofSigner::new(KmsProofSigner::client(sdk, None), settings.signing_key.clone())),
+        secrets: Arc::new(SecretsManagerStore::new(
+            SecretsManagerStore::client(sdk, None),
+            settings.secret_prefix.clone(),
+        )),
+        signer: Arc::new(KmsProofSigner::new(
+            KmsProofSigner::client(sdk, None),
+            settings.signing_key.clone(),
+        )),
         // The proofs' `iss`, shown to tenants (C-5).
         issuer: var("COUNTERSIGN_ISSUER").unwrap_or_else(|| DEFAULT_ISSUER.into()),
         // D-5: COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 is the local stack's one explicit

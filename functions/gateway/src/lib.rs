@@ -38,7 +38,8 @@ pub struct Gateway {
     pub token_key: SecretString,
     /// The clock tokens are checked against.
     pub clock: Arc<dyn Clock>,
-    /// Host names the deployed API answers on (besides loopback), for rmcp's Host check.
+    /// Host names the deployed API answers on (besides loopback), for rmcp's Host check;
+    /// `*` turns the check off (behind API Gateway).
     pub allowed_hosts: Vec<String>,
     /// The tenants' MCP servers, for proxied consultations (G-6); `None` serves built-ins
     /// only.
@@ -244,10 +245,15 @@ pub fn router(gateway: Gateway) -> axum::Router {
     let gateway = Arc::new(gateway);
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(gateway.allowed_hosts.iter().cloned());
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_allowed_hosts(hosts);
+    // `*`: behind API Gateway, which routes only its own domains to this function, the
+    // Host check (a guard against DNS rebinding of local servers) has nothing to add.
+    if gateway.allowed_hosts.iter().any(|h| h == "*") {
+        config = config.disable_allowed_hosts();
+    }
     let handler = Handler(gateway.clone());
     let mcp = StreamableHttpService::new(
         move || Ok(handler.clone()),

@@ -22,18 +22,31 @@ pub const ENV: [&str; 5] = [
 ];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
-pub const LOCAL_ENV: [&str; 2] = ["COUNTERSIGN_GATEWAY_ADDR", "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER"];
+pub const LOCAL_ENV: [&str; 2] = [
+    "COUNTERSIGN_GATEWAY_ADDR",
+    "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER",
+];
 
 fn var(name: &str) -> Option<String> {
-    debug_assert!(ENV.contains(&name) || LOCAL_ENV.contains(&name), "undeclared variable {name}");
+    debug_assert!(
+        ENV.contains(&name) || LOCAL_ENV.contains(&name),
+        "undeclared variable {name}"
+    );
     std::env::var(name).ok()
 }
 
 /// The gateway, configured from the environment.
 pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
     let settings = AwsSettings::from_env();
-    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table, settings.retention_days);
-    let secrets = SecretsManagerStore::new(SecretsManagerStore::client(sdk, None), settings.secret_prefix.clone());
+    let store = DynamoStore::new(
+        DynamoStore::client(sdk, None),
+        &settings.table,
+        settings.retention_days,
+    );
+    let secrets = SecretsManagerStore::new(
+        SecretsManagerStore::client(sdk, None),
+        settings.secret_prefix.clone(),
+    );
     let (token_key, _) = secrets
         .get_current(access::SECRET_NAME)
         .await
@@ -61,7 +74,8 @@ pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
         provider: Some(Arc::new(countersign_provider_client::HttpProvider::new(
             countersign_provider_client::Settings {
                 url_policy: countersign_domain::config::UrlPolicy {
-                    allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER").is_some_and(|v| v == "1"),
+                    allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")
+                        .is_some_and(|v| v == "1"),
                 },
                 ..countersign_provider_client::Settings::default()
             },

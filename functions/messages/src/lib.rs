@@ -31,16 +31,26 @@ pub const ENV: [&str; 8] = [
 ];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
-pub const LOCAL_ENV: [&str; 2] = ["COUNTERSIGN_MESSAGES_ADDR", "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER"];
+pub const LOCAL_ENV: [&str; 2] = [
+    "COUNTERSIGN_MESSAGES_ADDR",
+    "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER",
+];
 
 fn var(name: &str) -> Option<String> {
-    debug_assert!(ENV.contains(&name) || LOCAL_ENV.contains(&name), "undeclared variable {name}");
+    debug_assert!(
+        ENV.contains(&name) || LOCAL_ENV.contains(&name),
+        "undeclared variable {name}"
+    );
     std::env::var(name).ok()
 }
 
 fn secs(name: &str, default: u64) -> anyhow::Result<Duration> {
     match var(name) {
-        Some(v) => Ok(Duration::from_secs(v.parse().with_context(|| format!("{name} must be whole seconds"))?)),
+        Some(v) => {
+            Ok(Duration::from_secs(v.parse().with_context(|| {
+                format!("{name} must be whole seconds")
+            })?))
+        }
         None => Ok(Duration::from_secs(default)),
     }
 }
@@ -48,24 +58,36 @@ fn secs(name: &str, default: u64) -> anyhow::Result<Duration> {
 /// The messages API's state, configured from the environment.
 pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
     let settings = AwsSettings::from_env();
-    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table, settings.retention_days);
-    let secrets = Arc::new(SecretsManagerStore::new(SecretsManagerStore::client(sdk, None), settings.secret_prefix.clone()));
+    let store = DynamoStore::new(
+        DynamoStore::client(sdk, None),
+        &settings.table,
+        settings.retention_days,
+    );
+    let secrets = Arc::new(SecretsManagerStore::new(
+        SecretsManagerStore::client(sdk, None),
+        settings.secret_prefix.clone(),
+    ));
     anyhow::ensure!(
         var("COUNTERSIGN_MODEL").is_none_or(|m| m == "scripted"),
         "COUNTERSIGN_MODEL: only `scripted` is available in this build"
     );
-    let provider = countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
-        timeout: secs("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
-        url_policy: UrlPolicy {
-            allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER").as_deref() == Some("1"),
-        },
-        ..countersign_provider_client::Settings::default()
-    })?;
+    let provider =
+        countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
+            timeout: secs("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
+            url_policy: UrlPolicy {
+                allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER").as_deref()
+                    == Some("1"),
+            },
+            ..countersign_provider_client::Settings::default()
+        })?;
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
         secrets: secrets.clone(),
-        signer: Arc::new(KmsProofSigner::new(KmsProofSigner::client(sdk, None), settings.signing_key.clone())),
+        signer: Arc::new(KmsProofSigner::new(
+            KmsProofSigner::client(sdk, None),
+            settings.signing_key.clone(),
+        )),
         provider: Arc::new(provider),
         model: Arc::new(ScriptedModel),
         registry: Arc::new(countersign_tools::builtins::registry()?),

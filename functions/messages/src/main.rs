@@ -17,8 +17,11 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
         lambda_http::run(app).await.map_err(|e| anyhow::anyhow!(e))
     } else {
-        let addr = std::env::var("COUNTERSIGN_MESSAGES_ADDR").unwrap_or_else(|_| "127.0.0.1:8789".into());
-        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("binding {addr}"))?;
+        let addr =
+            std::env::var("COUNTERSIGN_MESSAGES_ADDR").unwrap_or_else(|_| "127.0.0.1:8789".into());
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
         tracing::info!(%addr, "messages API listening");
         axum::serve(listener, app).await.context("serving")
     }

@@ -245,6 +245,30 @@ fn contract_error(problems: &[String]) -> ToolError {
         .retryable(false)
 }
 
+/// What the model reads of a proxied tool's result: its structured content when present,
+/// else its text blocks; an error is marked as such.
+fn model_view(raw: &Value) -> String {
+    let text = || {
+        raw.get("content")
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    };
+    if raw.get("isError").and_then(Value::as_bool) == Some(true) {
+        return format!("error: {}", text());
+    }
+    match raw.get("structuredContent") {
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => text(),
+    }
+}
+
 fn model_tool(descriptor: &Value) -> Option<ModelTool> {
     Some(ModelTool {
         name: descriptor.get("name")?.as_str()?.to_owned(),
@@ -399,9 +423,10 @@ pub(crate) async fn run(
                     .map(|t| (i, t))
             }) {
                 let args = call.arguments.as_object().cloned().unwrap_or_default();
-                countersign_tools::proxy::call(chat.provider.as_ref(), &i.ctx, tool, &args)
-                    .await
-                    .to_string()
+                let raw =
+                    countersign_tools::proxy::call(chat.provider.as_ref(), &i.ctx, tool, &args)
+                        .await;
+                model_view(&raw)
             } else {
                 // T-1: a tool outside the allowlist (or a provider-reserved one) is refused.
                 json!({"ok": false, "error": {"code": code::NOT_FOUND, "message": format!("no tool named `{}` is available in this conversation", call.name.chars().take(128).collect::<String>())}}).to_string()
