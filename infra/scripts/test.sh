@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Countersign's test command (README "Test it"): from a fresh clone, installs what it
-# needs (the local AWS emulator, moto, into .venv/moto; the official MCP Inspector into
-# infra/interop/node_modules) and runs every check CI runs.
+# needs (the local AWS emulator, moto, into .venv/moto; cfn-lint and the SAM CLI into
+# .venv/sam; the official MCP Inspector into infra/interop/node_modules) and runs every
+# check CI runs.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,6 +21,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "the domain crate has no I/O dependency"
 infra/scripts/check-domain-deps.sh
+
+step "template.yaml: cfn-lint and sam validate --lint (offline)"
+infra/scripts/check-template.sh
 
 step "build once: binaries and tests"
 cargo build --workspace --locked --bins

@@ -54,7 +54,7 @@ pub fn state_from_env(sdk: &aws_config::SdkConfig) -> AdminState {
         )),
         signer: Arc::new(KmsProofSigner::new(
             KmsProofSigner::client(sdk, None),
-            settings.signing_key.clone(),
+            settings.signing_key,
         )),
         // The proofs' `iss`, shown to tenants (C-5).
         issuer: var("COUNTERSIGN_ISSUER").unwrap_or_else(|| DEFAULT_ISSUER.into()),

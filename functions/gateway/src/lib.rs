@@ -240,6 +240,9 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
     }
 }
 
+/// Every route (method, path) the router serves: the SAM template is checked against it.
+pub const ROUTES: [(&str, &str); 1] = [("POST", "/mcp")];
+
 /// The gateway's router: `POST /mcp` (stateless MCP Streamable HTTP, JSON responses).
 pub fn router(gateway: Gateway) -> axum::Router {
     let gateway = Arc::new(gateway);

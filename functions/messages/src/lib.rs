@@ -86,7 +86,7 @@ pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
         secrets: secrets.clone(),
         signer: Arc::new(KmsProofSigner::new(
             KmsProofSigner::client(sdk, None),
-            settings.signing_key.clone(),
+            settings.signing_key,
         )),
         provider: Arc::new(provider),
         model: Arc::new(ScriptedModel),

@@ -619,6 +619,17 @@ pub const PATHS: [&str; 4] = [
     "/api/admin/tenants/{id}/audit",
 ];
 
+/// Every route (method, path) the router serves: the SAM template is checked against it.
+pub const ROUTES: [(&str, &str); 7] = [
+    ("GET", PATHS[0]),
+    ("PUT", PATHS[0]),
+    ("DELETE", PATHS[0]),
+    ("GET", PATHS[1]),
+    ("POST", PATHS[1]),
+    ("DELETE", PATHS[2]),
+    ("GET", PATHS[3]),
+];
+
 /// The admin API router.
 pub fn router(state: AdminState) -> Router {
     let [mcp, widgets, widget, audit] = PATHS;

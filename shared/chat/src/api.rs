@@ -28,11 +28,19 @@ pub const PAGE_DEFAULT: usize = 100;
 /// Largest page.
 pub const PAGE_MAX: usize = 500;
 
-/// Every path the router serves (the SAM template is checked against it).
+/// Every path the router serves.
 pub const PATHS: [&str; 3] = [
     "/api/cases",
     "/api/cases/{id}/messages",
     "/api/cases/{id}/close",
+];
+
+/// Every route (method, path) the router serves: the SAM template is checked against it.
+pub const ROUTES: [(&str, &str); 4] = [
+    ("POST", PATHS[0]),
+    ("GET", PATHS[1]),
+    ("POST", PATHS[1]),
+    ("POST", PATHS[2]),
 ];
 
 /// The router's state.
