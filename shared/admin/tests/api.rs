@@ -300,6 +300,8 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         confirmation_message_id: None,
         config_version: 1,
         secret_version: None,
+        server_url: None,
+        audience: None,
     };
     let m = NewMessage {
         id: presented,

@@ -112,6 +112,8 @@ fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
         confirmation_message_id: None,
         config_version: 1,
         secret_version: None,
+        server_url: None,
+        audience: None,
     };
     (
         p,
@@ -251,7 +253,7 @@ async fn main() {
                             MessageKind::Text,
                             Some(p.presented.message_id.clone()),
                         ),
-                        config_version: None,
+                        config: None,
                     };
                     store.confirm(&w).await.unwrap()
                 }
@@ -279,7 +281,7 @@ async fn main() {
                             MessageKind::Text,
                             Some(p.presented.message_id.clone()),
                         ),
-                        config_version: None,
+                        config: None,
                     };
                     store.confirm(&w).await.unwrap();
                     (case, p)

@@ -94,6 +94,11 @@ impl From<ChatError> for ApiError {
             ChatError::Closed => {
                 Self::new(StatusCode::CONFLICT, "CASE_CLOSED", "this case is closed")
             }
+            ChatError::Busy => Self::new(
+                StatusCode::CONFLICT,
+                "ACTION_IN_PROGRESS",
+                "an action's outcome is still being checked; send a message to check it, then close",
+            ),
             ChatError::Invalid { field, message } => Self {
                 field: Some(field),
                 ..Self::new(

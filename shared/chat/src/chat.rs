@@ -53,6 +53,9 @@ pub enum ChatError {
         /// Why.
         message: String,
     },
+    /// An action's outcome is still being checked in this case.
+    #[error("an action's outcome is still being checked")]
+    Busy,
     /// A store failed; nothing more was done.
     #[error("a platform service is unavailable")]
     Unavailable(#[from] StoreError),
@@ -87,9 +90,6 @@ pub struct Chat {
     pub stuck_after: Duration,
     /// Service tokens by secret version (immutable, so cached).
     pub(crate) tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
-    /// Configurations by version (a version's content never changes, so cached: the
-    /// confirm path reads none when the proposal's version is known here).
-    pub(crate) configs: Mutex<HashMap<(TenantId, u64), StoredMcpConfig>>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -158,39 +158,7 @@ impl Chat {
             max_tool_rounds: 4,
             stuck_after: p.stuck_after,
             tokens: Mutex::new(HashMap::new()),
-            configs: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// Remembers a configuration version (bounded: cleared when large).
-    pub(crate) fn remember_config(&self, tenant: &TenantId, config: &StoredMcpConfig) {
-        let mut cache = self.configs.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.len() > 1000 {
-            cache.clear();
-        }
-        cache.insert((tenant.clone(), config.version), config.clone());
-    }
-
-    /// The configuration a proposal was prepared with: from memory, or read (one GetItem)
-    /// when this process has not seen that version.
-    async fn config_for(
-        &self,
-        tenant: &TenantId,
-        version: u64,
-    ) -> Result<Option<StoredMcpConfig>, ChatError> {
-        if let Some(c) = self
-            .configs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&(tenant.clone(), version))
-        {
-            return Ok(Some(c.clone()));
-        }
-        let current = self.tenants.get_mcp_config(tenant).await?;
-        if let Some(c) = &current {
-            self.remember_config(tenant, c);
-        }
-        Ok(current)
     }
 
     fn message(
@@ -262,8 +230,10 @@ impl Chat {
     /// it.
     pub async fn close(&self, who: &Principal, case: &CaseId) -> Result<(), ChatError> {
         self.owned(who, case).await?;
-        self.conversations.close_case(&who.tenant, case).await?;
-        Ok(())
+        match self.conversations.close_case(&who.tenant, case).await? {
+            TransitionOutcome::Applied => Ok(()),
+            TransitionOutcome::Conflict { .. } => Err(ChatError::Busy),
+        }
     }
 
     /// `POST /api/cases/:id/messages`: one user message and everything it causes. Returns
@@ -294,15 +264,15 @@ impl Chat {
         };
         let mut out = Vec::new();
         match view.active.clone() {
-            Some(p) if p.state == ProposalState::PendingConfirmation => {
-                match classify(content) {
-                    Reply::Confirm => {
-                        self.confirm(who, &view, p, user_message, &mut out).await?;
-                        return Ok((out, lang));
-                    }
-                    Reply::Cancel => {
-                        self.store(who, &user_message, &mut out).await?;
-                        self.end_pending(
+            Some(p) if p.state == ProposalState::PendingConfirmation => match classify(content) {
+                Reply::Confirm => {
+                    self.confirm(who, &view, p, user_message, &mut out).await?;
+                    return Ok((out, lang));
+                }
+                Reply::Cancel => {
+                    self.store(who, &user_message, &mut out).await?;
+                    let cancelled = self
+                        .end_pending(
                             who,
                             &p,
                             ProposalState::Cancelled,
@@ -310,12 +280,20 @@ impl Chat {
                             &mut out,
                         )
                         .await?;
-                        return Ok((out, lang));
+                    if !cancelled && !self.after_lost_race(who, case, lang, &mut out).await? {
+                        let n = self.notice(
+                            case,
+                            texts::refusal_notice(lang, &Refusal::NoPendingProposal),
+                        );
+                        self.store(who, &n, &mut out).await?;
                     }
-                    Reply::Other => {
-                        // any other text invalidates the proposal before the model sees it.
-                        self.store(who, &user_message, &mut out).await?;
-                        self.end_pending(
+                    return Ok((out, lang));
+                }
+                Reply::Other => {
+                    // any other text invalidates the proposal before the model sees it.
+                    self.store(who, &user_message, &mut out).await?;
+                    let discarded = self
+                        .end_pending(
                             who,
                             &p,
                             ProposalState::Cancelled,
@@ -323,9 +301,12 @@ impl Chat {
                             &mut out,
                         )
                         .await?;
+                    // Lost to a confirmation that started the action: status only.
+                    if !discarded && self.after_lost_race(who, case, lang, &mut out).await? {
+                        return Ok((out, lang));
                     }
                 }
-            }
+            },
             Some(p) if p.state.needs_reconciliation() => {
                 // only the status query, never the model.
                 self.store(who, &user_message, &mut out).await?;
@@ -346,7 +327,18 @@ impl Chat {
                 }
             }
         }
-        turn::run(self, who, &view, &mut out).await?;
+        if let Err(e) = turn::run(self, who, &view, &mut out).await {
+            // The message is stored: answer with what happened rather than a 503 that a
+            // client would retry (storing the message twice).
+            tracing::warn!(error = %e, "model turn failed");
+            let n = self.notice(
+                case,
+                "The assistant is unavailable right now. Please try again in a moment.",
+            );
+            if self.store(who, &n, &mut out).await.is_err() {
+                return Err(e);
+            }
+        }
         Ok((out, lang))
     }
 
@@ -370,9 +362,9 @@ impl Chat {
         to: ProposalState,
         text: &str,
         out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
+    ) -> Result<bool, ChatError> {
         let notice = self.notice(&p.case, text);
-        if self
+        let applied = self
             .conversations
             .transition(
                 &who.tenant,
@@ -383,11 +375,31 @@ impl Chat {
                 Some(&notice),
             )
             .await?
-            == TransitionOutcome::Applied
-        {
+            == TransitionOutcome::Applied;
+        if applied {
             out.push(notice);
         }
-        Ok(())
+        Ok(applied)
+    }
+
+    /// After losing a race on a pending proposal (another request confirmed, cancelled or
+    /// replaced it): decides again on the state now. Returns whether this request is done.
+    async fn after_lost_race(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+        lang: Language,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<bool, ChatError> {
+        let view = self.owned(who, case).await?;
+        match view.active {
+            // the action started meanwhile: only its status, never the model.
+            Some(p) if p.state.needs_reconciliation() => {
+                self.reconcile(who, lang, p, out).await?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     /// The confirm path: the binding check, then one transaction that stores the message
@@ -435,7 +447,7 @@ impl Chat {
             action_id: p.action_id.clone(),
             presented_message_id: p.presented.message_id.clone(),
             message: message.clone(),
-            config_version: Some(p.config_version),
+            config: p.secret_version.clone().map(|sv| (p.config_version, sv)),
         };
         match self.conversations.confirm(&write).await? {
             TransitionOutcome::Applied => {
@@ -456,6 +468,7 @@ impl Chat {
                     out,
                 )
                 .await
+                .map(|_| ())
             }
             TransitionOutcome::Conflict { current } => {
                 // Another request confirmed, cancelled or replaced it first: this message
@@ -475,10 +488,28 @@ impl Chat {
         who: &Principal,
         case: &CaseId,
         config: &StoredMcpConfig,
-        secret_version: Option<&str>,
     ) -> Result<Option<ProviderContext>, ChatError> {
-        let version = secret_version.unwrap_or(&config.secret_version).to_owned();
-        let key = (who.tenant.clone(), version.clone());
+        self.context_for(
+            who,
+            case,
+            config.config.server_url.clone(),
+            &config.secret_version,
+            config.version,
+        )
+        .await
+    }
+
+    /// The provider context for `server_url` with the service token of `secret_version`
+    /// (cached: a secret version never changes).
+    async fn context_for(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+        server_url: countersign_domain::config::ServerUrl,
+        secret_version: &str,
+        config_version: u64,
+    ) -> Result<Option<ProviderContext>, ChatError> {
+        let key = (who.tenant.clone(), secret_version.to_owned());
         let cached = self
             .tokens
             .lock()
@@ -490,7 +521,7 @@ impl Chat {
             None => {
                 let Some(t) = self
                     .secrets
-                    .get_version(&service_token_secret_name(&who.tenant), &version)
+                    .get_version(&service_token_secret_name(&who.tenant), secret_version)
                     .await
                     .map_err(|e| ChatError::Unavailable(StoreError::Unavailable(Box::new(e))))?
                 else {
@@ -507,10 +538,41 @@ impl Chat {
             tenant: who.tenant.clone(),
             user: who.user.clone(),
             conversation: case.clone(),
-            server_url: config.config.server_url.clone(),
+            server_url,
             service_token: token,
-            config_version: config.version,
+            config_version,
         }))
+    }
+
+    /// The integration a proposal was prepared with — its URL, token version and
+    /// audience — and no other (C-8: an uncertain result is checked with the original
+    /// integration).
+    async fn proposal_context(
+        &self,
+        who: &Principal,
+        p: &Proposal,
+    ) -> Result<Option<(ProviderContext, String)>, ChatError> {
+        let (Some(url), Some(secret)) = (&p.server_url, &p.secret_version) else {
+            return Ok(None);
+        };
+        // Stored URLs passed the save-time rules; the client re-checks D-5 at connect time
+        // under this deployment's policy.
+        let Ok(server_url) = countersign_domain::config::ServerUrl::parse(
+            url,
+            countersign_domain::config::UrlPolicy {
+                allow_loopback_http: true,
+            },
+        ) else {
+            return Ok(None);
+        };
+        let audience = p
+            .audience
+            .clone()
+            .unwrap_or_else(|| server_url.as_str().to_owned());
+        Ok(self
+            .context_for(who, &p.case, server_url, secret, p.config_version)
+            .await?
+            .map(|ctx| (ctx, audience)))
     }
 
     /// Writes the outcome: `executing`/`unknown` → `to`, with the message. If the state
@@ -548,6 +610,15 @@ impl Chat {
                     )
                     .await?
                     == TransitionOutcome::Applied
+            }
+            TransitionOutcome::Conflict {
+                current: Some(ProposalState::Unknown),
+            } if to == ProposalState::Unknown => {
+                // A status query marked it unknown first: the person is still told.
+                self.conversations
+                    .append_message(&who.tenant, &message)
+                    .await?;
+                true
             }
             TransitionOutcome::Conflict { .. } => false,
         };
@@ -598,40 +669,36 @@ impl Chat {
             )
         };
         // Nothing has been sent yet: any failure before the call is a plain failure.
-        let Some(config) = self.config_for(&who.tenant, p.config_version).await? else {
-            let m = failed(self);
-            return self
-                .settle(
-                    who,
-                    &p,
-                    ProposalState::Executing,
-                    ProposalState::Failed,
-                    m,
-                    out,
-                )
-                .await;
+        let (ctx, audience) = match self.proposal_context(who, &p).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                let m = failed(self);
+                return self
+                    .settle(
+                        who,
+                        &p,
+                        ProposalState::Executing,
+                        ProposalState::Failed,
+                        m,
+                        out,
+                    )
+                    .await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the integration failed before execution");
+                let m = failed(self);
+                return self
+                    .settle(
+                        who,
+                        &p,
+                        ProposalState::Executing,
+                        ProposalState::Failed,
+                        m,
+                        out,
+                    )
+                    .await;
+            }
         };
-        let Some(ctx) = self
-            .provider_context(who, &p.case, &config, p.secret_version.as_deref())
-            .await?
-        else {
-            let m = failed(self);
-            return self
-                .settle(
-                    who,
-                    &p,
-                    ProposalState::Executing,
-                    ProposalState::Failed,
-                    m,
-                    out,
-                )
-                .await;
-        };
-        let audience = config
-            .config
-            .audience
-            .clone()
-            .unwrap_or_else(|| config.config.server_url.as_str().to_owned());
         let jti = self.ids.proof_jti();
         let claims = ProofClaims::for_confirmation(
             &p,
@@ -743,17 +810,13 @@ impl Chat {
                 return self.store(who, &n, out).await;
             }
         }
-        let config = self.tenants.get_mcp_config(&who.tenant).await?;
-        let ctx = match &config {
-            Some(c) => {
-                self.provider_context(who, &p.case, c, p.secret_version.as_deref())
-                    .await?
-            }
-            None => None,
-        };
+        let ctx = self.proposal_context(who, &p).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "reading the integration failed before a status query");
+            None
+        });
         let parsed = match ctx {
             None => None,
-            Some(ctx) => {
+            Some((ctx, _)) => {
                 let mut args = serde_json::Map::new();
                 args.insert("actionId".into(), json!(p.action_id.as_str()));
                 match self

@@ -192,6 +192,14 @@ impl ActionPreparer for TurnPreparer {
             confirmation_message_id: None,
             config_version: config.version,
             secret_version: Some(config.secret_version.clone()),
+            server_url: Some(config.config.server_url.as_str().to_owned()),
+            audience: Some(
+                config
+                    .config
+                    .audience
+                    .clone()
+                    .unwrap_or_else(|| config.config.server_url.as_str().to_owned()),
+            ),
         };
         match c
             .conversations
@@ -293,11 +301,7 @@ async fn integration(
     let Some(config) = chat.tenants.get_mcp_config(&who.tenant).await? else {
         return Ok(None);
     };
-    chat.remember_config(&who.tenant, &config);
-    let Some(ctx) = chat
-        .provider_context(who, &view.case.id, &config, None)
-        .await?
-    else {
+    let Some(ctx) = chat.provider_context(who, &view.case.id, &config).await? else {
         return Ok(None);
     };
     let tools = match chat.provider.list_tools(&ctx).await {
@@ -323,12 +327,10 @@ pub(crate) async fn run(
     let case = &view.case.id;
     let history = chat
         .conversations
-        .list_messages(&who.tenant, case, None, 1000)
+        .recent_messages(&who.tenant, case, HISTORY)
         .await?;
-    let skip = history.len().saturating_sub(HISTORY);
     let mut messages: Vec<ModelMessage> = history
         .iter()
-        .skip(skip)
         .map(|m| match m.role {
             Role::User => ModelMessage::User(m.content.clone()),
             Role::Assistant => ModelMessage::Assistant {

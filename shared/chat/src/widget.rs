@@ -113,7 +113,15 @@ impl WidgetAuth {
         )
         .map_err(|_| AuthError::Invalid)?
         .claims;
-        if claims.tid != tenant.as_str() || claims.exp - claims.iat > MAX_TOKEN_SECONDS {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let lifetime = claims.exp.checked_sub(claims.iat);
+        // Issued in the future, or valid for longer than allowed: refused.
+        if claims.tid != tenant.as_str()
+            || claims.iat > now.saturating_add(30)
+            || lifetime.is_none_or(|l| l > MAX_TOKEN_SECONDS)
+        {
             return Err(AuthError::Invalid);
         }
         Ok(Principal {

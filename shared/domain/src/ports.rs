@@ -144,10 +144,12 @@ pub struct ConfirmWrite {
     pub presented_message_id: MessageId,
     /// The confirming user message, stored in the same transaction.
     pub message: NewMessage,
-    /// Condition (C-8): the tenant's stored configuration still has this version, the one
-    /// the proposal was prepared with. A changed or removed configuration makes the
-    /// confirmation a `Conflict { current: None }`. `None` skips the check (store tests).
-    pub config_version: Option<u64>,
+    /// Condition (C-8): the tenant's stored configuration still has this version and
+    /// service-token secret version, the ones the proposal was prepared with (the pair is
+    /// unique per save, even across a removal and a new configuration). A changed or
+    /// removed configuration makes the confirmation a `Conflict { current: None }`. `None`
+    /// skips the check (store tests).
+    pub config: Option<(u64, String)>,
 }
 
 /// The conversation / proposal store. Every method is scoped by tenant: an id of another
@@ -212,8 +214,22 @@ pub trait ConversationStore: Send + Sync {
         notice: Option<&NewMessage>,
     ) -> Result<TransitionOutcome, StoreError>;
 
-    /// Closes a case (A-26: a closed case never executes).
-    async fn close_case(&self, tenant: &TenantId, case: &CaseId) -> Result<(), StoreError>;
+    /// Closes a case (A-26: a closed case never executes); a pending proposal is cancelled
+    /// with it. `Conflict { current }` while the slot holds an `executing` or `unknown`
+    /// proposal: its outcome must be reconciled first. Closing a closed or missing case is
+    /// `Applied`.
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError>;
+    /// The `limit` most recent messages of a case, oldest first (the model's history).
+    async fn recent_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError>;
 
     /// C-8: cancels every `pending_confirmation` proposal of the tenant prepared with a
     /// configuration version lower than `version`. Returns how many were cancelled.

@@ -303,6 +303,11 @@ pub struct Proposal {
     /// The service-token secret version it was prepared with, to reconcile `unknown`
     /// proposals against the integration they executed with (C-8).
     pub secret_version: Option<String>,
+    /// The provider URL it was prepared against: execution and reconciliation go to this
+    /// integration and no other (C-8: "the original integration").
+    pub server_url: Option<String>,
+    /// The proof audience in force at preparation.
+    pub audience: Option<String>,
 }
 
 impl Proposal {

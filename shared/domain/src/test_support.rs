@@ -72,6 +72,8 @@ impl Fixture {
             confirmation_message_id: None,
             config_version: 1,
             secret_version: None,
+            server_url: None,
+            audience: None,
         };
         Self {
             principal,

@@ -4,7 +4,9 @@
 //!   `application/json` or as a `text/event-stream` whose events carry the answer.
 //! - Stateless first: a server that needs a session answers a session-less request with
 //!   HTTP 400/404 before running anything; the client then `initialize`s, remembers that
-//!   this server needs it, and sends the request once more with the session.
+//!   this server needs it, and sends the request once more with the session. A call that
+//!   carries a proof (`execute_action`) is never sent twice: it is preceded by
+//!   `initialize` instead.
 //! - The A-11 headers come from the [`ProviderContext`] (the authenticated context), never
 //!   from tool arguments; `X-MCP-Confirmation` only with a proof.
 //! - D-5 at connect time: the URL is re-checked under this deployment's policy, and host
@@ -251,7 +253,10 @@ impl HttpProvider {
         let url = self.checked_url(&ctx.server_url)?;
         let key = url.as_str().to_owned();
         let mut session = None;
-        if self.session_needed(&key) {
+        // A call carrying a proof (execute_action) is sent exactly once: when it is
+        // not known whether this server needs a session, initialize first (a stateless
+        // server answers `initialize` too, without a session).
+        if self.session_needed(&key) || confirmation.is_some() {
             session = self.initialize(ctx, &url).await?;
         }
         let id = self.id();
@@ -261,8 +266,9 @@ impl HttpProvider {
             .await?;
         // 400/404 to a session-less request: the server wants `initialize` first. It ran
         // nothing (a tool's answer, even an error, comes with 200), so one more send with a
-        // session is safe, also for execute_action.
+        // session is safe; never for a call carrying a proof, which is sent once.
         if session.is_none()
+            && confirmation.is_none()
             && matches!(answer.status.as_u16(), 400 | 404)
             && answer
                 .message
@@ -275,7 +281,7 @@ impl HttpProvider {
             let body =
                 json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params_of(&body)});
             answer = self
-                .post(ctx, &url, &body, session.as_deref(), confirmation, Some(id))
+                .post(ctx, &url, &body, session.as_deref(), None, Some(id))
                 .await?;
         }
         if !answer.status.is_success() {

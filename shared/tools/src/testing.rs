@@ -77,7 +77,15 @@ impl ConversationStore for Fake {
     ) -> Result<TransitionOutcome, StoreError> {
         Err(unavailable())
     }
-    async fn close_case(&self, _: &TenantId, _: &CaseId) -> Result<(), StoreError> {
+    async fn close_case(&self, _: &TenantId, _: &CaseId) -> Result<TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
+    async fn recent_messages(
+        &self,
+        _: &TenantId,
+        _: &CaseId,
+        _: usize,
+    ) -> Result<Vec<Message>, StoreError> {
         Err(unavailable())
     }
     async fn invalidate_pending(&self, _: &TenantId, _: u64) -> Result<usize, StoreError> {

@@ -62,6 +62,8 @@ fn proposal() -> Proposal {
         confirmation_message_id: None,
         config_version: 1,
         secret_version: None,
+        server_url: None,
+        audience: None,
     }
 }
 

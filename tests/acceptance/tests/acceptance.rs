@@ -218,7 +218,11 @@ async fn t04_invalid_credentials_unknown_tenant_wrong_admin_key_wrong_widget_jwt
         .unwrap()
         .as_secs() as i64;
     let alice = UserId::parse("u_alice").unwrap();
-    for (iat, exp) in [(now - 1000, now - 500), (now, now + 2 * 86_400)] {
+    for (iat, exp) in [
+        (now - 1000, now - 500),
+        (now, now + 2 * 86_400),
+        (now + 3600, now + 3700),
+    ] {
         let tok = countersign_chat::widget::sign_token(
             &s.widget_secret,
             &s.widget_key,
@@ -864,6 +868,36 @@ async fn t16_closed_conversation_never_executes() {
         ),
         "the pending proposal was cancelled with the case"
     );
+    // A case whose action's outcome is uncertain is not closed until it is reconciled.
+    let case2 = s.create_case(&t).await;
+    let p = s.propose(&t, &case2, "ses_a1", "car_a2").await;
+    s.fault(json!({"fault": "drop_after_execute"}));
+    let m = s.say(&t, &case2, "confirm", p["id"].as_str()).await;
+    assert!(texts(&m).contains(UNCERTAIN), "{m:?}");
+    s.fault(json!({"fault": "reset"}));
+    let close_url = format!("{}/api/cases/{case2}/close", s.messages_url);
+    let res = s
+        .http
+        .post(&close_url)
+        .bearer_auth(&t)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 409);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["error"]["code"],
+        "ACTION_IN_PROGRESS"
+    );
+    let m = s.say(&t, &case2, "and now?", None).await;
+    assert!(texts(&m).contains(COMPLETED), "{m:?}");
+    let res = s
+        .http
+        .post(&close_url)
+        .bearer_auth(&t)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
     s.finish();
 }
 

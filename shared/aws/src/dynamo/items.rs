@@ -176,6 +176,12 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
     if let Some(v) = &p.secret_version {
         i.insert("secret_version".into(), s(v.as_str()));
     }
+    if let Some(u) = &p.server_url {
+        i.insert("server_url".into(), s(u.as_str()));
+    }
+    if let Some(a) = &p.audience {
+        i.insert("audience".into(), s(a.as_str()));
+    }
     if p.state == ProposalState::PendingConfirmation {
         i.insert(GSI1_PK.into(), s(pending_gsi_pk(&p.tenant)));
         i.insert(GSI1_SK.into(), s(format!("{}#{}", p.case, p.action_id)));
@@ -206,6 +212,8 @@ pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
             .map_err(|_| corrupt("confirmation_message_id"))?,
         config_version: get_n(item, "config_version")?,
         secret_version: opt_s(item, "secret_version").map(str::to_owned),
+        server_url: opt_s(item, "server_url").map(str::to_owned),
+        audience: opt_s(item, "audience").map(str::to_owned),
     })
 }
 

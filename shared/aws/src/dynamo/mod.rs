@@ -175,10 +175,19 @@ impl DynamoStore {
     }
 
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
+        self.transact_with_token(items, None).await
+    }
+
+    async fn transact_with_token(
+        &self,
+        items: Vec<TransactWriteItem>,
+        token: Option<&str>,
+    ) -> Result<Tx, StoreError> {
         match self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .set_client_request_token(token.map(str::to_owned))
             .send()
             .await
         {
@@ -384,6 +393,37 @@ impl ConversationStore for DynamoStore {
         Ok(out)
     }
 
+    async fn recent_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        // Newest first, one page of at most `limit`, then back to oldest first.
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(conv_pk(tenant, case))),
+                (":m", s("M#")),
+            ])))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let mut out = page
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(message_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        out.reverse();
+        Ok(out)
+    }
+
     async fn create_proposal(
         &self,
         proposal: &Proposal,
@@ -519,20 +559,27 @@ impl ConversationStore for DynamoStore {
                 )?,
                 self.put_new(message_item(&w.tenant, &w.message))?,
             ];
-            if let Some(v) = w.config_version {
+            if let Some((v, secret)) = &w.config {
                 // C-8 in the same transaction: the configuration the proposal was prepared
                 // with is still the one in force.
                 let check = build(
                     ConditionCheck::builder()
                         .table_name(&self.table)
                         .set_key(Some(key(tenant_pk(&w.tenant), tenants::MCP_SK)))
-                        .condition_expression("version = :v")
-                        .expression_attribute_values(":v", n(v))
+                        .condition_expression("version = :v AND secret_version = :sv")
+                        .expression_attribute_values(":v", n(*v))
+                        .expression_attribute_values(":sv", s(secret.as_str()))
                         .build(),
                 )?;
                 tx.push(TransactWriteItem::builder().condition_check(check).build());
             }
-            match self.transact(tx).await? {
+            // Idempotent for 10 minutes under the message's id: if an SDK retry resends a
+            // transaction that committed but whose answer was lost, DynamoDB answers
+            // success instead of reporting a lost race.
+            match self
+                .transact_with_token(tx, Some(w.message.id.as_str()))
+                .await?
+            {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
                 Tx::Cancelled(reasons) => {
                     if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
@@ -626,16 +673,31 @@ impl ConversationStore for DynamoStore {
         Ok(TransitionOutcome::Conflict { current: None })
     }
 
-    async fn close_case(&self, tenant: &TenantId, case: &CaseId) -> Result<(), StoreError> {
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError> {
         let pk = conv_pk(tenant, case);
         for attempt in 0..MAX_ATTEMPTS {
             let Some(case_item) = self.case_item(tenant, case).await? else {
-                return Ok(());
+                return Ok(TransitionOutcome::Applied);
             };
             if opt_s(&case_item, "status") == Some("closed") {
-                return Ok(());
+                return Ok(TransitionOutcome::Applied);
             }
             let seen = Self::slot(&case_item);
+            // An action whose outcome is not settled keeps the case open: it must be
+            // reconciled in it, and a closed case never executes.
+            if let Some(state) = seen
+                .as_ref()
+                .and_then(|(_, st)| ProposalState::parse(st))
+                .filter(|st| st.needs_reconciliation())
+            {
+                return Ok(TransitionOutcome::Conflict {
+                    current: Some(state),
+                });
+            }
             let mut vals = values([(":open", s("open")), (":closed", s("closed"))]);
             let mut expr = "SET #status = :closed".to_owned();
             let condition = match &seen {
@@ -686,7 +748,7 @@ impl ConversationStore for DynamoStore {
                 )?);
             }
             match self.transact(tx).await? {
-                Tx::Committed => return Ok(()),
+                Tx::Committed => return Ok(TransitionOutcome::Applied),
                 Tx::Cancelled(_) => backoff(attempt).await,
             }
         }

@@ -116,6 +116,8 @@ impl Env {
             confirmation_message_id: None,
             config_version,
             secret_version: Some("v1".into()),
+            server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
+            audience: None,
         };
         let msgs = vec![
             self.message(
@@ -173,7 +175,7 @@ impl Env {
                 "confirm",
                 Some(presented.clone()),
             ),
-            config_version: None,
+            config: None,
         }
     }
 }

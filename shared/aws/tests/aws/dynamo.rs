@@ -74,6 +74,12 @@ async fn messages_are_stored_per_case_in_a_total_order() {
         .await
         .unwrap();
     assert_eq!(two.len(), 2);
+    // The model's history: the newest ones, oldest first.
+    let recent = store.recent_messages(&tenant, &case.id, 3).await.unwrap();
+    assert_eq!(
+        recent.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
+        ids[2..].to_vec()
+    );
     // The proposal's presentation messages join the same order.
     let (p, msgs) = env.proposal(&case, "act_order", 1);
     store.create_proposal(&p, &msgs).await.unwrap();
@@ -285,6 +291,66 @@ async fn a23_confirm_requires_the_current_presentation_and_applies_once() {
     );
 }
 
+/// a case whose action is `executing` or `unknown` cannot be closed: its
+/// outcome is reconciled in it first.
+#[tokio::test]
+async fn a44_a_case_with_an_unsettled_action_is_not_closed() {
+    let env = env().await;
+    let store = env.store();
+    let tenant = env.tenant();
+    let case = env.open_case(&store, &tenant).await;
+    let (p, m) = env.proposal(&case, "act_busy", 1);
+    store.create_proposal(&p, &m).await.unwrap();
+    assert_eq!(
+        store
+            .confirm(&env.confirm_write(&p, &p.presented.message_id))
+            .await
+            .unwrap(),
+        TransitionOutcome::Applied
+    );
+    for state in [S::Executing, S::Unknown] {
+        if state == S::Unknown {
+            store
+                .transition(
+                    &tenant,
+                    &case.id,
+                    &p.action_id,
+                    S::Executing,
+                    S::Unknown,
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            store.close_case(&tenant, &case.id).await.unwrap(),
+            TransitionOutcome::Conflict {
+                current: Some(state)
+            }
+        );
+        let view = store.load(&tenant, &case.id).await.unwrap().unwrap();
+        assert_eq!(
+            view.case.status,
+            countersign_domain::conversation::CaseStatus::Open
+        );
+    }
+    store
+        .transition(
+            &tenant,
+            &case.id,
+            &p.action_id,
+            S::Unknown,
+            S::Completed,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.close_case(&tenant, &case.id).await.unwrap(),
+        TransitionOutcome::Applied
+    );
+}
+
 /// closing a case cancels its pending proposal, which then never confirms.
 #[tokio::test]
 async fn a26_closed_case_never_confirms() {
@@ -294,8 +360,15 @@ async fn a26_closed_case_never_confirms() {
     let case = env.open_case(&store, &tenant).await;
     let (p, m) = env.proposal(&case, "act_closed", 1);
     store.create_proposal(&p, &m).await.unwrap();
-    store.close_case(&tenant, &case.id).await.unwrap();
-    store.close_case(&tenant, &case.id).await.unwrap();
+    assert_eq!(
+        store.close_case(&tenant, &case.id).await.unwrap(),
+        TransitionOutcome::Applied
+    );
+    assert_eq!(
+        store.close_case(&tenant, &case.id).await.unwrap(),
+        TransitionOutcome::Applied,
+        "closing twice is harmless"
+    );
     let view = store.load(&tenant, &case.id).await.unwrap().unwrap();
     assert_eq!(
         view.case.status,

@@ -245,7 +245,7 @@ async fn c8_confirm_checks_the_configuration_version_in_the_same_transaction() {
         .await
         .unwrap();
     let mut w = env.confirm_write(&p, &p.presented.message_id);
-    w.config_version = Some(1);
+    w.config = Some((1, "v1".into()));
     assert_eq!(
         store.confirm(&w).await.unwrap(),
         TransitionOutcome::Conflict { current: None }
@@ -256,7 +256,14 @@ async fn c8_confirm_checks_the_configuration_version_in_the_same_transaction() {
         countersign_domain::proposal::ProposalState::PendingConfirmation,
         "nothing written"
     );
-    // With the version in force, the same confirmation goes through.
-    w.config_version = Some(2);
+    // The same version number with another secret version (a configuration removed and
+    // saved again) is another configuration too.
+    w.config = Some((2, "v-other".into()));
+    assert_eq!(
+        store.confirm(&w).await.unwrap(),
+        TransitionOutcome::Conflict { current: None }
+    );
+    // With the configuration in force, the same confirmation goes through.
+    w.config = Some((2, "v1".into()));
     assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
 }
