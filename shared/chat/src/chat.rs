@@ -331,10 +331,7 @@ impl Chat {
             // The message is stored: answer with what happened rather than a 503 that a
             // client would retry (storing the message twice).
             tracing::warn!(error = %e, "model turn failed");
-            let n = self.notice(
-                case,
-                "The assistant is unavailable right now. Please try again in a moment.",
-            );
+            let n = self.notice(case, texts::assistant_unavailable_notice(lang));
             if self.store(who, &n, &mut out).await.is_err() {
                 return Err(e);
             }
@@ -458,17 +455,28 @@ impl Chat {
                 self.execute(who, lang, executing, &authorized, out).await
             }
             TransitionOutcome::Conflict { current: None } => {
-                // C-8: the configuration changed since the proposal was prepared.
                 self.store(who, &message, out).await?;
-                self.end_pending(
-                    who,
-                    &p,
-                    ProposalState::Cancelled,
-                    texts::invalidated_notice(lang),
-                    out,
-                )
-                .await
-                .map(|_| ())
+                // Either the configuration changed since the proposal was prepared (C-8),
+                // or the store kept losing races: tell which, and cancel only for the first.
+                let config = self.tenants.get_mcp_config(&who.tenant).await?;
+                let same = config.is_some_and(|c| {
+                    Some(&c.secret_version) == p.secret_version.as_ref()
+                        && c.version == p.config_version
+                });
+                if same {
+                    let n = self.notice(&message.case, texts::confirm_retry_notice(lang));
+                    self.store(who, &n, out).await
+                } else {
+                    self.end_pending(
+                        who,
+                        &p,
+                        ProposalState::Cancelled,
+                        texts::invalidated_notice(lang),
+                        out,
+                    )
+                    .await
+                    .map(|_| ())
+                }
             }
             TransitionOutcome::Conflict { current } => {
                 // Another request confirmed, cancelled or replaced it first: this message

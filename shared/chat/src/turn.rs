@@ -15,6 +15,7 @@ use countersign_domain::ports::{
 };
 use countersign_domain::prepare::parse_prepare_answer;
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
+use countersign_domain::texts;
 use countersign_domain::tool_result::ToolResult;
 use countersign_tools::builtins::{ActionPreparer, CallContext, PreparedAction, Services};
 use countersign_tools::errors::{ToolError, code, from_provider, from_store};
@@ -384,10 +385,7 @@ pub(crate) async fn run(
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "model step failed");
-                let n = chat.notice(
-                    case,
-                    "The assistant is unavailable right now. Please try again in a moment.",
-                );
+                let n = chat.notice(case, texts::assistant_unavailable_notice(view.language));
                 return chat.store(who, &n, out).await;
             }
         };
@@ -450,9 +448,6 @@ pub(crate) async fn run(
             }
         }
     }
-    let n = chat.notice(
-        case,
-        "I could not finish looking this up. Please ask again in other words.",
-    );
+    let n = chat.notice(case, texts::turn_incomplete_notice(view.language));
     chat.store(who, &n, out).await
 }

@@ -117,6 +117,35 @@ pub fn invalidated_notice(lang: Language) -> &'static str {
     }
 }
 
+/// The model could not run (its service failed): the message is kept.
+pub fn assistant_unavailable_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => "The assistant is unavailable right now. Please try again in a moment.",
+        Language::Pt => "O assistente está indisponível no momento. Tente novamente em instantes.",
+    }
+}
+
+/// The model used up its tool rounds without answering (D-3).
+pub fn turn_incomplete_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => "I could not finish looking this up. Please ask again in other words.",
+        Language::Pt => "Não consegui concluir a consulta. Pergunte novamente com outras palavras.",
+    }
+}
+
+/// A confirmation that lost to concurrent writes (not to a change of the proposal): the
+/// proposal is still pending and may be confirmed again.
+pub fn confirm_retry_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "The confirmation could not be recorded because of concurrent activity. Nothing was changed; reply confirm again to carry out the action."
+        }
+        Language::Pt => {
+            "A confirmação não pôde ser registrada por causa de atividade simultânea. Nada foi alterado; responda confirmar novamente para executar a ação."
+        }
+    }
+}
+
 /// why a `confirm` did not authorize (the pending proposal, if any, is cancelled).
 pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
     use Refusal as R;
@@ -207,6 +236,9 @@ mod tests {
                 cancelled_notice(lang),
                 discarded_notice(lang),
                 invalidated_notice(lang),
+                assistant_unavailable_notice(lang),
+                turn_incomplete_notice(lang),
+                confirm_retry_notice(lang),
             ]) {
                 assert!(SafeText::check(t).is_ok(), "{t}");
             }
