@@ -381,3 +381,127 @@ async fn g6_proxied_consultations_through_the_gateway() {
         assert_eq!(body["error"]["code"], -32602, "{refused}: {body}");
     }
 }
+
+/// G-6 end to end: the gateway's proxied consultations through the real HTTP provider
+/// client to the TrackShare demo provider on loopback: only allowlisted tools are
+/// published, answers pass through validated against the provider's output schemas, and
+/// the provider sees the token's principal, never an argument's.
+#[tokio::test]
+async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
+    let tenant = TenantId::from_ulid_text(ULID).unwrap();
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = probe.local_addr().unwrap();
+    drop(probe);
+    let url = format!("http://{addr}/mcp");
+    let mut demo = countersign_demo_provider::DemoConfig::new(
+        "svc-token",
+        "https://issuer.example",
+        url.clone(),
+    );
+    demo.tenant_id = Some(tenant.to_string());
+    let (_, demo) = countersign_demo_provider::spawn(demo, addr).await.unwrap();
+    let local = UrlPolicy {
+        allow_loopback_http: true,
+    };
+    let fake = Arc::new(Fake::default());
+    let config = validate_mcp_config(
+        &json!({"serverUrl": url, "serviceToken": "svc-token", "allowedTools": ["get_user_cars", "get_user_sessions"]}),
+        local,
+    )
+    .unwrap();
+    *fake.config.lock().unwrap() = Some(StoredMcpConfig {
+        config,
+        version: 1,
+        secret_version: "v1".into(),
+    });
+    let app = || {
+        router(Gateway {
+            registry: builtins::registry().unwrap(),
+            services: Services {
+                conversations: fake.clone(),
+                tenants: fake.clone(),
+                actions: None,
+            },
+            token_key: key(),
+            clock: Arc::new(SystemClock),
+            allowed_hosts: vec![],
+            provider: Some(Arc::new(
+                countersign_provider_client::HttpProvider::new(
+                    countersign_provider_client::Settings {
+                        url_policy: local,
+                        ..countersign_provider_client::Settings::default()
+                    },
+                )
+                .unwrap(),
+            )),
+            secrets: Arc::new(Secrets),
+        })
+    };
+    let alice = Grant {
+        principal: Principal {
+            tenant: tenant.clone(),
+            user: UserId::parse("u_alice").unwrap(),
+        },
+        case: CaseId::from_ulid_text(ULID).unwrap(),
+    };
+    let token = access::mint(&key(), &alice, SystemClock.now(), 300).unwrap();
+    let (s, body) = post_to(
+        app(),
+        Some(&token),
+        "2025-06-18",
+        rpc(1, "tools/list", json!({})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let names: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"get_user_cars") && names.contains(&"get_user_sessions"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"get_matching_sessions")
+            && !names.contains(&"execute_action")
+            && !names.contains(&"reassign_session_car")
+    );
+    let (_, body) = post_to(
+        app(),
+        Some(&token),
+        "2025-06-18",
+        rpc(
+            2,
+            "tools/call",
+            json!({"name": "get_user_sessions", "arguments": {"userId": "u_bruno"}}),
+        ),
+    )
+    .await;
+    let sessions = body["result"]["structuredContent"]["sessions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(sessions.len(), 2, "{body}");
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s["sessionId"].as_str().unwrap().starts_with("ses_a"))
+    );
+    let last = demo.stats()["lastCall"].clone();
+    assert_eq!(last["userId"], "u_alice");
+    assert_eq!(last["tenantId"], tenant.as_str());
+    let (_, body) = post_to(
+        app(),
+        Some(&token),
+        "2025-06-18",
+        rpc(3, "tools/call", json!({"name": "reassign_session_car", "arguments": {"sessionId": "ses_a1", "carId": "car_a2"}})),
+    )
+    .await;
+    assert_eq!(
+        body["error"]["code"], -32602,
+        "a direct write is not allowlisted: {body}"
+    );
+    assert_eq!(demo.stats()["stats"]["directWrites"], 0);
+}
