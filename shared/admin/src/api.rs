@@ -85,6 +85,14 @@ impl ApiError {
             "a valid tenant admin key is required",
         )
     }
+    /// Another change to the configuration came first (its version moved).
+    fn conflict() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "CONFLICT",
+            "the configuration changed meanwhile; reload and try again",
+        )
+    }
     fn not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such tenant")
     }
@@ -384,11 +392,7 @@ async fn put_mcp(
     {
         TransitionOutcome::Applied => {}
         TransitionOutcome::Conflict { .. } => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "CONFLICT",
-                "the configuration changed meanwhile; reload and try again",
-            ));
+            return Err(ApiError::conflict());
         }
     }
     if must_invalidate {
@@ -427,11 +431,7 @@ async fn delete_mcp(
         {
             TransitionOutcome::Applied => {}
             TransitionOutcome::Conflict { .. } => {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "CONFLICT",
-                    "the configuration changed meanwhile; reload and try again",
-                ));
+                return Err(ApiError::conflict());
             }
         }
         // C-10: removing the connector disables actions; pending proposals are cancelled.

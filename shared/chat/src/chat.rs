@@ -63,6 +63,26 @@ pub enum ChatError {
 
 /// Everything the use cases need, built once per process.
 pub struct Chat {
+    /// The ports and settings.
+    pub parts: ChatParts,
+    /// Tool rounds per model turn (D-3).
+    pub max_tool_rounds: usize,
+    /// Service tokens by secret version (immutable, so cached).
+    pub(crate) tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
+}
+
+impl std::fmt::Debug for Chat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chat")
+            .field("issuer", &self.parts.issuer)
+            .field("max_tool_rounds", &self.max_tool_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The ports and settings of [`Chat`] (cheap to clone: shared handles).
+#[derive(Clone)]
+pub struct ChatParts {
     /// Cases, messages, proposals.
     pub conversations: Arc<dyn ConversationStore>,
     /// Tenants and their configuration.
@@ -83,47 +103,8 @@ pub struct Chat {
     pub ids: Arc<dyn Ids>,
     /// The proofs' `iss`.
     pub issuer: String,
-    /// Tool rounds per model turn (D-3).
-    pub max_tool_rounds: usize,
     /// An `executing` proposal older than this is treated as stuck (its process died):
     /// the next message reconciles it. Longer than the provider timeout.
-    pub stuck_after: Duration,
-    /// Service tokens by secret version (immutable, so cached).
-    pub(crate) tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
-}
-
-impl std::fmt::Debug for Chat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Chat")
-            .field("issuer", &self.issuer)
-            .field("max_tool_rounds", &self.max_tool_rounds)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The parts of [`Chat`] that are not caches.
-pub struct ChatParts {
-    /// See [`Chat`].
-    pub conversations: Arc<dyn ConversationStore>,
-    /// See [`Chat`].
-    pub tenants: Arc<dyn TenantStore>,
-    /// See [`Chat`].
-    pub secrets: Arc<dyn SecretStore>,
-    /// See [`Chat`].
-    pub signer: Arc<dyn ProofSigner>,
-    /// See [`Chat`].
-    pub provider: Arc<dyn Provider>,
-    /// See [`Chat`].
-    pub model: Arc<dyn Model>,
-    /// See [`Chat`].
-    pub registry: Arc<Registry<CallContext>>,
-    /// See [`Chat`].
-    pub clock: Arc<dyn Clock>,
-    /// See [`Chat`].
-    pub ids: Arc<dyn Ids>,
-    /// See [`Chat`].
-    pub issuer: String,
-    /// See [`Chat`].
     pub stuck_after: Duration,
 }
 
@@ -143,20 +124,10 @@ fn created_ms(id: &MessageId) -> Option<u64> {
 
 impl Chat {
     /// Assembles the use cases.
-    pub fn new(p: ChatParts) -> Self {
+    pub fn new(parts: ChatParts) -> Self {
         Self {
-            conversations: p.conversations,
-            tenants: p.tenants,
-            secrets: p.secrets,
-            signer: p.signer,
-            provider: p.provider,
-            model: p.model,
-            registry: p.registry,
-            clock: p.clock,
-            ids: p.ids,
-            issuer: p.issuer,
+            parts,
             max_tool_rounds: 4,
-            stuck_after: p.stuck_after,
             tokens: Mutex::new(HashMap::new()),
         }
     }
@@ -169,13 +140,13 @@ impl Chat {
         content: impl Into<String>,
     ) -> NewMessage {
         NewMessage {
-            id: self.ids.message_id(),
+            id: self.parts.ids.message_id(),
             case: case.clone(),
             role,
             kind,
             content: content.into(),
             reply_to: None,
-            created_at: self.clock.now(),
+            created_at: self.parts.clock.now(),
         }
     }
 
@@ -186,24 +157,29 @@ impl Chat {
     /// `POST /api/cases`: a new open case for this person.
     pub async fn create_case(&self, who: &Principal) -> Result<Case, ChatError> {
         let language = self
+            .parts
             .tenants
             .get_tenant(&who.tenant)
             .await?
             .map(|t| t.language)
             .unwrap_or_default();
         let case = Case {
-            id: self.ids.case_id(),
+            id: self.parts.ids.case_id(),
             tenant: who.tenant.clone(),
             user: who.user.clone(),
             status: CaseStatus::Open,
-            created_at: self.clock.now(),
+            created_at: self.parts.clock.now(),
         };
-        self.conversations.create_case(&case, language).await?;
+        self.parts
+            .conversations
+            .create_case(&case, language)
+            .await?;
         Ok(case)
     }
 
     async fn owned(&self, who: &Principal, case: &CaseId) -> Result<ConversationView, ChatError> {
-        self.conversations
+        self.parts
+            .conversations
             .load(&who.tenant, case)
             .await?
             .filter(|v| v.case.is_owned_by(who))
@@ -220,6 +196,7 @@ impl Chat {
     ) -> Result<(Vec<Message>, Language), ChatError> {
         let view = self.owned(who, case).await?;
         let messages = self
+            .parts
             .conversations
             .list_messages(&who.tenant, case, after, limit)
             .await?;
@@ -230,7 +207,12 @@ impl Chat {
     /// it.
     pub async fn close(&self, who: &Principal, case: &CaseId) -> Result<(), ChatError> {
         self.owned(who, case).await?;
-        match self.conversations.close_case(&who.tenant, case).await? {
+        match self
+            .parts
+            .conversations
+            .close_case(&who.tenant, case)
+            .await?
+        {
             TransitionOutcome::Applied => Ok(()),
             TransitionOutcome::Conflict { .. } => Err(ChatError::Busy),
         }
@@ -345,7 +327,10 @@ impl Chat {
         m: &NewMessage,
         out: &mut Vec<NewMessage>,
     ) -> Result<(), ChatError> {
-        self.conversations.append_message(&who.tenant, m).await?;
+        self.parts
+            .conversations
+            .append_message(&who.tenant, m)
+            .await?;
         out.push(m.clone());
         Ok(())
     }
@@ -362,6 +347,7 @@ impl Chat {
     ) -> Result<bool, ChatError> {
         let notice = self.notice(&p.case, text);
         let applied = self
+            .parts
             .conversations
             .transition(
                 &who.tenant,
@@ -421,7 +407,7 @@ impl Chat {
             },
             who,
             &view.case,
-            self.clock.now(),
+            self.parts.clock.now(),
         );
         let authorized = match checked {
             Ok(a) => a,
@@ -446,7 +432,7 @@ impl Chat {
             message: message.clone(),
             config: p.secret_version.clone().map(|sv| (p.config_version, sv)),
         };
-        match self.conversations.confirm(&write).await? {
+        match self.parts.conversations.confirm(&write).await? {
             TransitionOutcome::Applied => {
                 out.push(message);
                 let mut executing = p;
@@ -458,7 +444,7 @@ impl Chat {
                 self.store(who, &message, out).await?;
                 // Either the configuration changed since the proposal was prepared (C-8),
                 // or the store kept losing races: tell which, and cancel only for the first.
-                let config = self.tenants.get_mcp_config(&who.tenant).await?;
+                let config = self.parts.tenants.get_mcp_config(&who.tenant).await?;
                 let same = config.is_some_and(|c| {
                     Some(&c.secret_version) == p.secret_version.as_ref()
                         && c.version == p.config_version
@@ -528,6 +514,7 @@ impl Chat {
             Some(t) => t,
             None => {
                 let Some(t) = self
+                    .parts
                     .secrets
                     .get_version(&service_token_secret_name(&who.tenant), secret_version)
                     .await
@@ -599,6 +586,7 @@ impl Chat {
             return self.store(who, &message, out).await;
         }
         let first = self
+            .parts
             .conversations
             .transition(&who.tenant, &p.case, &p.action_id, from, to, Some(&message))
             .await?;
@@ -607,7 +595,8 @@ impl Chat {
             TransitionOutcome::Conflict {
                 current: Some(ProposalState::Unknown),
             } if to.is_terminal() => {
-                self.conversations
+                self.parts
+                    .conversations
                     .transition(
                         &who.tenant,
                         &p.case,
@@ -623,7 +612,8 @@ impl Chat {
                 current: Some(ProposalState::Unknown),
             } if to == ProposalState::Unknown => {
                 // A status query marked it unknown first: the person is still told.
-                self.conversations
+                self.parts
+                    .conversations
                     .append_message(&who.tenant, &message)
                     .await?;
                 true
@@ -707,15 +697,15 @@ impl Chat {
                     .await;
             }
         };
-        let jti = self.ids.proof_jti();
+        let jti = self.parts.ids.proof_jti();
         let claims = ProofClaims::for_confirmation(
             &p,
             authorized,
             &ProofContext {
-                issuer: &self.issuer,
+                issuer: &self.parts.issuer,
                 audience: &audience,
                 jti: &jti,
-                now: self.clock.now(),
+                now: self.parts.clock.now(),
             },
         );
         let claims = match claims {
@@ -753,7 +743,7 @@ impl Chat {
                     .await;
             }
         };
-        let proof = match sign_proof(self.signer.as_ref(), &claims).await {
+        let proof = match sign_proof(self.parts.signer.as_ref(), &claims).await {
             Ok(proof) => proof,
             Err(e) => {
                 tracing::error!(error = %e, "signing the proof failed");
@@ -774,6 +764,7 @@ impl Chat {
         let mut args = serde_json::Map::new();
         args.insert("actionId".into(), json!(p.action_id.as_str()));
         let answer = self
+            .parts
             .provider
             .call_tool(&ctx, "execute_action", &args, Some(&proof))
             .await;
@@ -809,9 +800,10 @@ impl Chat {
     ) -> Result<(), ChatError> {
         if p.state == ProposalState::Executing {
             let started = p.confirmation_message_id.as_ref().and_then(created_ms);
-            let now_ms = u64::try_from(self.clock.now().unix_millis()).unwrap_or(0);
-            let young = started
-                .is_some_and(|s| now_ms.saturating_sub(s) < self.stuck_after.as_millis() as u64);
+            let now_ms = u64::try_from(self.parts.clock.now().unix_millis()).unwrap_or(0);
+            let young = started.is_some_and(|s| {
+                now_ms.saturating_sub(s) < self.parts.stuck_after.as_millis() as u64
+            });
             if young {
                 // Another request is executing it right now.
                 let n = self.notice(&p.case, texts::status_prefix(lang, RemoteStatus::Executing));
@@ -828,6 +820,7 @@ impl Chat {
                 let mut args = serde_json::Map::new();
                 args.insert("actionId".into(), json!(p.action_id.as_str()));
                 match self
+                    .parts
                     .provider
                     .call_tool(&ctx, "get_action_status", &args, None)
                     .await

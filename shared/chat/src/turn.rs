@@ -4,7 +4,7 @@
 //! presents a proposal, the turn ends there, so the presentation is the turn's last
 //! assistant message.
 
-use crate::chat::{Chat, ChatError};
+use crate::chat::{Chat, ChatError, ChatParts};
 use async_trait::async_trait;
 use countersign_domain::conversation::{MessageKind, Principal, Role};
 use countersign_domain::ids::OperationName;
@@ -34,21 +34,12 @@ struct Integration {
     tools: Vec<ProviderTool>,
 }
 
-/// Prepares actions for one turn, and remembers what it presented.
+/// Prepares actions for one turn, and remembers what it presented. It must be `'static`
+/// (it sits in an `Arc<dyn ActionPreparer>`), so it holds the ports by value.
 struct TurnPreparer {
-    chat: Arc<ChatRef>,
-    presented: Mutex<Vec<NewMessage>>,
-}
-
-/// A borrowed-for-the-turn handle: the preparer must be `'static` (it sits in an `Arc<dyn
-/// ActionPreparer>`), so it holds what it needs by value.
-struct ChatRef {
-    conversations: Arc<dyn countersign_domain::ports::ConversationStore>,
-    signer: Arc<dyn countersign_domain::ports::ProofSigner>,
-    provider: Arc<dyn countersign_domain::ports::Provider>,
-    clock: Arc<dyn countersign_domain::ports::Clock>,
-    ids: Arc<dyn countersign_domain::ports::Ids>,
+    parts: ChatParts,
     integration: Option<(StoredMcpConfig, ProviderContext)>,
+    presented: Mutex<Vec<NewMessage>>,
 }
 
 #[async_trait]
@@ -60,7 +51,7 @@ impl ActionPreparer for TurnPreparer {
         arguments: &Map<String, Value>,
     ) -> Result<PreparedAction, ToolError> {
         const TOOL: &str = "prepare_action";
-        let c = &self.chat;
+        let c = &self.parts;
         if !self
             .presented
             .lock()
@@ -73,7 +64,7 @@ impl ActionPreparer for TurnPreparer {
             )
             .retryable(false));
         }
-        let Some((config, pctx)) = &c.integration else {
+        let Some((config, pctx)) = &self.integration else {
             return Err(ToolError::new(
                 code::OPERATION_NOT_ENABLED,
                 "This company has not connected its system, so no action can be prepared.",
@@ -299,13 +290,13 @@ async fn integration(
     who: &Principal,
     view: &ConversationView,
 ) -> Result<Option<Integration>, ChatError> {
-    let Some(config) = chat.tenants.get_mcp_config(&who.tenant).await? else {
+    let Some(config) = chat.parts.tenants.get_mcp_config(&who.tenant).await? else {
         return Ok(None);
     };
     let Some(ctx) = chat.provider_context(who, &view.case.id, &config).await? else {
         return Ok(None);
     };
-    let tools = match chat.provider.list_tools(&ctx).await {
+    let tools = match chat.parts.provider.list_tools(&ctx).await {
         Ok(published) => {
             countersign_tools::proxy::allowed_tools(published, &config.config.allowed_tools)
         }
@@ -327,6 +318,7 @@ pub(crate) async fn run(
 ) -> Result<(), ChatError> {
     let case = &view.case.id;
     let history = chat
+        .parts
         .conversations
         .recent_messages(&who.tenant, case, HISTORY)
         .await?;
@@ -342,6 +334,7 @@ pub(crate) async fn run(
         .collect();
     let integration = integration(chat, who, view).await?;
     let mut tools: Vec<ModelTool> = chat
+        .parts
         .registry
         .descriptors()
         .filter_map(|d| model_tool(&d.published()))
@@ -354,24 +347,18 @@ pub(crate) async fn run(
         );
     }
     let preparer = Arc::new(TurnPreparer {
-        chat: Arc::new(ChatRef {
-            conversations: chat.conversations.clone(),
-            signer: chat.signer.clone(),
-            provider: chat.provider.clone(),
-            clock: chat.clock.clone(),
-            ids: chat.ids.clone(),
-            integration: integration
-                .as_ref()
-                .map(|i| (i.config.clone(), i.ctx.clone())),
-        }),
+        parts: chat.parts.clone(),
+        integration: integration
+            .as_ref()
+            .map(|i| (i.config.clone(), i.ctx.clone())),
         presented: Mutex::new(Vec::new()),
     });
     let call_ctx = CallContext {
         principal: who.clone(),
         case: case.clone(),
         services: Services {
-            conversations: chat.conversations.clone(),
-            tenants: chat.tenants.clone(),
+            conversations: chat.parts.conversations.clone(),
+            tenants: chat.parts.tenants.clone(),
             actions: Some(preparer.clone()),
         },
     };
@@ -381,7 +368,7 @@ pub(crate) async fn run(
             messages: messages.clone(),
             tools: tools.clone(),
         };
-        let reply = match chat.model.step(&request).await {
+        let reply = match chat.parts.model.step(&request).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "model step failed");
@@ -393,13 +380,13 @@ pub(crate) async fn run(
         if let Some(t) = &text {
             // Model text is only ever an ordinary assistant message: it never authorizes.
             let m = NewMessage {
-                id: chat.ids.message_id(),
+                id: chat.parts.ids.message_id(),
                 case: case.clone(),
                 role: Role::Assistant,
                 kind: MessageKind::Text,
                 content: t.clone(),
                 reply_to: None,
-                created_at: chat.clock.now(),
+                created_at: chat.parts.clock.now(),
             };
             chat.store(who, &m, out).await?;
         }
@@ -411,8 +398,9 @@ pub(crate) async fn run(
             tool_calls: reply.tool_calls.clone(),
         });
         for call in &reply.tool_calls {
-            let content = if chat.registry.get(&call.name).is_some() {
-                chat.registry
+            let content = if chat.parts.registry.get(&call.name).is_some() {
+                chat.parts
+                    .registry
                     .call(call_ctx.clone(), &call.name, call.arguments.clone())
                     .await
                     .map_or_else(|| "unknown tool".to_owned(), |s| s.text)
@@ -423,9 +411,13 @@ pub(crate) async fn run(
                     .map(|t| (i, t))
             }) {
                 let args = call.arguments.as_object().cloned().unwrap_or_default();
-                let raw =
-                    countersign_tools::proxy::call(chat.provider.as_ref(), &i.ctx, tool, &args)
-                        .await;
+                let raw = countersign_tools::proxy::call(
+                    chat.parts.provider.as_ref(),
+                    &i.ctx,
+                    tool,
+                    &args,
+                )
+                .await;
                 model_view(&raw)
             } else {
                 // T-1: a tool outside the allowlist (or a provider-reserved one) is refused.
