@@ -74,6 +74,7 @@ impl ActionPreparer for TurnPreparer {
         let op = OperationName::parse(operation)
             .map_err(|e| ToolError::validation("operation", e.to_string()))?;
         let policy = &config.config.action_policy;
+        // only operations configured and enabled for this tenant.
         if !policy.enabled || !policy.operations.contains(&op) {
             return Err(ToolError::new(
                 code::OPERATION_NOT_ENABLED,
@@ -420,7 +421,8 @@ pub(crate) async fn run(
                 .await;
                 model_view(&raw)
             } else {
-                // T-1: a tool outside the allowlist (or a provider-reserved one) is refused.
+                // D-3, A-3: only built-ins and allowlisted consultations; reserved or
+                // unlisted provider tools are refused (held by T-1).
                 json!({"ok": false, "error": {"code": code::NOT_FOUND, "message": format!("no tool named `{}` is available in this conversation", call.name.chars().take(128).collect::<String>())}}).to_string()
             };
             messages.push(ModelMessage::ToolResult {
