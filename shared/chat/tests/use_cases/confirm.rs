@@ -1,0 +1,140 @@
+//! The confirm path's checks (A-22 … A-26, C-8) and its one transaction (P-2).
+
+use crate::harness::{H, kinds};
+use countersign_domain::conversation::MessageKind;
+use countersign_domain::proposal::ProposalState;
+use countersign_domain::texts::{self, Language};
+use countersign_testkit::{Fault, Reply, action_answer};
+
+#[tokio::test]
+async fn a23_a_confirm_replying_to_the_presentation_executes() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", Some("Moved."))),
+    );
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(kinds(&out), [MessageKind::Text, MessageKind::Result]);
+    assert_eq!(h.state(&action), ProposalState::Completed);
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+}
+
+#[tokio::test]
+async fn a23_a_confirm_replying_to_an_earlier_message_is_refused_and_cancels() {
+    let h = H::new().await;
+    let first = h.say("hello").await;
+    let (action, _) = h.propose().await;
+    let out = h.reply("confirm", &first[1].id).await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
+    assert_eq!(out.last().unwrap().kind, MessageKind::Notice);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+    assert_eq!(h.signer.signed(), 0);
+}
+
+#[tokio::test]
+async fn a22_a_confirm_without_a_reply_id_is_refused_and_cancels() {
+    let h = H::new().await;
+    let (action, _) = h.propose().await;
+    h.say("confirm").await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}
+
+#[tokio::test]
+async fn a24_only_the_exact_word_confirms_anything_else_discards() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.reply("yes please confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}
+
+#[tokio::test]
+async fn a24_portuguese_confirmar_in_any_case_with_outer_spaces_confirms() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.reply("  CONFIRMAR \n", &presented).await;
+    assert_ne!(h.state(&action), ProposalState::PendingConfirmation);
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+}
+
+#[tokio::test]
+async fn an_expired_proposal_is_marked_expired_and_never_executed() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.clock.advance_secs(241);
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Expired);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}
+
+#[tokio::test]
+async fn c8_a_configuration_saved_after_preparation_cancels_the_proposal_at_confirm() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.configure(true, &[crate::harness::OPERATION], None).await;
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::invalidated_notice(Language::En)
+    );
+    assert!(h.provider.calls_of("execute_action").is_empty());
+    assert_eq!(h.signer.signed(), 0);
+}
+
+#[tokio::test]
+async fn a_confirm_that_keeps_losing_races_asks_to_retry_and_keeps_the_proposal() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.store.faults.once("confirm", Fault::Conflict);
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::PendingConfirmation);
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::confirm_retry_notice(Language::En)
+    );
+    // The retry then works.
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", None)),
+    );
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(out.last().unwrap().kind, MessageKind::Result, "{out:#?}");
+}
+
+#[tokio::test]
+async fn p2_two_confirmations_at_once_execute_once() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    let (a, b) = tokio::join!(
+        h.post("confirm", Some(presented.clone())),
+        h.post("confirm", Some(presented.clone()))
+    );
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+    assert_eq!(h.signer.signed(), 1);
+    assert!(h.state(&action).is_terminal() || h.state(&action) == ProposalState::Unknown);
+}
+
+#[tokio::test]
+async fn a_confirm_after_the_action_completed_is_refused_without_a_second_execution() {
+    let h = H::new().await;
+    let (_, presented) = h.propose().await;
+    h.reply("confirm", &presented).await;
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(kinds(&out), [MessageKind::Text, MessageKind::Notice]);
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+}
+
+#[tokio::test]
+async fn a_store_outage_at_the_confirm_write_executes_nothing() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.store.faults.once("confirm", Fault::Unavailable);
+    assert!(h.post("confirm", Some(presented)).await.is_err());
+    assert_eq!(h.state(&action), ProposalState::PendingConfirmation);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}

@@ -1,0 +1,160 @@
+//! Execution after a confirmation: what is written before the call, what is sent
+//! and how each answer settles the proposal.
+
+use crate::harness::{H, SERVICE_TOKEN};
+use countersign_domain::conversation::MessageKind;
+use countersign_domain::proposal::ProposalState;
+use countersign_domain::texts::{self, Language};
+use countersign_testkit::{Fault, Reply, action_answer};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+#[tokio::test]
+async fn a35_the_proposal_is_stored_executing_with_its_confirmation_before_the_call() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    let seen = Arc::new(Mutex::new(None));
+    let (store, tenant, case, id, seen2) = (
+        h.store.clone(),
+        h.who.tenant.clone(),
+        h.case.clone(),
+        action.clone(),
+        seen.clone(),
+    );
+    h.provider.on_call(move |call| {
+        if call.tool == "execute_action" {
+            *seen2.lock().unwrap() = store.proposal(&tenant, &case, &id);
+        }
+    });
+    let out = h.reply("confirm", &presented).await;
+    let at_call = seen
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("execute_action was called");
+    assert_eq!(at_call.state, ProposalState::Executing);
+    assert_eq!(at_call.confirmation_message_id.as_ref(), Some(&out[0].id));
+}
+
+#[tokio::test]
+async fn a30_execute_sends_only_the_action_id_with_a_proof_and_the_integrations_token() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.reply("confirm", &presented).await;
+    let calls = h.provider.calls_of("execute_action");
+    assert_eq!(calls.len(), 1);
+    let call = &calls[0];
+    assert_eq!(
+        serde_json::Value::Object(call.arguments.clone()),
+        json!({"actionId": action.as_str()})
+    );
+    let proof = call.proof.as_deref().expect("a proof");
+    assert_eq!(proof.split('.').count(), 3);
+    assert_eq!(call.service_token, SERVICE_TOKEN);
+    assert_eq!(call.user, "u_alice");
+    // No other call ever carries a proof.
+    assert!(
+        h.provider
+            .calls()
+            .iter()
+            .filter(|c| c.tool != "execute_action")
+            .all(|c| c.proof.is_none())
+    );
+}
+
+#[tokio::test]
+async fn a41_each_final_answer_settles_the_proposal_with_its_result_message() {
+    for (status, expected) in [
+        ("completed", ProposalState::Completed),
+        ("failed", ProposalState::Failed),
+        ("conflict", ProposalState::Conflict),
+        ("expired", ProposalState::Expired),
+    ] {
+        let h = H::new().await;
+        let (action, presented) = h.propose().await;
+        h.provider.answer(
+            "execute_action",
+            Reply::Result(action_answer(action.as_str(), status, Some("Done here."))),
+        );
+        let out = h.reply("confirm", &presented).await;
+        assert_eq!(h.state(&action), expected, "{status}");
+        let last = out.last().unwrap();
+        assert_eq!(last.kind, MessageKind::Result);
+        assert!(
+            last.content.contains("Done here."),
+            "{status}: {}",
+            last.content
+        );
+    }
+}
+
+#[tokio::test]
+async fn a41_an_is_error_answer_is_a_failure_and_its_text_is_not_shown() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(
+            json!({"isError": true, "content": [{"type": "text", "text": "secret stack trace"}]}),
+        ),
+    );
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Failed);
+    assert!(!out.last().unwrap().content.contains("stack trace"));
+}
+
+#[tokio::test]
+async fn a43_a_timeout_leaves_the_outcome_unknown_and_execute_is_never_resent() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer("execute_action", Reply::Timeout);
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Unknown);
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::uncertainty_notice(Language::En)
+    );
+    h.say("and now?").await;
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+}
+
+#[tokio::test]
+async fn a43_an_answer_outside_the_contract_or_not_final_is_unknown() {
+    for answer in [
+        json!({"structuredContent": {"contractVersion": 1, "actionId": "act_1", "status": "completed", "extra": 1}}),
+        json!({"structuredContent": {"contractVersion": 1, "actionId": "other", "status": "completed"}}),
+        action_answer("act_1", "executing", None),
+    ] {
+        let h = H::new().await;
+        let (action, presented) = h.propose().await;
+        h.provider
+            .answer("execute_action", Reply::Result(answer.clone()));
+        h.reply("confirm", &presented).await;
+        assert_eq!(h.state(&action), ProposalState::Unknown, "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_signer_outage_fails_the_action_before_anything_is_sent() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.signer.faults.once("sign", Fault::Unavailable);
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Failed);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}
+
+#[tokio::test]
+async fn an_unreadable_service_token_fails_the_action_before_anything_is_sent() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    // A fresh use-case instance: no token cached from the preparation.
+    h.secrets.faults.set_down(true);
+    let chat = countersign_chat::Chat::new(h.chat.parts.clone());
+    chat.post(&h.who, &h.case, "confirm", Some(presented))
+        .await
+        .unwrap();
+    assert_eq!(h.state(&action), ProposalState::Failed);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}

@@ -1,0 +1,159 @@
+//! Posting a message: validation, ownership, and the branch taken for each state of the
+//! conversation's active proposal (D-1, A-24, A-25, A-44).
+
+use crate::harness::{H, kinds};
+use countersign_chat::ChatError;
+use countersign_domain::conversation::{MessageKind, Principal, Role};
+use countersign_domain::ids::{CaseId, UserId};
+use countersign_domain::proposal::ProposalState;
+use countersign_domain::texts::{self, Language};
+use countersign_testkit::Fault;
+
+#[tokio::test]
+async fn empty_blank_and_overlong_messages_are_refused_and_nothing_is_stored() {
+    let h = H::new().await;
+    for bad in [String::new(), "   \n ".to_owned(), "x".repeat(4001)] {
+        let err = h.post(&bad, None).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ChatError::Invalid {
+                    field: "content",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+    assert!(h.messages().is_empty());
+    assert_eq!(h.model_steps(), 0);
+}
+
+#[tokio::test]
+async fn a_message_of_exactly_the_longest_length_is_accepted() {
+    let h = H::new().await;
+    let out = h.say(&"é".repeat(4000)).await;
+    assert_eq!(out[0].role, Role::User);
+}
+
+#[tokio::test]
+async fn an_unknown_case_is_not_found() {
+    let h = H::new().await;
+    let other = CaseId::parse("case_01JDZ6Y5X1QW9T3V7N2K4M8P99").unwrap();
+    let err = h.chat.post(&h.who, &other, "hi", None).await.unwrap_err();
+    assert!(matches!(err, ChatError::NotFound));
+}
+
+#[tokio::test]
+async fn another_persons_case_is_not_found_and_untouched() {
+    let h = H::new().await;
+    let mallory = Principal {
+        tenant: h.who.tenant.clone(),
+        user: UserId::parse("u_mallory").unwrap(),
+    };
+    let err = h
+        .chat
+        .post(&mallory, &h.case, "hi", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ChatError::NotFound));
+    let err = h
+        .chat
+        .messages(&mallory, &h.case, None, 10)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ChatError::NotFound));
+    assert!(h.messages().is_empty());
+}
+
+#[tokio::test]
+async fn a_closed_case_refuses_new_messages() {
+    let h = H::new().await;
+    h.chat.close(&h.who, &h.case).await.unwrap();
+    let err = h.post("hello", None).await.unwrap_err();
+    assert!(matches!(err, ChatError::Closed));
+}
+
+#[tokio::test]
+async fn with_no_proposal_a_message_goes_to_the_model_and_its_answer_is_stored() {
+    let h = H::new().await;
+    h.model.say("Hello, how can I help?");
+    let out = h.say("hello").await;
+    assert_eq!(kinds(&out), [MessageKind::Text, MessageKind::Text]);
+    assert_eq!(out[1].content, "Hello, how can I help?");
+    assert_eq!(out[1].role, Role::Assistant);
+    assert_eq!(h.messages().len(), 2);
+}
+
+#[tokio::test]
+async fn a_bare_confirm_or_cancel_with_nothing_pending_never_reaches_the_model() {
+    let h = H::new().await;
+    for word in ["confirm", "cancel", "  CONFIRMAR  "] {
+        let out = h.say(word).await;
+        assert_eq!(kinds(&out), [MessageKind::Text, MessageKind::Notice]);
+    }
+    assert_eq!(h.model_steps(), 0);
+}
+
+#[tokio::test]
+async fn a25_any_other_text_while_pending_discards_the_proposal_before_the_model_sees_it() {
+    let h = H::new().await;
+    let (action, _) = h.propose().await;
+    let steps = h.model_steps();
+    let out = h.say("actually, what cars do I have?").await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
+    assert_eq!(out[1].content, texts::discarded_notice(Language::En));
+    // The model then answers the new message, and saw no pending proposal.
+    assert_eq!(h.model_steps(), steps + 1);
+}
+
+#[tokio::test]
+async fn cancel_while_pending_cancels_and_the_model_is_not_asked() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    let steps = h.model_steps();
+    let out = h.reply("cancel", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::cancelled_notice(Language::En)
+    );
+    assert_eq!(h.model_steps(), steps);
+}
+
+#[tokio::test]
+async fn a_store_outage_while_reading_the_case_is_unavailable_and_stores_nothing() {
+    let h = H::new().await;
+    h.store.faults.once("load", Fault::Unavailable);
+    let err = h.post("hello", None).await.unwrap_err();
+    assert!(matches!(err, ChatError::Unavailable(_)));
+    assert!(h.messages().is_empty());
+}
+
+#[tokio::test]
+async fn a_store_outage_while_storing_the_message_is_unavailable_and_the_model_is_not_asked() {
+    let h = H::new().await;
+    h.store.faults.once("append_message", Fault::Unavailable);
+    let err = h.post("hello", None).await.unwrap_err();
+    assert!(matches!(err, ChatError::Unavailable(_)));
+    assert_eq!(h.model_steps(), 0);
+}
+
+#[tokio::test]
+async fn history_lists_this_persons_messages_in_order_after_a_cursor() {
+    let h = H::new().await;
+    h.say("one").await;
+    h.say("two").await;
+    let (all, lang) = h.chat.messages(&h.who, &h.case, None, 100).await.unwrap();
+    assert_eq!(lang, Language::En);
+    assert_eq!(all.len(), 4);
+    let contents: Vec<&str> = all.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, ["one", "ok", "two", "ok"]);
+    let (after, _) = h
+        .chat
+        .messages(&h.who, &h.case, Some(&all[1].id), 1)
+        .await
+        .unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].content, "two");
+}

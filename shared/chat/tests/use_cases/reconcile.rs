@@ -1,0 +1,105 @@
+//! Reconciliation of an unsettled action: only the status query, never the model.
+
+use crate::harness::H;
+use countersign_domain::conversation::MessageKind;
+use countersign_domain::ids::ActionId;
+use countersign_domain::proposal::ProposalState;
+use countersign_domain::texts::{self, Language};
+use countersign_testkit::{Reply, action_answer};
+
+/// A confirmed action whose `execute_action` timed out: `unknown`.
+async fn unknown(h: &H) -> ActionId {
+    let (action, presented) = h.propose().await;
+    h.provider.answer("execute_action", Reply::Timeout);
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Unknown);
+    action
+}
+
+#[tokio::test]
+async fn a44_while_unknown_a_message_asks_the_status_and_a_final_answer_settles_it() {
+    let h = H::new().await;
+    let action = unknown(&h).await;
+    let steps = h.model_steps();
+    h.provider.answer(
+        "get_action_status",
+        Reply::Result(action_answer(action.as_str(), "completed", None)),
+    );
+    let out = h.say("did it work?").await;
+    assert_eq!(h.state(&action), ProposalState::Completed);
+    assert_eq!(out.last().unwrap().kind, MessageKind::Result);
+    assert_eq!(h.model_steps(), steps);
+    assert!(h.provider.calls_of("get_action_status")[0].proof.is_none());
+}
+
+#[tokio::test]
+async fn a44_a_failed_status_query_keeps_it_unknown_and_says_so() {
+    let h = H::new().await;
+    let action = unknown(&h).await;
+    h.provider.answer("get_action_status", Reply::Unreachable);
+    let out = h.say("did it work?").await;
+    assert_eq!(h.state(&action), ProposalState::Unknown);
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::uncertainty_notice(Language::En)
+    );
+}
+
+#[tokio::test]
+async fn a44_a_non_final_status_keeps_it_unknown() {
+    let h = H::new().await;
+    let action = unknown(&h).await;
+    h.provider.answer(
+        "get_action_status",
+        Reply::Result(action_answer(action.as_str(), "executing", None)),
+    );
+    h.say("did it work?").await;
+    assert_eq!(h.state(&action), ProposalState::Unknown);
+}
+
+#[tokio::test]
+async fn a44_a_young_execution_is_reported_as_running_without_a_status_query() {
+    let h = H::new().await;
+    let action = unknown(&h).await;
+    // As if the confirming request were still waiting for the provider.
+    h.store
+        .force_state(&h.who.tenant, &h.case, &action, ProposalState::Executing);
+    let steps = h.model_steps();
+    let out = h.say("is it done?").await;
+    assert!(h.provider.calls_of("get_action_status").is_empty());
+    assert_eq!(h.model_steps(), steps);
+    assert_eq!(out.last().unwrap().kind, MessageKind::Notice);
+    assert_eq!(h.state(&action), ProposalState::Executing);
+}
+
+#[tokio::test]
+async fn a44_a_stuck_execution_is_reconciled_with_a_status_query() {
+    let h = H::new().await;
+    let action = unknown(&h).await;
+    h.store
+        .force_state(&h.who.tenant, &h.case, &action, ProposalState::Executing);
+    h.clock.advance_secs(31);
+    h.provider.answer(
+        "get_action_status",
+        Reply::Result(action_answer(action.as_str(), "failed", None)),
+    );
+    h.say("is it done?").await;
+    assert_eq!(h.provider.calls_of("get_action_status").len(), 1);
+    assert_eq!(h.state(&action), ProposalState::Failed);
+}
+
+#[tokio::test]
+async fn a44_the_status_query_uses_the_integration_the_action_was_prepared_with() {
+    let h = H::new().await;
+    let action = unknown(&h).await;
+    h.configure(
+        true,
+        &[crate::harness::OPERATION],
+        Some("https://elsewhere.example.com/mcp"),
+    )
+    .await;
+    h.say("did it work?").await;
+    let call = &h.provider.calls_of("get_action_status")[0];
+    assert_eq!(call.server_url, "https://provider.example.com/mcp");
+    let _ = action;
+}

@@ -1,0 +1,32 @@
+//! In-memory implementations of every port of `countersign-domain` (ARCHITECTURE
+//! "Hexagon"), with fault switches, so the use cases above the domain run in microseconds
+//! without the local AWS emulator.
+//!
+//! - [`MemoryStore`]: the conversation and tenant stores, with the same conditions as the
+//!   DynamoDB adapter (the slot lock, the action-id guard, C-8 at confirm).
+//! - [`MemorySecrets`], [`FakeSigner`]: secrets by version; a signer that can be down or
+//!   absent.
+//! - [`ScriptedProvider`]: a tenant MCP server with queued answers, a call log and a hook
+//!   that runs at the moment of each call (to observe what was stored before it).
+//! - [`QueuedModel`]: a model with queued replies and a log of what it was shown.
+//! - [`TestClock`], [`SeqIds`]: a settable clock and time-ordered ids from it.
+//!
+//! Faults are planned per operation name (see [`Faults`]): the next call of that
+//! operation fails as planned, so a test reads as "the confirm write's answer is lost".
+//! The adapters' own tests against the emulator hold that the real stores behave the same.
+
+mod faults;
+mod model;
+mod provider;
+mod secrets;
+mod signer;
+mod store;
+mod system;
+
+pub use faults::{Fault, Faults};
+pub use model::QueuedModel;
+pub use provider::{ProviderCall, Reply, ScriptedProvider, action_answer, prepare_answer, tool};
+pub use secrets::MemorySecrets;
+pub use signer::FakeSigner;
+pub use store::MemoryStore;
+pub use system::{SeqIds, TestClock};

@@ -1,0 +1,672 @@
+//! The conversation and tenant stores in memory, with the DynamoDB adapter's conditions:
+//! one active slot per conversation (P-2), the tenant-wide action-id guard, the
+//! confirm transaction's checks (A-23, A-35, C-8), and the audit record written with each
+//! configuration change.
+
+use crate::faults::{Fault, Faults};
+use crate::system::yield_now;
+use async_trait::async_trait;
+use countersign_domain::conversation::{Case, CaseStatus, Message};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
+use countersign_domain::ports::{
+    AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
+    CreateProposalOutcome, NewMessage, StoreError, StoredMcpConfig, Tenant, TenantStore,
+    TransitionOutcome, WidgetKey,
+};
+use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
+use countersign_domain::texts::Language;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// One conversation: the case, its slot, proposals and messages.
+#[derive(Debug, Clone)]
+struct Conversation {
+    case: Case,
+    language: Language,
+    slot: Option<ActionId>,
+    proposals: HashMap<ActionId, Proposal>,
+    messages: BTreeMap<MessageId, Message>,
+}
+
+impl Conversation {
+    fn active(&self) -> Option<&Proposal> {
+        self.slot.as_ref().and_then(|a| self.proposals.get(a))
+    }
+
+    fn push(&mut self, m: &NewMessage) {
+        self.messages.insert(
+            m.id.clone(),
+            Message {
+                id: m.id.clone(),
+                case: m.case.clone(),
+                role: m.role,
+                kind: m.kind,
+                content: m.content.clone(),
+                reply_to: m.reply_to.clone(),
+                created_at: m.created_at,
+            },
+        );
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tenants: BTreeMap<TenantId, Tenant>,
+    configs: HashMap<TenantId, StoredMcpConfig>,
+    widget_keys: HashMap<TenantId, BTreeMap<WidgetKeyId, WidgetKey>>,
+    audit: HashMap<TenantId, BTreeMap<AuditId, AuditEntry>>,
+    conversations: HashMap<(TenantId, CaseId), Conversation>,
+    used_action_ids: HashSet<(TenantId, ActionId)>,
+}
+
+impl State {
+    fn conversation(&mut self, tenant: &TenantId, case: &CaseId) -> Option<&mut Conversation> {
+        self.conversations.get_mut(&(tenant.clone(), case.clone()))
+    }
+
+    fn audit(&mut self, tenant: &TenantId, entry: &AuditEntry) {
+        self.audit
+            .entry(tenant.clone())
+            .or_default()
+            .insert(entry.id.clone(), entry.clone());
+    }
+}
+
+/// The conversation and tenant stores in memory. `faults` plans failures per method name
+/// (`load`, `confirm`, `transition`, `create_proposal`, `get_mcp_config`, …).
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+    /// Fault switches.
+    pub faults: Faults,
+}
+
+fn unavailable(op: &str) -> StoreError {
+    StoreError::Unavailable(format!("in-memory store: planned fault in {op}").into())
+}
+
+fn missing(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("in-memory store: no such {what}"))
+}
+
+impl MemoryStore {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `apply` under the planned fault of `op`: `Unavailable` skips it with an
+    /// error, `Conflict` skips it with `conflict`, `LostResponse` applies it and errs.
+    fn run<T>(
+        &self,
+        op: &str,
+        conflict: impl FnOnce() -> T,
+        apply: impl FnOnce(&mut State) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match self.faults.take(op) {
+            Some(Fault::Unavailable | Fault::Timeout) => Err(unavailable(op)),
+            Some(Fault::Conflict) => Ok(conflict()),
+            Some(Fault::LostResponse) => {
+                apply(&mut self.lock())?;
+                Err(unavailable(op))
+            }
+            None => apply(&mut self.lock()),
+        }
+    }
+
+    /// A read: fails only when planned `Unavailable` (or down).
+    fn read<T>(&self, op: &str, read: impl FnOnce(&State) -> T) -> Result<T, StoreError> {
+        match self.faults.take(op) {
+            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) => Err(unavailable(op)),
+            _ => Ok(read(&self.lock())),
+        }
+    }
+
+    /// A proposal as stored now (tests: what was written before a call).
+    pub fn proposal(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
+        self.lock()
+            .conversations
+            .get(&(tenant.clone(), case.clone()))
+            .and_then(|c| c.proposals.get(id).cloned())
+    }
+
+    /// Every message of a case, in order (tests).
+    pub fn all_messages(&self, tenant: &TenantId, case: &CaseId) -> Vec<Message> {
+        self.lock()
+            .conversations
+            .get(&(tenant.clone(), case.clone()))
+            .map(|c| c.messages.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every audit record of a tenant, oldest first (tests).
+    pub fn all_audit(&self, tenant: &TenantId) -> Vec<AuditEntry> {
+        self.lock()
+            .audit
+            .get(tenant)
+            .map(|a| a.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Replaces a stored proposal's state without any check: sets up a test's starting
+    /// point (an `executing` proposal left behind by a process that died, say).
+    pub fn force_state(&self, tenant: &TenantId, case: &CaseId, id: &ActionId, to: ProposalState) {
+        if let Some(p) = self
+            .lock()
+            .conversation(tenant, case)
+            .and_then(|c| c.proposals.get_mut(id))
+        {
+            p.state = to;
+        }
+    }
+}
+
+fn confirm_conflict(state: &mut State, w: &ConfirmWrite) -> Option<TransitionOutcome> {
+    if let Some((version, secret)) = &w.config {
+        let same = state
+            .configs
+            .get(&w.tenant)
+            .is_some_and(|c| c.version == *version && &c.secret_version == secret);
+        if !same {
+            return Some(TransitionOutcome::Conflict { current: None });
+        }
+    }
+    let conv = state.conversation(&w.tenant, &w.case)?;
+    let proposal = conv.proposals.get(&w.action_id);
+    let proposal_ok = proposal.is_some_and(|p| {
+        p.state == ProposalState::PendingConfirmation
+            && p.presented.message_id == w.presented_message_id
+    });
+    if !proposal_ok {
+        return Some(TransitionOutcome::Conflict {
+            current: proposal.map(|p| p.state),
+        });
+    }
+    let case_ok = conv.case.status == CaseStatus::Open && conv.slot.as_ref() == Some(&w.action_id);
+    (!case_ok).then_some(TransitionOutcome::Conflict {
+        current: Some(ProposalState::PendingConfirmation),
+    })
+}
+
+#[async_trait]
+impl ConversationStore for MemoryStore {
+    async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "create_case",
+            || (),
+            |s| {
+                let key = (case.tenant.clone(), case.id.clone());
+                if s.conversations.contains_key(&key) {
+                    return Err(StoreError::Corrupt("case exists".into()));
+                }
+                s.conversations.insert(
+                    key,
+                    Conversation {
+                        case: case.clone(),
+                        language,
+                        slot: None,
+                        proposals: HashMap::new(),
+                        messages: BTreeMap::new(),
+                    },
+                );
+                Ok(())
+            },
+        )
+    }
+
+    async fn load(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<ConversationView>, StoreError> {
+        yield_now().await;
+        self.read("load", |s| {
+            s.conversations
+                .get(&(tenant.clone(), case.clone()))
+                .map(|c| ConversationView {
+                    case: c.case.clone(),
+                    active: c.active().cloned(),
+                    language: c.language,
+                })
+        })
+    }
+
+    async fn append_message(
+        &self,
+        tenant: &TenantId,
+        message: &NewMessage,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "append_message",
+            || (),
+            |s| {
+                s.conversation(tenant, &message.case)
+                    .ok_or_else(|| missing("case"))?
+                    .push(message);
+                Ok(())
+            },
+        )
+    }
+
+    async fn list_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        after: Option<&MessageId>,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        yield_now().await;
+        self.read("list_messages", |s| {
+            s.conversations
+                .get(&(tenant.clone(), case.clone()))
+                .map(|c| {
+                    c.messages
+                        .values()
+                        .filter(|m| after.is_none_or(|a| &m.id > a))
+                        .take(limit)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    }
+
+    async fn create_proposal(
+        &self,
+        proposal: &Proposal,
+        presentation: &[NewMessage],
+    ) -> Result<CreateProposalOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "create_proposal",
+            || CreateProposalOutcome::Conflict,
+            |s| {
+                let guard = (proposal.tenant.clone(), proposal.action_id.clone());
+                let used = s.used_action_ids.contains(&guard);
+                let Some(conv) = s.conversation(&proposal.tenant, &proposal.case) else {
+                    return Ok(CreateProposalOutcome::CaseNotOpen);
+                };
+                if conv.case.status != CaseStatus::Open {
+                    return Ok(CreateProposalOutcome::CaseNotOpen);
+                }
+                if let Some(active) = conv.active()
+                    && active.state.blocks_preparation()
+                {
+                    return Ok(CreateProposalOutcome::Blocked {
+                        action_id: active.action_id.clone(),
+                        state: active.state,
+                    });
+                }
+                if used {
+                    return Ok(CreateProposalOutcome::ActionIdReused);
+                }
+                // a pending predecessor is superseded in the same write.
+                let superseded = conv
+                    .slot
+                    .clone()
+                    .and_then(|a| conv.proposals.get_mut(&a))
+                    .filter(|p| p.state == ProposalState::PendingConfirmation)
+                    .map(|p| {
+                        p.state = ProposalState::Superseded;
+                        p.action_id.clone()
+                    });
+                conv.slot = Some(proposal.action_id.clone());
+                conv.proposals
+                    .insert(proposal.action_id.clone(), proposal.clone());
+                for m in presentation {
+                    conv.push(m);
+                }
+                s.used_action_ids.insert(guard);
+                Ok(CreateProposalOutcome::Applied { superseded })
+            },
+        )
+    }
+
+    async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "confirm",
+            // As when the adapter's retries run out.
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                if let Some(conflict) = confirm_conflict(s, w) {
+                    return Ok(conflict);
+                }
+                let conv = s
+                    .conversation(&w.tenant, &w.case)
+                    .ok_or_else(|| missing("case"))?;
+                let p = conv
+                    .proposals
+                    .get_mut(&w.action_id)
+                    .ok_or_else(|| missing("proposal"))?;
+                p.state = ProposalState::Executing;
+                p.confirmation_message_id = Some(w.message.id.clone());
+                conv.push(&w.message);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn transition(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        from: ProposalState,
+        to: ProposalState,
+        notice: Option<&NewMessage>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        if !is_legal(from, to) {
+            return Err(StoreError::IllegalTransition { from, to });
+        }
+        self.run(
+            "transition",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(conv) = s.conversation(tenant, case) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                let in_slot = conv.slot.as_ref() == Some(action_id);
+                let Some(p) = conv.proposals.get_mut(action_id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                if p.state != from || !in_slot {
+                    return Ok(TransitionOutcome::Conflict {
+                        current: Some(p.state),
+                    });
+                }
+                p.state = to;
+                if let Some(m) = notice {
+                    conv.push(m);
+                }
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "close_case",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(conv) = s.conversation(tenant, case) else {
+                    return Ok(TransitionOutcome::Applied);
+                };
+                if let Some(state) = conv
+                    .active()
+                    .map(|p| p.state)
+                    .filter(|st| st.needs_reconciliation())
+                {
+                    return Ok(TransitionOutcome::Conflict {
+                        current: Some(state),
+                    });
+                }
+                // a pending proposal is cancelled with the case.
+                if let Some(p) = conv
+                    .slot
+                    .clone()
+                    .and_then(|a| conv.proposals.get_mut(&a))
+                    .filter(|p| p.state == ProposalState::PendingConfirmation)
+                {
+                    p.state = ProposalState::Cancelled;
+                }
+                conv.case.status = CaseStatus::Closed;
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn recent_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        yield_now().await;
+        self.read("recent_messages", |s| {
+            let all: Vec<Message> = s
+                .conversations
+                .get(&(tenant.clone(), case.clone()))
+                .map(|c| c.messages.values().cloned().collect())
+                .unwrap_or_default();
+            all[all.len().saturating_sub(limit)..].to_vec()
+        })
+    }
+
+    async fn invalidate_pending(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+    ) -> Result<usize, StoreError> {
+        yield_now().await;
+        self.run(
+            "invalidate_pending",
+            || 0,
+            |s| {
+                let mut cancelled = 0;
+                for ((t, _), conv) in &mut s.conversations {
+                    if t != tenant {
+                        continue;
+                    }
+                    for p in conv.proposals.values_mut() {
+                        if p.state == ProposalState::PendingConfirmation
+                            && p.config_version < version
+                        {
+                            p.state = ProposalState::Cancelled;
+                            cancelled += 1;
+                        }
+                    }
+                }
+                Ok(cancelled)
+            },
+        )
+    }
+}
+
+#[async_trait]
+impl TenantStore for MemoryStore {
+    async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "create_tenant",
+            || (),
+            |s| {
+                s.tenants.insert(tenant.id.clone(), tenant.clone());
+                Ok(())
+            },
+        )
+    }
+
+    async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError> {
+        yield_now().await;
+        self.read("get_tenant", |s| s.tenants.get(id).cloned())
+    }
+
+    async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
+        yield_now().await;
+        self.read("list_tenants", |s| s.tenants.values().cloned().collect())
+    }
+
+    async fn tenant_by_admin_key_hash(
+        &self,
+        hash: &Sha256Hex,
+    ) -> Result<Option<TenantId>, StoreError> {
+        yield_now().await;
+        self.read("tenant_by_admin_key_hash", |s| {
+            s.tenants
+                .values()
+                .find(|t| &t.admin_key_hash == hash)
+                .map(|t| t.id.clone())
+        })
+    }
+
+    async fn set_admin_key_hash(
+        &self,
+        id: &TenantId,
+        hash: &Sha256Hex,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_admin_key_hash",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                t.admin_key_hash = hash.clone();
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
+        yield_now().await;
+        self.read("get_mcp_config", |s| s.configs.get(id).cloned())
+    }
+
+    async fn put_widget_key(
+        &self,
+        tenant: &TenantId,
+        key: &WidgetKey,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "put_widget_key",
+            || (),
+            |s| {
+                s.widget_keys
+                    .entry(tenant.clone())
+                    .or_default()
+                    .insert(key.id.clone(), key.clone());
+                s.audit(tenant, audit);
+                Ok(())
+            },
+        )
+    }
+
+    async fn get_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<Option<WidgetKey>, StoreError> {
+        yield_now().await;
+        self.read("get_widget_key", |s| {
+            s.widget_keys.get(tenant).and_then(|k| k.get(id)).cloned()
+        })
+    }
+
+    async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError> {
+        yield_now().await;
+        self.read("list_widget_keys", |s| {
+            s.widget_keys
+                .get(tenant)
+                .map(|k| k.values().cloned().collect())
+                .unwrap_or_default()
+        })
+    }
+
+    async fn delete_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "delete_widget_key",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let removed = s.widget_keys.get_mut(tenant).and_then(|k| k.remove(id));
+                if removed.is_none() {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                }
+                s.audit(tenant, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn delete_mcp_config(
+        &self,
+        id: &TenantId,
+        expected: u64,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "delete_mcp_config",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                if s.configs.get(id).map(|c| c.version) != Some(expected) {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                }
+                s.configs.remove(id);
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn put_mcp_config(
+        &self,
+        id: &TenantId,
+        config: &StoredMcpConfig,
+        expected: Option<u64>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "put_mcp_config",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                if s.configs.get(id).map(|c| c.version) != expected {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                }
+                s.configs.insert(id.clone(), config.clone());
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn list_audit(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AuditId>,
+        limit: usize,
+    ) -> Result<AuditPage, StoreError> {
+        yield_now().await;
+        self.read("list_audit", |s| {
+            let newest_first: Vec<AuditEntry> = s
+                .audit
+                .get(tenant)
+                .map(|a| {
+                    a.values()
+                        .rev()
+                        .filter(|e| before.is_none_or(|b| &e.id < b))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            let more = newest_first.len() > limit;
+            let items: Vec<AuditEntry> = newest_first.into_iter().take(limit).collect();
+            let next = if more {
+                items.last().map(|e| e.id.clone())
+            } else {
+                None
+            };
+            AuditPage { items, next }
+        })
+    }
+}
