@@ -12,10 +12,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use countersign_domain::ports::{Clock, Provider, ProviderContext, ProviderTool, SecretStore};
+use countersign_domain::ports::{Clock, ProviderContext, ProviderTool};
 use countersign_domain::secret::SecretString;
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{CallContext, Services};
+use countersign_tools::integration::IntegrationService;
 use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
@@ -41,11 +42,9 @@ pub struct Gateway {
     /// Host names the deployed API answers on (besides loopback), for rmcp's Host check;
     /// `*` turns the check off (behind API Gateway).
     pub allowed_hosts: Vec<String>,
-    /// The tenants' MCP servers, for proxied consultations (G-6); `None` serves built-ins
-    /// only.
-    pub provider: Option<Arc<dyn Provider>>,
-    /// Where tenants' service tokens live.
-    pub secrets: Arc<dyn SecretStore>,
+    /// The tenants' MCP servers, for proxied consultations (G-6), through the same
+    /// integration service the messages function uses; `None` serves built-ins only.
+    pub integration: Option<Arc<IntegrationService>>,
 }
 
 impl Gateway {
@@ -55,45 +54,22 @@ impl Gateway {
         &self,
         grant: &Grant,
     ) -> Result<Option<(ProviderContext, Vec<ProviderTool>)>, McpError> {
-        let Some(provider) = &self.provider else {
+        let Some(integration) = &self.integration else {
             return Ok(None);
         };
-        let tenant = &grant.principal.tenant;
-        let Some(stored) = self
-            .services
-            .tenants
-            .get_mcp_config(tenant)
+        let unavailable = |_| McpError::internal_error("configuration unavailable", None);
+        let Some(connected) = integration
+            .current(&grant.principal, &grant.case)
             .await
-            .map_err(|_| McpError::internal_error("configuration unavailable", None))?
+            .map_err(unavailable)?
         else {
             return Ok(None);
         };
-        // The token of the configuration version in force (C-8).
-        let token = self
-            .secrets
-            .get_version(
-                &countersign_domain::config::service_token_secret_name(tenant),
-                &stored.secret_version,
-            )
-            .await
-            .map_err(|_| McpError::internal_error("configuration unavailable", None))?
-            .ok_or_else(|| McpError::internal_error("configuration unavailable", None))?;
-        let ctx = ProviderContext {
-            tenant: tenant.clone(),
-            user: grant.principal.user.clone(),
-            conversation: grant.case.clone(),
-            server_url: stored.config.server_url.clone(),
-            service_token: token,
-            config_version: stored.version,
-        };
-        let published = provider
-            .list_tools(&ctx)
+        let tools = integration
+            .tools(&connected)
             .await
             .map_err(|_| McpError::internal_error("the company's system did not answer", None))?;
-        Ok(Some((
-            ctx,
-            countersign_tools::proxy::allowed_tools(published, &stored.config.allowed_tools),
-        )))
+        Ok(Some((connected.ctx, tools)))
     }
 }
 
@@ -161,42 +137,39 @@ impl ServerHandler for Handler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let grant = grant_of(&ctx)?;
-        let raw = if self.0.registry.get(&request.name).is_some() {
-            let call_ctx = CallContext {
-                principal: grant.principal.clone(),
-                case: grant.case.clone(),
-                services: self.0.services.clone(),
-            };
-            let args = request
-                .arguments
-                .clone()
-                .map_or(serde_json::Value::Null, serde_json::Value::Object);
-            self.0
-                .registry
-                .call(call_ctx, &request.name, args)
-                .await
-                .map(|sealed| sealed.to_call_tool_result())
-        } else {
-            match (self.0.proxied(&grant).await?, &self.0.provider) {
-                (Some((pctx, tools)), Some(provider)) => {
-                    match tools.iter().find(|t| t.name.as_str() == request.name) {
-                        Some(tool) => {
-                            let args = request.arguments.clone().unwrap_or_default();
-                            Some(
-                                countersign_tools::proxy::call(
-                                    provider.as_ref(),
-                                    &pctx,
-                                    tool,
-                                    &args,
-                                )
-                                .await,
-                            )
-                        }
-                        None => None,
-                    }
-                }
-                _ => None,
+        let gateway = &self.0;
+        let call_ctx = CallContext {
+            principal: grant.principal.clone(),
+            case: grant.case.clone(),
+            services: gateway.services.clone(),
+        };
+        // Built-ins never need the provider; anything else is looked up among the
+        // tenant's allowlisted consultations.
+        let builtin = gateway.registry.get(&request.name).is_some();
+        let proxied = match &gateway.integration {
+            Some(_) if !builtin => gateway.proxied(&grant).await?,
+            _ => None,
+        };
+        let raw = match &gateway.integration {
+            Some(integration) => {
+                let proxied = proxied.as_ref().map(|(c, t)| (c, t.as_slice()));
+                let (registry, name) = (&gateway.registry, request.name.as_ref());
+                integration
+                    .call(registry, call_ctx, proxied, name, request.arguments.clone())
+                    .await
             }
+            None if builtin => {
+                let args = request
+                    .arguments
+                    .clone()
+                    .map_or(serde_json::Value::Null, serde_json::Value::Object);
+                gateway
+                    .registry
+                    .call(call_ctx, &request.name, args)
+                    .await
+                    .map(|sealed| sealed.to_call_tool_result())
+            }
+            None => None,
         };
         // A tool neither built in nor allowed is a protocol error, not a result (-32602).
         let raw = raw.ok_or_else(|| {

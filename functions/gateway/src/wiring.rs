@@ -7,9 +7,10 @@ use countersign_aws::AwsSettings;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::system::SystemClock;
-use countersign_domain::ports::SecretStore;
+use countersign_domain::ports::{SecretStore, TenantStore};
 use countersign_tools::access;
 use countersign_tools::builtins::{self, Services};
+use countersign_tools::integration::IntegrationService;
 use std::sync::Arc;
 
 /// Environment variables the deployed function reads (the SAM template sets each).
@@ -52,11 +53,12 @@ pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
         .await
         .context("reading the gateway token key")?
         .context("the gateway token key is missing; run `countersign bootstrap`")?;
+    let tenants: Arc<dyn TenantStore> = Arc::new(store.clone());
     Ok(Gateway {
         registry: builtins::registry()?,
         services: Services {
             conversations: Arc::new(store.clone()),
-            tenants: Arc::new(store),
+            tenants: tenants.clone(),
             actions: None,
         },
         token_key,
@@ -71,15 +73,18 @@ pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
             .collect(),
         // Tenants' MCP servers, for proxied consultations (G-6). D-5 applies at connect
         // time; COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 (local stack only) admits 127.0.0.1.
-        provider: Some(Arc::new(countersign_provider_client::HttpProvider::new(
-            countersign_provider_client::Settings {
-                url_policy: countersign_domain::config::UrlPolicy {
-                    allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")
-                        .is_some_and(|v| v == "1"),
+        integration: Some(Arc::new(IntegrationService::new(
+            tenants,
+            Arc::new(secrets),
+            Arc::new(countersign_provider_client::HttpProvider::new(
+                countersign_provider_client::Settings {
+                    url_policy: countersign_domain::config::UrlPolicy {
+                        allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")
+                            .is_some_and(|v| v == "1"),
+                    },
+                    ..countersign_provider_client::Settings::default()
                 },
-                ..countersign_provider_client::Settings::default()
-            },
-        )?)),
-        secrets: Arc::new(secrets),
+            )?),
+        ))),
     })
 }

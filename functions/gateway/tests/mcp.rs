@@ -16,6 +16,7 @@ use countersign_domain::secret::SecretString;
 use countersign_gateway::{Gateway, router};
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{self, Services};
+use countersign_tools::integration::IntegrationService;
 use countersign_tools::testing::Fake;
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
@@ -132,14 +133,14 @@ fn app_with(provider: Option<Arc<dyn Provider>>) -> axum::Router {
         registry: builtins::registry().unwrap(),
         services: Services {
             conversations: fake.clone(),
-            tenants: fake,
+            tenants: fake.clone(),
             actions: None,
         },
         token_key: key(),
         clock: Arc::new(SystemClock),
         allowed_hosts: vec![],
-        provider,
-        secrets: Arc::new(Secrets),
+        integration: provider
+            .map(|p| Arc::new(IntegrationService::new(fake, Arc::new(Secrets), p))),
     })
 }
 
@@ -425,16 +426,19 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
             token_key: key(),
             clock: Arc::new(SystemClock),
             allowed_hosts: vec![],
-            provider: Some(Arc::new(
-                countersign_provider_client::HttpProvider::new(
-                    countersign_provider_client::Settings {
-                        url_policy: local,
-                        ..countersign_provider_client::Settings::default()
-                    },
-                )
-                .unwrap(),
-            )),
-            secrets: Arc::new(Secrets),
+            integration: Some(Arc::new(IntegrationService::new(
+                fake.clone(),
+                Arc::new(Secrets),
+                Arc::new(
+                    countersign_provider_client::HttpProvider::new(
+                        countersign_provider_client::Settings {
+                            url_policy: local,
+                            ..countersign_provider_client::Settings::default()
+                        },
+                    )
+                    .unwrap(),
+                ),
+            ))),
         })
     };
     let alice = Grant {

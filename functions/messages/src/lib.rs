@@ -83,12 +83,15 @@ pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
-        secrets: secrets.clone(),
+        integration: Arc::new(countersign_tools::integration::IntegrationService::new(
+            Arc::new(store.clone()),
+            secrets.clone(),
+            Arc::new(provider),
+        )),
         signer: Arc::new(KmsProofSigner::new(
             KmsProofSigner::client(sdk, None),
             settings.signing_key,
         )),
-        provider: Arc::new(provider),
         model: Arc::new(ScriptedModel),
         registry: Arc::new(countersign_tools::builtins::registry()?),
         clock: Arc::new(SystemClock),

@@ -174,11 +174,7 @@ async fn each_router_serves_exactly_its_declared_routes() {
         token_key: countersign_domain::secret::SecretString::new("k".repeat(32)),
         clock: Arc::new(countersign_aws::system::SystemClock),
         allowed_hosts: Vec::new(),
-        provider: None,
-        secrets: Arc::new(countersign_aws::secrets::SecretsManagerStore::new(
-            countersign_aws::secrets::SecretsManagerStore::client(&sdk, None),
-            "p/".to_owned(),
-        )),
+        integration: None,
     };
     let routers = [
         (

@@ -1,617 +1,342 @@
-//! The admin API (SPEC §3): `GET | PUT | DELETE /api/admin/tenants/{id}/mcp`.
+//! The admin API: `GET | PUT | DELETE /api/admin/tenants/{id}/mcp`, widget credentials
+//! and the audit trail. Handlers are thin: the [`TenantAdmin`] extractor authenticates,
+//! the use cases (`mcp`, `widgets`, `audit`) decide, [`ApiError`] answers.
 //!
 //! Every request carries `Authorization: Bearer tsk_…`. The key identifies its own tenant
 //! (admin-key index): a missing or wrong key is 401; a valid key on another tenant's id is
 //! 404, and never shows that tenant's data (C-2, C-11). Errors are
-//! `{"error": {"code", "message", "field"?}}`; nothing is ever partially saved.
+//! `{"error": {"code", "message", "field"?, "errors"?}}`; nothing is ever partially saved.
+//! The OpenAPI document (`docs/admin-api.openapi.json`) is generated from these types
+//! ([`openapi`]).
 
 use crate::keys;
+use crate::mcp::{self, McpView};
+use crate::state::{AdminError, store_down};
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{FromRequestParts, Path, RawPathParams, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::routing::get;
-use countersign_domain::config::{
-    McpConfig, UrlPolicy, service_token_secret_name, validate_mcp_config,
-};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::TenantId;
-use countersign_domain::ports::{
-    AuditEntry, ConversationStore, ProofSigner, SecretStore, SignerError, StoredMcpConfig, Tenant,
-    TenantStore, TransitionOutcome, VerificationKey,
-};
-use serde_json::{Value, json};
-use std::sync::Arc;
+use countersign_domain::ids::{AuditId, TenantId};
+use countersign_domain::ports::Tenant;
+use countersign_http::{ApiError, ErrorBody, FieldError, Json, Query, bearer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::OpenApi;
+
+pub use crate::state::AdminState;
 
 /// Largest accepted request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// What the admin API needs.
-#[derive(Clone)]
-pub struct AdminState {
-    /// Tenants and configurations.
-    pub tenants: Arc<dyn TenantStore>,
-    /// Conversations (C-8 invalidation).
-    pub conversations: Arc<dyn ConversationStore>,
-    /// Service tokens.
-    pub secrets: Arc<dyn SecretStore>,
-    /// The action signing key (C-5, C-6).
-    pub signer: Arc<dyn ProofSigner>,
-    /// The proofs' `iss` (C-5).
-    pub issuer: String,
-    /// D-5 local-stack allowance (off in deployments).
-    pub url_policy: UrlPolicy,
-    /// D-5: resolves `serverUrl` hosts on save.
-    pub resolver: Arc<dyn crate::resolve::Resolver>,
-    /// Fresh ids (widget credentials).
-    pub ids: Arc<dyn countersign_domain::ports::Ids>,
-    /// The clock.
-    pub clock: Arc<dyn countersign_domain::ports::Clock>,
-}
-
-impl std::fmt::Debug for AdminState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdminState")
-            .field("issuer", &self.issuer)
-            .finish_non_exhaustive()
-    }
-}
-
-/// An API error: status, code, message, and the field when one is to blame.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    field: Option<String>,
-    extra: Option<Value>,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-            field: None,
-            extra: None,
-        }
-    }
-    fn unauthorized() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
-            "a valid tenant admin key is required",
-        )
-    }
-    /// Another change to the configuration came first (its version moved).
-    fn conflict() -> Self {
-        Self::new(
-            StatusCode::CONFLICT,
-            "CONFLICT",
-            "the configuration changed meanwhile; reload and try again",
-        )
-    }
-    fn not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such tenant")
-    }
-    fn unavailable(what: &str, cause: &dyn std::fmt::Display) -> Self {
-        tracing::warn!(%cause, "{what} unavailable");
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SERVICE_UNAVAILABLE",
-            format!("{what} is unavailable; nothing was changed"),
-        )
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(f) = self.field {
-            error["field"] = json!(f);
-        }
-        if let Some(Value::Object(extra)) = self.extra {
-            for (k, v) in extra {
-                error[k] = v;
+impl From<AdminError> for ApiError {
+    fn from(e: AdminError) -> Self {
+        match e {
+            AdminError::Invalid {
+                field,
+                message,
+                errors,
+            } => {
+                let errors = errors
+                    .into_iter()
+                    .map(|(field, message)| FieldError { field, message })
+                    .collect();
+                ApiError::validation(field, message).with_errors(errors)
             }
-        }
-        let mut r = (self.status, axum::Json(json!({ "error": error }))).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-        }
-        r
-    }
-}
-
-/// C-1, C-2: the tenant the presented key belongs to, if it is the one in the path.
-async fn authorize(state: &AdminState, headers: &HeaderMap, id: &str) -> Result<Tenant, ApiError> {
-    let key = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|k| k.starts_with(keys::PREFIX))
-        .ok_or_else(ApiError::unauthorized)?;
-    let owner = state
-        .tenants
-        .tenant_by_admin_key_hash(&Sha256Hex::digest(key))
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
-        .ok_or_else(ApiError::unauthorized)?;
-    // Another tenant's id (or a malformed one) answers 404, never its data.
-    let path_id = TenantId::parse(id).map_err(|_| ApiError::not_found())?;
-    if owner != path_id {
-        return Err(ApiError::not_found());
-    }
-    let tenant = state
-        .tenants
-        .get_tenant(&owner)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
-        .ok_or_else(ApiError::not_found)?;
-    if !keys::matches(key, &tenant.admin_key_hash) {
-        return Err(ApiError::unauthorized());
-    }
-    Ok(tenant)
-}
-
-async fn verification(state: &AdminState) -> Result<Option<VerificationKey>, ApiError> {
-    match state.signer.verification_key().await {
-        Ok(k) => Ok(Some(k)),
-        Err(SignerError::NotConfigured) => Ok(None),
-        Err(e) => Err(ApiError::unavailable("the signing service", &e)),
-    }
-}
-
-/// The tenant's stored MCP configuration, if any.
-async fn current_config(
-    state: &AdminState,
-    tenant: &TenantId,
-) -> Result<Option<StoredMcpConfig>, ApiError> {
-    state
-        .tenants
-        .get_mcp_config(tenant)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))
-}
-
-/// C-5: the configuration without the token, plus `actionVerification`.
-async fn view(state: &AdminState, stored: Option<&StoredMcpConfig>) -> Result<Value, ApiError> {
-    let verification = verification(state).await?.map(|k| {
-        json!({"keyId": k.key_id, "algorithm": "RS256", "issuer": state.issuer, "publicKeyPem": k.public_key_pem})
-    });
-    Ok(match stored {
-        None => json!({"configured": false, "actionVerification": verification}),
-        Some(s) => json!({
-            "configured": true,
-            "version": s.version,
-            "serverUrl": s.config.server_url.as_str(),
-            "audience": s.config.audience,
-            "allowedTools": s.config.allowed_tools.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "actionPolicy": {
-                "contractVersion": 1,
-                "enabled": s.config.action_policy.enabled,
-                "operations": s.config.action_policy.operations.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            },
-            "actionVerification": verification,
-        }),
-    })
-}
-
-async fn get_mcp(
-    State(state): State<AdminState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    let stored = current_config(&state, &tenant.id).await?;
-    Ok(axum::Json(view(&state, stored.as_ref()).await?).into_response())
-}
-
-/// An audit record of a change made with this tenant's current admin key.
-fn audit_entry(state: &AdminState, tenant: &Tenant, action: &str, changes: Value) -> AuditEntry {
-    crate::audit::entry(
-        state.ids.as_ref(),
-        state.clock.as_ref(),
-        crate::audit::admin_key_actor(&tenant.admin_key_hash),
-        action,
-        changes,
-    )
-}
-
-/// What a PUT or DELETE changed: each changed field with its old and new value, the
-/// service token only as `{"changed": true}`, and the versions.
-fn config_changes(
-    old: Option<&StoredMcpConfig>,
-    new: Option<&StoredMcpConfig>,
-    token_changed: bool,
-) -> Value {
-    fn fields(c: &StoredMcpConfig) -> [(&'static str, Value); 5] {
-        let names = |v: &[_]| -> Vec<String> { v.iter().map(ToString::to_string).collect() };
-        [
-            ("serverUrl", json!(c.config.server_url.as_str())),
-            ("audience", json!(c.config.audience)),
-            ("allowedTools", json!(names(&c.config.allowed_tools))),
-            (
-                "actionPolicy.enabled",
-                json!(c.config.action_policy.enabled),
-            ),
-            (
-                "actionPolicy.operations",
-                json!(
-                    c.config
-                        .action_policy
-                        .operations
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                ),
-            ),
-        ]
-    }
-    let before = old.map(fields);
-    let after = new.map(fields);
-    let mut changes = serde_json::Map::new();
-    for i in 0..5 {
-        let from = before.as_ref().map_or(Value::Null, |f| f[i].1.clone());
-        let to = after.as_ref().map_or(Value::Null, |f| f[i].1.clone());
-        if from != to {
-            let name = before.as_ref().or(after.as_ref()).map_or("", |f| f[i].0);
-            changes.insert(name.to_owned(), json!({"from": from, "to": to}));
-        }
-    }
-    if token_changed {
-        changes.insert("serviceToken".into(), json!({"changed": true}));
-    }
-    changes.insert(
-        "version".into(),
-        json!({"from": old.map(|c| c.version), "to": new.map(|c| c.version)}),
-    );
-    Value::Object(changes)
-}
-
-/// C-8: whether a change invalidates pending proposals (URL, credential, policy, audience).
-fn invalidates(old: &McpConfig, old_token: Option<&str>, new: &McpConfig) -> bool {
-    old.server_url != new.server_url
-        || old.action_policy != new.action_policy
-        || old.audience != new.audience
-        || old_token != Some(new.service_token.expose())
-}
-
-async fn put_mcp(
-    State(state): State<AdminState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    // Read here, not by an extractor, so that any oversized body (even a streamed one of
-    // unknown length) gets the typed 413 rather than a plain-text rejection.
-    let body: Bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("the body must be at most {MAX_BODY_BYTES} bytes"),
-            )
-        })?;
-    let json: Value = serde_json::from_slice(&body).map_err(|_| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_JSON",
-            "the body must be a JSON object",
-        )
-    })?;
-    let config = validate_mcp_config(&json, state.url_policy).map_err(|errors| {
-        let first = errors.first().map(|e| e.field.clone()).unwrap_or_default();
-        let message = errors.first().map(ToString::to_string).unwrap_or_default();
-        ApiError {
-            field: Some(first),
-            extra: Some(json!({"errors": errors.iter().map(|e| json!({"field": e.field, "message": e.to_string()})).collect::<Vec<_>>()})),
-            ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
-        }
-    })?;
-    // D-5: the host must resolve only to public addresses (checked again at connect time).
-    if let Err(e) = crate::resolve::check_public(
-        state.resolver.as_ref(),
-        &config.server_url,
-        state.url_policy,
-    )
-    .await
-    {
-        return Err(ApiError {
-            field: Some("serverUrl".into()),
-            ..ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "VALIDATION_ERROR",
-                format!("serverUrl: {e}"),
-            )
-        });
-    }
-    // C-6: no enabling without a signing key; consultations stay configurable.
-    if config.action_policy.enabled && verification(&state).await?.is_none() {
-        return Err(ApiError {
-            field: Some("actionPolicy.enabled".into()),
-            ..ApiError::new(
+            AdminError::SigningUnavailable => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ACTION_SIGNING_UNAVAILABLE",
-                "actions cannot be enabled: the platform has no signing key installed",
+                AdminError::SigningUnavailable.to_string(),
             )
-        });
-    }
-    let current = current_config(&state, &tenant.id).await?;
-    let secret_name = service_token_secret_name(&tenant.id);
-    let old_token = match &current {
-        Some(c) => state
-            .secrets
-            .get_version(&secret_name, &c.secret_version)
-            .await
-            .map_err(|e| ApiError::unavailable("the secret store", &e))?,
-        None => None,
-    };
-    // The token first, as a new version: if anything after fails, the stored
-    // configuration still points at the old version, so nothing is partially saved.
-    let secret_version = state
-        .secrets
-        .put(&secret_name, &config.service_token)
-        .await
-        .map_err(|e| ApiError::unavailable("the secret store", &e))?;
-    let version = current.as_ref().map_or(1, |c| c.version + 1);
-    let must_invalidate = current
-        .as_ref()
-        .is_some_and(|c| invalidates(&c.config, old_token.as_ref().map(|t| t.expose()), &config));
-    let token_changed =
-        old_token.as_ref().map(|t| t.expose()) != Some(config.service_token.expose());
-    let stored = StoredMcpConfig {
-        config,
-        version,
-        secret_version,
-    };
-    let record = audit_entry(
-        &state,
-        &tenant,
-        "mcp.put",
-        config_changes(current.as_ref(), Some(&stored), token_changed),
-    );
-    match state
-        .tenants
-        .put_mcp_config(
-            &tenant.id,
-            &stored,
-            current.as_ref().map(|c| c.version),
-            &record,
-        )
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
-    {
-        TransitionOutcome::Applied => {}
-        TransitionOutcome::Conflict { .. } => {
-            return Err(ApiError::conflict());
-        }
-    }
-    if must_invalidate {
-        // C-8: proposals not yet executing, prepared with an older version, are cancelled.
-        if let Err(e) = state
-            .conversations
-            .invalidate_pending(&tenant.id, version)
-            .await
-        {
-            // The confirm path also compares versions; log and carry on.
-            tracing::warn!(error = %e, tenant = %tenant.id, "invalidating pending proposals failed");
-        }
-    }
-    Ok(axum::Json(view(&state, Some(&stored)).await?).into_response())
-}
-
-async fn delete_mcp(
-    State(state): State<AdminState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    let current = current_config(&state, &tenant.id).await?;
-    if let Some(c) = current {
-        let record = audit_entry(
-            &state,
-            &tenant,
-            "mcp.delete",
-            config_changes(Some(&c), None, true),
-        );
-        match state
-            .tenants
-            .delete_mcp_config(&tenant.id, c.version, &record)
-            .await
-            .map_err(|e| ApiError::unavailable("the tenant store", &e))?
-        {
-            TransitionOutcome::Applied => {}
-            TransitionOutcome::Conflict { .. } => {
-                return Err(ApiError::conflict());
+            .with_field("actionPolicy.enabled"),
+            AdminError::Conflict => {
+                ApiError::conflict("CONFLICT", AdminError::Conflict.to_string())
             }
+            AdminError::NoSuchCredential => ApiError::not_found("no such widget credential"),
+            e @ AdminError::Unavailable { .. } => ApiError::unavailable(e.to_string(), &e),
         }
-        // C-10: removing the connector disables actions; pending proposals are cancelled.
-        // The token's secret versions stay, to reconcile `unknown` proposals (C-8).
-        if let Err(e) = state
-            .conversations
-            .invalidate_pending(&tenant.id, u64::MAX)
+    }
+}
+
+/// The tenant whose admin key the request presents, when it is the tenant in the path
+/// (C-1, C-2). A handler that takes it never runs otherwise.
+#[derive(Debug, Clone)]
+pub struct TenantAdmin(pub Tenant);
+
+impl FromRequestParts<AdminState> for TenantAdmin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, ApiError> {
+        let unauthorized = || ApiError::unauthorized("a valid tenant admin key is required");
+        let not_found = || ApiError::not_found("no such tenant");
+        let key = bearer(&parts.headers)
+            .filter(|k| k.starts_with(keys::PREFIX))
+            .ok_or_else(unauthorized)?
+            .to_owned();
+        let owner = state
+            .tenants
+            .tenant_by_admin_key_hash(&Sha256Hex::digest(&key))
             .await
-        {
-            tracing::warn!(error = %e, tenant = %tenant.id, "invalidating pending proposals failed");
+            .map_err(|e| ApiError::from(store_down(e)))?
+            .ok_or_else(unauthorized)?;
+        // Another tenant's id (or a malformed one) answers 404, never its data.
+        let params = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| not_found())?;
+        let path_id = params
+            .iter()
+            .find(|(name, _)| *name == "id")
+            .and_then(|(_, v)| TenantId::parse(v).ok())
+            .ok_or_else(not_found)?;
+        if owner != path_id {
+            return Err(not_found());
         }
+        let tenant = state
+            .tenants
+            .get_tenant(&owner)
+            .await
+            .map_err(|e| ApiError::from(store_down(e)))?
+            .ok_or_else(not_found)?;
+        if !keys::matches(&key, &tenant.admin_key_hash) {
+            return Err(unauthorized());
+        }
+        Ok(Self(tenant))
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// C-9: `POST widget-credentials` → `201 {keyId, secret, createdAt}`; the secret is shown
-/// this once. The secret is stored first, then the credential: a credential never exists
-/// without its secret.
-async fn create_widget_credential(
-    State(state): State<AdminState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    let key = countersign_domain::ports::WidgetKey {
-        id: state.ids.widget_key_id(),
-        created_at: state.clock.now(),
-    };
-    let secret = keys::generate_widget_secret();
-    state
-        .secrets
-        .put(
-            &countersign_domain::config::widget_secret_name(&tenant.id, &key.id),
-            &secret,
-        )
-        .await
-        .map_err(|e| ApiError::unavailable("the secret store", &e))?;
-    let record = audit_entry(
-        &state,
-        &tenant,
-        "widgetCredential.create",
-        json!({"keyId": key.id.as_str()}),
-    );
-    state
-        .tenants
-        .put_widget_key(&tenant.id, &key, &record)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
-    let body = json!({"keyId": key.id.as_str(), "secret": secret.expose(), "createdAt": key.created_at.to_rfc3339()});
-    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+/// The body of `PUT mcp` (C-3, C-4, C-7). Validated by the configuration rules, which
+/// report every broken rule at once; this type documents it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct McpConfigInput {
+    /// https only; the host must resolve only to public addresses (D-5).
+    #[schema(max_length = 2048)]
+    server_url: String,
+    /// Sent to your server as `Authorization: Bearer …`; stored as a secret, never returned.
+    #[schema(write_only, min_length = 1, max_length = 4096)]
+    service_token: String,
+    /// The consultations the model may call (C-4).
+    #[schema(min_items = 1, max_items = 100)]
+    allowed_tools: Vec<String>,
+    /// The action policy (C-7: disabled when absent).
+    action_policy: Option<ActionPolicyInput>,
+    /// The proof's `aud`; defaults to `serverUrl`.
+    #[schema(max_length = 512)]
+    audience: Option<String>,
 }
 
-/// C-9: `GET widget-credentials` → ids and dates only.
-async fn list_widget_credentials(
-    State(state): State<AdminState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    let items: Vec<Value> = state
-        .tenants
-        .list_widget_keys(&tenant.id)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
-        .into_iter()
-        .map(|k| json!({"keyId": k.id.as_str(), "createdAt": k.created_at.to_rfc3339()}))
-        .collect();
-    Ok(axum::Json(json!({ "items": items })).into_response())
+/// The action policy of `PUT mcp`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct ActionPolicyInput {
+    /// 1.
+    contract_version: Option<u32>,
+    /// Whether writes may be prepared (needs a signing key, C-6).
+    enabled: bool,
+    /// The operations that may be prepared (at most 50).
+    #[schema(max_items = 50)]
+    operations: Vec<String>,
 }
 
-/// C-9, D-2: `DELETE widget-credentials/{keyId}` revokes: the credential goes first (its
-/// tokens fail from then on), then its secret.
-async fn revoke_widget_credential(
-    State(state): State<AdminState>,
-    Path((id, key_id)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    let not_found = || {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "NOT_FOUND",
-            "no such widget credential",
-        )
-    };
-    let key = countersign_domain::ids::WidgetKeyId::parse(key_id).map_err(|_| not_found())?;
-    let record = audit_entry(
-        &state,
-        &tenant,
-        "widgetCredential.revoke",
-        json!({"keyId": key.as_str()}),
-    );
-    match state
-        .tenants
-        .delete_widget_key(&tenant.id, &key, &record)
-        .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?
-    {
-        TransitionOutcome::Applied => {}
-        TransitionOutcome::Conflict { .. } => return Err(not_found()),
-    }
-    if let Err(e) = state
-        .secrets
-        .delete(&countersign_domain::config::widget_secret_name(
-            &tenant.id, &key,
-        ))
-        .await
-    {
-        // Already revoked (the credential is gone); the orphan secret is never read.
-        tracing::warn!(error = %e, "deleting a revoked widget secret failed");
-    }
-    Ok(StatusCode::NO_CONTENT.into_response())
+/// A widget credential (ids and dates only).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WidgetCredential {
+    /// The widget JWT's `kid`.
+    pub key_id: String,
+    /// RFC 3339.
+    pub created_at: String,
 }
 
-/// Audit page size when `limit` is absent, and the largest accepted.
+/// A new widget credential: the secret is shown this once.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewWidgetCredential {
+    /// The widget JWT's `kid`.
+    pub key_id: String,
+    /// The HS256 secret; store it in your backend.
+    pub secret: String,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// The tenant's widget credentials.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WidgetCredentials {
+    /// Oldest first.
+    pub items: Vec<WidgetCredential>,
+}
+
+/// One audit record.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct AuditRecord {
+    /// Sorts by time.
+    pub id: String,
+    /// RFC 3339.
+    pub at: String,
+    /// `adminKey:<fingerprint>` or `operator`.
+    pub actor: String,
+    /// What kind of change, e.g. `mcp.put`.
+    pub action: String,
+    /// The change's fields (never a secret value).
+    #[schema(value_type = Object)]
+    pub changes: Value,
+}
+
+/// A page of the audit trail, newest first.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditPage {
+    /// The records.
+    pub items: Vec<AuditRecord>,
+    /// Pass as `cursor` for the next (older) page; `null` on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// `GET audit` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// 1–100, default 20.
+    pub limit: Option<usize>,
+    /// A `nextCursor` from this endpoint.
+    #[param(value_type = Option<String>)]
+    pub cursor: Option<AuditId>,
+}
+
+/// Audit page size when `limit` is absent.
 pub const AUDIT_PAGE_DEFAULT: usize = 20;
 /// The largest `limit` of `GET audit`.
 pub const AUDIT_PAGE_MAX: usize = 100;
 
-/// `GET audit?limit=&cursor=`: the tenant's audit records, newest first.
+/// The tenant's MCP configuration (C-5).
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = McpView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn get_mcp(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<Json<McpView>, ApiError> {
+    let stored = mcp::current(&state, &tenant).await?;
+    Ok(Json(mcp::view(&state, stored.as_ref()).await?))
+}
+
+/// Saves the configuration (C-3 … C-8, D-5).
+#[utoipa::path(put, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = McpConfigInput,
+    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+async fn put_mcp(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Json(body): Json<Value, MAX_BODY_BYTES>,
+) -> Result<Json<McpView>, ApiError> {
+    Ok(Json(mcp::put(&state, &tenant, &body).await?))
+}
+
+/// Removes the connector (C-10).
+#[utoipa::path(delete, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn delete_mcp(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<StatusCode, ApiError> {
+    mcp::delete(&state, &tenant).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Creates a widget credential (C-9); the secret is shown this once.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 201, body = NewWidgetCredential), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn create_widget_credential(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<(StatusCode, Json<NewWidgetCredential>), ApiError> {
+    let (key, secret) = crate::widgets::create(&state, &tenant).await?;
+    let body = NewWidgetCredential {
+        key_id: key.id.to_string(),
+        secret: secret.expose().to_owned(),
+        created_at: key.created_at.to_rfc3339(),
+    };
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// The widget credentials: ids and dates only (C-9).
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = WidgetCredentials), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn list_widget_credentials(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<Json<WidgetCredentials>, ApiError> {
+    let items = crate::widgets::list(&state, &tenant)
+        .await?
+        .into_iter()
+        .map(|k| WidgetCredential {
+            key_id: k.id.to_string(),
+            created_at: k.created_at.to_rfc3339(),
+        })
+        .collect();
+    Ok(Json(WidgetCredentials { items }))
+}
+
+/// Revokes a widget credential: its tokens fail from then on (C-9, D-2).
+#[utoipa::path(delete, path = "/api/admin/tenants/{id}/widget-credentials/{keyId}", tag = "widget", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), ("keyId" = String, Path, description = "The credential id")),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn revoke_widget_credential(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((_, key_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    crate::widgets::revoke(&state, &tenant, &key_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The audit trail, newest first.
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/audit", tag = "audit", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), AuditQuery),
+    responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn list_audit(
     State(state): State<AdminState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    query: axum::extract::RawQuery,
-) -> Result<Response, ApiError> {
-    let tenant = authorize(&state, &headers, &id).await?;
-    let invalid = |field: &str, message: String| ApiError {
-        field: Some(field.to_owned()),
-        ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
-    };
-    let mut limit = AUDIT_PAGE_DEFAULT;
-    let mut cursor = None;
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.0.as_deref().unwrap_or(""))
-        .map_err(|_| invalid("query", "the query string is malformed".into()))?;
-    for (name, value) in pairs {
-        match name.as_str() {
-            "limit" => {
-                limit = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=AUDIT_PAGE_MAX).contains(n))
-                    .ok_or_else(|| {
-                        invalid(
-                            "limit",
-                            format!("limit must be an integer from 1 to {AUDIT_PAGE_MAX}"),
-                        )
-                    })?;
-            }
-            "cursor" => {
-                cursor = Some(countersign_domain::ids::AuditId::parse(value).map_err(|_| {
-                    invalid(
-                        "cursor",
-                        "cursor must be a nextCursor returned by this endpoint".into(),
-                    )
-                })?);
-            }
-            other => return Err(invalid(other, format!("unknown query parameter {other:?}"))),
-        }
+    TenantAdmin(tenant): TenantAdmin,
+    Query(query): Query<AuditQuery>,
+) -> Result<Json<AuditPage>, ApiError> {
+    let limit = query.limit.unwrap_or(AUDIT_PAGE_DEFAULT);
+    if !(1..=AUDIT_PAGE_MAX).contains(&limit) {
+        let message = format!("limit must be an integer from 1 to {AUDIT_PAGE_MAX}");
+        return Err(ApiError::validation("limit", message));
     }
     let page = state
         .tenants
-        .list_audit(&tenant.id, cursor.as_ref(), limit)
+        .list_audit(&tenant.id, query.cursor.as_ref(), limit)
         .await
-        .map_err(|e| ApiError::unavailable("the tenant store", &e))?;
-    let items: Vec<Value> = page
+        .map_err(store_down)?;
+    let items = page
         .items
-        .iter()
-        .map(|a| {
-            json!({"id": a.id.as_str(), "at": a.at.to_rfc3339(), "actor": a.actor, "action": a.action, "changes": a.changes})
+        .into_iter()
+        .map(|a| AuditRecord {
+            id: a.id.to_string(),
+            at: a.at.to_rfc3339(),
+            actor: a.actor,
+            action: a.action,
+            changes: a.changes,
         })
         .collect();
-    Ok(
-        axum::Json(json!({"items": items, "nextCursor": page.next.as_ref().map(|c| c.as_str())}))
-            .into_response(),
-    )
+    let next_cursor = page.next.map(|c| c.to_string());
+    Ok(Json(AuditPage { items, next_cursor }))
 }
 
-/// Every path the router serves, in axum's syntax: the OpenAPI document
-/// (`docs/admin-api.openapi.json`) and the SAM template are checked against this list.
+/// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
+/// template are checked against this list.
 pub const PATHS: [&str; 4] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
@@ -629,6 +354,40 @@ pub const ROUTES: [(&str, &str); 7] = [
     ("DELETE", PATHS[2]),
     ("GET", PATHS[3]),
 ];
+
+/// The admin API's OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Countersign tenant admin API", version = "1",
+        description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
+    paths(get_mcp, put_mcp, delete_mcp, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, WidgetCredential, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    modifiers(&AdminKey),
+    security(("adminKey" = []))
+)]
+struct AdminApi;
+
+struct AdminKey;
+
+impl utoipa::Modify for AdminKey {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some(
+                "The tenant admin key, `tsk_` + 43 base64url characters.",
+            ))
+            .build();
+        if let Some(c) = openapi.components.as_mut() {
+            c.add_security_scheme("adminKey", SecurityScheme::Http(scheme));
+        }
+    }
+}
+
+/// The OpenAPI document of [`router`].
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    AdminApi::openapi()
+}
 
 /// The admin API router.
 pub fn router(state: AdminState) -> Router {

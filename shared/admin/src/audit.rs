@@ -32,3 +32,19 @@ pub fn entry(
         changes,
     }
 }
+
+/// A record of a change made with this tenant's current admin key.
+pub fn by_admin(
+    state: &crate::AdminState,
+    tenant: &countersign_domain::ports::Tenant,
+    action: &str,
+    changes: Value,
+) -> AuditEntry {
+    entry(
+        state.ids.as_ref(),
+        state.clock.as_ref(),
+        admin_key_actor(&tenant.admin_key_hash),
+        action,
+        changes,
+    )
+}

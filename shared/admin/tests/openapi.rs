@@ -1,4 +1,5 @@
-//! `docs/admin-api.openapi.json` against the router (issue 5): the same paths; every
+//! `docs/admin-api.openapi.json`, generated from the API's types, against the router: the
+//! checked-in file is the generated one; the same paths; every
 //! documented operation routed and every other method refused; and the answers of a real
 //! session on the local AWS emulator valid against the documented schema for their
 //! status, with their request bodies valid against the documented request schema.
@@ -68,6 +69,25 @@ fn concrete(path: &str, tenant: &str, key_id: &str) -> String {
     path.replace("{id}", tenant)
         .replace("{keyId}", key_id)
         .replace("{key_id}", key_id)
+}
+
+/// The checked-in document is the one the code generates (`UPDATE_OPENAPI=1 cargo test
+/// -p countersign-admin --test openapi` rewrites it).
+#[test]
+fn the_checked_in_document_is_generated_from_the_code() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/admin-api.openapi.json"
+    );
+    let generated = countersign_admin::api::openapi().to_pretty_json().unwrap() + "\n";
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(path, &generated).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(path).unwrap();
+    assert!(
+        checked_in == generated,
+        "docs/admin-api.openapi.json is stale: run UPDATE_OPENAPI=1 cargo test -p countersign-admin --test openapi"
+    );
 }
 
 #[test]

@@ -1,29 +1,32 @@
 //! The widget API (D-1): `POST /api/cases`, `GET /api/cases/{id}/messages`,
 //! `POST /api/cases/{id}/messages`, `POST /api/cases/{id}/close`.
 //!
-//! Every request carries `Authorization: Bearer <widget JWT>` (D-2). Errors are
-//! `{"error": {"code", "message", "field"?}}`: 401 `UNAUTHORIZED`, 404 `NOT_FOUND` (also
-//! another person's case), 409 `CASE_CLOSED`, 400 `INVALID_JSON` / `VALIDATION_ERROR`,
-//! 413 `PAYLOAD_TOO_LARGE`, 503 `SERVICE_UNAVAILABLE`. Never internal text.
+//! Every request carries `Authorization: Bearer <widget JWT>` (D-2), read by the
+//! [`WidgetPrincipal`] extractor. Errors are `{"error": {"code", "message", "field"?}}`:
+//! 401 `UNAUTHORIZED`, 404 `NOT_FOUND` (also another person's case), 409 `CASE_CLOSED` /
+//! `ACTION_IN_PROGRESS`, 400 `INVALID_JSON` / `VALIDATION_ERROR`, 413
+//! `PAYLOAD_TOO_LARGE`, 503 `SERVICE_UNAVAILABLE`. Never internal text. The OpenAPI
+//! document (`docs/widget-api.openapi.json`) is generated from these types ([`openapi`]).
 
 use crate::chat::{Chat, ChatError};
 use crate::widget::{AuthError, WidgetAuth};
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::routing::{get, post};
-use countersign_domain::conversation::{Message, MessageKind, Principal, Role};
+use countersign_domain::conversation::{Message, MessageKind, Principal};
 use countersign_domain::ids::{CaseId, MessageId};
 use countersign_domain::ports::NewMessage;
 use countersign_domain::texts::{self, Language};
-use serde_json::{Value, json};
+use countersign_http::{ApiError, ErrorBody, Json, Query, bearer};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use utoipa::OpenApi;
 
 /// Largest request body.
 pub const MAX_BODY_BYTES: usize = 32 * 1024;
-/// Default and largest page of `GET messages`.
+/// Default page of `GET messages`.
 pub const PAGE_DEFAULT: usize = 100;
 /// Largest page.
 pub const PAGE_MAX: usize = 500;
@@ -35,7 +38,8 @@ pub const PATHS: [&str; 3] = [
     "/api/cases/{id}/close",
 ];
 
-/// Every route (method, path) the router serves: the SAM template is checked against it.
+/// Every route (method, path) the router serves: the SAM template and the OpenAPI
+/// document are checked against it.
 pub const ROUTES: [(&str, &str); 4] = [
     ("POST", PATHS[0]),
     ("GET", PATHS[1]),
@@ -52,143 +56,148 @@ pub struct AppState {
     pub auth: Arc<WidgetAuth>,
 }
 
-struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    field: Option<&'static str>,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-            field: None,
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(f) = self.field {
-            error["field"] = json!(f);
-        }
-        let mut r = (self.status, axum::Json(json!({"error": error}))).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-        }
-        r
-    }
-}
-
 impl From<ChatError> for ApiError {
     fn from(e: ChatError) -> Self {
         match e {
-            ChatError::NotFound => Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such case"),
-            ChatError::Closed => {
-                Self::new(StatusCode::CONFLICT, "CASE_CLOSED", "this case is closed")
-            }
-            ChatError::Busy => Self::new(
-                StatusCode::CONFLICT,
+            ChatError::NotFound => ApiError::not_found("no such case"),
+            ChatError::Closed => ApiError::conflict("CASE_CLOSED", "this case is closed"),
+            ChatError::Busy => ApiError::conflict(
                 "ACTION_IN_PROGRESS",
                 "an action's outcome is still being checked; send a message to check it, then close",
             ),
-            ChatError::Invalid { field, message } => Self {
-                field: Some(field),
-                ..Self::new(
-                    StatusCode::BAD_REQUEST,
-                    "VALIDATION_ERROR",
-                    format!("{field}: {message}"),
-                )
-            },
+            ChatError::Invalid { field, message } => {
+                ApiError::validation(field, format!("{field}: {message}"))
+            }
             ChatError::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "store unavailable");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "SERVICE_UNAVAILABLE",
-                    "a platform service is unavailable; try again",
-                )
+                ApiError::unavailable("a platform service is unavailable; try again", &cause)
             }
         }
     }
 }
 
-async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
-    let unauthorized = || {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
-            "a valid widget token is required",
-        )
-    };
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(unauthorized)?;
-    match state.auth.authenticate(token).await {
-        Ok(p) => Ok(p),
-        Err(AuthError::Unavailable) => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SERVICE_UNAVAILABLE",
-            "identity service unavailable; try again",
-        )),
-        Err(e) => {
-            tracing::info!(reason = %e, "widget token refused");
-            Err(unauthorized())
+/// The person behind a request: a verified widget JWT (D-2). A handler that takes it
+/// never runs for an unauthenticated request.
+#[derive(Debug, Clone)]
+pub struct WidgetPrincipal(pub Principal);
+
+impl FromRequestParts<AppState> for WidgetPrincipal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let unauthorized = || ApiError::unauthorized("a valid widget token is required");
+        let token = bearer(&parts.headers).ok_or_else(unauthorized)?;
+        match state.auth.authenticate(token).await {
+            Ok(p) => Ok(Self(p)),
+            Err(AuthError::Unavailable) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                "identity service unavailable; try again",
+            )),
+            Err(e) => {
+                tracing::info!(reason = %e, "widget token refused");
+                Err(unauthorized())
+            }
         }
     }
 }
 
+/// A case id from the path; a malformed one is an absent case.
 fn case_id(id: String) -> Result<CaseId, ApiError> {
-    CaseId::parse(id).map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such case"))
+    CaseId::parse(id).map_err(|_| ApiError::not_found("no such case"))
 }
 
-fn role(r: Role) -> &'static str {
-    match r {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
+/// `POST /api/cases/{id}/messages` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PostMessage {
+    /// The person's text (1–4000 characters, not only spaces).
+    pub content: String,
+    /// The id of the last assistant message this tab rendered; required for a
+    /// confirmation to count.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub reply_to_message_id: Option<MessageId>,
 }
 
-fn kind(k: MessageKind) -> &'static str {
-    match k {
-        MessageKind::Text => "text",
-        MessageKind::Proposal => "proposal",
-        MessageKind::Instructions => "instructions",
-        MessageKind::Result => "result",
-        MessageKind::Notice => "notice",
-    }
+/// `GET /api/cases/{id}/messages` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only messages after this message id (exclusive).
+    #[param(value_type = Option<String>)]
+    pub after: Option<MessageId>,
+    /// At most this many (1–500, default 100).
+    pub limit: Option<usize>,
 }
 
 /// A message as the widget renders it. A proposal carries the fixed confirm/cancel
 /// instructions as a separate field: its `content` is the summary, literally.
-fn message_json(m: &Message, lang: Language) -> Value {
-    let mut v = json!({
-        "id": m.id.as_str(),
-        "role": role(m.role),
-        "kind": kind(m.kind),
-        "content": m.content,
-        "createdAt": m.created_at.to_rfc3339(),
-    });
-    if let Some(r) = &m.reply_to {
-        v["replyToMessageId"] = json!(r.as_str());
-    }
-    if m.kind == MessageKind::Proposal {
-        v["instructions"] = json!(texts::confirm_instructions(lang));
-    }
-    v
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    /// The message id (time-ordered).
+    pub id: String,
+    /// `user` or `assistant`.
+    pub role: String,
+    /// `text`, `proposal`, `instructions`, `result` or `notice`.
+    pub kind: String,
+    /// The text, exactly as stored.
+    pub content: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// For a user message: the message it replied to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to_message_id: Option<String>,
+    /// For a proposal: the fixed confirm/cancel instructions in the case's language.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
-fn from_new(m: NewMessage) -> Message {
+impl MessageView {
+    fn new(m: &Message, lang: Language) -> Self {
+        Self {
+            id: m.id.to_string(),
+            role: serde_name(&m.role),
+            kind: serde_name(&m.kind),
+            content: m.content.clone(),
+            created_at: m.created_at.to_rfc3339(),
+            reply_to_message_id: m.reply_to.as_ref().map(ToString::to_string),
+            instructions: (m.kind == MessageKind::Proposal)
+                .then(|| texts::confirm_instructions(lang).to_owned()),
+        }
+    }
+}
+
+/// A domain enum's serde name (`assistant`, `proposal`, …), as the widget sees it.
+fn serde_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Messages, in order: a page of the history, or what one posted message caused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Messages {
+    /// The messages, oldest first.
+    pub messages: Vec<MessageView>,
+}
+
+/// A case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseView {
+    /// The case id.
+    pub case_id: String,
+    /// `open` or `closed`.
+    pub status: String,
+    /// RFC 3339, on creation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+fn stored(m: NewMessage) -> Message {
     Message {
         id: m.id,
         case: m.case,
@@ -200,135 +209,121 @@ fn from_new(m: NewMessage) -> Message {
     }
 }
 
+/// Opens a case for the person.
+#[utoipa::path(post, path = "/api/cases", tag = "cases", security(("widgetJwt" = [])),
+    responses((status = 201, body = CaseView), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn create_case(
     State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let who = principal(&state, &headers).await?;
+    WidgetPrincipal(who): WidgetPrincipal,
+) -> Result<(StatusCode, Json<CaseView>), ApiError> {
     let case = state.chat.create_case(&who).await?;
-    Ok((StatusCode::CREATED, axum::Json(json!({"caseId": case.id.as_str(), "status": "open", "createdAt": case.created_at.to_rfc3339()}))).into_response())
+    let view = CaseView {
+        case_id: case.id.to_string(),
+        status: "open".into(),
+        created_at: Some(case.created_at.to_rfc3339()),
+    };
+    Ok((StatusCode::CREATED, Json(view)))
 }
 
+/// The case's messages, oldest first, after a cursor.
+#[utoipa::path(get, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id"), ListQuery),
+    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn list_messages(
     State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Result<Response, ApiError> {
-    let who = principal(&state, &headers).await?;
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Messages>, ApiError> {
     let case = case_id(id)?;
-    let mut after = None;
-    let mut limit = PAGE_DEFAULT;
-    let invalid = |field: &'static str, message: &str| ApiError {
-        field: Some(field),
-        ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
-    };
-    for pair in query
-        .as_deref()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        match k {
-            "after" => {
-                after = Some(
-                    MessageId::parse(v)
-                        .map_err(|_| invalid("after", "after must be a message id"))?,
-                );
-            }
-            "limit" => {
-                limit = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=PAGE_MAX).contains(n))
-                    .ok_or_else(|| invalid("limit", "limit must be an integer from 1 to 500"))?;
-            }
-            _ => return Err(invalid("query", "unknown query parameter")),
-        }
+    let limit = query.limit.unwrap_or(PAGE_DEFAULT);
+    if !(1..=PAGE_MAX).contains(&limit) {
+        let message = format!("limit must be an integer from 1 to {PAGE_MAX}");
+        return Err(ApiError::validation("limit", message));
     }
     let (messages, lang) = state
         .chat
-        .messages(&who, &case, after.as_ref(), limit)
+        .messages(&who, &case, query.after.as_ref(), limit)
         .await?;
-    let items: Vec<Value> = messages.iter().map(|m| message_json(m, lang)).collect();
-    Ok(axum::Json(json!({"items": items})).into_response())
+    let messages = messages.iter().map(|m| MessageView::new(m, lang)).collect();
+    Ok(Json(Messages { messages }))
 }
 
+/// One message from the person, and everything it caused (the person's message first).
+#[utoipa::path(post, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
+    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
 async fn post_message(
     State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let who = principal(&state, &headers).await?;
+    Json(body): Json<PostMessage, MAX_BODY_BYTES>,
+) -> Result<Json<Messages>, ApiError> {
     let case = case_id(id)?;
-    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("the body must be at most {MAX_BODY_BYTES} bytes"),
-            )
-        })?;
-    let invalid_json = || {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_JSON",
-            "the body must be a JSON object {content, replyToMessageId?}",
-        )
-    };
-    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(&bytes) else {
-        return Err(invalid_json());
-    };
-    let invalid = |field: &'static str, message: &str| ApiError {
-        field: Some(field),
-        ..ApiError::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
-    };
-    if let Some(k) = obj
-        .keys()
-        .find(|k| *k != "content" && *k != "replyToMessageId")
-    {
-        return Err(ApiError {
-            field: None,
-            ..invalid("content", &format!("unknown field {k:?}"))
-        });
-    }
-    let content = obj
-        .get("content")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("content", "content must be a string"))?;
-    let reply_to =
-        match obj.get("replyToMessageId") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(MessageId::parse(s.clone()).map_err(|_| {
-                invalid("replyToMessageId", "replyToMessageId must be a message id")
-            })?),
-            Some(_) => {
-                return Err(invalid(
-                    "replyToMessageId",
-                    "replyToMessageId must be a string",
-                ));
-            }
-        };
-    let (stored, lang) = state.chat.post(&who, &case, content, reply_to).await?;
-    let messages: Vec<Value> = stored
+    let reply_to = body.reply_to_message_id;
+    let (out, lang) = state
+        .chat
+        .post(&who, &case, &body.content, reply_to)
+        .await?;
+    let messages = out
         .into_iter()
-        .map(|m| message_json(&from_new(m), lang))
+        .map(|m| MessageView::new(&stored(m), lang))
         .collect();
-    Ok(axum::Json(json!({"messages": messages})).into_response())
+    Ok(Json(Messages { messages }))
 }
 
+/// Closes the case; a pending proposal is cancelled with it.
+#[utoipa::path(post, path = "/api/cases/{id}/close", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id")),
+    responses((status = 200, body = CaseView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn close_case(
     State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let who = principal(&state, &headers).await?;
+) -> Result<Json<CaseView>, ApiError> {
     let case = case_id(id)?;
     state.chat.close(&who, &case).await?;
-    Ok(axum::Json(json!({"caseId": case.as_str(), "status": "closed"})).into_response())
+    Ok(Json(CaseView {
+        case_id: case.to_string(),
+        status: "closed".into(),
+        created_at: None,
+    }))
+}
+
+/// The widget API's OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Countersign widget API", version = "1",
+        description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
+    paths(create_case, list_messages, post_message, close_case),
+    components(schemas(ErrorBody, Messages, MessageView, CaseView, PostMessage)),
+    modifiers(&WidgetJwt)
+)]
+struct WidgetApi;
+
+struct WidgetJwt;
+
+impl utoipa::Modify for WidgetJwt {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .bearer_format("JWT")
+            .description(Some("A widget JWT (HS256) minted by the tenant's backend."))
+            .build();
+        if let Some(c) = openapi.components.as_mut() {
+            c.add_security_scheme("widgetJwt", SecurityScheme::Http(scheme));
+        }
+    }
+}
+
+/// The OpenAPI document of [`router`].
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    WidgetApi::openapi()
 }
 
 /// The widget API router.

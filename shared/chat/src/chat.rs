@@ -1,36 +1,27 @@
-//! The use cases of the messages function (SPEC §1, D-1, D-3): cases, the order of
-//! decisions for each user message, the confirm path, execution and reconciliation.
+//! The use cases of the messages function (D-1, D-3): cases, and the order of decisions
+//! for each user message.
 //!
 //! For each user message, in this order: store it (or, for a valid confirmation, store it
 //! inside the confirm transaction); if a proposal is pending, classify first →
 //! confirm, cancel, or invalidate and continue; if one is
 //! `executing` or `unknown`, run only the status query; otherwise a model turn.
+//! The confirm path is in `confirm`, execution and reconciliation in `execute`, the
+//! model turn in `turn`.
 
 use crate::turn;
-use countersign_domain::config::service_token_secret_name;
-use countersign_domain::confirmation::{
-    Authorized, ConfirmingMessage, Refusal, Reply, check_confirmation, classify,
-};
+use countersign_domain::confirmation::{Refusal, Reply, classify};
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Principal, Role};
-use countersign_domain::ids::{CaseId, MessageId, TenantId};
-use countersign_domain::outcome::{
-    ActionAnswer, event_after_execute, event_after_status, parse_action_answer,
-};
-use countersign_domain::ports::StoredMcpConfig;
+use countersign_domain::ids::{CaseId, MessageId};
 use countersign_domain::ports::{
-    Clock, ConfirmWrite, ConversationStore, ConversationView, Ids, Model, NewMessage, ProofSigner,
-    Provider, ProviderContext, SecretStore, StoreError, TenantStore, TransitionOutcome,
+    Clock, ConversationStore, ConversationView, Ids, Model, NewMessage, ProofSigner, StoreError,
+    TenantStore, TransitionOutcome,
 };
-use countersign_domain::proof::{ProofClaims, ProofContext, sign_proof};
-use countersign_domain::proposal::{Proposal, ProposalState, RemoteStatus, transition};
-use countersign_domain::secret::SecretString;
+use countersign_domain::proposal::{Proposal, ProposalState};
 use countersign_domain::texts::{self, Language};
-use countersign_domain::tool_result::ToolResult;
 use countersign_tools::builtins::CallContext;
+use countersign_tools::integration::IntegrationService;
 use countersign_tools::registry::Registry;
-use serde_json::json;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest user message, in characters.
@@ -61,14 +52,22 @@ pub enum ChatError {
     Unavailable(#[from] StoreError),
 }
 
+impl From<countersign_tools::integration::IntegrationError> for ChatError {
+    fn from(e: countersign_tools::integration::IntegrationError) -> Self {
+        use countersign_tools::integration::IntegrationError as E;
+        match e {
+            E::Store(s) => Self::Unavailable(s),
+            E::Secrets(s) => Self::Unavailable(StoreError::Unavailable(Box::new(s))),
+        }
+    }
+}
+
 /// Everything the use cases need, built once per process.
 pub struct Chat {
     /// The ports and settings.
     pub parts: ChatParts,
     /// Tool rounds per model turn (D-3).
     pub max_tool_rounds: usize,
-    /// Service tokens by secret version (immutable, so cached).
-    pub(crate) tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -87,12 +86,11 @@ pub struct ChatParts {
     pub conversations: Arc<dyn ConversationStore>,
     /// Tenants and their configuration.
     pub tenants: Arc<dyn TenantStore>,
-    /// Service tokens.
-    pub secrets: Arc<dyn SecretStore>,
+    /// The tenant's MCP server: configuration, service token, tools (shared with the
+    /// gateway).
+    pub integration: Arc<IntegrationService>,
     /// Signs proofs (KMS).
     pub signer: Arc<dyn ProofSigner>,
-    /// Tenants' MCP servers.
-    pub provider: Arc<dyn Provider>,
     /// The model.
     pub model: Arc<dyn Model>,
     /// The built-in tools (the same registry the gateway serves).
@@ -116,10 +114,24 @@ impl std::fmt::Debug for ChatParts {
     }
 }
 
-/// The message of a ULID-based id was created at this Unix time (ms).
-fn created_ms(id: &MessageId) -> Option<u64> {
-    let ulid = id.as_str().strip_prefix(MessageId::PREFIX)?;
-    ulid::Ulid::from_string(ulid).ok().map(|u| u.timestamp_ms())
+/// What a request does after its first decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Nothing more: the messages stored so far are the answer.
+    Done,
+    /// A model turn answers the message.
+    ModelTurn,
+}
+
+/// Refuses an empty, blank or overlong message.
+fn check_content(content: &str) -> Result<(), ChatError> {
+    if content.trim().is_empty() || content.chars().count() > MAX_CONTENT_CHARS {
+        return Err(ChatError::Invalid {
+            field: "content",
+            message: format!("must be 1-{MAX_CONTENT_CHARS} characters, not only spaces"),
+        });
+    }
+    Ok(())
 }
 
 impl Chat {
@@ -128,11 +140,11 @@ impl Chat {
         Self {
             parts,
             max_tool_rounds: 4,
-            tokens: Mutex::new(HashMap::new()),
         }
     }
 
-    fn message(
+    /// A new message of this case, stamped now.
+    pub(crate) fn message(
         &self,
         case: &CaseId,
         role: Role,
@@ -150,8 +162,36 @@ impl Chat {
         }
     }
 
+    /// A platform notice (a fixed text, D-6).
     pub(crate) fn notice(&self, case: &CaseId, text: &str) -> NewMessage {
         self.message(case, Role::Assistant, MessageKind::Notice, text)
+    }
+
+    /// Stores `m` and adds it to this request's answer.
+    pub(crate) async fn store(
+        &self,
+        who: &Principal,
+        m: &NewMessage,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<(), ChatError> {
+        self.parts
+            .conversations
+            .append_message(&who.tenant, m)
+            .await?;
+        out.push(m.clone());
+        Ok(())
+    }
+
+    /// Stores a fixed notice.
+    pub(crate) async fn tell(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+        text: &str,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<(), ChatError> {
+        let n = self.notice(case, text);
+        self.store(who, &n, out).await
     }
 
     /// `POST /api/cases`: a new open case for this person.
@@ -177,7 +217,12 @@ impl Chat {
         Ok(case)
     }
 
-    async fn owned(&self, who: &Principal, case: &CaseId) -> Result<ConversationView, ChatError> {
+    /// The case, if `who` owns it (another person's case is absent, A-26).
+    pub(crate) async fn owned(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+    ) -> Result<ConversationView, ChatError> {
         self.parts
             .conversations
             .load(&who.tenant, case)
@@ -228,116 +273,114 @@ impl Chat {
         content: &str,
         reply_to: Option<MessageId>,
     ) -> Result<(Vec<NewMessage>, Language), ChatError> {
-        let chars = content.chars().count();
-        if content.trim().is_empty() || chars > MAX_CONTENT_CHARS {
-            return Err(ChatError::Invalid {
-                field: "content",
-                message: format!("must be 1-{MAX_CONTENT_CHARS} characters, not only spaces"),
-            });
-        }
+        check_content(content)?;
         let view = self.owned(who, case).await?;
         if view.case.status == CaseStatus::Closed {
             return Err(ChatError::Closed);
         }
-        let lang = view.language;
-        let user_message = NewMessage {
+        let message = NewMessage {
             reply_to,
             ..self.message(case, Role::User, MessageKind::Text, content)
         };
         let mut out = Vec::new();
-        match view.active.clone() {
-            Some(p) if p.state == ProposalState::PendingConfirmation => match classify(content) {
-                Reply::Confirm => {
-                    self.confirm(who, &view, p, user_message, &mut out).await?;
-                    return Ok((out, lang));
-                }
-                Reply::Cancel => {
-                    self.store(who, &user_message, &mut out).await?;
-                    let cancelled = self
-                        .end_pending(
-                            who,
-                            &p,
-                            ProposalState::Cancelled,
-                            texts::cancelled_notice(lang),
-                            &mut out,
-                        )
-                        .await?;
-                    if !cancelled && !self.after_lost_race(who, case, lang, &mut out).await? {
-                        let n = self.notice(
-                            case,
-                            texts::refusal_notice(lang, &Refusal::NoPendingProposal),
-                        );
-                        self.store(who, &n, &mut out).await?;
-                    }
-                    return Ok((out, lang));
-                }
-                Reply::Other => {
-                    // any other text invalidates the proposal before the model sees it.
-                    self.store(who, &user_message, &mut out).await?;
-                    let discarded = self
-                        .end_pending(
-                            who,
-                            &p,
-                            ProposalState::Cancelled,
-                            texts::discarded_notice(lang),
-                            &mut out,
-                        )
-                        .await?;
-                    // Lost to a confirmation that started the action: status only.
-                    if !discarded && self.after_lost_race(who, case, lang, &mut out).await? {
-                        return Ok((out, lang));
-                    }
-                }
-            },
+        let next = match view.active.clone() {
+            Some(p) if p.state == ProposalState::PendingConfirmation => {
+                self.while_pending(who, &view, p, message, &mut out).await?
+            }
             Some(p) if p.state.needs_reconciliation() => {
                 // only the status query, never the model.
-                self.store(who, &user_message, &mut out).await?;
-                self.reconcile(who, lang, p, &mut out).await?;
-                return Ok((out, lang));
+                self.store(who, &message, &mut out).await?;
+                self.reconcile(who, view.language, p, &mut out).await?;
+                Next::Done
             }
-            _ => {
-                self.store(who, &user_message, &mut out).await?;
-                if classify(content) != Reply::Other {
-                    // "confirm"/"cancel" with nothing pending: say so; the model never
-                    // sees a bare confirmation word as a request.
-                    let n = self.notice(
-                        case,
-                        texts::refusal_notice(lang, &Refusal::NoPendingProposal),
-                    );
-                    self.store(who, &n, &mut out).await?;
-                    return Ok((out, lang));
-                }
-            }
+            _ => self.while_idle(who, &view, &message, &mut out).await?,
+        };
+        if next == Next::ModelTurn {
+            self.model_turn(who, &view, &mut out).await?;
         }
-        if let Err(e) = turn::run(self, who, &view, &mut out).await {
-            // The message is stored: answer with what happened rather than a 503 that a
-            // client would retry (storing the message twice).
-            tracing::warn!(error = %e, "model turn failed");
-            let n = self.notice(case, texts::assistant_unavailable_notice(lang));
-            if self.store(who, &n, &mut out).await.is_err() {
-                return Err(e);
-            }
-        }
-        Ok((out, lang))
+        Ok((out, view.language))
     }
 
-    pub(crate) async fn store(
+    /// A message while a proposal waits for its confirmation (A-24 classifies first).
+    async fn while_pending(
         &self,
         who: &Principal,
-        m: &NewMessage,
+        view: &ConversationView,
+        p: Proposal,
+        message: NewMessage,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<Next, ChatError> {
+        let lang = view.language;
+        match classify(&message.content) {
+            Reply::Confirm => {
+                self.confirm(who, view, p, message, out).await?;
+                Ok(Next::Done)
+            }
+            Reply::Cancel => {
+                self.store(who, &message, out).await?;
+                let notice = texts::cancelled_notice(lang);
+                let cancelled = self.end_pending(who, &p, ProposalState::Cancelled, notice, out);
+                if !cancelled.await? && !self.after_lost_race(who, &p.case, lang, out).await? {
+                    let text = texts::refusal_notice(lang, &Refusal::NoPendingProposal);
+                    self.tell(who, &p.case, text, out).await?;
+                }
+                Ok(Next::Done)
+            }
+            Reply::Other => {
+                // any other text invalidates the proposal before the model sees it.
+                self.store(who, &message, out).await?;
+                let notice = texts::discarded_notice(lang);
+                let discarded = self.end_pending(who, &p, ProposalState::Cancelled, notice, out);
+                // Lost to a confirmation that started the action: status only.
+                if !discarded.await? && self.after_lost_race(who, &p.case, lang, out).await? {
+                    return Ok(Next::Done);
+                }
+                Ok(Next::ModelTurn)
+            }
+        }
+    }
+
+    /// A message with no proposal waiting: a bare "confirm"/"cancel" is answered with a
+    /// notice (the model never sees a confirmation word as a request); anything else goes
+    /// to the model.
+    async fn while_idle(
+        &self,
+        who: &Principal,
+        view: &ConversationView,
+        message: &NewMessage,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<Next, ChatError> {
+        self.store(who, message, out).await?;
+        if classify(&message.content) == Reply::Other {
+            return Ok(Next::ModelTurn);
+        }
+        let text = texts::refusal_notice(view.language, &Refusal::NoPendingProposal);
+        self.tell(who, &view.case.id, text, out).await?;
+        Ok(Next::Done)
+    }
+
+    /// The model answers. The user's message is already stored, so a failed turn is
+    /// answered with a notice rather than a 503 a client would retry (storing the
+    /// message twice).
+    async fn model_turn(
+        &self,
+        who: &Principal,
+        view: &ConversationView,
         out: &mut Vec<NewMessage>,
     ) -> Result<(), ChatError> {
-        self.parts
-            .conversations
-            .append_message(&who.tenant, m)
-            .await?;
-        out.push(m.clone());
-        Ok(())
+        let Err(e) = turn::run(self, who, view, out).await else {
+            return Ok(());
+        };
+        tracing::warn!(error = %e, "model turn failed");
+        let text = texts::assistant_unavailable_notice(view.language);
+        self.tell(who, &view.case.id, text, out)
+            .await
+            .map_err(|_| e)
     }
 
     /// Moves a pending proposal to `to` with a notice; if another request moved it first,
-    /// says nothing more.
-    async fn end_pending(
+    /// says nothing more. Returns whether this request moved it.
+    pub(crate) async fn end_pending(
         &self,
         who: &Principal,
         p: &Proposal,
@@ -346,7 +389,7 @@ impl Chat {
         out: &mut Vec<NewMessage>,
     ) -> Result<bool, ChatError> {
         let notice = self.notice(&p.case, text);
-        let applied = self
+        let outcome = self
             .parts
             .conversations
             .transition(
@@ -357,8 +400,8 @@ impl Chat {
                 to,
                 Some(&notice),
             )
-            .await?
-            == TransitionOutcome::Applied;
+            .await?;
+        let applied = outcome == TransitionOutcome::Applied;
         if applied {
             out.push(notice);
         }
@@ -383,461 +426,5 @@ impl Chat {
             }
             _ => Ok(false),
         }
-    }
-
-    /// The confirm path: the binding check, then one transaction that stores the message
-    /// and moves the proposal to `executing`; only then the proof and the provider.
-    async fn confirm(
-        &self,
-        who: &Principal,
-        view: &ConversationView,
-        p: Proposal,
-        message: NewMessage,
-        out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
-        let lang = view.language;
-        let checked = check_confirmation(
-            Some(&p),
-            &ConfirmingMessage {
-                id: &message.id,
-                case: &message.case,
-                role: message.role,
-                reply_to: message.reply_to.as_ref(),
-                content: &message.content,
-            },
-            who,
-            &view.case,
-            self.parts.clock.now(),
-        );
-        let authorized = match checked {
-            Ok(a) => a,
-            Err(refusal) => {
-                // a confirmation that fails A-23 cancels the pending proposal and says why.
-                self.store(who, &message, out).await?;
-                let to = if refusal == Refusal::Expired {
-                    ProposalState::Expired
-                } else {
-                    ProposalState::Cancelled
-                };
-                self.end_pending(who, &p, to, texts::refusal_notice(lang, &refusal), out)
-                    .await?;
-                return Ok(());
-            }
-        };
-        let write = ConfirmWrite {
-            tenant: who.tenant.clone(),
-            case: p.case.clone(),
-            action_id: p.action_id.clone(),
-            presented_message_id: p.presented.message_id.clone(),
-            message: message.clone(),
-            config: p.secret_version.clone().map(|sv| (p.config_version, sv)),
-        };
-        match self.parts.conversations.confirm(&write).await? {
-            TransitionOutcome::Applied => {
-                out.push(message);
-                let mut executing = p;
-                executing.state = ProposalState::Executing;
-                executing.confirmation_message_id = Some(authorized.message_id.clone());
-                self.execute(who, lang, executing, &authorized, out).await
-            }
-            TransitionOutcome::Conflict { current: None } => {
-                self.store(who, &message, out).await?;
-                // Either the configuration changed since the proposal was prepared (C-8),
-                // or the store kept losing races: tell which, and cancel only for the first.
-                let config = self.parts.tenants.get_mcp_config(&who.tenant).await?;
-                let same = config.is_some_and(|c| {
-                    Some(&c.secret_version) == p.secret_version.as_ref()
-                        && c.version == p.config_version
-                });
-                if same {
-                    let n = self.notice(&message.case, texts::confirm_retry_notice(lang));
-                    self.store(who, &n, out).await
-                } else {
-                    self.end_pending(
-                        who,
-                        &p,
-                        ProposalState::Cancelled,
-                        texts::invalidated_notice(lang),
-                        out,
-                    )
-                    .await
-                    .map(|_| ())
-                }
-            }
-            TransitionOutcome::Conflict { current } => {
-                // Another request confirmed, cancelled or replaced it first: this message
-                // is an ordinary one and authorizes nothing.
-                self.store(who, &message, out).await?;
-                let refusal = Refusal::NotPending(current.unwrap_or(ProposalState::Cancelled));
-                let notice = self.notice(&message.case, texts::refusal_notice(lang, &refusal));
-                self.store(who, &notice, out).await
-            }
-        }
-    }
-
-    /// The tenant's provider context with the service token of `secret_version` (the
-    /// integration the proposal was prepared with, C-8), or of the current configuration.
-    pub(crate) async fn provider_context(
-        &self,
-        who: &Principal,
-        case: &CaseId,
-        config: &StoredMcpConfig,
-    ) -> Result<Option<ProviderContext>, ChatError> {
-        self.context_for(
-            who,
-            case,
-            config.config.server_url.clone(),
-            &config.secret_version,
-            config.version,
-        )
-        .await
-    }
-
-    /// The provider context for `server_url` with the service token of `secret_version`
-    /// (cached: a secret version never changes).
-    async fn context_for(
-        &self,
-        who: &Principal,
-        case: &CaseId,
-        server_url: countersign_domain::config::ServerUrl,
-        secret_version: &str,
-        config_version: u64,
-    ) -> Result<Option<ProviderContext>, ChatError> {
-        let key = (who.tenant.clone(), secret_version.to_owned());
-        let cached = self
-            .tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .cloned();
-        let token = match cached {
-            Some(t) => t,
-            None => {
-                let Some(t) = self
-                    .parts
-                    .secrets
-                    .get_version(&service_token_secret_name(&who.tenant), secret_version)
-                    .await
-                    .map_err(|e| ChatError::Unavailable(StoreError::Unavailable(Box::new(e))))?
-                else {
-                    return Ok(None);
-                };
-                self.tokens
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(key, t.clone());
-                t
-            }
-        };
-        Ok(Some(ProviderContext {
-            tenant: who.tenant.clone(),
-            user: who.user.clone(),
-            conversation: case.clone(),
-            server_url,
-            service_token: token,
-            config_version,
-        }))
-    }
-
-    /// The integration a proposal was prepared with — its URL, token version and
-    /// audience — and no other (C-8: an uncertain result is checked with the original
-    /// integration).
-    async fn proposal_context(
-        &self,
-        who: &Principal,
-        p: &Proposal,
-    ) -> Result<Option<(ProviderContext, String)>, ChatError> {
-        let (Some(url), Some(secret)) = (&p.server_url, &p.secret_version) else {
-            return Ok(None);
-        };
-        // Stored URLs passed the save-time rules; the client re-checks D-5 at connect time
-        // under this deployment's policy.
-        let Ok(server_url) = countersign_domain::config::ServerUrl::parse(
-            url,
-            countersign_domain::config::UrlPolicy {
-                allow_loopback_http: true,
-            },
-        ) else {
-            return Ok(None);
-        };
-        let audience = p
-            .audience
-            .clone()
-            .unwrap_or_else(|| server_url.as_str().to_owned());
-        Ok(self
-            .context_for(who, &p.case, server_url, secret, p.config_version)
-            .await?
-            .map(|ctx| (ctx, audience)))
-    }
-
-    /// Writes the outcome: `executing`/`unknown` → `to`, with the message. If the state
-    /// moved meanwhile (a concurrent reconciliation marked it `unknown`), a terminal
-    /// outcome is written from `unknown` instead.
-    async fn settle(
-        &self,
-        who: &Principal,
-        p: &Proposal,
-        from: ProposalState,
-        to: ProposalState,
-        message: NewMessage,
-        out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
-        if from == to {
-            return self.store(who, &message, out).await;
-        }
-        let first = self
-            .parts
-            .conversations
-            .transition(&who.tenant, &p.case, &p.action_id, from, to, Some(&message))
-            .await?;
-        let applied = match first {
-            TransitionOutcome::Applied => true,
-            TransitionOutcome::Conflict {
-                current: Some(ProposalState::Unknown),
-            } if to.is_terminal() => {
-                self.parts
-                    .conversations
-                    .transition(
-                        &who.tenant,
-                        &p.case,
-                        &p.action_id,
-                        ProposalState::Unknown,
-                        to,
-                        Some(&message),
-                    )
-                    .await?
-                    == TransitionOutcome::Applied
-            }
-            TransitionOutcome::Conflict {
-                current: Some(ProposalState::Unknown),
-            } if to == ProposalState::Unknown => {
-                // A status query marked it unknown first: the person is still told.
-                self.parts
-                    .conversations
-                    .append_message(&who.tenant, &message)
-                    .await?;
-                true
-            }
-            TransitionOutcome::Conflict { .. } => false,
-        };
-        if applied {
-            out.push(message);
-        }
-        Ok(())
-    }
-
-    fn outcome_message(
-        &self,
-        lang: Language,
-        case: &CaseId,
-        to: ProposalState,
-        answer: Option<&ActionAnswer>,
-    ) -> NewMessage {
-        if to == ProposalState::Unknown {
-            return self.notice(case, texts::uncertainty_notice(lang));
-        }
-        let (status, text) = match answer {
-            Some(ActionAnswer::Reported(r)) => (r.status, r.message.as_ref()),
-            _ => (RemoteStatus::Failed, None),
-        };
-        let status = to.as_remote().unwrap_or(status);
-        self.message(
-            case,
-            Role::Assistant,
-            MessageKind::Result,
-            texts::format_result(lang, status, text),
-        )
-    }
-
-    /// Steps 3–5 of the confirm path: sign, call `execute_action` once, record the outcome.
-    async fn execute(
-        &self,
-        who: &Principal,
-        lang: Language,
-        p: Proposal,
-        authorized: &Authorized,
-        out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
-        let failed = |this: &Self| {
-            this.message(
-                &p.case,
-                Role::Assistant,
-                MessageKind::Result,
-                texts::format_result(lang, RemoteStatus::Failed, None),
-            )
-        };
-        // Nothing has been sent yet: any failure before the call is a plain failure.
-        let (ctx, audience) = match self.proposal_context(who, &p).await {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                let m = failed(self);
-                return self
-                    .settle(
-                        who,
-                        &p,
-                        ProposalState::Executing,
-                        ProposalState::Failed,
-                        m,
-                        out,
-                    )
-                    .await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the integration failed before execution");
-                let m = failed(self);
-                return self
-                    .settle(
-                        who,
-                        &p,
-                        ProposalState::Executing,
-                        ProposalState::Failed,
-                        m,
-                        out,
-                    )
-                    .await;
-            }
-        };
-        let jti = self.parts.ids.proof_jti();
-        let claims = ProofClaims::for_confirmation(
-            &p,
-            authorized,
-            &ProofContext {
-                issuer: &self.parts.issuer,
-                audience: &audience,
-                jti: &jti,
-                now: self.parts.clock.now(),
-            },
-        );
-        let claims = match claims {
-            Ok(c) => c,
-            Err(countersign_domain::proof::ProofError::ProposalExpired) => {
-                let m = self.message(
-                    &p.case,
-                    Role::Assistant,
-                    MessageKind::Result,
-                    texts::format_result(lang, RemoteStatus::Expired, None),
-                );
-                return self
-                    .settle(
-                        who,
-                        &p,
-                        ProposalState::Executing,
-                        ProposalState::Expired,
-                        m,
-                        out,
-                    )
-                    .await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "proof claims refused");
-                let m = failed(self);
-                return self
-                    .settle(
-                        who,
-                        &p,
-                        ProposalState::Executing,
-                        ProposalState::Failed,
-                        m,
-                        out,
-                    )
-                    .await;
-            }
-        };
-        let proof = match sign_proof(self.parts.signer.as_ref(), &claims).await {
-            Ok(proof) => proof,
-            Err(e) => {
-                tracing::error!(error = %e, "signing the proof failed");
-                let m = failed(self);
-                return self
-                    .settle(
-                        who,
-                        &p,
-                        ProposalState::Executing,
-                        ProposalState::Failed,
-                        m,
-                        out,
-                    )
-                    .await;
-            }
-        };
-        // only {actionId}, the A-11 headers and the proof.
-        let mut args = serde_json::Map::new();
-        args.insert("actionId".into(), json!(p.action_id.as_str()));
-        let answer = self
-            .parts
-            .provider
-            .call_tool(&ctx, "execute_action", &args, Some(&proof))
-            .await;
-        drop(proof);
-        let parsed = match &answer {
-            Ok(raw) => ToolResult::from_mcp_json(raw)
-                .ok()
-                .and_then(|r| parse_action_answer(&r, &p.action_id).ok()),
-            Err(e) => {
-                tracing::warn!(error = %e, action = %p.action_id, "execute_action got no answer: outcome unknown");
-                None
-            }
-        };
-        // no answer, an invalid one or a non-terminal one → unknown; never re-sent.
-        let to = transition(
-            ProposalState::Executing,
-            event_after_execute(parsed.as_ref()),
-        )
-        .unwrap_or(ProposalState::Unknown);
-        let m = self.outcome_message(lang, &p.case, to, parsed.as_ref());
-        self.settle(who, &p, ProposalState::Executing, to, m, out)
-            .await
-    }
-
-    /// asks the provider for the status of an `executing` (stuck) or `unknown`
-    /// proposal; a terminal answer closes it.
-    async fn reconcile(
-        &self,
-        who: &Principal,
-        lang: Language,
-        p: Proposal,
-        out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
-        if p.state == ProposalState::Executing {
-            let started = p.confirmation_message_id.as_ref().and_then(created_ms);
-            let now_ms = u64::try_from(self.parts.clock.now().unix_millis()).unwrap_or(0);
-            let young = started.is_some_and(|s| {
-                now_ms.saturating_sub(s) < self.parts.stuck_after.as_millis() as u64
-            });
-            if young {
-                // Another request is executing it right now.
-                let n = self.notice(&p.case, texts::status_prefix(lang, RemoteStatus::Executing));
-                return self.store(who, &n, out).await;
-            }
-        }
-        let ctx = self.proposal_context(who, &p).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "reading the integration failed before a status query");
-            None
-        });
-        let parsed = match ctx {
-            None => None,
-            Some((ctx, _)) => {
-                let mut args = serde_json::Map::new();
-                args.insert("actionId".into(), json!(p.action_id.as_str()));
-                match self
-                    .parts
-                    .provider
-                    .call_tool(&ctx, "get_action_status", &args, None)
-                    .await
-                {
-                    Ok(raw) => ToolResult::from_mcp_json(&raw)
-                        .ok()
-                        .and_then(|r| parse_action_answer(&r, &p.action_id).ok()),
-                    Err(e) => {
-                        tracing::warn!(error = %e, action = %p.action_id, "status query failed");
-                        None
-                    }
-                }
-            }
-        };
-        let to = transition(p.state, event_after_status(parsed.as_ref()))
-            .unwrap_or(ProposalState::Unknown);
-        let m = self.outcome_message(lang, &p.case, to, parsed.as_ref());
-        self.settle(who, &p, p.state, to, m, out).await
     }
 }

@@ -1,10 +1,13 @@
-//! The messages function's use cases and router (SPEC §1, D-1 … D-3): widget identity,
-//! cases and messages, the confirm path (ARCHITECTURE), execution and reconciliation, the
-//! model turn, and the scripted model.
+//! The messages function's use cases and router (D-1 … D-3): widget identity, cases and
+//! messages, the confirm path, execution and reconciliation, the model turn, and the
+//! scripted model.
 
 pub mod api;
 pub mod chat;
+mod confirm;
+mod execute;
 pub mod model;
+mod prepare;
 mod turn;
 pub mod widget;
 

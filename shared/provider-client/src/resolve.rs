@@ -9,12 +9,7 @@ use countersign_domain::config::{ServerUrl, UrlPolicy};
 use countersign_domain::net::{InternalReason, ip_internal_reason};
 use std::net::IpAddr;
 
-/// Resolves host names (a port, so tests need no DNS).
-#[async_trait]
-pub trait Resolver: Send + Sync {
-    /// Every address of `host`; an error when it does not resolve.
-    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>>;
-}
+pub use countersign_domain::ports::Resolver;
 
 /// The system resolver (tokio's `lookup_host`).
 #[derive(Debug, Clone, Copy, Default)]

@@ -14,6 +14,7 @@ pub mod builtins;
 pub mod catalog;
 pub mod envelope;
 pub mod errors;
+pub mod integration;
 pub mod proxy;
 pub mod registry;
 pub mod schema;

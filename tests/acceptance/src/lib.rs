@@ -442,7 +442,7 @@ impl Stack {
             .await
             .unwrap();
         assert_eq!(res.status(), 200);
-        res.json::<Value>().await.unwrap()["items"]
+        res.json::<Value>().await.unwrap()["messages"]
             .as_array()
             .unwrap()
             .clone()

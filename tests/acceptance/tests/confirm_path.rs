@@ -39,20 +39,25 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
-        secrets: secrets.clone(),
+        integration: Arc::new(countersign_tools::integration::IntegrationService::new(
+            Arc::new(store.clone()),
+            secrets.clone(),
+            Arc::new(
+                countersign_provider_client::HttpProvider::new(
+                    countersign_provider_client::Settings {
+                        url_policy: UrlPolicy {
+                            allow_loopback_http: true,
+                        },
+                        ..countersign_provider_client::Settings::default()
+                    },
+                )
+                .unwrap(),
+            ),
+        )),
         signer: Arc::new(KmsProofSigner::new(
             KmsProofSigner::client(&sdk, Some(&calls)),
             stack.settings.signing_key.clone(),
         )),
-        provider: Arc::new(
-            countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
-                url_policy: UrlPolicy {
-                    allow_loopback_http: true,
-                },
-                ..countersign_provider_client::Settings::default()
-            })
-            .unwrap(),
-        ),
         model: Arc::new(ScriptedModel),
         registry: Arc::new(countersign_tools::builtins::registry().unwrap()),
         clock: Arc::new(SystemClock),

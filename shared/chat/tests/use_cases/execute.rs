@@ -151,7 +151,14 @@ async fn an_unreadable_service_token_fails_the_action_before_anything_is_sent() 
     let (action, presented) = h.propose().await;
     // A fresh use-case instance: no token cached from the preparation.
     h.secrets.faults.set_down(true);
-    let chat = countersign_chat::Chat::new(h.chat.parts.clone());
+    let chat = countersign_chat::Chat::new(countersign_chat::ChatParts {
+        integration: Arc::new(countersign_tools::integration::IntegrationService::new(
+            h.store.clone(),
+            h.secrets.clone(),
+            h.provider.clone(),
+        )),
+        ..h.chat.parts.clone()
+    });
     chat.post(&h.who, &h.case, "confirm", Some(presented))
         .await
         .unwrap();

@@ -19,6 +19,7 @@ use countersign_testkit::{
     FakeSigner, MemorySecrets, MemoryStore, QueuedModel, Reply, ScriptedProvider, SeqIds,
     TestClock, prepare_answer, tool,
 };
+use countersign_tools::integration::IntegrationService;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,9 +70,12 @@ impl H {
         let chat = Chat::new(ChatParts {
             conversations: store.clone(),
             tenants: store.clone(),
-            secrets: secrets.clone(),
+            integration: Arc::new(IntegrationService::new(
+                store.clone(),
+                secrets.clone(),
+                provider.clone(),
+            )),
             signer: signer.clone(),
-            provider: provider.clone(),
             model: model.clone(),
             registry: Arc::new(countersign_tools::builtins::registry().unwrap()),
             clock: clock.clone(),

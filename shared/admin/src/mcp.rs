@@ -1,0 +1,293 @@
+//! The tenant's MCP connection (C-2 … C-8, C-10, D-5): read, save, remove. Every save is
+//! one new token version and one conditional write of the configuration with its audit
+//! record; nothing is ever partially saved.
+
+use crate::state::{AdminError, AdminState, secrets_down, store_down};
+use countersign_domain::config::{McpConfig, service_token_secret_name, validate_mcp_config};
+use countersign_domain::ports::{
+    SignerError, StoredMcpConfig, Tenant, TransitionOutcome, VerificationKey,
+};
+use countersign_domain::secret::SecretString;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// C-5: what a tenant installs to verify proofs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionVerification {
+    /// The `kid` proofs carry.
+    pub key_id: String,
+    /// Always `RS256`.
+    pub algorithm: String,
+    /// The proofs' `iss`.
+    pub issuer: String,
+    /// The public key (SPKI PEM).
+    pub public_key_pem: String,
+}
+
+/// The action policy as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionPolicyView {
+    /// Always 1.
+    pub contract_version: u32,
+    /// Whether writes may be prepared.
+    pub enabled: bool,
+    /// The configured operations.
+    pub operations: Vec<String>,
+}
+
+/// The configuration as shown: never the service token (C-3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpView {
+    /// Whether a configuration is stored.
+    pub configured: bool,
+    /// Grows on every change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// The provider's endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_url: Option<String>,
+    /// The explicit proof audience, if set (else the `serverUrl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Option<String>>,
+    /// The consultations the model may call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// The action policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_policy: Option<ActionPolicyView>,
+    /// The key that signs proofs; `null` while none is installed (C-6).
+    pub action_verification: Option<ActionVerification>,
+}
+
+fn names<T: ToString>(v: &[T]) -> Vec<String> {
+    v.iter().map(ToString::to_string).collect()
+}
+
+/// The signing key's public half, or `None` when none is installed.
+async fn verification(state: &AdminState) -> Result<Option<VerificationKey>, AdminError> {
+    match state.signer.verification_key().await {
+        Ok(k) => Ok(Some(k)),
+        Err(SignerError::NotConfigured) => Ok(None),
+        Err(e) => Err(AdminError::unavailable("the signing service")(Box::new(e))),
+    }
+}
+
+/// C-5: the configuration without the token, plus `actionVerification`.
+pub async fn view(
+    state: &AdminState,
+    stored: Option<&StoredMcpConfig>,
+) -> Result<McpView, AdminError> {
+    let action_verification = verification(state).await?.map(|k| ActionVerification {
+        key_id: k.key_id,
+        algorithm: "RS256".into(),
+        issuer: state.issuer.clone(),
+        public_key_pem: k.public_key_pem,
+    });
+    let c = stored.map(|s| &s.config);
+    Ok(McpView {
+        configured: stored.is_some(),
+        version: stored.map(|s| s.version),
+        server_url: c.map(|c| c.server_url.to_string()),
+        audience: c.map(|c| c.audience.clone()),
+        allowed_tools: c.map(|c| names(&c.allowed_tools)),
+        action_policy: c.map(|c| ActionPolicyView {
+            contract_version: 1,
+            enabled: c.action_policy.enabled,
+            operations: names(&c.action_policy.operations),
+        }),
+        action_verification,
+    })
+}
+
+/// The tenant's stored configuration, if any.
+pub async fn current(
+    state: &AdminState,
+    tenant: &Tenant,
+) -> Result<Option<StoredMcpConfig>, AdminError> {
+    state
+        .tenants
+        .get_mcp_config(&tenant.id)
+        .await
+        .map_err(store_down)
+}
+
+/// `PUT`: validates `body` (C-3, C-4, C-7, D-5, C-6), stores the token as a new version,
+/// then the configuration (conditional on the version read), then cancels the proposals
+/// the change invalidates (C-8).
+pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<McpView, AdminError> {
+    let config = validate(state, body).await?;
+    let current = current(state, tenant).await?;
+    let old_token = token_of(state, tenant, current.as_ref()).await?;
+    // The token first, as a new version: if anything after fails, the stored
+    // configuration still points at the old version, so nothing is partially saved.
+    let secret_version = state
+        .secrets
+        .put(
+            &service_token_secret_name(&tenant.id),
+            &config.service_token,
+        )
+        .await
+        .map_err(secrets_down)?;
+    let old_token = old_token.as_ref().map(SecretString::expose);
+    let must_invalidate = current
+        .as_ref()
+        .is_some_and(|c| invalidates(&c.config, old_token, &config));
+    let token_changed = old_token != Some(config.service_token.expose());
+    let stored = StoredMcpConfig {
+        config,
+        version: current.as_ref().map_or(1, |c| c.version + 1),
+        secret_version,
+    };
+    let changes = config_changes(current.as_ref(), Some(&stored), token_changed);
+    let record = crate::audit::by_admin(state, tenant, "mcp.put", changes);
+    let expected = current.as_ref().map(|c| c.version);
+    let outcome = state
+        .tenants
+        .put_mcp_config(&tenant.id, &stored, expected, &record)
+        .await
+        .map_err(store_down)?;
+    if outcome != TransitionOutcome::Applied {
+        return Err(AdminError::Conflict);
+    }
+    if must_invalidate {
+        invalidate_pending(state, tenant, stored.version).await;
+    }
+    view(state, Some(&stored)).await
+}
+
+/// The body's configuration, if every rule holds (C-3, C-4, C-7; D-5 on the resolved
+/// host; C-6 for enabling).
+async fn validate(state: &AdminState, body: &Value) -> Result<McpConfig, AdminError> {
+    let config = validate_mcp_config(body, state.url_policy).map_err(|errors| {
+        let errors: Vec<(String, String)> = errors
+            .iter()
+            .map(|e| (e.field.clone(), e.to_string()))
+            .collect();
+        let (field, message) = errors.first().cloned().unwrap_or_default();
+        AdminError::Invalid {
+            field,
+            message,
+            errors,
+        }
+    })?;
+    // D-5: the host must resolve only to public addresses (checked again at connect time).
+    let resolver = state.resolver.as_ref();
+    let policy = state.url_policy;
+    if let Err(e) =
+        countersign_provider_client::resolve::check_public(resolver, &config.server_url, policy)
+            .await
+    {
+        let message = format!("serverUrl: {e}");
+        return Err(AdminError::Invalid {
+            field: "serverUrl".into(),
+            message: message.clone(),
+            errors: vec![("serverUrl".into(), message)],
+        });
+    }
+    // C-6: no enabling without a signing key; consultations stay configurable.
+    if config.action_policy.enabled && verification(state).await?.is_none() {
+        return Err(AdminError::SigningUnavailable);
+    }
+    Ok(config)
+}
+
+/// The service token of the stored configuration, if any.
+async fn token_of(
+    state: &AdminState,
+    tenant: &Tenant,
+    current: Option<&StoredMcpConfig>,
+) -> Result<Option<SecretString>, AdminError> {
+    let Some(c) = current else {
+        return Ok(None);
+    };
+    state
+        .secrets
+        .get_version(&service_token_secret_name(&tenant.id), &c.secret_version)
+        .await
+        .map_err(secrets_down)
+}
+
+/// `DELETE` (C-10): removes the connector; actions stop, pending proposals are cancelled.
+/// The token's secret versions stay, to reconcile `unknown` proposals (C-8).
+pub async fn delete(state: &AdminState, tenant: &Tenant) -> Result<(), AdminError> {
+    let Some(c) = current(state, tenant).await? else {
+        return Ok(());
+    };
+    let changes = config_changes(Some(&c), None, true);
+    let record = crate::audit::by_admin(state, tenant, "mcp.delete", changes);
+    let outcome = state
+        .tenants
+        .delete_mcp_config(&tenant.id, c.version, &record)
+        .await
+        .map_err(store_down)?;
+    if outcome != TransitionOutcome::Applied {
+        return Err(AdminError::Conflict);
+    }
+    invalidate_pending(state, tenant, u64::MAX).await;
+    Ok(())
+}
+
+/// C-8: proposals not yet executing, prepared with a version below `version`, are
+/// cancelled. A failure is logged: the confirm path compares versions too.
+async fn invalidate_pending(state: &AdminState, tenant: &Tenant, version: u64) {
+    if let Err(e) = state
+        .conversations
+        .invalidate_pending(&tenant.id, version)
+        .await
+    {
+        tracing::warn!(error = %e, tenant = %tenant.id, "invalidating pending proposals failed");
+    }
+}
+
+/// C-8: whether a change invalidates pending proposals (URL, credential, policy, audience).
+fn invalidates(old: &McpConfig, old_token: Option<&str>, new: &McpConfig) -> bool {
+    old.server_url != new.server_url
+        || old.action_policy != new.action_policy
+        || old.audience != new.audience
+        || old_token != Some(new.service_token.expose())
+}
+
+/// The audited fields of a configuration, by name.
+fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 5] {
+    let policy = &c.config.action_policy;
+    [
+        ("serverUrl", json!(c.config.server_url.as_str())),
+        ("audience", json!(c.config.audience)),
+        ("allowedTools", json!(names(&c.config.allowed_tools))),
+        ("actionPolicy.enabled", json!(policy.enabled)),
+        ("actionPolicy.operations", json!(names(&policy.operations))),
+    ]
+}
+
+/// What a PUT or DELETE changed: each changed field with its old and new value, the
+/// service token only as `{"changed": true}`, and the versions.
+fn config_changes(
+    old: Option<&StoredMcpConfig>,
+    new: Option<&StoredMcpConfig>,
+    token_changed: bool,
+) -> Value {
+    let before = old.map(audited_fields);
+    let after = new.map(audited_fields);
+    let mut changes = serde_json::Map::new();
+    for i in 0..5 {
+        let field = |f: &Option<[(&'static str, Value); 5]>| f.as_ref().map(|f| f[i].clone());
+        let (from, to) = (field(&before), field(&after));
+        let name = from.as_ref().or(to.as_ref()).map_or("", |(n, _)| *n);
+        let (from, to) = (
+            from.map_or(Value::Null, |f| f.1),
+            to.map_or(Value::Null, |f| f.1),
+        );
+        if from != to {
+            changes.insert(name.to_owned(), json!({"from": from, "to": to}));
+        }
+    }
+    if token_changed {
+        changes.insert("serviceToken".into(), json!({"changed": true}));
+    }
+    let versions = json!({"from": old.map(|c| c.version), "to": new.map(|c| c.version)});
+    changes.insert("version".into(), versions);
+    Value::Object(changes)
+}

@@ -1,0 +1,90 @@
+//! What the admin use cases need, built once per process.
+
+use countersign_domain::config::UrlPolicy;
+use countersign_domain::ports::{
+    Clock, ConversationStore, Ids, ProofSigner, Resolver, SecretStore, TenantStore,
+};
+use std::sync::Arc;
+
+/// The admin function's ports and settings.
+#[derive(Clone)]
+pub struct AdminState {
+    /// Tenants and configurations.
+    pub tenants: Arc<dyn TenantStore>,
+    /// Conversations (C-8 invalidation).
+    pub conversations: Arc<dyn ConversationStore>,
+    /// Service tokens and widget secrets.
+    pub secrets: Arc<dyn SecretStore>,
+    /// The action signing key (C-5, C-6).
+    pub signer: Arc<dyn ProofSigner>,
+    /// The proofs' `iss` (C-5).
+    pub issuer: String,
+    /// D-5 local-stack allowance (off in deployments).
+    pub url_policy: UrlPolicy,
+    /// D-5: resolves `serverUrl` hosts on save.
+    pub resolver: Arc<dyn Resolver>,
+    /// Fresh ids (widget credentials, audit records).
+    pub ids: Arc<dyn Ids>,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for AdminState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminState")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an admin use case refused or failed. Each maps to one HTTP status and code.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The body breaks the configuration rules (C-3, C-4, C-7, D-5): every broken rule.
+    #[error("{message}")]
+    Invalid {
+        /// The first field to blame.
+        field: String,
+        /// The first rule broken.
+        message: String,
+        /// Every broken rule, `(field, message)`.
+        errors: Vec<(String, String)>,
+    },
+    /// C-6: actions cannot be enabled without a signing key.
+    #[error("actions cannot be enabled: the platform has no signing key installed")]
+    SigningUnavailable,
+    /// Another change came first (the configuration's version moved).
+    #[error("the configuration changed meanwhile; reload and try again")]
+    Conflict,
+    /// No such widget credential.
+    #[error("no such widget credential")]
+    NoSuchCredential,
+    /// A platform service failed; nothing was changed.
+    #[error("{what} is unavailable; nothing was changed")]
+    Unavailable {
+        /// Which service.
+        what: &'static str,
+        /// The cause, for logs only.
+        #[source]
+        cause: countersign_domain::ports::Cause,
+    },
+}
+
+impl AdminError {
+    /// A failure of `what`, with its cause kept for the log.
+    pub(crate) fn unavailable(
+        what: &'static str,
+    ) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> Self {
+        move |cause| Self::Unavailable { what, cause }
+    }
+}
+
+/// Maps a store error to [`AdminError::Unavailable`] of the tenant store.
+pub(crate) fn store_down(e: countersign_domain::ports::StoreError) -> AdminError {
+    AdminError::unavailable("the tenant store")(Box::new(e))
+}
+
+/// Maps a secret store error to [`AdminError::Unavailable`] of the secret store.
+pub(crate) fn secrets_down(e: countersign_domain::ports::SecretError) -> AdminError {
+    AdminError::unavailable("the secret store")(Box::new(e))
+}

@@ -1,0 +1,128 @@
+//! The confirm path (A-22 …, C-8, P-2): the binding check, then one
+//! transaction that stores the confirming message and moves the proposal to `executing`;
+//! only then the proof and the provider (in `execute`).
+
+use crate::chat::{Chat, ChatError};
+use countersign_domain::confirmation::{ConfirmingMessage, Refusal, check_confirmation};
+use countersign_domain::conversation::Principal;
+use countersign_domain::ports::{ConfirmWrite, ConversationView, NewMessage, TransitionOutcome};
+use countersign_domain::proposal::{Proposal, ProposalState};
+use countersign_domain::texts::{self, Language};
+
+impl Chat {
+    /// A "confirm" while `p` is pending: check, write, then execute.
+    pub(crate) async fn confirm(
+        &self,
+        who: &Principal,
+        view: &ConversationView,
+        p: Proposal,
+        message: NewMessage,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<(), ChatError> {
+        let lang = view.language;
+        let checked = check_confirmation(
+            Some(&p),
+            &ConfirmingMessage {
+                id: &message.id,
+                case: &message.case,
+                role: message.role,
+                reply_to: message.reply_to.as_ref(),
+                content: &message.content,
+            },
+            who,
+            &view.case,
+            self.parts.clock.now(),
+        );
+        let authorized = match checked {
+            Ok(a) => a,
+            Err(refusal) => return self.refuse(who, lang, &p, &message, &refusal, out).await,
+        };
+        // the confirmation and the `executing` state are durable before anything
+        // is signed or sent.
+        match self
+            .parts
+            .conversations
+            .confirm(&confirm_write(who, &p, &message))
+            .await?
+        {
+            TransitionOutcome::Applied => {
+                out.push(message);
+                let mut executing = p;
+                executing.state = ProposalState::Executing;
+                executing.confirmation_message_id = Some(authorized.message_id.clone());
+                self.execute(who, lang, executing, &authorized, out).await
+            }
+            TransitionOutcome::Conflict { current: None } => {
+                self.store(who, &message, out).await?;
+                self.after_unconfirmed(who, lang, &p, &message, out).await
+            }
+            TransitionOutcome::Conflict { current } => {
+                // Another request confirmed, cancelled or replaced it first: this message
+                // is an ordinary one and authorizes nothing.
+                self.store(who, &message, out).await?;
+                let refusal = Refusal::NotPending(current.unwrap_or(ProposalState::Cancelled));
+                let text = texts::refusal_notice(lang, &refusal);
+                self.tell(who, &message.case, text, out).await
+            }
+        }
+    }
+
+    /// a confirmation that fails A-23 cancels the pending proposal (or marks it
+    /// expired) and says why.
+    async fn refuse(
+        &self,
+        who: &Principal,
+        lang: Language,
+        p: &Proposal,
+        message: &NewMessage,
+        refusal: &Refusal,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<(), ChatError> {
+        self.store(who, message, out).await?;
+        let to = if *refusal == Refusal::Expired {
+            ProposalState::Expired
+        } else {
+            ProposalState::Cancelled
+        };
+        let text = texts::refusal_notice(lang, refusal);
+        self.end_pending(who, p, to, text, out).await.map(|_| ())
+    }
+
+    /// The confirm write found no match without a competing state: either the
+    /// configuration changed since the proposal was prepared (C-8: cancel it), or the
+    /// store kept losing races (ask the person to try again; keep the proposal).
+    async fn after_unconfirmed(
+        &self,
+        who: &Principal,
+        lang: Language,
+        p: &Proposal,
+        message: &NewMessage,
+        out: &mut Vec<NewMessage>,
+    ) -> Result<(), ChatError> {
+        let config = self.parts.tenants.get_mcp_config(&who.tenant).await?;
+        let same = config.is_some_and(|c| {
+            Some(&c.secret_version) == p.secret_version.as_ref() && c.version == p.config_version
+        });
+        if same {
+            return self
+                .tell(who, &message.case, texts::confirm_retry_notice(lang), out)
+                .await;
+        }
+        let text = texts::invalidated_notice(lang);
+        self.end_pending(who, p, ProposalState::Cancelled, text, out)
+            .await
+            .map(|_| ())
+    }
+}
+
+/// The confirm transaction's conditions and writes (ARCHITECTURE "confirm path", step 2).
+fn confirm_write(who: &Principal, p: &Proposal, message: &NewMessage) -> ConfirmWrite {
+    ConfirmWrite {
+        tenant: who.tenant.clone(),
+        case: p.case.clone(),
+        action_id: p.action_id.clone(),
+        presented_message_id: p.presented.message_id.clone(),
+        message: message.clone(),
+        config: p.secret_version.clone().map(|sv| (p.config_version, sv)),
+    }
+}

@@ -1,0 +1,131 @@
+//! The one API error type.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// One field's problem, when a request breaks several rules at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct FieldError {
+    /// The field (a dotted path, e.g. `actionPolicy.operations[0]`).
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// The body of every error answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// A stable, machine-readable code (`UNAUTHORIZED`, `NOT_FOUND`, `VALIDATION_ERROR`, …).
+    pub code: String,
+    /// A message for the caller.
+    pub message: String,
+    /// The field to blame, when one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Every broken rule, when the request broke several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+/// An API error: status, code, message, and the field when one is to blame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    status: StatusCode,
+    detail: ErrorDetail,
+}
+
+impl ApiError {
+    /// Any error.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: ErrorDetail {
+                code: code.to_owned(),
+                message: message.into(),
+                field: None,
+                errors: Vec::new(),
+            },
+        }
+    }
+
+    /// Names the field to blame.
+    #[must_use]
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.detail.field = Some(field.into());
+        self
+    }
+
+    /// Lists every broken rule.
+    #[must_use]
+    pub fn with_errors(mut self, errors: Vec<FieldError>) -> Self {
+        self.detail.errors = errors;
+        self
+    }
+
+    /// 401 `UNAUTHORIZED` (with `WWW-Authenticate: Bearer`).
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+    }
+
+    /// 404 `NOT_FOUND`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", message)
+    }
+
+    /// 400 `VALIDATION_ERROR` blaming `field`.
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message).with_field(field)
+    }
+
+    /// 409 with `code`.
+    pub fn conflict(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 503 `SERVICE_UNAVAILABLE`: `cause` is logged here and never returned.
+    pub fn unavailable(message: impl Into<String>, cause: &dyn std::fmt::Display) -> Self {
+        tracing::warn!(%cause, "a platform service is unavailable");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SERVICE_UNAVAILABLE",
+            message,
+        )
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The code.
+    pub fn code(&self) -> &str {
+        &self.detail.code
+    }
+
+    /// The body.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: self.detail.clone(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status;
+        let mut r = (status, axum::Json(ErrorBody { error: self.detail })).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        r
+    }
+}
