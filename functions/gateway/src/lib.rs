@@ -9,11 +9,11 @@
 pub mod wiring;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use countersign_domain::ports::{Clock, ProviderContext, ProviderTool};
 use countersign_domain::secret::SecretString;
+use countersign_http::{ApiError, bearer};
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{CallContext, Services};
 use countersign_tools::integration::IntegrationService;
@@ -181,35 +181,20 @@ impl ServerHandler for Handler {
     }
 }
 
-fn unauthorized(message: &'static str) -> Response {
-    let mut r = (
-        StatusCode::UNAUTHORIZED,
-        axum::Json(serde_json::json!({"error": {"code": "UNAUTHORIZED", "message": message}})),
-    )
-        .into_response();
-    r.headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    r
-}
-
 /// D-4: 401 unless the request carries a valid token; the grant goes into extensions.
 async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Next) -> Response {
-    let token = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(token) = token.filter(|t| !t.is_empty()) else {
-        return unauthorized("a bearer token is required");
+    let Some(token) = bearer(req.headers()) else {
+        return ApiError::unauthorized("a bearer token is required").into_response();
     };
     match access::verify(&gw.token_key, token, gw.clock.now()) {
         Ok(grant) => {
             req.extensions_mut().insert(grant);
             next.run(req).await
         }
-        Err(access::AccessError::Expired) => unauthorized("the token has expired"),
-        Err(_) => unauthorized("the token is not valid"),
+        Err(access::AccessError::Expired) => {
+            ApiError::unauthorized("the token has expired").into_response()
+        }
+        Err(_) => ApiError::unauthorized("the token is not valid").into_response(),
     }
 }
 

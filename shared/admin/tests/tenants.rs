@@ -8,11 +8,7 @@ use countersign_domain::ports::{Ids as _, TenantStore};
 use countersign_domain::texts::Language;
 
 async fn store() -> DynamoStore {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        endpoint.starts_with("http://127.0.0.1:"),
-        "run through infra/scripts/test.sh (needs the local AWS emulator)"
-    );
+    countersign_testkit::local_aws_endpoint();
     let sdk = aws_config::load_from_env().await;
     let table = format!("cs-admin-{}", ulid::Ulid::new().to_string().to_lowercase());
     let client = DynamoStore::client(&sdk, None);

@@ -30,3 +30,29 @@ pub use secrets::MemorySecrets;
 pub use signer::FakeSigner;
 pub use store::MemoryStore;
 pub use system::{SeqIds, TestClock};
+
+/// The local AWS emulator's endpoint, for tests that create and delete real resources.
+/// Anywhere else (a plain `cargo test` on a fresh clone, or a non-loopback endpoint) it
+/// stops the test binary with one line saying how to run these tests, instead of a wall
+/// of connection errors; the binary fails, so nothing is counted as passing.
+pub fn local_aws_endpoint() -> String {
+    match std::env::var("AWS_ENDPOINT_URL") {
+        Ok(endpoint) if endpoint.starts_with("http://127.0.0.1:") => endpoint,
+        _ => {
+            // Once: tests run in parallel threads, and the first one ends the process.
+            static STOP: std::sync::Once = std::sync::Once::new();
+            STOP.call_once(stop_without_emulator);
+            std::process::exit(2)
+        }
+    }
+}
+
+fn stop_without_emulator() {
+    // Written to the real stderr: the test harness captures `eprintln!`, and its capture
+    // is never printed once the process exits.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        b"these tests need the local AWS emulator: run `infra/scripts/with-local-aws.sh cargo test` (or `infra/scripts/test.sh`)\n",
+    );
+    std::process::exit(2)
+}

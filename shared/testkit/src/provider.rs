@@ -44,6 +44,7 @@ pub struct ProviderCall {
 }
 
 type Hook = Box<dyn Fn(&ProviderCall) + Send + Sync>;
+type Responder = Box<dyn Fn(&ProviderCall) -> Reply + Send + Sync>;
 
 /// The provider. Tools it publishes are set with [`ScriptedProvider::publish`]; answers
 /// per tool are queued with [`ScriptedProvider::answer`] (then the default for that tool,
@@ -53,6 +54,7 @@ pub struct ScriptedProvider {
     tools: Mutex<Vec<ProviderTool>>,
     queued: Mutex<HashMap<String, VecDeque<Reply>>>,
     defaults: Mutex<HashMap<String, Reply>>,
+    responders: Mutex<HashMap<String, Responder>>,
     calls: Mutex<Vec<ProviderCall>>,
     hook: Mutex<Option<Hook>>,
     /// Fault switches (operation `tools/list`, or a tool's name).
@@ -126,6 +128,16 @@ impl ScriptedProvider {
         lock(&self.defaults).insert(tool.to_owned(), reply);
     }
 
+    /// Answers every call of `tool` that has no queued answer with `responder`'s reply
+    /// to it (an answer that depends on the arguments, e.g. a fresh action id).
+    pub fn answer_with(
+        &self,
+        tool: &str,
+        responder: impl Fn(&ProviderCall) -> Reply + Send + Sync + 'static,
+    ) {
+        lock(&self.responders).insert(tool.to_owned(), Box::new(responder));
+    }
+
     /// Runs `hook` on every call, as it arrives, before the answer.
     pub fn on_call(&self, hook: impl Fn(&ProviderCall) + Send + Sync + 'static) {
         *lock(&self.hook) = Some(Box::new(hook));
@@ -144,12 +156,16 @@ impl ScriptedProvider {
             .collect()
     }
 
-    fn reply_for(&self, tool: &str) -> Reply {
+    fn reply_for(&self, call: &ProviderCall) -> Reply {
+        let tool = call.tool.as_str();
         if let Some(r) = lock(&self.queued)
             .get_mut(tool)
             .and_then(VecDeque::pop_front)
         {
             return r;
+        }
+        if let Some(respond) = lock(&self.responders).get(tool) {
+            return respond(call);
         }
         lock(&self.defaults).get(tool).cloned().unwrap_or_else(|| {
             Reply::Result(
@@ -197,9 +213,9 @@ impl Provider for ScriptedProvider {
         if let Some(hook) = lock(&self.hook).as_ref() {
             hook(&call);
         }
+        let reply = planned(fault).map(|()| self.reply_for(&call));
         lock(&self.calls).push(call);
-        planned(fault)?;
-        match self.reply_for(tool) {
+        match reply? {
             Reply::Result(v) => Ok(v),
             Reply::Timeout => Err(ProviderError::Timeout),
             Reply::Unreachable => Err(ProviderError::Unreachable("scripted".into())),

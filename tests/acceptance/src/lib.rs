@@ -136,11 +136,7 @@ impl Stack {
 
     /// A stack with `options`.
     pub async fn with(options: Options) -> Self {
-        let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-        assert!(
-            endpoint.starts_with("http://127.0.0.1:"),
-            "run through infra/scripts/test.sh (local AWS only)"
-        );
+        countersign_testkit::local_aws_endpoint();
         let sdk = aws_config::load_from_env().await;
         let suffix = ulid::Ulid::new().to_string().to_lowercase();
         let settings = AwsSettings {

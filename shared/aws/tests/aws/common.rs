@@ -23,12 +23,7 @@ pub struct Env {
 /// Refuses to run anywhere but against a loopback emulator: these tests create and
 /// delete resources.
 pub async fn env() -> Env {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        endpoint.starts_with("http://127.0.0.1:"),
-        "these tests need the local AWS emulator on loopback; run them with \
-         infra/scripts/test.sh or infra/scripts/with-local-aws.sh cargo test (AWS_ENDPOINT_URL={endpoint:?})"
-    );
+    countersign_testkit::local_aws_endpoint();
     let sdk = aws_config::load_from_env().await;
     let suffix = ulid::Ulid::new().to_string().to_lowercase();
     let settings = AwsSettings {
