@@ -1,5 +1,5 @@
-//! Building the admin API from the process environment: what `main` and the local dev
-//! server share.
+//! Building the admin API: its typed configuration, read once from the environment
+//! ([`Config`]), and the state built from it. What `main` and the local dev server share.
 
 use countersign_admin::api::AdminState;
 use countersign_admin::resolve::SystemResolver;
@@ -7,6 +7,7 @@ use countersign_aws::AwsSettings;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::kms::KmsProofSigner;
 use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::settings::{Env, EnvError, process_env};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::UrlPolicy;
 use std::sync::Arc;
@@ -29,17 +30,44 @@ pub const LOCAL_ENV: [&str; 2] = [
     "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER",
 ];
 
-fn var(name: &str) -> Option<String> {
-    debug_assert!(
-        ENV.contains(&name) || LOCAL_ENV.contains(&name),
-        "undeclared variable {name}"
-    );
-    std::env::var(name).ok()
+/// The admin function's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The AWS resources.
+    pub aws: AwsSettings,
+    /// The proofs' `iss`, shown to tenants (C-5) (`COUNTERSIGN_ISSUER`).
+    pub issuer: String,
+    /// D-5: the local stack's one explicit allowance for `http://127.0.0.1` providers
+    /// (`COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1`); the deployed template never sets it.
+    pub allow_loopback_provider: bool,
+    /// The local address outside Lambda (`COUNTERSIGN_ADMIN_ADDR`).
+    pub addr: String,
 }
 
-/// The admin API's state, configured from the environment.
-pub fn state_from_env(sdk: &aws_config::SdkConfig) -> AdminState {
-    let settings = AwsSettings::from_env();
+impl Config {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::read(&Env::new(&process_env))
+    }
+
+    /// Reads and checks every variable; an error names the one that is wrong.
+    pub fn read(env: &Env<'_>) -> Result<Self, EnvError> {
+        Ok(Self {
+            aws: AwsSettings::read(env)?,
+            issuer: env
+                .string("COUNTERSIGN_ISSUER")
+                .unwrap_or_else(|| DEFAULT_ISSUER.into()),
+            allow_loopback_provider: env.flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            addr: env
+                .string("COUNTERSIGN_ADMIN_ADDR")
+                .unwrap_or_else(|| "127.0.0.1:8788".into()),
+        })
+    }
+}
+
+/// The admin API's state over `config`.
+pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> AdminState {
+    let settings = &config.aws;
     let store = DynamoStore::new(
         DynamoStore::client(sdk, None),
         &settings.table,
@@ -54,17 +82,19 @@ pub fn state_from_env(sdk: &aws_config::SdkConfig) -> AdminState {
         )),
         signer: Arc::new(KmsProofSigner::new(
             KmsProofSigner::client(sdk, None),
-            settings.signing_key,
+            settings.signing_key.clone(),
         )),
-        // The proofs' `iss`, shown to tenants (C-5).
-        issuer: var("COUNTERSIGN_ISSUER").unwrap_or_else(|| DEFAULT_ISSUER.into()),
-        // D-5: COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 is the local stack's one explicit
-        // allowance for http://127.0.0.1 providers; the deployed template never sets it.
+        issuer: config.issuer.clone(),
         url_policy: UrlPolicy {
-            allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER").as_deref() == Some("1"),
+            allow_loopback_http: config.allow_loopback_provider,
         },
         resolver: Arc::new(SystemResolver),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
     }
+}
+
+/// The admin API's state, configured from the environment.
+pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AdminState> {
+    Ok(state(sdk, &Config::from_env()?))
 }

@@ -1,11 +1,12 @@
-//! Building the gateway from the process environment: what `main` and the local dev
-//! server share.
+//! Building the gateway: its typed configuration, read once from the environment
+//! ([`Config`]), and the gateway built from it. What `main` and the local dev server share.
 
 use crate::Gateway;
 use anyhow::Context as _;
 use countersign_aws::AwsSettings;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::settings::{Env, EnvError, process_env};
 use countersign_aws::system::SystemClock;
 use countersign_domain::ports::{SecretStore, TenantStore};
 use countersign_tools::access;
@@ -28,17 +29,48 @@ pub const LOCAL_ENV: [&str; 2] = [
     "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER",
 ];
 
-fn var(name: &str) -> Option<String> {
-    debug_assert!(
-        ENV.contains(&name) || LOCAL_ENV.contains(&name),
-        "undeclared variable {name}"
-    );
-    std::env::var(name).ok()
+/// The gateway's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The AWS resources.
+    pub aws: AwsSettings,
+    /// The API's host names (`COUNTERSIGN_GATEWAY_HOSTS`, comma-separated; rmcp refuses
+    /// other Host headers; `*` turns the check off behind API Gateway).
+    pub hosts: Vec<String>,
+    /// D-5: admit `http://127.0.0.1` providers (`COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1`,
+    /// the local stack only).
+    pub allow_loopback_provider: bool,
+    /// The local address outside Lambda (`COUNTERSIGN_GATEWAY_ADDR`).
+    pub addr: String,
+}
+
+impl Config {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::read(&Env::new(&process_env))
+    }
+
+    /// Reads and checks every variable; an error names the one that is wrong.
+    pub fn read(env: &Env<'_>) -> Result<Self, EnvError> {
+        Ok(Self {
+            aws: AwsSettings::read(env)?,
+            hosts: env.list("COUNTERSIGN_GATEWAY_HOSTS"),
+            allow_loopback_provider: env.flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            addr: env
+                .string("COUNTERSIGN_GATEWAY_ADDR")
+                .unwrap_or_else(|| "127.0.0.1:8787".into()),
+        })
+    }
 }
 
 /// The gateway, configured from the environment.
 pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
-    let settings = AwsSettings::from_env();
+    gateway(sdk, &Config::from_env()?).await
+}
+
+/// The gateway over `config`.
+pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Gateway> {
+    let settings = &config.aws;
     let store = DynamoStore::new(
         DynamoStore::client(sdk, None),
         &settings.table,
@@ -63,14 +95,7 @@ pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
         },
         token_key,
         clock: Arc::new(SystemClock),
-        // The API's host names, comma-separated (rmcp refuses other Host headers).
-        allowed_hosts: var("COUNTERSIGN_GATEWAY_HOSTS")
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|h| !h.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        allowed_hosts: config.hosts.clone(),
         // Tenants' MCP servers, for proxied consultations (G-6). D-5 applies at connect
         // time; COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 (local stack only) admits 127.0.0.1.
         integration: Some(Arc::new(IntegrationService::new(
@@ -79,8 +104,7 @@ pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
             Arc::new(countersign_provider_client::HttpProvider::new(
                 countersign_provider_client::Settings {
                     url_policy: countersign_domain::config::UrlPolicy {
-                        allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")
-                            .is_some_and(|v| v == "1"),
+                        allow_loopback_http: config.allow_loopback_provider,
                     },
                     ..countersign_provider_client::Settings::default()
                 },

@@ -1,17 +1,18 @@
-//! Building the messages API from the process environment: what `main` and the local dev
-//! server share.
+//! Building the messages API: its typed configuration, read once from the environment
+//! ([`Config`]), and the state built from it. What `main` and the local dev server share.
 
-use anyhow::Context as _;
 use countersign_aws::AwsSettings;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::kms::KmsProofSigner;
 use countersign_aws::secrets::SecretsManagerStore;
+use countersign_aws::settings::{Env, EnvError, process_env};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_chat::api::AppState;
 use countersign_chat::model::ScriptedModel;
 use countersign_chat::widget::WidgetAuth;
 use countersign_chat::{Chat, ChatParts};
 use countersign_domain::config::UrlPolicy;
+use countersign_tools::integration::IntegrationService;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,28 +37,59 @@ pub const LOCAL_ENV: [&str; 2] = [
     "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER",
 ];
 
-fn var(name: &str) -> Option<String> {
-    debug_assert!(
-        ENV.contains(&name) || LOCAL_ENV.contains(&name),
-        "undeclared variable {name}"
-    );
-    std::env::var(name).ok()
+/// The messages function's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The AWS resources.
+    pub aws: AwsSettings,
+    /// The proofs' `iss` (`COUNTERSIGN_ISSUER`).
+    pub issuer: String,
+    /// How long a provider call may take (`COUNTERSIGN_PROVIDER_TIMEOUT_SECS`, 10).
+    pub provider_timeout: Duration,
+    /// An `executing` proposal older than this is stuck
+    /// (`COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS`, 30).
+    pub stuck_after: Duration,
+    /// D-5: admit `http://127.0.0.1` providers (`COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1`,
+    /// the local stack only).
+    pub allow_loopback_provider: bool,
+    /// The local address outside Lambda (`COUNTERSIGN_MESSAGES_ADDR`).
+    pub addr: String,
 }
 
-fn secs(name: &str, default: u64) -> anyhow::Result<Duration> {
-    match var(name) {
-        Some(v) => {
-            Ok(Duration::from_secs(v.parse().with_context(|| {
-                format!("{name} must be whole seconds")
-            })?))
+impl Config {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::read(&Env::new(&process_env))
+    }
+
+    /// Reads and checks every variable; an error names the one that is wrong.
+    pub fn read(env: &Env<'_>) -> Result<Self, EnvError> {
+        // D-3: only the scripted model is built in so far.
+        if let Some(model) = env.string("COUNTERSIGN_MODEL").filter(|m| m != "scripted") {
+            return Err(EnvError {
+                name: "COUNTERSIGN_MODEL",
+                problem: "only `scripted` is available in this build",
+                found: model,
+            });
         }
-        None => Ok(Duration::from_secs(default)),
+        Ok(Self {
+            aws: AwsSettings::read(env)?,
+            issuer: env
+                .string("COUNTERSIGN_ISSUER")
+                .unwrap_or_else(|| DEFAULT_ISSUER.into()),
+            provider_timeout: env.seconds("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
+            stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
+            allow_loopback_provider: env.flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            addr: env
+                .string("COUNTERSIGN_MESSAGES_ADDR")
+                .unwrap_or_else(|| "127.0.0.1:8789".into()),
+        })
     }
 }
 
-/// The messages API's state, configured from the environment.
-pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
-    let settings = AwsSettings::from_env();
+/// The messages API's state over `config`.
+pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<AppState> {
+    let settings = &config.aws;
     let store = DynamoStore::new(
         DynamoStore::client(sdk, None),
         &settings.table,
@@ -67,40 +99,75 @@ pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
         SecretsManagerStore::client(sdk, None),
         settings.secret_prefix.clone(),
     ));
-    anyhow::ensure!(
-        var("COUNTERSIGN_MODEL").is_none_or(|m| m == "scripted"),
-        "COUNTERSIGN_MODEL: only `scripted` is available in this build"
-    );
     let provider =
         countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
-            timeout: secs("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
+            timeout: config.provider_timeout,
             url_policy: UrlPolicy {
-                allow_loopback_http: var("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER").as_deref()
-                    == Some("1"),
+                allow_loopback_http: config.allow_loopback_provider,
             },
             ..countersign_provider_client::Settings::default()
         })?;
+    let integration =
+        IntegrationService::new(Arc::new(store.clone()), secrets.clone(), Arc::new(provider));
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
-        integration: Arc::new(countersign_tools::integration::IntegrationService::new(
-            Arc::new(store.clone()),
-            secrets.clone(),
-            Arc::new(provider),
-        )),
+        integration: Arc::new(integration),
         signer: Arc::new(KmsProofSigner::new(
             KmsProofSigner::client(sdk, None),
-            settings.signing_key,
+            settings.signing_key.clone(),
         )),
         model: Arc::new(ScriptedModel),
         registry: Arc::new(countersign_tools::builtins::registry()?),
         clock: Arc::new(SystemClock),
         ids: Arc::new(UlidIds::default()),
-        issuer: var("COUNTERSIGN_ISSUER").unwrap_or_else(|| DEFAULT_ISSUER.into()),
-        stuck_after: secs("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
+        issuer: config.issuer.clone(),
+        stuck_after: config.stuck_after,
     });
     Ok(AppState {
         chat: Arc::new(chat),
         auth: Arc::new(WidgetAuth::new(Arc::new(store), secrets)),
     })
+}
+
+/// The messages API's state, configured from the environment.
+pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
+    state(sdk, &Config::from_env()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Config, EnvError> {
+        let get = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        Config::read(&Env::new(&get))
+    }
+
+    #[test]
+    fn defaults_hold_without_any_variable() {
+        let c = read(&[]).unwrap();
+        assert_eq!(c.issuer, DEFAULT_ISSUER);
+        assert_eq!(c.provider_timeout, Duration::from_secs(10));
+        assert_eq!(c.stuck_after, Duration::from_secs(30));
+        assert!(!c.allow_loopback_provider);
+    }
+
+    #[test]
+    fn each_wrong_variable_is_named() {
+        for (name, value) in [
+            ("COUNTERSIGN_MODEL", "gpt"),
+            ("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", "ten"),
+            ("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", "-1"),
+            ("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "true"),
+            ("COUNTERSIGN_RETENTION_DAYS", "x"),
+        ] {
+            let e = read(&[(name, value)]).unwrap_err();
+            assert_eq!(e.name, name);
+        }
+    }
 }

@@ -65,7 +65,7 @@ enum Command {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let sdk = aws_config::load_from_env().await;
-    let settings = AwsSettings::from_env();
+    let settings = AwsSettings::from_env()?;
     match cli.command {
         Command::Bootstrap => {
             let r = countersign_aws::bootstrap::bootstrap(&sdk, &settings)

@@ -51,7 +51,7 @@ async fn main() -> anyhow::Result<()> {
         .parse()
         .context("DEMO_PROVIDER_ADDR")?;
     let sdk = aws_config::load_from_env().await;
-    let settings = AwsSettings::from_env();
+    let settings = AwsSettings::from_env()?;
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await
         .context("bootstrapping the local AWS resources")?;
@@ -96,7 +96,7 @@ async fn main() -> anyhow::Result<()> {
     let gateway = countersign_gateway::router(countersign_gateway::wiring::from_env(&sdk).await?);
     let app = countersign_chat::api::router(countersign_messages::state_from_env(&sdk)?)
         .merge(countersign_admin::api::router(
-            countersign_admin_fn::state_from_env(&sdk),
+            countersign_admin_fn::state_from_env(&sdk)?,
         ))
         .merge(gateway);
     let listener = tokio::net::TcpListener::bind(addr)

@@ -183,7 +183,7 @@ async fn each_router_serves_exactly_its_declared_routes() {
         ),
         (
             "countersign-admin",
-            countersign_admin::api::router(countersign_admin_fn::state_from_env(&sdk)),
+            countersign_admin::api::router(countersign_admin_fn::state_from_env(&sdk).unwrap()),
         ),
         ("countersign-gateway", countersign_gateway::router(gateway)),
     ];

@@ -16,4 +16,4 @@ pub mod secrets;
 pub mod settings;
 pub mod system;
 
-pub use settings::AwsSettings;
+pub use settings::{AwsSettings, Env, EnvError};

@@ -1,4 +1,95 @@
-//! Names of the AWS resources, read once from the environment at cold start.
+//! Configuration read once from the environment at cold start: the names of the AWS
+//! resources ([`AwsSettings`]), and [`Env`], the typed reader every function's
+//! configuration uses, whose errors name the variable that is wrong.
+
+use std::time::Duration;
+
+/// A variable that is set but wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: {problem} (found {found:?})")]
+pub struct EnvError {
+    /// The variable.
+    pub name: &'static str,
+    /// What it must be.
+    pub problem: &'static str,
+    /// What it was.
+    pub found: String,
+}
+
+/// Reads variables through a lookup (the process environment, or a map in tests).
+pub struct Env<'a> {
+    get: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl std::fmt::Debug for Env<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Env")
+    }
+}
+
+/// The process environment as a lookup.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+impl<'a> Env<'a> {
+    /// Over `get`.
+    pub fn new(get: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Self { get }
+    }
+
+    /// The value, if set and not empty.
+    pub fn string(&self, name: &'static str) -> Option<String> {
+        (self.get)(name).filter(|s| !s.is_empty())
+    }
+
+    /// Whole seconds, or `default` when unset.
+    pub fn seconds(&self, name: &'static str, default: u64) -> Result<Duration, EnvError> {
+        self.parse(name, "whole seconds")
+            .map(|v| Duration::from_secs(v.unwrap_or(default)))
+    }
+
+    /// `1` (on) or `0` (off); unset is off.
+    pub fn flag(&self, name: &'static str) -> Result<bool, EnvError> {
+        match self.string(name).as_deref() {
+            None | Some("0") => Ok(false),
+            Some("1") => Ok(true),
+            Some(other) => Err(EnvError {
+                name,
+                problem: "must be 1 or 0",
+                found: other.to_owned(),
+            }),
+        }
+    }
+
+    /// A comma-separated list, trimmed, without empty items.
+    pub fn list(&self, name: &'static str) -> Vec<String> {
+        self.string(name)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The value parsed as `T`, if set.
+    pub fn parse<T: std::str::FromStr>(
+        &self,
+        name: &'static str,
+        problem: &'static str,
+    ) -> Result<Option<T>, EnvError> {
+        self.string(name)
+            .map(|v| {
+                v.trim().parse().map_err(|_| EnvError {
+                    name,
+                    problem,
+                    found: v.clone(),
+                })
+            })
+            .transpose()
+    }
+}
 
 /// Where Countersign's AWS resources are. Every field has a default matching
 /// `template.yaml` and the local stack's bootstrap.
@@ -42,29 +133,34 @@ impl AwsSettings {
     ];
 
     /// Reads the settings from the process environment.
-    pub fn from_env() -> Self {
-        Self::from_lookup(|k| std::env::var(k).ok())
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::read(&Env::new(&process_env))
     }
 
     /// Reads the settings through `get` (testable without touching the environment).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, EnvError> {
+        Self::read(&Env::new(&get))
+    }
+
+    /// Reads the settings.
+    pub fn read(env: &Env<'_>) -> Result<Self, EnvError> {
         let d = Self::default();
-        Self {
-            table: get("COUNTERSIGN_TABLE")
-                .filter(|s| !s.is_empty())
-                .unwrap_or(d.table),
-            signing_key: match get("COUNTERSIGN_SIGNING_KEY") {
-                Some(s) if s.is_empty() => None,
-                Some(s) => Some(s),
-                None => d.signing_key,
-            },
-            secret_prefix: get("COUNTERSIGN_SECRET_PREFIX")
-                .filter(|s| !s.is_empty())
+        // An empty COUNTERSIGN_SIGNING_KEY means "no key" (C-5), unlike unset.
+        let signing_key = match (env.get)("COUNTERSIGN_SIGNING_KEY") {
+            Some(s) if s.is_empty() => None,
+            Some(s) => Some(s),
+            None => d.signing_key,
+        };
+        let retention: Option<u32> =
+            env.parse("COUNTERSIGN_RETENTION_DAYS", "a whole number of days")?;
+        Ok(Self {
+            table: env.string("COUNTERSIGN_TABLE").unwrap_or(d.table),
+            signing_key,
+            secret_prefix: env
+                .string("COUNTERSIGN_SECRET_PREFIX")
                 .unwrap_or(d.secret_prefix),
-            retention_days: get("COUNTERSIGN_RETENTION_DAYS")
-                .and_then(|s| s.parse().ok())
-                .filter(|d| *d > 0),
-        }
+            retention_days: retention.filter(|d| *d > 0),
+        })
     }
 }
 
@@ -74,15 +170,39 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        assert_eq!(AwsSettings::from_lookup(|_| None), AwsSettings::default());
+        assert_eq!(
+            AwsSettings::from_lookup(|_| None).unwrap(),
+            AwsSettings::default()
+        );
         let s = AwsSettings::from_lookup(|k| match k {
             "COUNTERSIGN_TABLE" => Some("t1".into()),
             "COUNTERSIGN_SIGNING_KEY" => Some(String::new()),
             "COUNTERSIGN_RETENTION_DAYS" => Some("30".into()),
             _ => None,
-        });
+        })
+        .unwrap();
         assert_eq!(s.table, "t1");
         assert_eq!(s.signing_key, None);
         assert_eq!(s.retention_days, Some(30));
+    }
+
+    #[test]
+    fn a_wrong_value_is_an_error_naming_the_variable() {
+        let e = AwsSettings::from_lookup(|k| {
+            (k == "COUNTERSIGN_RETENTION_DAYS").then(|| "thirty".to_owned())
+        })
+        .unwrap_err();
+        assert_eq!(e.name, "COUNTERSIGN_RETENTION_DAYS");
+        assert!(e.to_string().starts_with("COUNTERSIGN_RETENTION_DAYS: "));
+        let get = |k: &str| (k == "X_FLAG").then(|| "yes".to_owned());
+        let env = Env::new(&get);
+        assert_eq!(env.flag("X_FLAG").unwrap_err().name, "X_FLAG");
+        assert_eq!(env.flag("OTHER"), Ok(false));
+        let get = |k: &str| (k == "X_SECS").then(|| "1.5".to_owned());
+        assert!(Env::new(&get).seconds("X_SECS", 3).is_err());
+        assert_eq!(
+            Env::new(&get).seconds("Y_SECS", 3),
+            Ok(Duration::from_secs(3))
+        );
     }
 }

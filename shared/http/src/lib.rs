@@ -7,9 +7,11 @@
 //!   (`INVALID_JSON`, `PAYLOAD_TOO_LARGE`, `VALIDATION_ERROR` naming the field), so a
 //!   handler never sees raw bytes or a query string.
 //! - [`bearer`]: the `Authorization: Bearer …` credential, parsed in one place.
+//! - [`serve`]: how a function runs its router, in Lambda or on a local port.
 
 mod error;
 mod extract;
+pub mod serve;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError};
 pub use extract::{DEFAULT_BODY_LIMIT, Json, Query, bearer, parse_json};
