@@ -22,6 +22,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "the domain crate has no I/O dependency"
 infra/scripts/check-domain-deps.sh
 
+step "no function over 80 lines in the use-case, HTTP and adapter crates"
+python3 infra/scripts/fn-lengths.py --limit 80 --top 5 \
+  shared/chat shared/admin shared/http shared/tools shared/aws shared/provider-client \
+  shared/domain functions
+
 step "template.yaml: cfn-lint and sam validate --lint (offline)"
 infra/scripts/check-template.sh
 

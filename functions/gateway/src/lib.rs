@@ -21,8 +21,8 @@ use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -172,11 +172,9 @@ impl ServerHandler for Handler {
             None => None,
         };
         // A tool neither built in nor allowed is a protocol error, not a result (-32602).
-        let raw = raw.ok_or_else(|| {
+        let result = raw.ok_or_else(|| {
             McpError::invalid_params(format!("unknown tool: {}", request.name), None)
         })?;
-        let result: CallToolResult = serde_json::from_value(raw)
-            .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
         Ok(CallToolResponse::Complete(result))
     }
 }

@@ -11,11 +11,12 @@
 //!
 //! The store's mutex is the "same lock for prepare and execute" of the contract.
 
-use crate::data::Data;
+use crate::data::{Car, Data, Session, User};
 use crate::tools::{error, ok};
 use countersign_provider_kit::{
     ActionStatus, Identity, PrepareAnswer, StatusAnswer, arguments_hash,
 };
+use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use time::OffsetDateTime;
@@ -95,7 +96,7 @@ fn args_str<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
 }
 
 impl Store {
-    fn user_ok(&self, who: &Identity) -> Result<&crate::data::User, Value> {
+    fn user_ok(&self, who: &Identity) -> Result<&crate::data::User, CallToolResult> {
         self.data
             .users
             .get(&who.user_id)
@@ -112,6 +113,17 @@ impl Store {
         }
     }
 
+    /// One pending proposal per tenant/person/conversation: the previous one is cancelled
+    /// in the same critical section as the new one is recorded.
+    fn cancel_pending_of(&mut self, who: &Identity) {
+        for p in self.proposals.values_mut() {
+            if p.identity == *who && p.status == ActionStatus::PendingConfirmation {
+                p.status = ActionStatus::Cancelled;
+                p.message = Some("Replaced by a newer proposal.".into());
+            }
+        }
+    }
+
     /// `prepare_action {operation, arguments}`.
     pub fn prepare(
         &mut self,
@@ -119,7 +131,7 @@ impl Store {
         args: &Value,
         now: OffsetDateTime,
         ttl: time::Duration,
-    ) -> Value {
+    ) -> CallToolResult {
         if args_str(args, "operation") != Some(OPERATION) {
             return error("unknown operation: this server prepares only reassign_session_car");
         }
@@ -148,18 +160,7 @@ impl Store {
         if session.car_id == car_id {
             return error("the session is already recorded under that car");
         }
-        let from_name = user
-            .car(&session.car_id)
-            .map_or("(unknown car)", |c| c.name);
-        let summary = format!(
-            "Move the session at {} on {} ({} laps) from your car \"{}\" to your car \"{}\". Its lap times will then count for \"{}\".",
-            session.track,
-            session.date,
-            session.laps_ms.len(),
-            from_name,
-            target.name,
-            target.name
-        );
+        let summary = summary(user, session, target);
         let persisted = json!({"sessionId": session_id, "carId": car_id});
         let from_car = session.car_id.clone();
         let action_id = format!("act_{}", ulid::Ulid::new());
@@ -168,14 +169,7 @@ impl Store {
                 Ok(a) => a,
                 Err(_) => return error("cannot prepare: invalid expiry"),
             };
-        // One pending proposal per tenant/person/conversation: the previous one is
-        // cancelled in the same critical section as the new one is recorded.
-        for p in self.proposals.values_mut() {
-            if p.identity == *who && p.status == ActionStatus::PendingConfirmation {
-                p.status = ActionStatus::Cancelled;
-                p.message = Some("Replaced by a newer proposal.".into());
-            }
-        }
+        self.cancel_pending_of(who);
         self.proposals.insert(
             action_id.clone(),
             Proposal {
@@ -210,7 +204,12 @@ impl Store {
     }
 
     /// Execution after a verified, consumed proof: re-check and write in one step.
-    pub fn execute(&mut self, who: &Identity, action_id: &str, now: OffsetDateTime) -> Value {
+    pub fn execute(
+        &mut self,
+        who: &Identity,
+        action_id: &str,
+        now: OffsetDateTime,
+    ) -> CallToolResult {
         self.refresh(action_id, now);
         let Some(p) = self
             .proposals
@@ -276,7 +275,12 @@ impl Store {
     }
 
     /// `get_action_status {actionId}`.
-    pub fn status(&mut self, who: &Identity, action_id: &str, now: OffsetDateTime) -> Value {
+    pub fn status(
+        &mut self,
+        who: &Identity,
+        action_id: &str,
+        now: OffsetDateTime,
+    ) -> CallToolResult {
         self.refresh(action_id, now);
         match self.proposals.get(action_id).filter(|p| p.identity == *who) {
             Some(p) => {
@@ -287,7 +291,7 @@ impl Store {
     }
 
     /// The direct write (present, never to be allowlisted).
-    pub fn direct_write(&mut self, who: &Identity, args: &Value) -> Value {
+    pub fn direct_write(&mut self, who: &Identity, args: &Value) -> CallToolResult {
         self.stats.direct_writes += 1;
         let (Some(sid), Some(cid)) = (args_str(args, "sessionId"), args_str(args, "carId")) else {
             return error("arguments need sessionId and carId");
@@ -306,4 +310,20 @@ impl Store {
             None => error("session not found"),
         }
     }
+}
+
+/// The proposal's summary: what the person will see and countersign, in full.
+fn summary(user: &User, session: &Session, target: &Car) -> String {
+    let from_name = user
+        .car(&session.car_id)
+        .map_or("(unknown car)", |c| c.name);
+    format!(
+        "Move the session at {} on {} ({} laps) from your car \"{}\" to your car \"{}\". Its lap times will then count for \"{}\".",
+        session.track,
+        session.date,
+        session.laps_ms.len(),
+        from_name,
+        target.name,
+        target.name
+    )
 }

@@ -14,8 +14,8 @@ use countersign_provider_kit::{ExpectedAction, Identity, InMemoryReplayGuard, Ve
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -91,7 +91,12 @@ impl Demo {
         json!({"stats": lock(&self.store).stats, "lastCall": *lock(&self.last_call)})
     }
 
-    async fn execute(&self, who: &Identity, args: &Value, hdrs: &http::HeaderMap) -> Value {
+    async fn execute(
+        &self,
+        who: &Identity,
+        args: &Value,
+        hdrs: &http::HeaderMap,
+    ) -> CallToolResult {
         let Some(action_id) = args.get("actionId").and_then(Value::as_str) else {
             return error("actionId is required");
         };
@@ -138,7 +143,12 @@ impl Demo {
         }
     }
 
-    async fn call(&self, name: &str, args: &Value, hdrs: &http::HeaderMap) -> Option<Value> {
+    async fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        hdrs: &http::HeaderMap,
+    ) -> Option<CallToolResult> {
         let who = match Identity::from_headers(hdrs) {
             Ok(w) => w,
             Err(e) => return Some(error(&e.to_string())),
@@ -162,19 +172,12 @@ impl Demo {
             .unwrap_or(time::Duration::minutes(4));
         Some(match name {
             "prepare_action" => {
-                let mut answer = lock(&self.store).prepare(&who, args, now, ttl);
-                if lock(&self.faults).unsafe_summary
-                    && let Some(s) = answer.pointer_mut("/structuredContent/summary")
-                {
-                    // Hash recomputed, so only the A-20 check can catch it.
-                    let bad = format!("{}\u{202E}", s.as_str().unwrap_or_default());
-                    let hash = countersign_provider_kit::summary_hash(&bad);
-                    *s = Value::String(bad);
-                    answer["structuredContent"]["summaryHash"] = Value::String(hash);
-                    let text = answer["structuredContent"].to_string();
-                    answer["content"][0]["text"] = Value::String(text);
+                let answer = lock(&self.store).prepare(&who, args, now, ttl);
+                if lock(&self.faults).unsafe_summary {
+                    unsafe_summary(answer)
+                } else {
+                    answer
                 }
-                answer
             }
             "execute_action" => self.execute(&who, args, hdrs).await,
             "get_action_status" => match args.get("actionId").and_then(Value::as_str) {
@@ -191,6 +194,24 @@ impl Demo {
             }
         })
     }
+}
+
+/// The `unsafe_summary` fault: a bidi override appended to the summary, with the hash
+/// recomputed, so that only the platform's A-20 check can catch it.
+fn unsafe_summary(mut answer: CallToolResult) -> CallToolResult {
+    let Some(Value::Object(payload)) = answer.structured_content.as_mut() else {
+        return answer;
+    };
+    let Some(Value::String(summary)) = payload.get("summary") else {
+        return answer;
+    };
+    let bad = format!("{summary}\u{202E}");
+    let hash = countersign_provider_kit::summary_hash(&bad);
+    payload.insert("summary".into(), Value::String(bad));
+    payload.insert("summaryHash".into(), Value::String(hash));
+    let structured = Value::Object(payload.clone());
+    answer.content = vec![ContentBlock::text(structured.to_string())];
+    answer
 }
 
 #[derive(Clone)]
@@ -230,15 +251,13 @@ impl ServerHandler for Handler {
             .get::<http::request::Parts>()
             .map_or(&empty, |p| &p.headers);
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        let raw = self
+        let result = self
             .0
             .call(&request.name, &args, hdrs)
             .await
             .ok_or_else(|| {
                 McpError::invalid_params(format!("unknown tool: {}", request.name), None)
             })?;
-        let result: CallToolResult = serde_json::from_value(raw)
-            .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
         Ok(CallToolResponse::Complete(result))
     }
 }
@@ -342,89 +361,105 @@ async fn keys(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>
     }
 }
 
+fn on() -> bool {
+    true
+}
+
+/// A fault the acceptance suite injects, or a change to the demo's data.
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "fault", rename_all = "snake_case")]
+enum Control {
+    Delay {
+        #[serde(default)]
+        ms: u64,
+    },
+    DropAfterExecute {
+        #[serde(default = "on")]
+        on: bool,
+    },
+    Garbage {
+        #[serde(default = "on")]
+        on: bool,
+    },
+    UnsafeSummary {
+        #[serde(default = "on")]
+        on: bool,
+    },
+    ClockSkew {
+        #[serde(default)]
+        secs: i64,
+    },
+    Reset,
+    RevokePermission {
+        user: String,
+    },
+    BlockAccount {
+        user: String,
+    },
+    ChangeSessionCar {
+        session: String,
+    },
+}
+
 /// `POST /_demo/control {fault, …}`: `delay {ms}`, `drop_after_execute {on}`, `garbage
-/// {on}`, `revoke_permission {user}`, `block_account {user}`, `change_session_car
-/// {session}`, `reset`.
+/// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `revoke_permission {user}`,
+/// `block_account {user}`, `change_session_car {session}`, `reset`.
 async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
-    let on = body.get("on").and_then(Value::as_bool).unwrap_or(true);
-    let user = body
-        .get("user")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let done = match body
-        .get("fault")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-    {
-        "delay" => {
-            lock(&demo.faults).delay_ms = body.get("ms").and_then(Value::as_u64).unwrap_or(0);
-            true
-        }
-        "drop_after_execute" => {
-            lock(&demo.faults).drop_after_execute = on;
-            true
-        }
-        "garbage" => {
-            lock(&demo.faults).garbage = on;
-            true
-        }
-        "unsafe_summary" => {
-            lock(&demo.faults).unsafe_summary = on;
-            true
-        }
-        "clock_skew" => {
-            lock(&demo.faults).clock_skew_secs =
-                body.get("secs").and_then(Value::as_i64).unwrap_or(0);
-            true
-        }
-        "reset" => {
-            *lock(&demo.faults) = Faults::default();
-            true
-        }
-        "revoke_permission" => lock(&demo.store)
-            .data
-            .users
-            .get_mut(&user)
-            .map(|u| u.can_reassign = false)
-            .is_some(),
-        "block_account" => lock(&demo.store)
-            .data
-            .users
-            .get_mut(&user)
-            .map(|u| u.blocked = true)
-            .is_some(),
-        "change_session_car" => {
-            let session = body
-                .get("session")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let mut store = lock(&demo.store);
-            store.data.users.values_mut().any(|u| {
-                let spare = u.cars.iter().map(|c| c.id).collect::<Vec<_>>();
-                match u.sessions.iter_mut().find(|s| s.id == session) {
-                    Some(s) => {
-                        // Move it to a car it is not on: the state differs from preparation.
-                        if let Some(other) = spare.iter().rev().find(|c| **c != s.car_id) {
-                            s.car_id = (*other).to_owned();
-                        }
-                        true
-                    }
-                    None => false,
-                }
-            })
-        }
-        _ => false,
-    };
+    let done = serde_json::from_value::<Control>(body).is_ok_and(|c| apply(&demo, c));
     if done {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({"error": "unknown fault or target"})),
-        )
-            .into_response()
+        return StatusCode::NO_CONTENT.into_response();
     }
+    let error = json!({"error": "unknown fault or target"});
+    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
+}
+
+/// Applies `control`; `false` when its target does not exist.
+fn apply(demo: &Demo, control: Control) -> bool {
+    let mut faults = lock(&demo.faults);
+    match control {
+        Control::Delay { ms } => faults.delay_ms = ms,
+        Control::DropAfterExecute { on } => faults.drop_after_execute = on,
+        Control::Garbage { on } => faults.garbage = on,
+        Control::UnsafeSummary { on } => faults.unsafe_summary = on,
+        Control::ClockSkew { secs } => faults.clock_skew_secs = secs,
+        Control::Reset => *faults = Faults::default(),
+        Control::RevokePermission { user } => {
+            let mut store = lock(&demo.store);
+            return store
+                .data
+                .users
+                .get_mut(&user)
+                .map(|u| u.can_reassign = false)
+                .is_some();
+        }
+        Control::BlockAccount { user } => {
+            let mut store = lock(&demo.store);
+            return store
+                .data
+                .users
+                .get_mut(&user)
+                .map(|u| u.blocked = true)
+                .is_some();
+        }
+        Control::ChangeSessionCar { session } => {
+            return change_session_car(&mut lock(&demo.store), &session);
+        }
+    }
+    true
+}
+
+/// Moves `session` to a car it is not on, so the state differs from its preparation.
+fn change_session_car(store: &mut Store, session: &str) -> bool {
+    store.data.users.values_mut().any(|u| {
+        let spare = u.cars.iter().map(|c| c.id).collect::<Vec<_>>();
+        let Some(s) = u.sessions.iter_mut().find(|s| s.id == session) else {
+            return false;
+        };
+        if let Some(other) = spare.iter().rev().find(|c| **c != s.car_id) {
+            s.car_id = (*other).to_owned();
+        }
+        true
+    })
 }
 
 /// The router and its shared state.

@@ -2,6 +2,7 @@
 //! by `X-MCP-User-Id`; another person's resource is "not found", never shown.
 
 use crate::data::{Data, User, diagnosis};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
 /// The seven consultations of seed §8, meant for a tenant's allowlist.
@@ -191,13 +192,13 @@ pub fn catalog() -> Vec<Value> {
 }
 
 /// A successful structured answer.
-pub fn ok(v: Value) -> Value {
-    json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false})
+pub fn ok(v: Value) -> CallToolResult {
+    CallToolResult::structured(v)
 }
 
 /// A tool error with a safe message.
-pub fn error(message: &str) -> Value {
-    json!({"content": [{"type": "text", "text": message}], "isError": true})
+pub fn error(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
 fn arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
@@ -205,7 +206,7 @@ fn arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 /// A consultation for `user`; `None` if `name` is not one.
-pub fn consult(data: &Data, user: &User, name: &str, args: &Value) -> Option<Value> {
+pub fn consult(data: &Data, user: &User, name: &str, args: &Value) -> Option<CallToolResult> {
     let not_found = || error("not found");
     Some(match name {
         "get_user_uploads" => {

@@ -18,7 +18,7 @@ use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::kms::KmsProofSigner;
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_demo_provider::DemoConfig;
-use countersign_domain::ids::{UserId, WidgetKeyId};
+use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
 use countersign_domain::ports::ProofSigner;
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::Language;
@@ -28,6 +28,15 @@ use std::net::SocketAddr;
 
 /// The demo person.
 const DEMO_USER: &str = "u_alice";
+
+/// What the demo tenant's administrator and person need, printed at the end.
+struct Demo {
+    base: String,
+    tenant: TenantId,
+    admin_key: String,
+    demo_url: String,
+    widget_jwt: String,
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -42,20 +51,13 @@ async fn main() -> anyhow::Result<()> {
         endpoint.starts_with("http://127.0.0.1:"),
         "countersign-dev runs against the local AWS emulator only: start it with infra/scripts/run.sh"
     );
-    let addr: SocketAddr = std::env::var("COUNTERSIGN_DEV_ADDR")
-        .unwrap_or_else(|_| "127.0.0.1:8700".into())
-        .parse()
-        .context("COUNTERSIGN_DEV_ADDR")?;
-    let demo_addr: SocketAddr = std::env::var("DEMO_PROVIDER_ADDR")
-        .unwrap_or_else(|_| "127.0.0.1:8790".into())
-        .parse()
-        .context("DEMO_PROVIDER_ADDR")?;
+    let addr = address("COUNTERSIGN_DEV_ADDR", "127.0.0.1:8700")?;
+    let demo_addr = address("DEMO_PROVIDER_ADDR", "127.0.0.1:8790")?;
     let sdk = aws_config::load_from_env().await;
     let settings = AwsSettings::from_env()?;
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await
         .context("bootstrapping the local AWS resources")?;
-
     // A demo tenant, as an operator registers one.
     let store = DynamoStore::new(
         DynamoStore::client(&sdk, None),
@@ -71,10 +73,42 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let tenant = registered.tenant.id.clone();
+    let (demo_url, service_token) =
+        start_demo_provider(&sdk, &settings, &tenant, demo_addr).await?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let app = routers(&sdk).await?;
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut demo = Demo {
+        base: format!("http://{addr}"),
+        tenant,
+        admin_key: registered.admin_key.expose().to_owned(),
+        demo_url,
+        widget_jwt: String::new(),
+    };
+    demo.widget_jwt = connect_demo_tenant(&demo, &service_token).await?;
+    print_banner(&demo)?;
+    server.await?.context("serving")
+}
 
-    // TrackShare, with the platform's public key installed as its engineers would.
+fn address(name: &str, default: &str) -> anyhow::Result<SocketAddr> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .parse()
+        .with_context(|| format!("{name} must be an address such as {default}"))
+}
+
+/// TrackShare on loopback, with the platform's public key installed as its engineers
+/// would. Returns its URL and service token.
+async fn start_demo_provider(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+    tenant: &TenantId,
+    demo_addr: SocketAddr,
+) -> anyhow::Result<(String, String)> {
     let signer = KmsProofSigner::new(
-        KmsProofSigner::client(&sdk, None),
+        KmsProofSigner::client(sdk, None),
         settings.signing_key.clone(),
     );
     let key = signer
@@ -91,29 +125,27 @@ async fn main() -> anyhow::Result<()> {
     countersign_demo_provider::spawn(demo, demo_addr)
         .await
         .with_context(|| format!("starting the demo provider on {demo_addr}"))?;
+    Ok((demo_url, service_token))
+}
 
-    // The three functions' routers on one port.
-    let gateway = countersign_gateway::router(countersign_gateway::wiring::from_env(&sdk).await?);
-    let app = countersign_chat::api::router(countersign_messages::state_from_env(&sdk)?)
-        .merge(countersign_admin::api::router(
-            countersign_admin_fn::state_from_env(&sdk)?,
-        ))
-        .merge(gateway);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
-    let base = format!("http://{addr}");
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+/// The three functions' routers on one port.
+async fn routers(sdk: &aws_config::SdkConfig) -> anyhow::Result<axum::Router> {
+    let gateway = countersign_gateway::router(countersign_gateway::wiring::from_env(sdk).await?);
+    let messages = countersign_chat::api::router(countersign_messages::state_from_env(sdk)?);
+    let admin = countersign_admin::api::router(countersign_admin_fn::state_from_env(sdk)?);
+    Ok(messages.merge(admin).merge(gateway))
+}
 
-    // The tenant administrator's part, over HTTP.
+/// The tenant administrator's part, over HTTP: connects TrackShare and creates a widget
+/// credential. Returns a widget JWT for the demo person.
+async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result<String> {
     let http = reqwest::Client::new();
-    let admin_key = registered.admin_key.expose().to_owned();
-    let admin = format!("{base}/api/admin/tenants/{tenant}");
+    let admin = format!("{}/api/admin/tenants/{}", demo.base, demo.tenant);
     let res = http
         .put(format!("{admin}/mcp"))
-        .bearer_auth(&admin_key)
+        .bearer_auth(&demo.admin_key)
         .json(&json!({
-            "serverUrl": demo_url,
+            "serverUrl": demo.demo_url,
             "serviceToken": service_token,
             "allowedTools": countersign_demo_provider::tools::CONSULTATIONS,
             "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
@@ -127,7 +159,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let credential: Value = http
         .post(format!("{admin}/widget-credentials"))
-        .bearer_auth(&admin_key)
+        .bearer_auth(&demo.admin_key)
         .send()
         .await?
         .json()
@@ -138,15 +170,26 @@ async fn main() -> anyhow::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
     let now = i64::try_from(now)?;
-    let widget_jwt = countersign_chat::widget::sign_token(
+    let user = UserId::parse(DEMO_USER)?;
+    let jwt = countersign_chat::widget::sign_token(
         &secret,
         &key_id,
-        &tenant,
-        &UserId::parse(DEMO_USER)?,
+        &demo.tenant,
+        &user,
         now,
         now + 12 * 3600,
     )?;
+    Ok(jwt)
+}
 
+fn print_banner(demo: &Demo) -> std::io::Result<()> {
+    let Demo {
+        base,
+        tenant,
+        admin_key,
+        demo_url,
+        widget_jwt,
+    } = demo;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Countersign is running on {base}")?;
     writeln!(out, "  widget API     {base}/api/cases")?;
@@ -165,7 +208,5 @@ async fn main() -> anyhow::Result<()> {
         "(the widget JWT is for the demo person {DEMO_USER}, valid 12 hours; local secrets only)"
     )?;
     writeln!(out)?;
-    writeln!(out, "Press Ctrl-C to stop everything.")?;
-    drop(out);
-    server.await?.context("serving")
+    writeln!(out, "Press Ctrl-C to stop everything.")
 }

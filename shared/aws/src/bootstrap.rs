@@ -77,39 +77,60 @@ pub async fn ensure_table(
         Err(e) => return Err(err("describing the table")(e)),
     };
     if !exists {
-        let gsi = GlobalSecondaryIndex::builder()
-            .index_name("gsi1")
-            .key_schema(key("gsi1pk", KeyType::Hash)?)
-            .key_schema(key("gsi1sk", KeyType::Range)?)
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::All)
-                    .build(),
-            )
-            .build()
-            .map_err(err("defining the index"))?;
-        let r = client
-            .create_table()
-            .table_name(table)
-            .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attr("pk")?)
-            .attribute_definitions(attr("sk")?)
-            .attribute_definitions(attr("gsi1pk")?)
-            .attribute_definitions(attr("gsi1sk")?)
-            .key_schema(key("pk", KeyType::Hash)?)
-            .key_schema(key("sk", KeyType::Range)?)
-            .global_secondary_indexes(gsi)
-            .send()
-            .await;
-        match r {
-            Ok(_) => {}
-            // Another bootstrap created it meanwhile.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_in_use_exception()) => {}
-            Err(e) => return Err(err("creating the table")(e)),
-        }
+        create_table(client, table).await?;
     }
+    wait_until_active(client, table).await?;
+    enable_ttl(client, table).await?;
+    Ok(!exists)
+}
+
+/// The table (pk, sk) with its one index (gsi1pk, gsi1sk), on demand.
+async fn create_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), BootstrapError> {
+    let gsi = GlobalSecondaryIndex::builder()
+        .index_name("gsi1")
+        .key_schema(key("gsi1pk", KeyType::Hash)?)
+        .key_schema(key("gsi1sk", KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(err("defining the index"))?;
+    let r = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attr("pk")?)
+        .attribute_definitions(attr("sk")?)
+        .attribute_definitions(attr("gsi1pk")?)
+        .attribute_definitions(attr("gsi1sk")?)
+        .key_schema(key("pk", KeyType::Hash)?)
+        .key_schema(key("sk", KeyType::Range)?)
+        .global_secondary_indexes(gsi)
+        .send()
+        .await;
+    match r {
+        Ok(_) => Ok(()),
+        // Another bootstrap created it meanwhile.
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_in_use_exception()) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(err("creating the table")(e)),
+    }
+}
+
+/// Polls until the table is active (at most a minute).
+async fn wait_until_active(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), BootstrapError> {
     for _ in 0..120 {
         let d = client
             .describe_table()
@@ -122,6 +143,11 @@ pub async fn ensure_table(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    Ok(())
+}
+
+/// P-3: expired conversations are deleted by DynamoDB's TTL on `ttl`.
+async fn enable_ttl(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), BootstrapError> {
     let ttl = client
         .describe_time_to_live()
         .table_name(table)
@@ -133,22 +159,22 @@ pub async fn ensure_table(
             .and_then(|d| d.time_to_live_status()),
         Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
     );
-    if !enabled {
-        client
-            .update_time_to_live()
-            .table_name(table)
-            .time_to_live_specification(
-                TimeToLiveSpecification::builder()
-                    .enabled(true)
-                    .attribute_name("ttl")
-                    .build()
-                    .map_err(err("defining TTL"))?,
-            )
-            .send()
-            .await
-            .map_err(err("enabling TTL"))?;
+    if enabled {
+        return Ok(());
     }
-    Ok(!exists)
+    let spec = TimeToLiveSpecification::builder()
+        .enabled(true)
+        .attribute_name("ttl")
+        .build()
+        .map_err(err("defining TTL"))?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(spec)
+        .send()
+        .await
+        .map_err(err("enabling TTL"))?;
+    Ok(())
 }
 
 /// Creates the RSA_2048 SIGN_VERIFY key behind `alias` when the alias is missing.

@@ -8,14 +8,12 @@ use async_trait::async_trait;
 use aws_sdk_kms::Client;
 use aws_sdk_kms::primitives::Blob;
 use aws_sdk_kms::types::{MessageType, SigningAlgorithmSpec};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_domain::jwk::{JwkError, rsa_public_key, spki_pem};
 use countersign_domain::ports::{ProofSigner, SignerError, VerificationKey};
-use rsa::RsaPublicKey;
-use rsa::pkcs8::{DecodePublicKey, EncodePublicKey, LineEnding};
-use rsa::traits::PublicKeyParts;
-use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
+
+/// RFC 7638 thumbprint of an RSA JWK from its base64url `n` and `e` (the domain's).
+pub use countersign_domain::jwk::rsa_jwk_thumbprint;
 
 /// The public half of the signing key, in the forms tenants install.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,24 +29,16 @@ pub struct PublicKeyInfo {
 /// Why a DER public key could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("the KMS public key is not an RSA SubjectPublicKeyInfo")]
-pub struct KeyFormatError;
-
-/// RFC 7638 thumbprint of an RSA JWK given its base64url `n` and `e`: SHA-256 over the
-/// required members in lexicographic order, no white space, base64url without padding.
-pub fn rsa_jwk_thumbprint(n: &str, e: &str) -> String {
-    let canonical = format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#);
-    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
-}
+pub struct KeyFormatError(#[source] pub JwkError);
 
 /// Reads a DER SubjectPublicKeyInfo (what KMS `GetPublicKey` returns).
 pub fn public_key_info(der: &[u8]) -> Result<PublicKeyInfo, KeyFormatError> {
-    let key = RsaPublicKey::from_public_key_der(der).map_err(|_| KeyFormatError)?;
-    let n = URL_SAFE_NO_PAD.encode(key.n().to_bytes_be());
-    let e = URL_SAFE_NO_PAD.encode(key.e().to_bytes_be());
+    let key = rsa_public_key(der).map_err(KeyFormatError)?;
+    let n = key.n_b64url();
+    let e = key.e_b64url();
     let kid = rsa_jwk_thumbprint(&n, &e);
-    let pem = key
-        .to_public_key_pem(LineEnding::LF)
-        .map_err(|_| KeyFormatError)?;
+    // The parser accepts DER only, so these bytes are already the key's one encoding.
+    let pem = spki_pem(der);
     let jwk =
         serde_json::json!({"kty": "RSA", "n": n, "e": e, "alg": "RS256", "use": "sig", "kid": kid});
     Ok(PublicKeyInfo { kid, pem, jwk })
@@ -141,8 +131,16 @@ impl ProofSigner for KmsProofSigner {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+
+    /// A key as OpenSSL exports it (the provider kit's test key), standing in for KMS's
+    /// `GetPublicKey` DER; its thumbprint was computed independently of this code.
+    const PEM: &str = include_str!("../../provider-kit/tests/keys/trusted.pub.pem");
+    const KID: &str = "oUEFlnJkysellaxiXoyt4hfOFlJSFjjS0T0nZ2XoCSg";
 
     /// RFC 7638 §3.1's example key and thumbprint.
     #[test]
@@ -154,8 +152,29 @@ mod tests {
         );
     }
 
+    /// What KMS returns becomes the `kid`, the PEM tenants install (byte for byte what
+    /// OpenSSL writes) and a JWK whose members give the same `kid`.
+    #[test]
+    fn public_key_info_gives_kid_pem_and_jwk() {
+        let body: String = PEM.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = STANDARD.decode(body).unwrap();
+        let info = public_key_info(&der).unwrap();
+        assert_eq!(info.kid, KID);
+        assert_eq!(info.pem, PEM);
+        assert_eq!(info.jwk["kid"], KID);
+        assert_eq!(info.jwk["e"], "AQAB");
+        assert_eq!(
+            rsa_jwk_thumbprint(
+                info.jwk["n"].as_str().unwrap(),
+                info.jwk["e"].as_str().unwrap()
+            ),
+            KID
+        );
+    }
+
     #[test]
     fn garbage_der_is_refused() {
         assert!(public_key_info(b"not a key").is_err());
+        assert!(public_key_info(&[]).is_err());
     }
 }

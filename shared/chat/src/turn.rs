@@ -15,6 +15,7 @@ use countersign_domain::texts;
 use countersign_tools::builtins::{CallContext, Services};
 use countersign_tools::errors::code;
 use countersign_tools::integration::Connected;
+use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -25,22 +26,17 @@ const SYSTEM: &str = "You are a support assistant. Use the tools to look up the 
 
 /// What the model reads of a tool's result: its structured content when present (the
 /// envelope of a built-in), else its text blocks, marked as an error when it is one.
-fn model_view(raw: &Value) -> String {
-    if let Some(v) = raw.get("structuredContent").filter(|v| !v.is_null()) {
+fn model_view(result: &CallToolResult) -> String {
+    if let Some(v) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
         return v.to_string();
     }
-    let text = raw
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default();
-    if raw.get("isError").and_then(Value::as_bool) == Some(true) {
+    let text = result
+        .content
+        .iter()
+        .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
         return format!("error: {text}");
     }
     text

@@ -310,18 +310,83 @@ fn string_list<'a>(v: &'a Value, field: &str, errs: &mut Errors) -> Option<Vec<(
     Some(out)
 }
 
+/// A string field: `Ok(None)` when absent or null, `Err(())` (recorded) when not a string.
+fn string_field<'a>(
+    obj: &'a Map<String, Value>,
+    field: &str,
+    errs: &mut Errors,
+) -> Result<Option<&'a str>, ()> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => {
+            let expected = "a string";
+            errs.push(field, ConfigErrorReason::WrongType { expected });
+            Err(())
+        }
+    }
+}
+
+/// A required string field; an absent one is recorded as required.
+fn required_string<'a>(
+    obj: &'a Map<String, Value>,
+    field: &str,
+    errs: &mut Errors,
+) -> Option<&'a str> {
+    match string_field(obj, field, errs) {
+        Ok(Some(s)) => Some(s),
+        Ok(None) => {
+            errs.push(field, ConfigErrorReason::Required);
+            None
+        }
+        Err(()) => None,
+    }
+}
+
+/// Distinct names of a list: each parsed by `parse` and kept unless `refuse` names the
+/// rule that forbids it. Also returns how many distinct names parsed (refused or not).
+fn distinct_names<'a, T, E: fmt::Display>(
+    items: Vec<(usize, &'a str)>,
+    field: &str,
+    max: usize,
+    errs: &mut Errors,
+    parse: impl Fn(&'a str) -> Result<T, E>,
+    refuse: impl Fn(&str) -> Option<ConfigErrorReason>,
+) -> (Vec<T>, usize) {
+    if items.len() > max {
+        errs.push(field, ConfigErrorReason::TooMany { max });
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (i, s) in items {
+        let item = format!("{field}[{i}]");
+        match parse(s) {
+            Err(e) => {
+                let detail = e.to_string();
+                errs.push(item, ConfigErrorReason::InvalidName { detail });
+            }
+            Ok(_) if !seen.insert(s) => errs.push(item, ConfigErrorReason::Duplicate),
+            Ok(t) => match refuse(s) {
+                Some(reason) => errs.push(item, reason),
+                None => out.push(t),
+            },
+        }
+    }
+    (out, seen.len())
+}
+
+fn is_reserved(s: &str) -> bool {
+    RESERVED_TOOLS.iter().any(|r| r.eq_ignore_ascii_case(s))
+}
+
 fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         // C-7: a PUT without actionPolicy disables actions.
         return ActionPolicy::default();
     };
     let Value::Object(obj) = v else {
-        errs.push(
-            "actionPolicy",
-            ConfigErrorReason::WrongType {
-                expected: "an object",
-            },
-        );
+        let expected = "an object";
+        errs.push("actionPolicy", ConfigErrorReason::WrongType { expected });
         return ActionPolicy::default();
     };
     unknown_fields(obj, &POLICY_FIELDS, "actionPolicy.", errs);
@@ -340,178 +405,117 @@ fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
         }
         Some(Value::Bool(b)) => *b,
         Some(_) => {
+            let expected = "true or false";
             errs.push(
                 "actionPolicy.enabled",
-                ConfigErrorReason::WrongType {
-                    expected: "true or false",
-                },
+                ConfigErrorReason::WrongType { expected },
             );
             false
         }
     };
-    let mut operations = Vec::new();
-    match obj.get("operations") {
-        None => errs.push("actionPolicy.operations", ConfigErrorReason::Required),
-        Some(v) => {
-            if let Some(items) = string_list(v, "actionPolicy.operations", errs) {
-                if items.len() > MAX_OPERATIONS {
-                    errs.push(
-                        "actionPolicy.operations",
-                        ConfigErrorReason::TooMany {
-                            max: MAX_OPERATIONS,
-                        },
-                    );
-                }
-                let mut seen = HashSet::new();
-                for (i, s) in items {
-                    let field = format!("actionPolicy.operations[{i}]");
-                    match OperationName::parse(s) {
-                        Err(e) => errs.push(
-                            field,
-                            ConfigErrorReason::InvalidName {
-                                detail: e.to_string(),
-                            },
-                        ),
-                        Ok(_) if !seen.insert(s) => errs.push(field, ConfigErrorReason::Duplicate),
-                        Ok(_) if RESERVED_TOOLS.iter().any(|r| r.eq_ignore_ascii_case(s)) => {
-                            errs.push(field, ConfigErrorReason::Reserved);
-                        }
-                        Ok(op) => operations.push(op),
-                    }
-                }
-                if enabled && seen.is_empty() {
-                    errs.push(
-                        "actionPolicy.operations",
-                        ConfigErrorReason::EnabledWithoutOperations,
-                    );
-                }
-            }
+    let operations = match obj.get("operations") {
+        None => {
+            errs.push("actionPolicy.operations", ConfigErrorReason::Required);
+            Vec::new()
         }
-    }
+        Some(v) => validate_operations(v, enabled, errs),
+    };
     ActionPolicy {
         enabled,
         operations,
     }
 }
 
-/// Validates a `PUT /api/admin/tenants/:id/mcp` body (C-3, C-4, C-7, C-11).
+/// C-7: the configured operations: distinct names, never a reserved tool's; at least one
+/// when actions are enabled.
+fn validate_operations(v: &Value, enabled: bool, errs: &mut Errors) -> Vec<OperationName> {
+    const FIELD: &str = "actionPolicy.operations";
+    let Some(items) = string_list(v, FIELD, errs) else {
+        return Vec::new();
+    };
+    let reserved = |s: &str| is_reserved(s).then_some(ConfigErrorReason::Reserved);
+    let (operations, distinct) = distinct_names(
+        items,
+        FIELD,
+        MAX_OPERATIONS,
+        errs,
+        OperationName::parse,
+        reserved,
+    );
+    if enabled && distinct == 0 {
+        errs.push(FIELD, ConfigErrorReason::EnabledWithoutOperations);
+    }
+    operations
+}
+
+/// C-4: the consultations the model may call: at least one, distinct, never a reserved or
+/// built-in tool's name (A-3, in any case, so no spelling variant slips through), never
+/// an operation (a write is configured as an operation, never as a consultation).
+fn validate_allowed_tools(
+    v: Option<&Value>,
+    policy: &ActionPolicy,
+    errs: &mut Errors,
+) -> Vec<ToolName> {
+    const FIELD: &str = "allowedTools";
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        errs.push(FIELD, ConfigErrorReason::Required);
+        return Vec::new();
+    };
+    let Some(items) = string_list(v, FIELD, errs) else {
+        return Vec::new();
+    };
+    if items.is_empty() {
+        errs.push(FIELD, ConfigErrorReason::NeedsOne);
+    }
+    let refuse = |s: &str| {
+        let built_in = BUILT_IN_TOOLS.iter().any(|r| r.eq_ignore_ascii_case(s));
+        if is_reserved(s) || built_in {
+            Some(ConfigErrorReason::Reserved)
+        } else if policy.operations.iter().any(|op| op.as_str() == s) {
+            Some(ConfigErrorReason::NameIsOperation)
+        } else {
+            None
+        }
+    };
+    distinct_names(
+        items,
+        FIELD,
+        MAX_ALLOWED_TOOLS,
+        errs,
+        ToolName::parse,
+        refuse,
+    )
+    .0
+}
+
+/// Validates a `PUT /api/admin/tenants/:id/mcp` body (C-3, C-4, C-7, C-11), reporting
+/// every broken rule at once.
 pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig, Vec<ConfigError>> {
     let mut errs = Errors(Vec::new());
     let Value::Object(obj) = body else {
-        errs.push(
-            "",
-            ConfigErrorReason::WrongType {
-                expected: "a JSON object",
-            },
-        );
+        let expected = "a JSON object";
+        errs.push("", ConfigErrorReason::WrongType { expected });
         return Err(errs.0);
     };
     unknown_fields(obj, &TOP_FIELDS, "", &mut errs);
-
-    let server_url = match obj.get("serverUrl") {
-        None | Some(Value::Null) => {
-            errs.push("serverUrl", ConfigErrorReason::Required);
-            None
-        }
-        Some(Value::String(s)) => ServerUrl::parse(s, policy)
+    let server_url = required_string(obj, "serverUrl", &mut errs).and_then(|s| {
+        ServerUrl::parse(s, policy)
             .map_err(|r| errs.push("serverUrl", r))
-            .ok(),
-        Some(_) => {
-            errs.push(
-                "serverUrl",
-                ConfigErrorReason::WrongType {
-                    expected: "a string",
-                },
-            );
-            None
+            .ok()
+    });
+    // C-3: every PUT carries the token again.
+    let service_token = required_string(obj, "serviceToken", &mut errs).and_then(|s| {
+        header_safe("serviceToken", s, MAX_TOKEN_LEN, &mut errs).then(|| SecretString::new(s))
+    });
+    let audience = match string_field(obj, "audience", &mut errs) {
+        Ok(None) => Some(None),
+        Ok(Some(s)) => {
+            header_safe("audience", s, MAX_AUDIENCE_LEN, &mut errs).then(|| Some(s.to_owned()))
         }
+        Err(()) => None,
     };
-
-    let service_token = match obj.get("serviceToken") {
-        // C-3: every PUT carries the token again.
-        None | Some(Value::Null) => {
-            errs.push("serviceToken", ConfigErrorReason::Required);
-            None
-        }
-        Some(Value::String(s)) => header_safe("serviceToken", s, MAX_TOKEN_LEN, &mut errs)
-            .then(|| SecretString::new(s.as_str())),
-        Some(_) => {
-            errs.push(
-                "serviceToken",
-                ConfigErrorReason::WrongType {
-                    expected: "a string",
-                },
-            );
-            None
-        }
-    };
-
-    let audience = match obj.get("audience") {
-        None | Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => {
-            header_safe("audience", s, MAX_AUDIENCE_LEN, &mut errs).then(|| Some(s.clone()))
-        }
-        Some(_) => {
-            errs.push(
-                "audience",
-                ConfigErrorReason::WrongType {
-                    expected: "a string",
-                },
-            );
-            None
-        }
-    };
-
     let action_policy = validate_policy(obj.get("actionPolicy"), &mut errs);
-
-    let mut allowed_tools = Vec::new();
-    match obj.get("allowedTools") {
-        None | Some(Value::Null) => errs.push("allowedTools", ConfigErrorReason::Required),
-        Some(v) => {
-            if let Some(items) = string_list(v, "allowedTools", &mut errs) {
-                if items.is_empty() {
-                    errs.push("allowedTools", ConfigErrorReason::NeedsOne);
-                }
-                if items.len() > MAX_ALLOWED_TOOLS {
-                    errs.push(
-                        "allowedTools",
-                        ConfigErrorReason::TooMany {
-                            max: MAX_ALLOWED_TOOLS,
-                        },
-                    );
-                }
-                let mut seen = HashSet::new();
-                for (i, s) in items {
-                    let field = format!("allowedTools[{i}]");
-                    match ToolName::parse(s) {
-                        Err(e) => errs.push(
-                            field,
-                            ConfigErrorReason::InvalidName {
-                                detail: e.to_string(),
-                            },
-                        ),
-                        Ok(_) if !seen.insert(s) => errs.push(field, ConfigErrorReason::Duplicate),
-                        // reserved names never enter the consultation allowlist (any
-                        // case, so that no spelling variant slips through).
-                        Ok(_)
-                            if RESERVED_TOOLS
-                                .iter()
-                                .chain(BUILT_IN_TOOLS.iter())
-                                .any(|r| r.eq_ignore_ascii_case(s)) =>
-                        {
-                            errs.push(field, ConfigErrorReason::Reserved);
-                        }
-                        // C-4: a write is configured as an operation, never as a consultation.
-                        Ok(_) if action_policy.operations.iter().any(|op| op.as_str() == s) => {
-                            errs.push(field, ConfigErrorReason::NameIsOperation);
-                        }
-                        Ok(t) => allowed_tools.push(t),
-                    }
-                }
-            }
-        }
-    }
-
+    let allowed_tools = validate_allowed_tools(obj.get("allowedTools"), &action_policy, &mut errs);
     match (server_url, service_token, audience) {
         (Some(server_url), Some(service_token), Some(audience)) if errs.0.is_empty() => {
             Ok(McpConfig {

@@ -1,4 +1,5 @@
-//! SHA-256 digests as 64 lowercase hexadecimal characters.
+//! SHA-256 digests as 64 lowercase hexadecimal characters, and [`hex`], the one
+//! lowercase hex encoder.
 
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -29,13 +30,7 @@ impl Sha256Hex {
 
     /// The digest of `bytes`, exactly as given (no normalisation; A-14).
     pub fn digest(bytes: impl AsRef<[u8]>) -> Self {
-        let d = Sha256::digest(bytes.as_ref());
-        let mut s = String::with_capacity(64);
-        for b in d {
-            s.push(char::from(HEX[usize::from(b >> 4)]));
-            s.push(char::from(HEX[usize::from(b & 0x0f)]));
-        }
-        Self(s)
+        Self(hex(&Sha256::digest(bytes.as_ref())))
     }
 
     /// The hex text.
@@ -44,7 +39,18 @@ impl Sha256Hex {
     }
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// `bytes` as lowercase hexadecimal, two characters per byte: the project's one hex
+/// encoder (digests here, fingerprints and hashes elsewhere), so there is one spelling.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        // A nibble is at most 15: both indexes are in bounds.
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    s
+}
 
 impl fmt::Display for Sha256Hex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,6 +85,12 @@ mod tests {
         assert!(Sha256Hex::parse("a".repeat(63)).is_err());
         assert!(Sha256Hex::parse("a".repeat(65)).is_err());
         assert!(Sha256Hex::parse(format!("{}g", "a".repeat(63))).is_err());
+    }
+
+    #[test]
+    fn hex_is_lowercase_two_digits_per_byte() {
+        assert_eq!(hex(&[]), "");
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
     }
 
     #[test]

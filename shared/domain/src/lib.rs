@@ -6,13 +6,15 @@
 //! same rules hold in the Lambda functions, the local stack and the tests.
 //!
 //! Map of the requirements (see `SPEC.md`) to modules:
-//! - identifiers and values (A-14, C-4): [`ids`], [`hash`], [`time`]
+//! - identifiers and values (A-14, C-4): [`ids`], [`hash`] (and the one hex encoder,
+//!   [`hash::hex`]), [`time`]
 //! - the summary / message checker: [`text`], with address classes in [`net`]
 //! - the provider's prepare answer: [`prepare`]
 //! - `execute_action` / `get_action_status` answers: [`outcome`]
 //! - the confirmation rule and its binding (A-22 … A-26): [`confirmation`]
 //! - the proposal state machine (A-15 … … A-45, P-3): [`proposal`]
 //! - proof claims and compact-JWS assembly (A-31 … A-34): [`proof`]
+//! - the proof key's `kid` (RFC 7638 thumbprint) and PEM: [`jwk`]
 //! - tenant configuration (C-3, C-4, C-7): [`config`]
 //! - fixed texts (D-6): [`texts`]
 //! - ports: [`ports`]
@@ -23,6 +25,7 @@ pub mod contract;
 pub mod conversation;
 pub mod hash;
 pub mod ids;
+pub mod jwk;
 pub mod net;
 pub mod outcome;
 pub mod ports;

@@ -84,16 +84,7 @@ pub fn parse_prepare_answer(
         out.push(ContractViolation::Status);
     }
 
-    let operation = required_str(&obj, "operation", &mut out).and_then(|s| {
-        if s == requested.as_str() {
-            Some(requested.clone())
-        } else {
-            out.push(ContractViolation::OperationMismatch {
-                requested: requested.to_string(),
-            });
-            None
-        }
-    });
+    let operation = operation(&obj, requested, &mut out);
 
     let summary_text = required_str(&obj, "summary", &mut out);
     let summary = summary_text.and_then(|s| {
@@ -108,35 +99,9 @@ pub fn parse_prepare_answer(
             .ok()
     });
 
-    let summary_hash = required_str(&obj, "summaryHash", &mut out).and_then(|s| {
-        Sha256Hex::parse(s)
-            .map_err(|_| out.push(ContractViolation::SummaryHashFormat))
-            .ok()
-    });
-    // exact bytes, no normalisation. Checked even when the summary itself is unsafe,
-    // so that every broken rule is reported.
-    if let (Some(text), Some(hash)) = (summary_text, &summary_hash)
-        && Sha256Hex::digest(text.as_bytes()) != *hash
-    {
-        out.push(ContractViolation::SummaryHashMismatch);
-    }
+    let summary_hash = summary_hash(&obj, summary_text, &mut out);
 
-    let expires_at = required_str(&obj, "expiresAt", &mut out).and_then(|s| {
-        let t = Timestamp::parse_utc(s)
-            .map_err(|_| out.push(ContractViolation::ExpiresAtFormat))
-            .ok()?;
-        if t <= now {
-            out.push(ContractViolation::ExpiresAtNotInFuture);
-            None
-        } else if t > now.plus_seconds(MAX_EXPIRY_SECONDS) {
-            out.push(ContractViolation::ExpiresAtTooFar {
-                max_seconds: MAX_EXPIRY_SECONDS,
-            });
-            None
-        } else {
-            Some(t)
-        }
-    });
+    let expires_at = expires_at(&obj, now, &mut out);
 
     check_unknown_fields(&obj, &FIELDS, &mut out);
 
@@ -164,6 +129,65 @@ pub fn parse_prepare_answer(
             expires_at,
         }),
         _ => Err(out),
+    }
+}
+
+/// `operation`, which must be the one the model asked for.
+fn operation(
+    obj: &serde_json::Map<String, Value>,
+    requested: &OperationName,
+    out: &mut Vec<ContractViolation>,
+) -> Option<OperationName> {
+    let s = required_str(obj, "operation", out)?;
+    if s == requested.as_str() {
+        return Some(requested.clone());
+    }
+    let requested = requested.to_string();
+    out.push(ContractViolation::OperationMismatch { requested });
+    None
+}
+
+/// `summaryHash`, which must be the SHA-256 of the summary's exact bytes (no
+/// normalisation). Checked even when the summary itself is unsafe, so that every broken
+/// rule is reported.
+fn summary_hash(
+    obj: &serde_json::Map<String, Value>,
+    summary: Option<&str>,
+    out: &mut Vec<ContractViolation>,
+) -> Option<Sha256Hex> {
+    let hash = required_str(obj, "summaryHash", out).and_then(|s| {
+        Sha256Hex::parse(s)
+            .map_err(|_| out.push(ContractViolation::SummaryHashFormat))
+            .ok()
+    })?;
+    if summary.is_some_and(|text| Sha256Hex::digest(text.as_bytes()) != hash) {
+        out.push(ContractViolation::SummaryHashMismatch);
+    }
+    Some(hash)
+}
+
+/// `expiresAt`, an RFC 3339 UTC time after `now` and at most
+/// [`MAX_EXPIRY_SECONDS`] later.
+fn expires_at(
+    obj: &serde_json::Map<String, Value>,
+    now: Timestamp,
+    out: &mut Vec<ContractViolation>,
+) -> Option<Timestamp> {
+    let s = required_str(obj, "expiresAt", out)?;
+    let Ok(t) = Timestamp::parse_utc(s) else {
+        out.push(ContractViolation::ExpiresAtFormat);
+        return None;
+    };
+    if t <= now {
+        out.push(ContractViolation::ExpiresAtNotInFuture);
+        None
+    } else if t > now.plus_seconds(MAX_EXPIRY_SECONDS) {
+        out.push(ContractViolation::ExpiresAtTooFar {
+            max_seconds: MAX_EXPIRY_SECONDS,
+        });
+        None
+    } else {
+        Some(t)
     }
 }
 

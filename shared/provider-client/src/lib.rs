@@ -24,9 +24,15 @@ use countersign_domain::ids::{TenantId, ToolName};
 use countersign_domain::net::ip_internal_reason;
 use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool};
 use countersign_domain::proof::Proof;
-use serde_json::{Map, Value, json};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientJsonRpcMessage,
+    ClientNotification, ClientRequest, Implementation, InitializeRequest, InitializeRequestParams,
+    InitializedNotification, JsonObject, JsonRpcMessage, ListToolsRequest, NumberOrString,
+    PaginatedRequestParams, ProtocolVersion, RequestId, Tool,
+};
+use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wire::Answer;
@@ -73,7 +79,7 @@ pub struct HttpProvider {
     settings: Settings,
     tools: Mutex<HashMap<ToolsKey, CachedTools>>,
     needs_session: Mutex<HashSet<String>>,
-    next_id: AtomicU64,
+    next_id: AtomicI64,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -120,7 +126,7 @@ impl HttpProvider {
             settings,
             tools: Mutex::new(HashMap::new()),
             needs_session: Mutex::new(HashSet::new()),
-            next_id: AtomicU64::new(1),
+            next_id: AtomicI64::new(1),
         })
     }
 
@@ -158,8 +164,8 @@ impl HttpProvider {
         }
     }
 
-    fn id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+    fn id(&self) -> RequestId {
+        NumberOrString::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// One POST; the answer read within the limits.
@@ -167,11 +173,13 @@ impl HttpProvider {
         &self,
         ctx: &ProviderContext,
         url: &reqwest::Url,
-        body: &Value,
+        body: &ClientJsonRpcMessage,
         session: Option<&str>,
         confirmation: Option<&Proof>,
-        expect_id: Option<u64>,
+        expect_id: Option<&RequestId>,
     ) -> Result<Answer, ProviderError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| ProviderError::Malformed(format!("encoding the request: {e}")))?;
         let mut req = self
             .http
             .post(url.clone())
@@ -183,7 +191,7 @@ impl HttpProvider {
             .header("x-mcp-tenant-id", ctx.tenant.as_str())
             .header("x-mcp-user-id", ctx.user.as_str())
             .header("x-mcp-conversation-id", ctx.conversation.as_str())
-            .body(body.to_string());
+            .body(body);
         if let Some(s) = session {
             req = req.header("mcp-session-id", s);
         }
@@ -214,31 +222,17 @@ impl HttpProvider {
         url: &reqwest::Url,
     ) -> Result<Option<String>, ProviderError> {
         let id = self.id();
-        let body = json!({
-            "jsonrpc": "2.0", "id": id, "method": "initialize",
-            "params": {
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "countersign", "version": env!("CARGO_PKG_VERSION")}
-            }
-        });
-        let answer = self.post(ctx, url, &body, None, None, Some(id)).await?;
-        if !answer.status.is_success() {
-            return Err(ProviderError::Http {
-                status: answer.status.as_u16(),
-            });
-        }
+        let body = ClientJsonRpcMessage::request(initialize_request(), id.clone());
+        let answer = self.post(ctx, url, &body, None, None, Some(&id)).await?;
+        success(&answer)?;
         wire::result_of(answer.message)?;
         let session = answer.session;
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let note = ClientNotification::from(InitializedNotification::default());
+        let note = ClientJsonRpcMessage::notification(note);
         let ack = self
             .post(ctx, url, &note, session.as_deref(), None, None)
             .await?;
-        if !ack.status.is_success() {
-            return Err(ProviderError::Http {
-                status: ack.status.as_u16(),
-            });
-        }
+        success(&ack)?;
         Ok(session)
     }
 
@@ -246,10 +240,9 @@ impl HttpProvider {
     async fn request(
         &self,
         ctx: &ProviderContext,
-        method: &str,
-        params: Value,
+        request: ClientRequest,
         confirmation: Option<&Proof>,
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<JsonObject, ProviderError> {
         let url = self.checked_url(&ctx.server_url)?;
         let key = url.as_str().to_owned();
         let mut session = None;
@@ -260,48 +253,76 @@ impl HttpProvider {
             session = self.initialize(ctx, &url).await?;
         }
         let id = self.id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let body = ClientJsonRpcMessage::request(request.clone(), id.clone());
         let mut answer = self
-            .post(ctx, &url, &body, session.as_deref(), confirmation, Some(id))
+            .post(
+                ctx,
+                &url,
+                &body,
+                session.as_deref(),
+                confirmation,
+                Some(&id),
+            )
             .await?;
         // 400/404 to a session-less request: the server wants `initialize` first. It ran
         // nothing (a tool's answer, even an error, comes with 200), so one more send with a
         // session is safe; never for a call carrying a proof, which is sent once.
+        let not_a_result = !matches!(answer.message, Some(JsonRpcMessage::Response(_)));
         if session.is_none()
             && confirmation.is_none()
             && matches!(answer.status.as_u16(), 400 | 404)
-            && answer
-                .message
-                .as_ref()
-                .is_none_or(|m| m.get("result").is_none())
+            && not_a_result
         {
             self.remember_session_needed(&key);
             session = self.initialize(ctx, &url).await?;
             let id = self.id();
-            let body =
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params_of(&body)});
+            let body = ClientJsonRpcMessage::request(request, id.clone());
             answer = self
-                .post(ctx, &url, &body, session.as_deref(), None, Some(id))
+                .post(ctx, &url, &body, session.as_deref(), None, Some(&id))
                 .await?;
         }
-        if !answer.status.is_success() {
-            return Err(ProviderError::Http {
-                status: answer.status.as_u16(),
-            });
-        }
+        success(&answer)?;
         wire::result_of(answer.message)
     }
 }
 
-fn params_of(body: &Value) -> Value {
-    body.get("params").cloned().unwrap_or(Value::Null)
+/// The HTTP status of an answer, as an error unless it is a success.
+fn success(answer: &Answer) -> Result<(), ProviderError> {
+    if answer.status.is_success() {
+        return Ok(());
+    }
+    Err(ProviderError::Http {
+        status: answer.status.as_u16(),
+    })
 }
 
-/// One `tools/list` entry, or `None` when it is not a usable tool descriptor.
-fn tool_of(v: &Value) -> Option<ProviderTool> {
-    let descriptor = v.as_object()?.clone();
-    let name = ToolName::parse(descriptor.get("name")?.as_str()?).ok()?;
-    let output_schema = descriptor.get("outputSchema").cloned();
+/// `initialize`, as the protocol revision this client speaks.
+fn initialize_request() -> ClientRequest {
+    let client = Implementation::new("countersign", env!("CARGO_PKG_VERSION"));
+    let params = InitializeRequestParams::new(ClientCapabilities::default(), client)
+        .with_protocol_version(ProtocolVersion::V_2025_06_18);
+    InitializeRequest::new(params).into()
+}
+
+/// One page of `tools/list`: the descriptors stay as published (G-6: passed through
+/// unchanged), each checked against the MCP `Tool` type.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsPage {
+    tools: Vec<Value>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// One `tools/list` entry, or `None` when it is not a valid MCP tool descriptor.
+fn tool_of(v: Value) -> Option<ProviderTool> {
+    let tool: Tool = serde_json::from_value(v.clone()).ok()?;
+    let name = ToolName::parse(tool.name.as_ref()).ok()?;
+    let descriptor = match v {
+        Value::Object(descriptor) => descriptor,
+        _ => return None,
+    };
+    let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
     Some(ProviderTool {
         name,
         descriptor,
@@ -326,21 +347,14 @@ impl Provider for HttpProvider {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_TOOL_PAGES {
-            let params = match &cursor {
-                None => json!({}),
-                Some(c) => json!({"cursor": c}),
-            };
-            let result = self.request(ctx, "tools/list", params, None).await?;
-            let page = result
-                .get("tools")
-                .and_then(Value::as_array)
-                .ok_or_else(|| ProviderError::Malformed("tools/list without tools".into()))?;
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let request = ListToolsRequest::with_param(params).into();
+            let result = self.request(ctx, request, None).await?;
+            let page: ToolsPage = serde_json::from_value(Value::Object(result))
+                .map_err(|_| ProviderError::Malformed("tools/list without tools".into()))?;
             // A malformed entry is skipped, not fatal: the allowlist decides what is used.
-            tools.extend(page.iter().filter_map(tool_of));
-            cursor = result
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            tools.extend(page.tools.into_iter().filter_map(tool_of));
+            cursor = page.next_cursor;
             if cursor.is_none() {
                 break;
             }
@@ -359,15 +373,11 @@ impl Provider for HttpProvider {
         arguments: &Map<String, Value>,
         confirmation: Option<&Proof>,
     ) -> Result<Value, ProviderError> {
-        let params = json!({"name": tool, "arguments": arguments});
-        let result = self
-            .request(ctx, "tools/call", params, confirmation)
-            .await?;
-        if !result.is_object() {
-            return Err(ProviderError::Malformed(
-                "tools/call result is not an object".into(),
-            ));
-        }
-        Ok(result)
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        let request = CallToolRequest::new(params).into();
+        // The result object as the provider sent it: proxied answers pass through
+        // unchanged (G-6); contract answers are read by the domain's parser.
+        let result = self.request(ctx, request, confirmation).await?;
+        Ok(Value::Object(result))
     }
 }

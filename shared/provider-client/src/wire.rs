@@ -1,7 +1,12 @@
 //! Reading a Streamable HTTP answer: JSON or an SSE stream, within a size limit.
 
 use countersign_domain::ports::ProviderError;
+use rmcp::model::{JsonObject, JsonRpcMessage, RequestId};
 use serde_json::Value;
+
+/// A JSON-RPC message from the provider; the awaited one is a response or an error.
+/// Results are read as objects here and typed by the caller.
+pub(crate) type Incoming = JsonRpcMessage<JsonObject, JsonObject, JsonObject>;
 
 /// What one POST got back.
 #[derive(Debug)]
@@ -10,7 +15,7 @@ pub(crate) struct Answer {
     /// `Mcp-Session-Id`, when the server opened a session.
     pub(crate) session: Option<String>,
     /// The JSON-RPC response with the awaited id (none for notifications or empty bodies).
-    pub(crate) message: Option<Value>,
+    pub(crate) message: Option<Incoming>,
 }
 
 /// The error chain as one line (for logs; never contains headers).
@@ -38,15 +43,25 @@ fn body_error(e: &reqwest::Error) -> ProviderError {
 }
 
 /// Whether `v` is the JSON-RPC response to `id`.
-fn answers(v: &Value, id: u64) -> bool {
-    v.get("id").and_then(Value::as_u64) == Some(id)
-        && (v.get("result").is_some() || v.get("error").is_some())
+fn answers(m: &Incoming, id: &RequestId) -> bool {
+    match m {
+        JsonRpcMessage::Response(r) => r.id == *id,
+        JsonRpcMessage::Error(e) => e.id.as_ref() == Some(id),
+        _ => false,
+    }
+}
+
+/// `v`, if it is the JSON-RPC answer to `id`.
+fn answer_to(v: Value, id: &RequestId) -> Option<Incoming> {
+    serde_json::from_value::<Incoming>(v)
+        .ok()
+        .filter(|m| answers(m, id))
 }
 
 /// Reads the answer. `expect_id` is the request's id (`None` for a notification).
 pub(crate) async fn read_answer(
     mut response: reqwest::Response,
-    expect_id: Option<u64>,
+    expect_id: Option<&RequestId>,
     max: usize,
 ) -> Result<Answer, ProviderError> {
     let status = response.status();
@@ -87,37 +102,7 @@ pub(crate) async fn read_answer(
             }
         }
     }
-    let message = match (expect_id, is_sse) {
-        (None, _) => None,
-        (Some(id), true) => {
-            let (found, _) = scan_events(&[&buffer[scanned..], b"\n\n"].concat(), id);
-            if found.is_none() && status.is_success() {
-                // The stream ended without the answer: the call's outcome is unknown.
-                return Err(ProviderError::Interrupted);
-            }
-            found
-        }
-        (Some(id), false) if content_type.starts_with("application/json") => {
-            match serde_json::from_slice::<Value>(&buffer) {
-                Ok(Value::Array(batch)) => batch.into_iter().find(|v| answers(v, id)),
-                Ok(v) if answers(&v, id) => Some(v),
-                Ok(_) if !status.is_success() => None,
-                Ok(_) => {
-                    return Err(ProviderError::Malformed(
-                        "the answer is not the JSON-RPC response to the request".into(),
-                    ));
-                }
-                Err(_) if !status.is_success() => None,
-                Err(_) => return Err(ProviderError::Malformed("the answer is not JSON".into())),
-            }
-        }
-        (Some(_), false) if !status.is_success() => None,
-        (Some(_), false) => {
-            return Err(ProviderError::Malformed(format!(
-                "unexpected content type {content_type:?}"
-            )));
-        }
-    };
+    let message = whole_answer(&buffer[scanned..], status, &content_type, expect_id)?;
     Ok(Answer {
         status,
         session,
@@ -125,9 +110,58 @@ pub(crate) async fn read_answer(
     })
 }
 
+/// The awaited message in a whole body (the rest of an event stream, or a JSON body);
+/// `None` for an error status without one.
+fn whole_answer(
+    rest: &[u8],
+    status: reqwest::StatusCode,
+    content_type: &str,
+    expect_id: Option<&RequestId>,
+) -> Result<Option<Incoming>, ProviderError> {
+    let is_sse = content_type.starts_with("text/event-stream");
+    match (expect_id, is_sse) {
+        (None, _) => Ok(None),
+        (Some(id), true) => {
+            let (found, _) = scan_events(&[rest, b"\n\n"].concat(), id);
+            if found.is_none() && status.is_success() {
+                // The stream ended without the answer: the call's outcome is unknown.
+                return Err(ProviderError::Interrupted);
+            }
+            Ok(found)
+        }
+        (Some(id), false) if content_type.starts_with("application/json") => {
+            json_answer(rest, status, id)
+        }
+        (Some(_), false) if !status.is_success() => Ok(None),
+        (Some(_), false) => Err(ProviderError::Malformed(format!(
+            "unexpected content type {content_type:?}"
+        ))),
+    }
+}
+
+/// The awaited message in a JSON body (one message or a batch).
+fn json_answer(
+    body: &[u8],
+    status: reqwest::StatusCode,
+    id: &RequestId,
+) -> Result<Option<Incoming>, ProviderError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(batch)) => Ok(batch.into_iter().find_map(|v| answer_to(v, id))),
+        Ok(v) => match answer_to(v, id) {
+            Some(m) => Ok(Some(m)),
+            None if !status.is_success() => Ok(None),
+            None => Err(ProviderError::Malformed(
+                "the answer is not the JSON-RPC response to the request".into(),
+            )),
+        },
+        Err(_) if !status.is_success() => Ok(None),
+        Err(_) => Err(ProviderError::Malformed("the answer is not JSON".into())),
+    }
+}
+
 /// Scans complete SSE events in `bytes` for the response to `id`; returns it and how many
 /// bytes of complete events were consumed.
-fn scan_events(bytes: &[u8], id: u64) -> (Option<Value>, usize) {
+fn scan_events(bytes: &[u8], id: &RequestId) -> (Option<Incoming>, usize) {
     let mut consumed = 0;
     loop {
         let rest = &bytes[consumed..];
@@ -146,10 +180,11 @@ fn scan_events(bytes: &[u8], id: u64) -> (Option<Value>, usize) {
         if data.is_empty() {
             continue;
         }
-        if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n"))
-            && answers(&v, id)
+        if let Some(m) = serde_json::from_str::<Value>(&data.join("\n"))
+            .ok()
+            .and_then(|v| answer_to(v, id))
         {
-            return (Some(v), consumed);
+            return (Some(m), consumed);
         }
     }
 }
@@ -168,18 +203,16 @@ fn find_event_end(bytes: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// The `result` of a JSON-RPC response.
-pub(crate) fn result_of(message: Option<Value>) -> Result<Value, ProviderError> {
-    let Some(mut message) = message else {
-        return Err(ProviderError::Malformed("no JSON-RPC response".into()));
-    };
-    if let Some(result) = message.get_mut("result") {
-        return Ok(result.take());
+/// The result of the awaited answer, or its protocol error.
+pub(crate) fn result_of(message: Option<Incoming>) -> Result<JsonObject, ProviderError> {
+    match message {
+        Some(JsonRpcMessage::Response(r)) => Ok(r.result),
+        Some(JsonRpcMessage::Error(e)) => Err(ProviderError::Protocol {
+            code: i64::from(e.error.code.0),
+        }),
+        Some(_) => Err(ProviderError::Malformed("neither result nor error".into())),
+        None => Err(ProviderError::Malformed("no JSON-RPC response".into())),
     }
-    let code = message
-        .pointer("/error/code")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| ProviderError::Malformed("neither result nor error".into()))?;
-    Err(ProviderError::Protocol { code })
 }
 
 #[cfg(test)]
@@ -189,21 +222,25 @@ mod tests {
     #[test]
     fn sse_events_are_scanned_for_the_awaited_answer() {
         let stream = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nid: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\n data\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"ok\":true}}\r\n\r\npartial";
-        let (found, consumed) = scan_events(stream, 7);
-        assert_eq!(found.unwrap()["result"]["ok"], true);
+        let (found, consumed) = scan_events(stream, &RequestId::Number(7));
+        let result = result_of(found).unwrap();
+        assert_eq!(result["ok"], true);
         assert_eq!(&stream[consumed..], b"partial");
-        assert_eq!(scan_events(stream, 8).0, None);
+        assert_eq!(scan_events(stream, &RequestId::Number(8)).0, None);
     }
 
     #[test]
     fn results_and_errors() {
-        assert!(result_of(Some(serde_json::json!({"id": 1, "result": {}}))).is_ok());
+        let id = RequestId::Number(1);
+        let ok = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+        assert!(result_of(answer_to(ok, &id)).is_ok());
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "unknown tool"}});
         assert!(matches!(
-            result_of(Some(
-                serde_json::json!({"id": 1, "error": {"code": -32602}})
-            )),
+            result_of(answer_to(error, &id)),
             Err(ProviderError::Protocol { code: -32602 })
         ));
+        let other = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {}});
+        assert!(answer_to(other, &id).is_none());
         assert!(matches!(result_of(None), Err(ProviderError::Malformed(_))));
     }
 }

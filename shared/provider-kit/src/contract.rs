@@ -1,8 +1,9 @@
 //! The actions contract's answers and hashes, in their wire spelling.
 
+use countersign_domain::hash::Sha256Hex;
+use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -15,12 +16,9 @@ pub use countersign_domain::proposal::RemoteStatus as ActionStatus;
 /// a proposal may live at most this long after preparation.
 pub const MAX_PROPOSAL_SECONDS: i64 = 300;
 
-/// Lowercase hex SHA-256.
+/// Lowercase hex SHA-256: the platform's own spelling, so both sides agree.
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256Hex::digest(bytes).into()
 }
 
 /// `summaryHash`: SHA-256 of the summary's exact UTF-8 bytes, no normalisation.
@@ -144,8 +142,8 @@ impl PrepareAnswer {
         })
     }
 
-    /// The MCP `CallToolResult` JSON carrying this answer.
-    pub fn to_call_tool_result(&self) -> Value {
+    /// The MCP `CallToolResult` carrying this answer.
+    pub fn to_call_tool_result(&self) -> CallToolResult {
         call_tool_result(self)
     }
 }
@@ -180,20 +178,16 @@ impl StatusAnswer {
         }
     }
 
-    /// The MCP `CallToolResult` JSON carrying this answer. Never `isError`: an answered
+    /// The MCP `CallToolResult` carrying this answer. Never `isError`: an answered
     /// status is not a tool error (A-41 reads `isError: true` as failure).
-    pub fn to_call_tool_result(&self) -> Value {
+    pub fn to_call_tool_result(&self) -> CallToolResult {
         call_tool_result(self)
     }
 }
 
-fn call_tool_result(answer: &impl Serialize) -> Value {
-    let structured = serde_json::to_value(answer).unwrap_or(Value::Null);
-    serde_json::json!({
-        "content": [{"type": "text", "text": structured.to_string()}],
-        "structuredContent": structured,
-        "isError": false,
-    })
+/// The answer as `structuredContent`, and the same JSON as the one text block.
+fn call_tool_result(answer: &impl Serialize) -> CallToolResult {
+    CallToolResult::structured(serde_json::to_value(answer).unwrap_or(Value::Null))
 }
 
 #[cfg(test)]
@@ -241,7 +235,9 @@ mod tests {
             now + time::Duration::minutes(4),
         )
         .unwrap();
-        let result = ToolResult::from_mcp_json(&answer.to_call_tool_result()).unwrap();
+        let result =
+            ToolResult::from_mcp_json(&serde_json::to_value(answer.to_call_tool_result()).unwrap())
+                .unwrap();
         let parsed = countersign_domain::prepare::parse_prepare_answer(
             &result,
             &OperationName::parse("reassign_session_car").unwrap(),
@@ -272,7 +268,10 @@ mod tests {
     fn a40_status_answers_are_accepted_by_the_platform_parser() {
         for status in ActionStatus::ALL {
             let answer = StatusAnswer::new("act_1", status, Some("Done.".into()));
-            let result = ToolResult::from_mcp_json(&answer.to_call_tool_result()).unwrap();
+            let result = ToolResult::from_mcp_json(
+                &serde_json::to_value(answer.to_call_tool_result()).unwrap(),
+            )
+            .unwrap();
             let parsed = countersign_domain::outcome::parse_action_answer(
                 &result,
                 &ActionId::parse("act_1").unwrap(),

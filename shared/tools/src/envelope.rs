@@ -6,6 +6,7 @@
 //! actually goes out, envelope included.
 
 use crate::errors::{ToolError, code};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -75,16 +76,22 @@ impl Sealed {
             .unwrap_or("none")
     }
 
-    /// The MCP `CallToolResult` JSON: `content` (images, then the text), the
+    /// The MCP `CallToolResult`: `content` (images, then the text), the
     /// `structuredContent`, and `isError`.
-    pub fn to_call_tool_result(&self) -> Value {
-        let mut content: Vec<Value> = self
+    pub fn to_call_tool_result(&self) -> CallToolResult {
+        let mut content: Vec<ContentBlock> = self
             .images
             .iter()
-            .map(|i| json!({"type": "image", "data": i.data, "mimeType": i.mime_type}))
+            .map(|i| ContentBlock::image(i.data.clone(), i.mime_type.clone()))
             .collect();
-        content.push(json!({"type": "text", "text": self.text}));
-        json!({"content": content, "structuredContent": self.structured, "isError": self.is_error})
+        content.push(ContentBlock::text(self.text.clone()));
+        let mut r = if self.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        };
+        r.structured_content = Some(self.structured.clone());
+        r
     }
 }
 
@@ -146,7 +153,7 @@ mod tests {
                 s.structured["meta"],
                 json!({"tool": "describe_tool", "version": "1.0.0"})
             );
-            let r = s.to_call_tool_result();
+            let r = serde_json::to_value(s.to_call_tool_result()).unwrap();
             assert_eq!(r["structuredContent"], s.structured);
             assert_eq!(r["isError"], s.is_error);
         }
@@ -171,7 +178,7 @@ mod tests {
                 ],
             }),
         );
-        let content = s.to_call_tool_result()["content"]
+        let content = serde_json::to_value(s.to_call_tool_result()).unwrap()["content"]
             .as_array()
             .unwrap()
             .clone();

@@ -24,6 +24,7 @@ use countersign_domain::ports::{
 };
 use countersign_domain::proposal::Proposal;
 use countersign_domain::secret::SecretString;
+use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -166,7 +167,7 @@ impl IntegrationService {
 
     /// Calls `name` for `ctx`: a built-in through the registry, an allowlisted
     /// consultation through the provider (checked against its `outputSchema`, G-6).
-    /// Returns the `CallToolResult` JSON, or `None` for a tool that is neither.
+    /// Returns the `CallToolResult`, or `None` for a tool that is neither.
     pub async fn call(
         &self,
         registry: &Registry<CallContext>,
@@ -174,7 +175,7 @@ impl IntegrationService {
         proxied: Option<(&ProviderContext, &[ProviderTool])>,
         name: &str,
         arguments: Option<Map<String, Value>>,
-    ) -> Option<Value> {
+    ) -> Option<CallToolResult> {
         let tools: &[ProviderTool] = proxied.map_or(&[], |(_, t)| t);
         match route(registry, tools, name) {
             Route::BuiltIn => {
@@ -187,7 +188,11 @@ impl IntegrationService {
             Route::Proxied(tool) => {
                 let (pctx, _) = proxied?;
                 let args = arguments.unwrap_or_default();
-                Some(crate::proxy::call(self.provider.as_ref(), pctx, tool, &args).await)
+                let raw = crate::proxy::call(self.provider.as_ref(), pctx, tool, &args).await;
+                Some(serde_json::from_value(raw).unwrap_or_else(|_| {
+                    let message = "The company's system answered with a malformed result.";
+                    crate::proxy::violation(tool, message, Value::Null)
+                }))
             }
             Route::Unknown => None,
         }

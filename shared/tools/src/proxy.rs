@@ -13,6 +13,7 @@ use crate::errors::{ToolError, code, from_provider};
 use countersign_domain::config::{BUILT_IN_TOOLS, RESERVED_TOOLS};
 use countersign_domain::ids::ToolName;
 use countersign_domain::ports::{Provider, ProviderContext, ProviderTool};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 
@@ -32,7 +33,9 @@ pub fn allowed_tools(published: Vec<ProviderTool>, allowlist: &[ToolName]) -> Ve
         .collect()
 }
 
-fn violation(tool: &ProviderTool, message: &str, details: Value) -> Value {
+/// A `PROVIDER_CONTRACT_VIOLATION` result for `tool`: enveloped, text only (decision
+/// 0009).
+pub fn violation(tool: &ProviderTool, message: &str, details: Value) -> CallToolResult {
     let version = tool
         .descriptor
         .get("_meta")
@@ -50,8 +53,19 @@ fn violation(tool: &ProviderTool, message: &str, details: Value) -> Value {
     text_only(&seal(&meta, Err(err)))
 }
 
-fn text_only(sealed: &crate::envelope::Sealed) -> Value {
-    json!({"content": [{"type": "text", "text": sealed.text}], "isError": true})
+/// An error result carrying the envelope as its one text block, without
+/// `structuredContent` (the provider's `outputSchema` describes the structured content).
+fn text_only(sealed: &crate::envelope::Sealed) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(sealed.text.clone())]);
+    // The wire shape of the answers this proxy passes through: no `resultType` (the
+    // gateway's MCP layer adds what the peer's revision needs).
+    r.result_type = None;
+    r
+}
+
+/// A result as the JSON the proxy passes on.
+fn to_json(r: &CallToolResult) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
 }
 
 /// Checks a provider's `CallToolResult` against the tool's declared `outputSchema`.
@@ -106,7 +120,7 @@ pub async fn call(
                 tool: tool.name.to_string(),
                 version: "provider".into(),
             };
-            (text_only(&seal(&meta, Err(err))), code)
+            (to_json(&text_only(&seal(&meta, Err(err)))), code)
         }
         Ok(result) => {
             let problems = contract_problems(tool, &result);
@@ -119,14 +133,10 @@ pub async fn call(
                 (result, code)
             } else {
                 tracing::warn!(tool = %tool.name, ?problems, "provider answer violates its outputSchema");
-                (
-                    violation(
-                        tool,
-                        "The company's system answered outside its published format.",
-                        json!({"problems": problems.len()}),
-                    ),
-                    code::PROVIDER_CONTRACT_VIOLATION,
-                )
+                let message = "The company's system answered outside its published format.";
+                let details = json!({"problems": problems.len()});
+                let result = violation(tool, message, details);
+                (to_json(&result), code::PROVIDER_CONTRACT_VIOLATION)
             }
         }
     };

@@ -120,7 +120,8 @@ pub fn canonical_json(value: &Value) -> String {
 pub fn fingerprint(text: &str) -> String {
     use sha2::{Digest, Sha256};
     let d = Sha256::digest(text.as_bytes());
-    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    // A digest has 32 bytes, so the first 8 are always there.
+    countersign_domain::hash::hex(d.get(..8).unwrap_or_default())
 }
 
 #[cfg(test)]

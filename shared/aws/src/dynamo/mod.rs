@@ -429,8 +429,7 @@ impl ConversationStore for DynamoStore {
         proposal: &Proposal,
         presentation: &[NewMessage],
     ) -> Result<CreateProposalOutcome, StoreError> {
-        let pk = conv_pk(&proposal.tenant, &proposal.case);
-        // The case item as last seen: from a Query first, then from the failed
+        // The case item as last seen: from a read first, then from the failed
         // condition's ALL_OLD image, which saves a read per lost race.
         let mut seen_case: Option<Item> = None;
         for attempt in 0..MAX_ATTEMPTS {
@@ -441,81 +440,21 @@ impl ConversationStore for DynamoStore {
                     None => return Ok(CreateProposalOutcome::CaseNotOpen),
                 },
             };
-            if opt_s(&case_item, "status") != Some("open") {
-                return Ok(CreateProposalOutcome::CaseNotOpen);
-            }
-            let seen = Self::slot(&case_item);
-            let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
-            // an executing or unknown proposal blocks preparation.
-            if let (Some((a, _)), Some(st)) = (&seen, seen_state)
-                && st.blocks_preparation()
-            {
-                return Ok(CreateProposalOutcome::Blocked {
-                    action_id: ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?,
-                    state: st,
-                });
-            }
-
-            let mut vals = values([
-                (":open", s("open")),
-                (":new", s(proposal.action_id.as_str())),
-                (":pending", s(ProposalState::PendingConfirmation.as_str())),
-            ]);
-            let condition = match &seen {
-                Some((a, st)) => {
-                    vals.insert(":seen_a".into(), s(a.as_str()));
-                    vals.insert(":seen_s".into(), s(st.as_str()));
-                    "#status = :open AND slot_action = :seen_a AND slot_state = :seen_s"
-                }
-                None => "#status = :open AND attribute_not_exists(slot_action)",
+            let seen = match slot_for_preparation(&case_item)? {
+                Ok(seen) => seen,
+                Err(refused) => return Ok(refused),
             };
-            let mut tx = vec![self.update(
-                key(pk.as_str(), CASE_SK),
-                // A held conversation never expires (P-3).
-                "SET slot_action = :new, slot_state = :pending REMOVE #ttl".to_owned(),
-                condition,
-                vals,
-            )?];
-            // the pending predecessor is superseded in the same transaction.
-            let superseded = match (&seen, seen_state) {
-                (Some((a, _)), Some(ProposalState::PendingConfirmation)) => {
-                    let old = ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?;
-                    let mut vals = values([
-                        (":pending", s(ProposalState::PendingConfirmation.as_str())),
-                        (":sup", s(ProposalState::Superseded.as_str())),
-                    ]);
-                    let expr = match self.retention_ttl() {
-                        Some(t) => {
-                            vals.insert(":ttl".into(), t);
-                            "SET #state = :sup, #ttl = :ttl REMOVE gsi1pk, gsi1sk"
-                        }
-                        None => "SET #state = :sup REMOVE gsi1pk, gsi1sk",
-                    };
-                    tx.push(self.update(
-                        key(pk.as_str(), prop_sk(&old)),
-                        expr.to_owned(),
-                        "#state = :pending",
-                        vals,
-                    )?);
-                    Some(old)
+            let plan = self.proposal_tx(proposal, presentation, seen.as_ref())?;
+            match self.transact(plan.items).await? {
+                Tx::Committed => {
+                    let superseded = plan.superseded;
+                    return Ok(CreateProposalOutcome::Applied { superseded });
                 }
-                _ => None,
-            };
-            let proposal_index = tx.len();
-            tx.push(self.put_new(proposal_item(proposal))?);
-            let guard_index = tx.len();
-            let mut guard = key(guard_pk(&proposal.tenant, &proposal.action_id), "ACTION");
-            guard.insert("case_id".into(), s(proposal.case.as_str()));
-            guard.insert("created_at".into(), s(proposal.prepared_at.to_rfc3339()));
-            tx.push(self.put_new(guard)?);
-            for m in presentation {
-                tx.push(self.put_new(message_item(&proposal.tenant, m))?);
-            }
-            match self.transact(tx).await? {
-                Tx::Committed => return Ok(CreateProposalOutcome::Applied { superseded }),
                 Tx::Cancelled(reasons) => {
                     // the action id was used before in this tenant.
-                    if failed(reasons.get(guard_index)) || failed(reasons.get(proposal_index)) {
+                    let reused = failed(reasons.get(plan.guard_index))
+                        || failed(reasons.get(plan.proposal_index));
+                    if reused {
                         return Ok(CreateProposalOutcome::ActionIdReused);
                     }
                     // Someone changed the slot between our read and write: decide again.
@@ -678,7 +617,6 @@ impl ConversationStore for DynamoStore {
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<TransitionOutcome, StoreError> {
-        let pk = conv_pk(tenant, case);
         for attempt in 0..MAX_ATTEMPTS {
             let Some(case_item) = self.case_item(tenant, case).await? else {
                 return Ok(TransitionOutcome::Applied);
@@ -687,66 +625,15 @@ impl ConversationStore for DynamoStore {
                 return Ok(TransitionOutcome::Applied);
             }
             let seen = Self::slot(&case_item);
+            let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
             // An action whose outcome is not settled keeps the case open: it must be
             // reconciled in it, and a closed case never executes.
-            if let Some(state) = seen
-                .as_ref()
-                .and_then(|(_, st)| ProposalState::parse(st))
-                .filter(|st| st.needs_reconciliation())
-            {
+            if let Some(state) = seen_state.filter(|st| st.needs_reconciliation()) {
                 return Ok(TransitionOutcome::Conflict {
                     current: Some(state),
                 });
             }
-            let mut vals = values([(":open", s("open")), (":closed", s("closed"))]);
-            let mut expr = "SET #status = :closed".to_owned();
-            let condition = match &seen {
-                Some((a, st)) => {
-                    vals.insert(":seen_a".into(), s(a.as_str()));
-                    vals.insert(":seen_s".into(), s(st.as_str()));
-                    "#status = :open AND slot_action = :seen_a AND slot_state = :seen_s"
-                }
-                None => "#status = :open AND attribute_not_exists(slot_action)",
-            };
-            let pending = seen
-                .as_ref()
-                .filter(|(_, st)| st == ProposalState::PendingConfirmation.as_str())
-                .map(|(a, _)| ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action")))
-                .transpose()?;
-            let ttl = self.retention_ttl();
-            let held = seen
-                .as_ref()
-                .and_then(|(_, st)| ProposalState::parse(st))
-                .is_some_and(|st| st.blocks_purge() && st != ProposalState::PendingConfirmation);
-            if pending.is_some() {
-                vals.insert(":cancelled".into(), s(ProposalState::Cancelled.as_str()));
-                expr.push_str(", slot_state = :cancelled");
-            }
-            if let (Some(t), false) = (&ttl, held) {
-                vals.insert(":ttl".into(), t.clone());
-                expr.push_str(", #ttl = :ttl");
-            }
-            let mut tx = vec![self.update(key(pk.as_str(), CASE_SK), expr, condition, vals)?];
-            // A closed case never executes: a pending proposal is cancelled with it.
-            if let Some(old) = &pending {
-                let mut vals = values([
-                    (":pending", s(ProposalState::PendingConfirmation.as_str())),
-                    (":cancelled", s(ProposalState::Cancelled.as_str())),
-                ]);
-                let expr = match &ttl {
-                    Some(t) => {
-                        vals.insert(":ttl".into(), t.clone());
-                        "SET #state = :cancelled, #ttl = :ttl REMOVE gsi1pk, gsi1sk"
-                    }
-                    None => "SET #state = :cancelled REMOVE gsi1pk, gsi1sk",
-                };
-                tx.push(self.update(
-                    key(pk.as_str(), prop_sk(old)),
-                    expr.to_owned(),
-                    "#state = :pending",
-                    vals,
-                )?);
-            }
+            let tx = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
             match self.transact(tx).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
                 Tx::Cancelled(_) => backoff(attempt).await,
@@ -793,6 +680,164 @@ impl ConversationStore for DynamoStore {
             }
         }
         Ok(cancelled)
+    }
+}
+
+/// the slot as seen, when a new proposal may take it (`Ok`), or the outcome that
+/// refuses preparation (`Err`): the case is not open, or an action is unsettled.
+#[allow(clippy::type_complexity)]
+fn slot_for_preparation(
+    case_item: &Item,
+) -> Result<Result<Option<(String, String)>, CreateProposalOutcome>, StoreError> {
+    if opt_s(case_item, "status") != Some("open") {
+        return Ok(Err(CreateProposalOutcome::CaseNotOpen));
+    }
+    let seen = DynamoStore::slot(case_item);
+    let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
+    if let (Some((a, _)), Some(st)) = (&seen, seen_state)
+        && st.blocks_preparation()
+    {
+        let action_id = ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?;
+        return Ok(Err(CreateProposalOutcome::Blocked {
+            action_id,
+            state: st,
+        }));
+    }
+    Ok(Ok(seen))
+}
+
+/// The transaction that stores a proposal, and where its guards sit in it.
+struct ProposalTx {
+    items: Vec<TransactWriteItem>,
+    superseded: Option<ActionId>,
+    proposal_index: usize,
+    guard_index: usize,
+}
+
+impl DynamoStore {
+    /// The slot condition on the case item: as seen (the optimistic lock), or empty.
+    fn slot_condition(
+        seen: Option<&(String, String)>,
+        vals: &mut HashMap<String, AttributeValue>,
+    ) -> &'static str {
+        match seen {
+            Some((a, st)) => {
+                vals.insert(":seen_a".into(), s(a.as_str()));
+                vals.insert(":seen_s".into(), s(st.as_str()));
+                "#status = :open AND slot_action = :seen_a AND slot_state = :seen_s"
+            }
+            None => "#status = :open AND attribute_not_exists(slot_action)",
+        }
+    }
+
+    /// Moves a pending proposal to `to` inside a larger transaction, with retention when
+    /// configured (and out of the pending index).
+    fn end_pending_update(
+        &self,
+        pk: &str,
+        action: &ActionId,
+        to: ProposalState,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut vals = values([
+            (":pending", s(ProposalState::PendingConfirmation.as_str())),
+            (":to", s(to.as_str())),
+        ]);
+        let expr = match self.retention_ttl() {
+            Some(t) => {
+                vals.insert(":ttl".into(), t);
+                "SET #state = :to, #ttl = :ttl REMOVE gsi1pk, gsi1sk"
+            }
+            None => "SET #state = :to REMOVE gsi1pk, gsi1sk",
+        };
+        self.update(
+            key(pk, prop_sk(action)),
+            expr.to_owned(),
+            "#state = :pending",
+            vals,
+        )
+    }
+
+    /// A-14 … A-17 in one transaction: the slot taken (conditional on what was seen),
+    /// a pending predecessor superseded, the proposal and its tenant-wide id guard put
+    /// new, and the presentation messages.
+    fn proposal_tx(
+        &self,
+        proposal: &Proposal,
+        presentation: &[NewMessage],
+        seen: Option<&(String, String)>,
+    ) -> Result<ProposalTx, StoreError> {
+        let pk = conv_pk(&proposal.tenant, &proposal.case);
+        let mut vals = values([
+            (":open", s("open")),
+            (":new", s(proposal.action_id.as_str())),
+            (":pending", s(ProposalState::PendingConfirmation.as_str())),
+        ]);
+        let condition = Self::slot_condition(seen, &mut vals);
+        // A held conversation never expires (P-3).
+        let take = "SET slot_action = :new, slot_state = :pending REMOVE #ttl".to_owned();
+        let mut items = vec![self.update(key(pk.as_str(), CASE_SK), take, condition, vals)?];
+        // the pending predecessor is superseded in the same transaction.
+        let pending = seen.filter(|(_, st)| st == ProposalState::PendingConfirmation.as_str());
+        let superseded = match pending {
+            Some((a, _)) => {
+                let old = ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?;
+                items.push(self.end_pending_update(&pk, &old, ProposalState::Superseded)?);
+                Some(old)
+            }
+            None => None,
+        };
+        let proposal_index = items.len();
+        items.push(self.put_new(proposal_item(proposal))?);
+        let guard_index = items.len();
+        let mut guard = key(guard_pk(&proposal.tenant, &proposal.action_id), "ACTION");
+        guard.insert("case_id".into(), s(proposal.case.as_str()));
+        guard.insert("created_at".into(), s(proposal.prepared_at.to_rfc3339()));
+        items.push(self.put_new(guard)?);
+        for m in presentation {
+            items.push(self.put_new(message_item(&proposal.tenant, m))?);
+        }
+        Ok(ProposalTx {
+            items,
+            superseded,
+            proposal_index,
+            guard_index,
+        })
+    }
+
+    /// A-26 in one transaction: the case closed (conditional on the slot as seen), with
+    /// its retention unless an action holds it, and a pending proposal cancelled with it.
+    fn close_tx(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        seen: Option<&(String, String)>,
+        seen_state: Option<ProposalState>,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let pk = conv_pk(tenant, case);
+        let mut vals = values([(":open", s("open")), (":closed", s("closed"))]);
+        let mut expr = "SET #status = :closed".to_owned();
+        let condition = Self::slot_condition(seen, &mut vals);
+        let pending = match seen {
+            Some((a, st)) if st == ProposalState::PendingConfirmation.as_str() => {
+                Some(ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?)
+            }
+            _ => None,
+        };
+        let held = seen_state
+            .is_some_and(|st| st.blocks_purge() && st != ProposalState::PendingConfirmation);
+        if pending.is_some() {
+            vals.insert(":cancelled".into(), s(ProposalState::Cancelled.as_str()));
+            expr.push_str(", slot_state = :cancelled");
+        }
+        if let (Some(t), false) = (self.retention_ttl(), held) {
+            vals.insert(":ttl".into(), t);
+            expr.push_str(", #ttl = :ttl");
+        }
+        let mut tx = vec![self.update(key(pk.as_str(), CASE_SK), expr, condition, vals)?];
+        if let Some(old) = &pending {
+            tx.push(self.end_pending_update(&pk, old, ProposalState::Cancelled)?);
+        }
+        Ok(tx)
     }
 }
 
