@@ -4,9 +4,6 @@
 use countersign_admin::api::AdminState;
 use countersign_admin::resolve::SystemResolver;
 use countersign_aws::AwsSettings;
-use countersign_aws::dynamo::DynamoStore;
-use countersign_aws::kms::KmsProofSigner;
-use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::settings::{Env, EnvError, process_env};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::UrlPolicy;
@@ -15,14 +12,9 @@ use std::sync::Arc;
 /// The default `iss` of proofs when `COUNTERSIGN_ISSUER` is unset.
 pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
-/// Environment variables the deployed function reads (the SAM template sets each).
-pub const ENV: [&str; 5] = [
-    AwsSettings::ENV[0],
-    AwsSettings::ENV[1],
-    AwsSettings::ENV[2],
-    AwsSettings::ENV[3],
-    "COUNTERSIGN_ISSUER",
-];
+/// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
+/// SAM template sets each).
+pub const ENV: [&str; 1] = ["COUNTERSIGN_ISSUER"];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
 pub const LOCAL_ENV: [&str; 2] = [
@@ -68,22 +60,12 @@ impl Config {
 /// The admin API's state over `config`.
 pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> AdminState {
     let settings = &config.aws;
-    let store = DynamoStore::new(
-        DynamoStore::client(sdk, None),
-        &settings.table,
-        settings.retention_days,
-    );
+    let store = settings.store(sdk);
     AdminState {
         tenants: Arc::new(store.clone()),
         conversations: Arc::new(store),
-        secrets: Arc::new(SecretsManagerStore::new(
-            SecretsManagerStore::client(sdk, None),
-            settings.secret_prefix.clone(),
-        )),
-        signer: Arc::new(KmsProofSigner::new(
-            KmsProofSigner::client(sdk, None),
-            settings.signing_key.clone(),
-        )),
+        secrets: Arc::new(settings.secrets(sdk)),
+        signer: Arc::new(settings.signer(sdk)),
         issuer: config.issuer.clone(),
         url_policy: UrlPolicy {
             allow_loopback_http: config.allow_loopback_provider,

@@ -4,8 +4,6 @@
 use crate::Gateway;
 use anyhow::Context as _;
 use countersign_aws::AwsSettings;
-use countersign_aws::dynamo::DynamoStore;
-use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::settings::{Env, EnvError, process_env};
 use countersign_aws::system::SystemClock;
 use countersign_domain::ports::{SecretStore, TenantStore};
@@ -14,14 +12,9 @@ use countersign_tools::builtins::{self, Services};
 use countersign_tools::integration::IntegrationService;
 use std::sync::Arc;
 
-/// Environment variables the deployed function reads (the SAM template sets each).
-pub const ENV: [&str; 5] = [
-    AwsSettings::ENV[0],
-    AwsSettings::ENV[1],
-    AwsSettings::ENV[2],
-    AwsSettings::ENV[3],
-    "COUNTERSIGN_GATEWAY_HOSTS",
-];
+/// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
+/// SAM template sets each).
+pub const ENV: [&str; 1] = ["COUNTERSIGN_GATEWAY_HOSTS"];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
 pub const LOCAL_ENV: [&str; 2] = [
@@ -71,15 +64,8 @@ pub async fn from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<Gateway> {
 /// The gateway over `config`.
 pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Gateway> {
     let settings = &config.aws;
-    let store = DynamoStore::new(
-        DynamoStore::client(sdk, None),
-        &settings.table,
-        settings.retention_days,
-    );
-    let secrets = SecretsManagerStore::new(
-        SecretsManagerStore::client(sdk, None),
-        settings.secret_prefix.clone(),
-    );
+    let store = settings.store(sdk);
+    let secrets = settings.secrets(sdk);
     let (token_key, _) = secrets
         .get_current(access::SECRET_NAME)
         .await

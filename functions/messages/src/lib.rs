@@ -2,9 +2,6 @@
 //! ([`Config`]), and the state built from it. What `main` and the local dev server share.
 
 use countersign_aws::AwsSettings;
-use countersign_aws::dynamo::DynamoStore;
-use countersign_aws::kms::KmsProofSigner;
-use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::settings::{Env, EnvError, process_env};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_chat::api::AppState;
@@ -19,12 +16,9 @@ use std::time::Duration;
 /// The default `iss` of proofs when `COUNTERSIGN_ISSUER` is unset.
 pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
-/// Environment variables the deployed function reads (the SAM template sets each).
-pub const ENV: [&str; 8] = [
-    AwsSettings::ENV[0],
-    AwsSettings::ENV[1],
-    AwsSettings::ENV[2],
-    AwsSettings::ENV[3],
+/// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
+/// SAM template sets each).
+pub const ENV: [&str; 4] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
@@ -90,15 +84,8 @@ impl Config {
 /// The messages API's state over `config`.
 pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<AppState> {
     let settings = &config.aws;
-    let store = DynamoStore::new(
-        DynamoStore::client(sdk, None),
-        &settings.table,
-        settings.retention_days,
-    );
-    let secrets = Arc::new(SecretsManagerStore::new(
-        SecretsManagerStore::client(sdk, None),
-        settings.secret_prefix.clone(),
-    ));
+    let store = settings.store(sdk);
+    let secrets = Arc::new(settings.secrets(sdk));
     let provider =
         countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
             timeout: config.provider_timeout,
@@ -113,10 +100,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
         integration: Arc::new(integration),
-        signer: Arc::new(KmsProofSigner::new(
-            KmsProofSigner::client(sdk, None),
-            settings.signing_key.clone(),
-        )),
+        signer: Arc::new(settings.signer(sdk)),
         model: Arc::new(ScriptedModel),
         registry: Arc::new(countersign_tools::builtins::registry()?),
         clock: Arc::new(SystemClock),

@@ -136,7 +136,13 @@ fn every_variable_a_function_reads_is_set_by_the_template_and_no_local_one() {
             &countersign_gateway::wiring::LOCAL_ENV,
         ),
     ];
-    for (binary, env, local) in cases {
+    for (binary, own, local) in cases {
+        let env: Vec<&str> = countersign_aws::AwsSettings::ENV
+            .iter()
+            .chain(own)
+            .copied()
+            .collect();
+        let env = env.as_slice();
         let set = template_env(&t, function(&t, binary));
         let wanted: BTreeSet<String> = env.iter().map(|s| (*s).to_owned()).collect();
         assert_eq!(

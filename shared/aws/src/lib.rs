@@ -17,3 +17,23 @@ pub mod settings;
 pub mod system;
 
 pub use settings::{AwsSettings, Env, EnvError};
+
+impl AwsSettings {
+    /// The conversation and tenant store on these settings' table.
+    pub fn store(&self, sdk: &aws_config::SdkConfig) -> dynamo::DynamoStore {
+        let client = dynamo::DynamoStore::client(sdk, None);
+        dynamo::DynamoStore::new(client, &self.table, self.retention_days)
+    }
+
+    /// The secret store under these settings' prefix.
+    pub fn secrets(&self, sdk: &aws_config::SdkConfig) -> secrets::SecretsManagerStore {
+        let client = secrets::SecretsManagerStore::client(sdk, None);
+        secrets::SecretsManagerStore::new(client, self.secret_prefix.clone())
+    }
+
+    /// The proof signer of these settings' key.
+    pub fn signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
+        let client = kms::KmsProofSigner::client(sdk, None);
+        kms::KmsProofSigner::new(client, self.signing_key.clone())
+    }
+}

@@ -17,7 +17,6 @@ use axum::http::request::Parts;
 use axum::routing::{get, post};
 use countersign_domain::conversation::{Message, MessageKind, Principal};
 use countersign_domain::ids::{CaseId, MessageId};
-use countersign_domain::ports::NewMessage;
 use countersign_domain::texts::{self, Language};
 use countersign_http::{ApiError, ErrorBody, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
@@ -101,9 +100,20 @@ impl FromRequestParts<AppState> for WidgetPrincipal {
     }
 }
 
-/// A case id from the path; a malformed one is an absent case.
-fn case_id(id: String) -> Result<CaseId, ApiError> {
-    CaseId::parse(id).map_err(|_| ApiError::not_found("no such case"))
+/// The case id of the path (`/api/cases/{id}/…`); a malformed one is an absent case.
+#[derive(Debug, Clone)]
+pub struct CasePath(pub CaseId);
+
+impl<S: Send + Sync> FromRequestParts<S> for CasePath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let not_found = || ApiError::not_found("no such case");
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| not_found())?;
+        CaseId::parse(id).map(Self).map_err(|_| not_found())
+    }
 }
 
 /// `POST /api/cases/{id}/messages` body.
@@ -197,18 +207,6 @@ pub struct CaseView {
     pub created_at: Option<String>,
 }
 
-fn stored(m: NewMessage) -> Message {
-    Message {
-        id: m.id,
-        case: m.case,
-        role: m.role,
-        kind: m.kind,
-        content: m.content,
-        reply_to: m.reply_to,
-        created_at: m.created_at,
-    }
-}
-
 /// Opens a case for the person.
 #[utoipa::path(post, path = "/api/cases", tag = "cases", security(("widgetJwt" = [])),
     responses((status = 201, body = CaseView), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
@@ -233,10 +231,9 @@ async fn create_case(
 async fn list_messages(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
-    Path(id): Path<String>,
+    CasePath(case): CasePath,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Messages>, ApiError> {
-    let case = case_id(id)?;
     let limit = query.limit.unwrap_or(PAGE_DEFAULT);
     if !(1..=PAGE_MAX).contains(&limit) {
         let message = format!("limit must be an integer from 1 to {PAGE_MAX}");
@@ -259,10 +256,9 @@ async fn list_messages(
 async fn post_message(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
-    Path(id): Path<String>,
+    CasePath(case): CasePath,
     Json(body): Json<PostMessage, MAX_BODY_BYTES>,
 ) -> Result<Json<Messages>, ApiError> {
-    let case = case_id(id)?;
     let reply_to = body.reply_to_message_id;
     let (out, lang) = state
         .chat
@@ -270,7 +266,7 @@ async fn post_message(
         .await?;
     let messages = out
         .into_iter()
-        .map(|m| MessageView::new(&stored(m), lang))
+        .map(|m| MessageView::new(&m, lang))
         .collect();
     Ok(Json(Messages { messages }))
 }
@@ -283,9 +279,8 @@ async fn post_message(
 async fn close_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
-    Path(id): Path<String>,
+    CasePath(case): CasePath,
 ) -> Result<Json<CaseView>, ApiError> {
-    let case = case_id(id)?;
     state.chat.close(&who, &case).await?;
     Ok(Json(CaseView {
         case_id: case.to_string(),

@@ -128,6 +128,19 @@ impl fmt::Display for ContractViolation {
     }
 }
 
+/// the contract payload of a (non-error) tool result, which must be a JSON object.
+pub(crate) fn payload_object(
+    result: &crate::tool_result::ToolResult,
+) -> Result<Map<String, Value>, Vec<ContractViolation>> {
+    let payload = result
+        .contract_payload()
+        .map_err(|error| vec![ContractViolation::Payload { error }])?;
+    match payload {
+        Value::Object(obj) => Ok(obj),
+        _ => Err(vec![ContractViolation::NotAnObject]),
+    }
+}
+
 /// Reads a required string field, recording a violation when absent or not a string.
 pub(crate) fn required_str<'a>(
     obj: &'a Map<String, Value>,

@@ -2,7 +2,7 @@
 //! what each means for the local proposal.
 
 use crate::contract::{
-    ContractViolation, check_contract_version, check_unknown_fields, required_str,
+    ContractViolation, check_contract_version, check_unknown_fields, payload_object, required_str,
 };
 use crate::ids::ActionId;
 use crate::proposal::{ProposalEvent, RemoteStatus};
@@ -43,12 +43,7 @@ pub fn parse_action_answer(
     if result.is_error {
         return Ok(ActionAnswer::ToolError);
     }
-    let payload = result
-        .contract_payload()
-        .map_err(|error| vec![ContractViolation::Payload { error }])?;
-    let Value::Object(obj) = payload else {
-        return Err(vec![ContractViolation::NotAnObject]);
-    };
+    let obj = payload_object(result)?;
     let mut out = Vec::new();
     check_contract_version(&obj, &mut out);
     let action_id = required_str(&obj, "actionId", &mut out).and_then(|s| {

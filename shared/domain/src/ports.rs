@@ -7,7 +7,7 @@
 //! did not happen or cannot be trusted.
 
 use crate::config::McpConfig;
-use crate::conversation::{Case, Message, MessageKind, Role};
+use crate::conversation::{Case, Message};
 use crate::ids::{ActionId, CaseId, MessageId, TenantId, ToolName, UserId, WidgetKeyId};
 use crate::proof::Proof;
 use crate::proposal::{Proposal, ProposalState};
@@ -73,24 +73,9 @@ pub struct ConversationView {
     pub language: Language,
 }
 
-/// A message to append. Its id (a ULID) gives its place in the case's total order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewMessage {
-    /// Its id.
-    pub id: MessageId,
-    /// Its case.
-    pub case: CaseId,
-    /// Author.
-    pub role: Role,
-    /// Kind.
-    pub kind: MessageKind,
-    /// Text.
-    pub content: String,
-    /// `replyToMessageId` of a user message.
-    pub reply_to: Option<MessageId>,
-    /// When.
-    pub created_at: Timestamp,
-}
+/// A message to append: a [`Message`] not yet stored. Its id (a ULID) gives its place in
+/// the case's total order.
+pub type NewMessage = Message;
 
 /// Outcome of creating a proposal (A-14 … A-17).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! needs the store, whose conditional put refuses a reused id.
 
 use crate::contract::{
-    ContractViolation, check_contract_version, check_unknown_fields, required_str,
+    ContractViolation, check_contract_version, check_unknown_fields, payload_object, required_str,
 };
 use crate::hash::Sha256Hex;
 use crate::ids::{ActionId, OperationName};
@@ -62,12 +62,7 @@ pub fn parse_prepare_answer(
     if result.is_error {
         return Err(vec![ContractViolation::ProviderError]);
     }
-    let payload = result
-        .contract_payload()
-        .map_err(|error| vec![ContractViolation::Payload { error }])?;
-    let Value::Object(obj) = payload else {
-        return Err(vec![ContractViolation::NotAnObject]);
-    };
+    let obj = payload_object(result)?;
     let mut out = Vec::new();
 
     check_contract_version(&obj, &mut out);

@@ -35,18 +35,7 @@ impl Conversation {
     }
 
     fn push(&mut self, m: &NewMessage) {
-        self.messages.insert(
-            m.id.clone(),
-            Message {
-                id: m.id.clone(),
-                case: m.case.clone(),
-                role: m.role,
-                kind: m.kind,
-                content: m.content.clone(),
-                reply_to: m.reply_to.clone(),
-                created_at: m.created_at,
-            },
-        );
+        self.messages.insert(m.id.clone(), m.clone());
     }
 }
 
