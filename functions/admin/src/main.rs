@@ -2,6 +2,8 @@
 //! admin router (`countersign_admin::api`) through Lambda (when `AWS_LAMBDA_RUNTIME_API`
 //! is set) or on a local port (`COUNTERSIGN_ADMIN_ADDR`).
 
+use countersign_aws::settings::FromEnv as _;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();

@@ -3,6 +3,8 @@
 
 use countersign_gateway::router;
 
+use countersign_aws::settings::FromEnv as _;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();

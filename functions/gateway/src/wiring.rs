@@ -4,7 +4,7 @@
 use crate::Gateway;
 use anyhow::Context as _;
 use countersign_aws::AwsSettings;
-use countersign_aws::settings::{Env, EnvError, process_env};
+use countersign_aws::settings::{Env, EnvError, FromEnv};
 use countersign_aws::system::SystemClock;
 use countersign_domain::ports::{SecretStore, TenantStore};
 use countersign_tools::access;
@@ -37,14 +37,8 @@ pub struct Config {
     pub addr: String,
 }
 
-impl Config {
-    /// From the process environment.
-    pub fn from_env() -> Result<Self, EnvError> {
-        Self::read(&Env::new(&process_env))
-    }
-
-    /// Reads and checks every variable; an error names the one that is wrong.
-    pub fn read(env: &Env<'_>) -> Result<Self, EnvError> {
+impl FromEnv for Config {
+    fn read(env: &Env<'_>) -> Result<Self, EnvError> {
         Ok(Self {
             aws: AwsSettings::read(env)?,
             hosts: env.list("COUNTERSIGN_GATEWAY_HOSTS"),

@@ -2,7 +2,7 @@
 //! ([`Config`]), and the state built from it. What `main` and the local dev server share.
 
 use countersign_aws::AwsSettings;
-use countersign_aws::settings::{Env, EnvError, process_env};
+use countersign_aws::settings::{Env, EnvError, FromEnv};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_chat::api::AppState;
 use countersign_chat::model::ScriptedModel;
@@ -50,14 +50,8 @@ pub struct Config {
     pub addr: String,
 }
 
-impl Config {
-    /// From the process environment.
-    pub fn from_env() -> Result<Self, EnvError> {
-        Self::read(&Env::new(&process_env))
-    }
-
-    /// Reads and checks every variable; an error names the one that is wrong.
-    pub fn read(env: &Env<'_>) -> Result<Self, EnvError> {
+impl FromEnv for Config {
+    fn read(env: &Env<'_>) -> Result<Self, EnvError> {
         // D-3: only the scripted model is built in so far.
         if let Some(model) = env.string("COUNTERSIGN_MODEL").filter(|m| m != "scripted") {
             return Err(EnvError {

@@ -3,6 +3,8 @@
 //! is set) or on a local port (`COUNTERSIGN_MESSAGES_ADDR`). Configuration:
 //! [`countersign_messages::Config`] (README "Configure").
 
+use countersign_aws::settings::FromEnv as _;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();

@@ -424,28 +424,24 @@ fn apply(demo: &Demo, control: Control) -> bool {
         Control::ClockSkew { secs } => faults.clock_skew_secs = secs,
         Control::Reset => *faults = Faults::default(),
         Control::RevokePermission { user } => {
-            let mut store = lock(&demo.store);
-            return store
-                .data
-                .users
-                .get_mut(&user)
-                .map(|u| u.can_reassign = false)
-                .is_some();
+            return with_user(demo, &user, |u| u.can_reassign = false);
         }
-        Control::BlockAccount { user } => {
-            let mut store = lock(&demo.store);
-            return store
-                .data
-                .users
-                .get_mut(&user)
-                .map(|u| u.blocked = true)
-                .is_some();
-        }
+        Control::BlockAccount { user } => return with_user(demo, &user, |u| u.blocked = true),
         Control::ChangeSessionCar { session } => {
             return change_session_car(&mut lock(&demo.store), &session);
         }
     }
     true
+}
+
+/// Changes `user`; `false` when there is no such user.
+fn with_user(demo: &Demo, user: &str, change: impl FnOnce(&mut crate::data::User)) -> bool {
+    lock(&demo.store)
+        .data
+        .users
+        .get_mut(user)
+        .map(change)
+        .is_some()
 }
 
 /// Moves `session` to a car it is not on, so the state differs from its preparation.

@@ -27,6 +27,17 @@ impl std::fmt::Debug for Env<'_> {
     }
 }
 
+/// A configuration read once from the environment.
+pub trait FromEnv: Sized {
+    /// Reads and checks every variable; an error names the one that is wrong.
+    fn read(env: &Env<'_>) -> Result<Self, EnvError>;
+
+    /// From the process environment.
+    fn from_env() -> Result<Self, EnvError> {
+        Self::read(&Env::new(&process_env))
+    }
+}
+
 /// The process environment as a lookup.
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
