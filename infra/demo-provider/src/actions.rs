@@ -1,4 +1,4 @@
-//! The provider's duties in the actions protocol (seed §2–§5), for the one operation
+//! The provider's duties in the actions protocol (A-13 … A-44), for the one operation
 //! `reassign_session_car`:
 //!
 //! - one pending proposal per tenant/person/conversation: preparing another cancels the

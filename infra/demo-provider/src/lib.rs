@@ -1,4 +1,4 @@
-//! TrackShare, the demo provider (seed §8): a real MCP server (rmcp, Streamable HTTP) on
+//! TrackShare, the demo provider (the example scenario of docs/requirements.md): a real MCP server (rmcp, Streamable HTTP) on
 //! loopback, built on the provider kit. It plays a tenant's system in tests and in the
 //! local stack.
 //!

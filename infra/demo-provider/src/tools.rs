@@ -5,7 +5,7 @@ use crate::data::{Data, User, diagnosis};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
-/// The seven consultations of seed §8, meant for a tenant's allowlist.
+/// The seven consultations of the TrackShare demo, meant for a tenant's allowlist.
 pub const CONSULTATIONS: [&str; 7] = [
     "get_user_uploads",
     "get_upload_file_details",

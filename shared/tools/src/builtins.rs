@@ -1,4 +1,4 @@
-//! The built-in tools (SPEC §2): `describe_tool` (G-3), `list_operations`,
+//! The built-in tools (G-1 … G-14): `describe_tool` (G-3), `list_operations`,
 //! `action_status`, and `prepare_action` (A-10, A-12; its behaviour comes through the
 //! [`ActionPreparer`] port, implemented by the messages function).
 

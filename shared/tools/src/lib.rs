@@ -1,4 +1,4 @@
-//! The tool registry of SPEC §2: one envelope, one version per tool.
+//! The tool registry (G-1 … G-14): one envelope, one version per tool.
 //!
 //! - [`registry`]: tool definitions, the registry, the dispatcher (G-2, G-3, G-12, G-8);
 //! - [`envelope`]: the seal, the one place an answer gets its shape (G-1, G-7);

@@ -1,4 +1,4 @@
-//! The registry's rules (SPEC §2), tool by tool. G-rules are named in the test names.
+//! The registry's rules (G-1 … G-14), tool by tool. G-rules are named in the test names.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 /// The issuer of every stack.
 pub const ISSUER: &str = "https://support.example.com/mcp-actions";
-/// The seven consultations (seed §8).
+/// The seven consultations of the TrackShare demo.
 pub const CONSULTATIONS: [&str; 7] = countersign_demo_provider::tools::CONSULTATIONS;
 
 /// Knobs of one stack.

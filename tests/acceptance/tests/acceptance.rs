@@ -1,4 +1,4 @@
-//! SPEC §5: each row T-1 … T-17 as at least one test named after it, end to end over HTTP:
+//! Each acceptance row, T-1 … T-17, as at least one test named after it, end to end over HTTP:
 //! widget → messages function (its own process) → local AWS → TrackShare demo provider.
 //! Every test ends with `finish()`, which scans the messages process's whole log for
 //! proofs, service tokens, admin keys, widget secrets and widget tokens.
