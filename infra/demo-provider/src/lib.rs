@@ -1,6 +1,6 @@
 //! TrackShare, the demo provider (the example scenario of `docs/requirements.md`): a real
-//! MCP server (rmcp, Streamable HTTP) on loopback, built on the provider kit. It plays a tenant's system in tests and in the
-//! local stack.
+//! MCP server (rmcp, Streamable HTTP) on loopback, built on the provider kit. It plays a
+//! tenant's system in tests and in the local stack.
 //!
 //! - `POST /mcp`: the catalog of [`tools::catalog`]; `Authorization: Bearer <service
 //!   token>` required; the person is `X-MCP-User-Id`, never an argument.
