@@ -43,7 +43,7 @@ impl FromEnv for Config {
             issuer: env
                 .string("COUNTERSIGN_ISSUER")
                 .unwrap_or_else(|| DEFAULT_ISSUER.into()),
-            allow_loopback_provider: env.flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_ADMIN_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8788".into()),

@@ -42,7 +42,7 @@ impl FromEnv for Config {
         Ok(Self {
             aws: AwsSettings::read(env)?,
             hosts: env.list("COUNTERSIGN_GATEWAY_HOSTS"),
-            allow_loopback_provider: env.flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_GATEWAY_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8787".into()),

@@ -67,7 +67,7 @@ impl FromEnv for Config {
                 .unwrap_or_else(|| DEFAULT_ISSUER.into()),
             provider_timeout: env.seconds("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
-            allow_loopback_provider: env.flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_MESSAGES_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8789".into()),
@@ -133,6 +133,17 @@ mod tests {
         assert_eq!(c.provider_timeout, Duration::from_secs(10));
         assert_eq!(c.stuck_after, Duration::from_secs(30));
         assert!(!c.allow_loopback_provider);
+    }
+
+    #[test]
+    fn d5_the_loopback_allowance_is_ignored_inside_lambda() {
+        let on = [("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "1")];
+        assert!(read(&on).unwrap().allow_loopback_provider);
+        let in_lambda = [
+            ("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "1"),
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+        ];
+        assert!(!read(&in_lambda).unwrap().allow_loopback_provider);
     }
 
     #[test]

@@ -14,8 +14,8 @@ use crate::mcp::{self, McpView};
 use crate::state::{AdminError, store_down};
 use axum::Router;
 use axum::extract::{FromRequestParts, Path, RawPathParams, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::routing::get;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{AuditId, TenantId};
@@ -259,14 +259,16 @@ async fn delete_mcp(
 async fn create_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
-) -> Result<(StatusCode, Json<NewWidgetCredential>), ApiError> {
+) -> Result<impl axum::response::IntoResponse, ApiError> {
     let (key, secret) = crate::widgets::create(&state, &tenant).await?;
     let body = NewWidgetCredential {
         key_id: key.id.to_string(),
         secret: secret.expose().to_owned(),
         created_at: key.created_at.to_rfc3339(),
     };
-    Ok((StatusCode::CREATED, Json(body)))
+    // The secret is shown this once: no cache may keep it.
+    let no_store = [(header::CACHE_CONTROL, "no-store")];
+    Ok((StatusCode::CREATED, no_store, axum::Json(body)))
 }
 
 /// The widget credentials: ids and dates only (C-9).

@@ -73,6 +73,18 @@ impl<'a> Env<'a> {
         }
     }
 
+    /// A local-stack allowance (`1` or `0`), such as the loopback provider allowance of
+    /// D-5: never in force inside Lambda (`AWS_LAMBDA_RUNTIME_API` set), where it is
+    /// ignored with a warning, so a deployment cannot be opened by a stray variable.
+    pub fn local_stack_flag(&self, name: &'static str) -> Result<bool, EnvError> {
+        let on = self.flag(name)?;
+        if on && self.string("AWS_LAMBDA_RUNTIME_API").is_some() {
+            tracing::warn!(variable = name, "ignored inside Lambda: local stack only");
+            return Ok(false);
+        }
+        Ok(on)
+    }
+
     /// A comma-separated list, trimmed, without empty items.
     pub fn list(&self, name: &'static str) -> Vec<String> {
         self.string(name)
