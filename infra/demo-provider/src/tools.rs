@@ -56,11 +56,14 @@ fn tool(name: &str, description: &str, input: Value, output: Value, read_only: b
 /// The full catalog as `tools/list` publishes it (A-12 annotations on the three reserved
 /// tools).
 pub fn catalog() -> Vec<Value> {
+    let mut all = consultations();
+    all.extend(writes());
+    all
+}
+
+/// The consultations, including one that must never be allowlisted.
+fn consultations() -> Vec<Value> {
     let none = object(json!({}), &[]);
-    let status = object(
-        json!({"contractVersion": {"const": 1}, "actionId": string(), "status": string(), "message": string()}),
-        &["contractVersion", "actionId", "status"],
-    );
     vec![
         tool(
             "get_user_uploads",
@@ -139,6 +142,17 @@ pub fn catalog() -> Vec<Value> {
             object(json!({"sessions": {"type": "array"}}), &["sessions"]),
             true,
         ),
+    ]
+}
+
+/// The writes: one that bypasses confirmation (never allowlist it) and the three reserved
+/// tools of the actions contract.
+fn writes() -> Vec<Value> {
+    let status = object(
+        json!({"contractVersion": {"const": 1}, "actionId": string(), "status": string(), "message": string()}),
+        &["contractVersion", "actionId", "status"],
+    );
+    vec![
         tool(
             DIRECT_WRITE,
             "Moves a session to another car immediately, without confirmation. Never allowlist it: use prepare_action.",

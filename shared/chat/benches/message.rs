@@ -34,11 +34,8 @@ struct Bench {
     who: Principal,
 }
 
-async fn setup() -> Bench {
-    let clock = Arc::new(TestClock::default());
-    let ids = Arc::new(SeqIds::new(clock.clone()));
-    let store = Arc::new(MemoryStore::default());
-    let secrets = Arc::new(MemorySecrets::default());
+/// TrackShare's answers: a consultation, and writes with a fresh action id each time.
+fn provider(clock: Arc<TestClock>) -> Arc<ScriptedProvider> {
     let provider = Arc::new(ScriptedProvider::default());
     provider.publish(vec![tool("get_user_sessions")]);
     provider.answer_always(
@@ -48,7 +45,7 @@ async fn setup() -> Bench {
         ),
     );
     let next = Arc::new(AtomicU64::new(1));
-    let prepare_clock = clock.clone();
+    let prepare_clock = clock;
     provider.answer_with("prepare_action", move |_| {
         let id = format!("act_{}", next.fetch_add(1, Ordering::SeqCst));
         let expires = prepare_clock.now().plus_seconds(240).to_rfc3339();
@@ -70,6 +67,16 @@ async fn setup() -> Bench {
             Some("The session was moved."),
         ))
     });
+    provider
+}
+
+/// A tenant whose integration allows the consultation and `reassign_session_car`.
+async fn tenant_with_integration(
+    store: &MemoryStore,
+    secrets: &MemorySecrets,
+    ids: &SeqIds,
+    clock: &TestClock,
+) -> countersign_domain::ids::TenantId {
     let tenant = ids.tenant_id();
     store
         .create_tenant(&Tenant {
@@ -114,6 +121,16 @@ async fn setup() -> Bench {
         .put_mcp_config(&tenant, &config, None, &audit)
         .await
         .unwrap();
+    tenant
+}
+
+async fn setup() -> Bench {
+    let clock = Arc::new(TestClock::default());
+    let ids = Arc::new(SeqIds::new(clock.clone()));
+    let store = Arc::new(MemoryStore::default());
+    let secrets = Arc::new(MemorySecrets::default());
+    let provider = provider(clock.clone());
+    let tenant = tenant_with_integration(&store, &secrets, &ids, &clock).await;
     let chat = Chat::new(ChatParts {
         conversations: store.clone(),
         tenants: store.clone(),
