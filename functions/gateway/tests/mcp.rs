@@ -127,6 +127,7 @@ fn app_with(provider: Option<Arc<dyn Provider>>) -> axum::Router {
     *fake.config.lock().unwrap() = Some(StoredMcpConfig {
         config,
         version: 1,
+        actions_version: 1,
         secret_version: "v1".into(),
     });
     router(Gateway {
@@ -413,6 +414,7 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
     *fake.config.lock().unwrap() = Some(StoredMcpConfig {
         config,
         version: 1,
+        actions_version: 1,
         secret_version: "v1".into(),
     });
     let app = || {

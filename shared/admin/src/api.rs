@@ -55,6 +55,14 @@ impl From<AdminError> for ApiError {
             }
             AdminError::NoSuchCredential => ApiError::not_found("no such widget credential"),
             e @ AdminError::Unavailable { .. } => ApiError::unavailable(e.to_string(), &e),
+            AdminError::Unfinished(cause) => {
+                tracing::warn!(%cause, "cancelling invalidated proposals failed");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SAVED_UNFINISHED",
+                    AdminError::Unfinished(cause).to_string(),
+                )
+            }
         }
     }
 }

@@ -1,13 +1,17 @@
-//! The tenant's MCP connection (C-2 … C-8, C-10, D-5): read, save, remove. Every save is
-//! one new token version and one conditional write of the configuration with its audit
-//! record; nothing is ever partially saved.
+//! The tenant's MCP connection (C-2 … C-8, C-10, D-5): read, save, remove. A save is at
+//! most one new token version and one conditional write of the configuration with its
+//! audit record; nothing is ever partially saved, and a save that changes nothing writes
+//! nothing.
 
 use crate::state::{AdminError, AdminState, secrets_down, store_down};
 use countersign_domain::config::{McpConfig, service_token_secret_name, validate_mcp_config};
+use countersign_domain::conversation::{Message, MessageKind, Role};
+use countersign_domain::ids::CaseId;
 use countersign_domain::ports::{
     SignerError, StoredMcpConfig, Tenant, TransitionOutcome, VerificationKey,
 };
 use countersign_domain::secret::SecretString;
+use countersign_domain::texts::{self, Language};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -114,36 +118,63 @@ pub async fn current(
         .map_err(store_down)
 }
 
-/// `PUT`: validates `body` (C-3, C-4, C-7, D-5, C-6), stores the token as a new version,
-/// then the configuration (conditional on the version read), then cancels the proposals
-/// the change invalidates (C-8).
+/// `PUT`: validates `body` (C-3, C-4, C-7, D-5, C-6); a body equal to what is stored
+/// writes nothing. Otherwise a changed token is stored as a new version first, then the
+/// configuration (conditional on the version read) with its audit record. Only a change
+/// of URL, token, audience or action policy moves `actions_version` (C-7, C-8); every
+/// save then cancels the proposals prepared under other action settings.
 pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<McpView, AdminError> {
     let config = validate(state, body).await?;
     let current = current(state, tenant).await?;
     let old_token = token_of(state, tenant, current.as_ref()).await?;
+    let old_token = old_token.as_ref().map(SecretString::expose);
+    let token_changed = old_token != Some(config.service_token.expose());
+    let stored = match &current {
+        Some(c) if !token_changed && same_fields(&c.config, &config) => c.clone(),
+        _ => save(state, tenant, current.as_ref(), config, token_changed).await?,
+    };
+    // Also after a save that changed nothing: it finishes a sweep an earlier save could
+    // not complete.
+    let keep = (stored.actions_version, stored.secret_version.as_str());
+    invalidate_pending(state, tenant, Some(keep)).await?;
+    view(state, Some(&stored)).await
+}
+
+/// Stores `config` as the next version (the token only when it changed).
+async fn save(
+    state: &AdminState,
+    tenant: &Tenant,
+    current: Option<&StoredMcpConfig>,
+    config: McpConfig,
+    token_changed: bool,
+) -> Result<StoredMcpConfig, AdminError> {
     // The token first, as a new version: if anything after fails, the stored
     // configuration still points at the old version, so nothing is partially saved.
-    let secret_version = state
-        .secrets
-        .put(
-            &service_token_secret_name(&tenant.id),
-            &config.service_token,
-        )
-        .await
-        .map_err(secrets_down)?;
-    let old_token = old_token.as_ref().map(SecretString::expose);
-    let must_invalidate = current
-        .as_ref()
-        .is_some_and(|c| invalidates(&c.config, old_token, &config));
-    let token_changed = old_token != Some(config.service_token.expose());
+    let secret_version = match current {
+        Some(c) if !token_changed => c.secret_version.clone(),
+        _ => state
+            .secrets
+            .put(
+                &service_token_secret_name(&tenant.id),
+                &config.service_token,
+            )
+            .await
+            .map_err(secrets_down)?,
+    };
+    let version = current.map_or(1, |c| c.version + 1);
+    let actions_version = match current {
+        Some(c) if !token_changed && same_action_fields(&c.config, &config) => c.actions_version,
+        _ => version,
+    };
     let stored = StoredMcpConfig {
         config,
-        version: current.as_ref().map_or(1, |c| c.version + 1),
+        version,
+        actions_version,
         secret_version,
     };
-    let changes = config_changes(current.as_ref(), Some(&stored), token_changed);
+    let changes = config_changes(current, Some(&stored), token_changed);
     let record = crate::audit::by_admin(state, tenant, "mcp.put", changes);
-    let expected = current.as_ref().map(|c| c.version);
+    let expected = current.map(|c| c.version);
     let outcome = state
         .tenants
         .put_mcp_config(&tenant.id, &stored, expected, &record)
@@ -152,10 +183,7 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     if outcome != TransitionOutcome::Applied {
         return Err(AdminError::Conflict);
     }
-    if must_invalidate {
-        invalidate_pending(state, tenant, stored.version).await;
-    }
-    view(state, Some(&stored)).await
+    Ok(stored)
 }
 
 /// The body's configuration, if every rule holds (C-3, C-4, C-7; D-5 on the resolved
@@ -214,7 +242,8 @@ async fn token_of(
 /// The token's secret versions stay, to reconcile `unknown` proposals (C-8).
 pub async fn delete(state: &AdminState, tenant: &Tenant) -> Result<(), AdminError> {
     let Some(c) = current(state, tenant).await? else {
-        return Ok(());
+        // Finishes a removal whose sweep was cut short.
+        return invalidate_pending(state, tenant, None).await;
     };
     let changes = config_changes(Some(&c), None, true);
     let record = crate::audit::by_admin(state, tenant, "mcp.delete", changes);
@@ -226,28 +255,51 @@ pub async fn delete(state: &AdminState, tenant: &Tenant) -> Result<(), AdminErro
     if outcome != TransitionOutcome::Applied {
         return Err(AdminError::Conflict);
     }
-    invalidate_pending(state, tenant, u64::MAX).await;
-    Ok(())
+    invalidate_pending(state, tenant, None).await
 }
 
-/// C-8: proposals not yet executing, prepared with a version below `version`, are
-/// cancelled. A failure is logged: the confirm path compares versions too.
-async fn invalidate_pending(state: &AdminState, tenant: &Tenant, version: u64) {
-    if let Err(e) = state
+/// C-8: proposals not yet executing, prepared under other action settings than `keep`
+/// (all of them when `None`), are cancelled, each with a notice in its conversation.
+async fn invalidate_pending(
+    state: &AdminState,
+    tenant: &Tenant,
+    keep: Option<(u64, &str)>,
+) -> Result<(), AdminError> {
+    let notice = |case: &CaseId, lang: Language| Message {
+        id: state.ids.message_id(),
+        case: case.clone(),
+        role: Role::Assistant,
+        kind: MessageKind::Notice,
+        content: texts::invalidated_notice(lang).to_owned(),
+        reply_to: None,
+        created_at: state.clock.now(),
+    };
+    match state
         .conversations
-        .invalidate_pending(&tenant.id, version)
+        .invalidate_pending(&tenant.id, keep, &notice)
         .await
     {
-        tracing::warn!(error = %e, tenant = %tenant.id, "invalidating pending proposals failed");
+        Ok(n) => {
+            if n > 0 {
+                tracing::info!(tenant = %tenant.id, cancelled = n, "pending proposals invalidated");
+            }
+            Ok(())
+        }
+        Err(e) => Err(AdminError::Unfinished(Box::new(e))),
     }
 }
 
-/// C-8: whether a change invalidates pending proposals (URL, credential, policy, audience).
-fn invalidates(old: &McpConfig, old_token: Option<&str>, new: &McpConfig) -> bool {
-    old.server_url != new.server_url
-        || old.action_policy != new.action_policy
-        || old.audience != new.audience
-        || old_token != Some(new.service_token.expose())
+/// C-8: whether the action-relevant fields are equal (URL, policy, audience; the token
+/// is compared apart).
+fn same_action_fields(old: &McpConfig, new: &McpConfig) -> bool {
+    old.server_url == new.server_url
+        && old.action_policy == new.action_policy
+        && old.audience == new.audience
+}
+
+/// Whether every stored field is equal (the token is compared apart).
+fn same_fields(old: &McpConfig, new: &McpConfig) -> bool {
+    same_action_fields(old, new) && old.allowed_tools == new.allowed_tools
 }
 
 /// The audited fields of a configuration, by name.

@@ -59,6 +59,12 @@ pub enum AdminError {
     /// No such widget credential.
     #[error("no such widget credential")]
     NoSuchCredential,
+    /// The change was saved, but the proposals it invalidates could not all be cancelled
+    /// (C-8); saving again (even unchanged) finishes it.
+    #[error(
+        "the settings were saved, but proposals prepared under the old settings could not all be cancelled; save again to finish"
+    )]
+    Unfinished(#[source] countersign_domain::ports::Cause),
     /// A platform service failed; nothing was changed.
     #[error("{what} is unavailable; nothing was changed")]
     Unavailable {

@@ -1,5 +1,6 @@
 //! The admin API on in-memory ports (no emulator): answers that carry a secret are never
-//! cached.
+//! cached; configuration saves write only what changed and cancel only what they
+//! invalidate (C-7, C-8).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use async_trait::async_trait;
@@ -70,4 +71,205 @@ async fn c9_a_new_widget_secret_is_never_cached_and_a_listing_carries_none() {
         .await
         .unwrap();
     assert!(!String::from_utf8_lossy(&bytes).contains(&secret));
+}
+
+/// A state on in-memory ports, and a registered tenant.
+async fn admin() -> (
+    AdminState,
+    Arc<MemoryStore>,
+    Arc<MemorySecrets>,
+    countersign_domain::ports::Tenant,
+) {
+    let clock = Arc::new(TestClock::default());
+    let ids = Arc::new(SeqIds::new(clock.clone()));
+    let store = Arc::new(MemoryStore::default());
+    let secrets = Arc::new(MemorySecrets::default());
+    let registered = tenants::register(&*store, &*ids, &*clock, "A", Language::En)
+        .await
+        .unwrap();
+    let state = AdminState {
+        tenants: store.clone(),
+        conversations: store.clone(),
+        secrets: secrets.clone(),
+        signer: Arc::new(FakeSigner::default()),
+        issuer: "https://support.example.com/mcp-actions".into(),
+        url_policy: UrlPolicy::default(),
+        resolver: Arc::new(Public),
+        ids,
+        clock,
+    };
+    (state, store, secrets, registered.tenant)
+}
+
+/// A pending proposal in a new case of `tenant`, prepared under the settings in force.
+async fn pending_proposal(
+    state: &AdminState,
+    store: &MemoryStore,
+    tenant: &countersign_domain::ports::Tenant,
+) -> (
+    countersign_domain::ids::CaseId,
+    countersign_domain::ids::ActionId,
+) {
+    use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
+    use countersign_domain::hash::Sha256Hex;
+    use countersign_domain::ids::{ActionId, OperationName, UserId};
+    use countersign_domain::ports::{ConversationStore, CreateProposalOutcome, TenantStore};
+    use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
+    use countersign_domain::text::SafeText;
+    let config = store.get_mcp_config(&tenant.id).await.unwrap().unwrap();
+    let now = state.clock.now();
+    let case = Case {
+        id: state.ids.case_id(),
+        tenant: tenant.id.clone(),
+        user: UserId::parse("driver-42").unwrap(),
+        status: CaseStatus::Open,
+        created_at: now,
+    };
+    store.create_case(&case, Language::En).await.unwrap();
+    let summary = "Move session ses_a1 to car GR86.";
+    let presented = Message {
+        id: state.ids.message_id(),
+        case: case.id.clone(),
+        role: Role::Assistant,
+        kind: MessageKind::Proposal,
+        content: summary.into(),
+        reply_to: None,
+        created_at: now,
+    };
+    let action = ActionId::parse("act_c8_admin").unwrap();
+    let p = Proposal {
+        action_id: action.clone(),
+        tenant: tenant.id.clone(),
+        user: case.user.clone(),
+        case: case.id.clone(),
+        operation: OperationName::parse("reassign_session_car").unwrap(),
+        summary: SafeText::check(summary).unwrap(),
+        summary_hash: Sha256Hex::digest(summary),
+        arguments_hash: Sha256Hex::digest("{}"),
+        expires_at: now.plus_seconds(300),
+        prepared_at: now,
+        state: ProposalState::PendingConfirmation,
+        presented: Presentation {
+            message_id: presented.id.clone(),
+        },
+        confirmation_message_id: None,
+        config_version: config.actions_version,
+        secret_version: Some(config.secret_version.clone()),
+        server_url: Some(config.config.server_url.as_str().to_owned()),
+        audience: None,
+    };
+    let created = store.create_proposal(&p, &[presented]).await.unwrap();
+    assert!(matches!(created, CreateProposalOutcome::Applied { .. }));
+    (case.id, action)
+}
+
+/// C-7, C-8: a save equal to what is stored writes nothing (no configuration version, no
+/// token version, no audit record); a consultations-only change is a new version that
+/// keeps pending proposals; a change of URL, token, audience or policy cancels them, with
+/// a notice in their conversation.
+#[tokio::test]
+async fn c8_only_action_relevant_saves_invalidate_and_an_unchanged_save_writes_nothing() {
+    use countersign_domain::ports::{SecretStore, TenantStore};
+    use countersign_domain::proposal::ProposalState;
+    let (state, store, secrets, tenant) = admin().await;
+    let body = |url: &str, token: &str, tools: &[&str]| {
+        serde_json::json!({
+            "serverUrl": url,
+            "serviceToken": token,
+            "allowedTools": tools,
+            "actionPolicy": {"contractVersion": 1, "enabled": true,
+                             "operations": ["reassign_session_car"]},
+        })
+    };
+    let url = "https://mcp.trackshare.example.com/mcp";
+    let saved = countersign_admin::mcp::put(&state, &tenant, &body(url, "tok-1", &["a"]))
+        .await
+        .unwrap();
+    assert_eq!(saved.version, Some(1));
+    let (case, action) = pending_proposal(&state, &store, &tenant).await;
+    let state_of = || store.proposal(&tenant.id, &case, &action).unwrap().state;
+    let audits = store.all_audit(&tenant.id).len();
+    let token_name = countersign_domain::config::service_token_secret_name(&tenant.id);
+    let token_version = || {
+        let secrets = secrets.clone();
+        let name = token_name.clone();
+        async move { secrets.get_current(&name).await.unwrap().unwrap().1 }
+    };
+
+    // Unchanged: nothing written.
+    let again = countersign_admin::mcp::put(&state, &tenant, &body(url, "tok-1", &["a"]))
+        .await
+        .unwrap();
+    assert_eq!(again.version, Some(1));
+    assert_eq!(store.all_audit(&tenant.id).len(), audits);
+    assert_eq!(token_version().await, "v1");
+    assert_eq!(state_of(), ProposalState::PendingConfirmation);
+
+    // Consultations only: a new version; the proposal stays confirmable.
+    let tools = countersign_admin::mcp::put(&state, &tenant, &body(url, "tok-1", &["a", "b"]))
+        .await
+        .unwrap();
+    assert_eq!(tools.version, Some(2));
+    assert_eq!(token_version().await, "v1", "the token was not rewritten");
+    assert_eq!(state_of(), ProposalState::PendingConfirmation);
+    let stored = store.get_mcp_config(&tenant.id).await.unwrap().unwrap();
+    assert_eq!((stored.version, stored.actions_version), (2, 1));
+
+    // The token changes: the proposal is cancelled and the person told.
+    countersign_admin::mcp::put(&state, &tenant, &body(url, "tok-2", &["a", "b"]))
+        .await
+        .unwrap();
+    assert_eq!(token_version().await, "v2");
+    assert_eq!(state_of(), ProposalState::Cancelled);
+    let last = store.all_messages(&tenant.id, &case).pop().unwrap();
+    assert_eq!(
+        last.content,
+        countersign_domain::texts::invalidated_notice(Language::En)
+    );
+}
+
+/// C-8: when the sweep fails after the save committed, the answer says so (503
+/// `SAVED_UNFINISHED`), and saving the same body again finishes it without writing a new
+/// version.
+#[tokio::test]
+async fn c8_an_unfinished_sweep_is_reported_and_finished_by_saving_again() {
+    use countersign_domain::ports::TenantStore;
+    use countersign_domain::proposal::ProposalState;
+    use countersign_testkit::Fault;
+    let (state, store, _secrets, tenant) = admin().await;
+    let body = |url: &str| serde_json::json!({"serverUrl": url, "serviceToken": "tok-1", "allowedTools": ["a"]});
+    countersign_admin::mcp::put(&state, &tenant, &body("https://a.example.com/mcp"))
+        .await
+        .unwrap();
+    let (case, action) = pending_proposal(&state, &store, &tenant).await;
+    store.faults.once("invalidate_pending", Fault::Unavailable);
+    let new = body("https://b.example.com/mcp");
+    let err = countersign_admin::mcp::put(&state, &tenant, &new)
+        .await
+        .unwrap_err();
+    let api: countersign_http::ApiError = err.into();
+    assert_eq!(api.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(api.code(), "SAVED_UNFINISHED");
+    let stored = store.get_mcp_config(&tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.version, 2, "the change itself is saved");
+    assert_eq!(
+        store.proposal(&tenant.id, &case, &action).unwrap().state,
+        ProposalState::PendingConfirmation
+    );
+    countersign_admin::mcp::put(&state, &tenant, &new)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_mcp_config(&tenant.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .version,
+        2
+    );
+    assert_eq!(
+        store.proposal(&tenant.id, &case, &action).unwrap().state,
+        ProposalState::Cancelled
+    );
 }

@@ -6,8 +6,8 @@
 
 use crate::settings::AwsSettings;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification, TimeToLiveStatus,
 };
 use aws_sdk_kms::types::{KeySpec, KeyUsageType};
 use std::time::Duration;
@@ -84,33 +84,19 @@ pub async fn ensure_table(
     Ok(!exists)
 }
 
-/// The table (pk, sk) with its one index (gsi1pk, gsi1sk), on demand.
+/// The table (pk, sk), on demand.
 async fn create_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<(), BootstrapError> {
-    let gsi = GlobalSecondaryIndex::builder()
-        .index_name("gsi1")
-        .key_schema(key("gsi1pk", KeyType::Hash)?)
-        .key_schema(key("gsi1sk", KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
-        .build()
-        .map_err(err("defining the index"))?;
     let r = client
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(attr("pk")?)
         .attribute_definitions(attr("sk")?)
-        .attribute_definitions(attr("gsi1pk")?)
-        .attribute_definitions(attr("gsi1sk")?)
         .key_schema(key("pk", KeyType::Hash)?)
         .key_schema(key("sk", KeyType::Range)?)
-        .global_secondary_indexes(gsi)
         .send()
         .await;
     match r {

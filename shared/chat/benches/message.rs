@@ -108,6 +108,7 @@ async fn tenant_with_integration(
             audience: None,
         },
         version: 1,
+        actions_version: 1,
         secret_version,
     };
     let audit = AuditEntry {

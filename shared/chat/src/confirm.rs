@@ -1,4 +1,4 @@
-//! The confirm path (A-22 …, C-8, P-2): the binding check, then one
+//! The confirm path (A-22 …, P-2): the binding check, then one
 //! transaction that stores the confirming message and moves the proposal to `executing`;
 //! only then the proof and the provider (in `execute`).
 
@@ -53,8 +53,10 @@ impl Chat {
                 self.execute(who, lang, executing, &authorized, out).await
             }
             TransitionOutcome::Conflict { current: None } => {
+                // The store kept losing races: keep the proposal, ask to try again.
                 self.store(who, &message, out).await?;
-                self.after_unconfirmed(who, lang, &p, &message, out).await
+                let text = texts::confirm_retry_notice(lang);
+                self.tell(who, &message.case, text, out).await
             }
             TransitionOutcome::Conflict { current } => {
                 // Another request confirmed, cancelled or replaced it first: this message
@@ -87,32 +89,6 @@ impl Chat {
         let text = texts::refusal_notice(lang, refusal);
         self.end_pending(who, p, to, text, out).await.map(|_| ())
     }
-
-    /// The confirm write found no match without a competing state: either the
-    /// configuration changed since the proposal was prepared (C-8: cancel it), or the
-    /// store kept losing races (ask the person to try again; keep the proposal).
-    async fn after_unconfirmed(
-        &self,
-        who: &Principal,
-        lang: Language,
-        p: &Proposal,
-        message: &NewMessage,
-        out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
-        let config = self.parts.tenants.get_mcp_config(&who.tenant).await?;
-        let same = config.is_some_and(|c| {
-            Some(&c.secret_version) == p.secret_version.as_ref() && c.version == p.config_version
-        });
-        if same {
-            return self
-                .tell(who, &message.case, texts::confirm_retry_notice(lang), out)
-                .await;
-        }
-        let text = texts::invalidated_notice(lang);
-        self.end_pending(who, p, ProposalState::Cancelled, text, out)
-            .await
-            .map(|_| ())
-    }
 }
 
 /// The confirm transaction's conditions and writes (ARCHITECTURE "confirm path", step 2).
@@ -123,6 +99,5 @@ fn confirm_write(who: &Principal, p: &Proposal, message: &NewMessage) -> Confirm
         action_id: p.action_id.clone(),
         presented_message_id: p.presented.message_id.clone(),
         message: message.clone(),
-        config: p.secret_version.clone().map(|sv| (p.config_version, sv)),
     }
 }

@@ -230,6 +230,12 @@ impl TurnPreparer {
                 "The conversation changed meanwhile.",
             )
             .retryable(true)),
+            // C-8: the company changed its action settings while this was prepared.
+            CreateProposalOutcome::SettingsChanged => Err(ToolError::new(
+                code::SERVICE_UNAVAILABLE,
+                "The company's integration settings changed meanwhile; prepare it again.",
+            )
+            .retryable(true)),
         }
     }
 }
@@ -275,7 +281,7 @@ fn new_proposal(
             message_id: message.id.clone(),
         },
         confirmation_message_id: None,
-        config_version: config.version,
+        config_version: config.actions_version,
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: Some(config.config.audience().to_owned()),

@@ -100,6 +100,9 @@ pub enum CreateProposalOutcome {
     /// The slot changed between read and write (another request won); re-read and decide
     /// again.
     Conflict,
+    /// C-8: the tenant's action settings are no longer the ones the proposal was prepared
+    /// with (its `config_version` / `secret_version`); nothing was stored.
+    SettingsChanged,
 }
 
 /// Outcome of a conditional proposal transition.
@@ -129,12 +132,6 @@ pub struct ConfirmWrite {
     pub presented_message_id: MessageId,
     /// The confirming user message, stored in the same transaction.
     pub message: NewMessage,
-    /// Condition (C-8): the tenant's stored configuration still has this version and
-    /// service-token secret version, the ones the proposal was prepared with (the pair is
-    /// unique per save, even across a removal and a new configuration). A changed or
-    /// removed configuration makes the confirmation a `Conflict { current: None }`. `None`
-    /// skips the check (store tests).
-    pub config: Option<(u64, String)>,
 }
 
 /// The conversation / proposal store. Every method is scoped by tenant: an id of another
@@ -171,7 +168,10 @@ pub trait ConversationStore: Send + Sync {
 
     /// Stores a new pending proposal and its presentation messages atomically, guarded by
     /// the slot (A-15 … A-17) and by the tenant-wide action-id guard. The
-    /// proposal's `presented` must be the first of `presentation`.
+    /// proposal's `presented` must be the first of `presentation`. When the proposal
+    /// carries a `secret_version`, the write also requires the tenant's action settings to
+    /// still be the ones it was prepared with (C-8, `SettingsChanged` otherwise) and
+    /// registers the proposal so that [`Self::invalidate_pending`] finds it.
     async fn create_proposal(
         &self,
         proposal: &Proposal,
@@ -183,7 +183,11 @@ pub trait ConversationStore: Send + Sync {
     /// message and the confirmation id in the same transaction. Of any number of concurrent
     /// calls at most one is `Applied` (P-2). On `Conflict` nothing is written, not even the
     /// message: the caller stores it as an ordinary message. `Conflict { current: None }`
-    /// when the configuration version changed (or retries ran out).
+    /// when retries ran out. No item shared by the tenant's conversations is read or
+    /// written here (C-8 is held by [`Self::create_proposal`] and
+    /// [`Self::invalidate_pending`]). When the store cannot tell whether its write
+    /// committed, it reads the proposal back and reports `Applied` if this write's message
+    /// is the recorded confirmation.
     async fn confirm(&self, write: &ConfirmWrite) -> Result<TransitionOutcome, StoreError>;
 
     /// Moves a proposal `from → to` (a legal transition of [`crate::proposal`]) only while
@@ -216,12 +220,16 @@ pub trait ConversationStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Message>, StoreError>;
 
-    /// C-8: cancels every `pending_confirmation` proposal of the tenant prepared with a
-    /// configuration version lower than `version`. Returns how many were cancelled.
+    /// C-8: cancels every `pending_confirmation` proposal of the tenant whose action
+    /// settings (`config_version`, `secret_version`) differ from `keep` (all of them when
+    /// `keep` is `None`: the connector was removed), each with the notice `notice(case,
+    /// language)` in its conversation. Finds every proposal registered before the call
+    /// (a consistent read); returns how many were cancelled.
     async fn invalidate_pending(
         &self,
         tenant: &TenantId,
-        version: u64,
+        keep: Option<(u64, &str)>,
+        notice: &(dyn for<'c> Fn(&'c CaseId, Language) -> NewMessage + Send + Sync),
     ) -> Result<usize, StoreError>;
 }
 
@@ -256,8 +264,12 @@ pub struct WidgetKey {
 pub struct StoredMcpConfig {
     /// The configuration; its `service_token` is empty here and read from the secret store.
     pub config: McpConfig,
-    /// Grows on every change (C-8).
+    /// Grows on every change (the admin API's optimistic lock).
     pub version: u64,
+    /// The `version` at which an action-relevant field (URL, service token, audience,
+    /// action policy) last changed: proposals are prepared against it, and only its
+    /// change invalidates them (C-7, C-8).
+    pub actions_version: u64,
     /// The secret version holding this configuration's service token.
     pub secret_version: String,
 }

@@ -298,7 +298,7 @@ pub struct Proposal {
     pub presented: Presentation,
     /// The user message that confirmed it, once confirmed.
     pub confirmation_message_id: Option<MessageId>,
-    /// The tenant configuration version it was prepared with (C-8).
+    /// The tenant configuration's `actions_version` it was prepared with (C-8).
     pub config_version: u64,
     /// The service-token secret version it was prepared with, to reconcile `unknown`
     /// proposals against the integration they executed with (C-8).

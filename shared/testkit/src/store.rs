@@ -1,6 +1,6 @@
 //! The conversation and tenant stores in memory, with the DynamoDB adapter's conditions:
 //! one active slot per conversation (P-2), the tenant-wide action-id guard, the
-//! confirm transaction's checks (A-23, A-35, C-8), and the audit record written with each
+//! confirm transaction's checks, the C-8 fence at preparation, and the audit record written with each
 //! configuration change.
 
 use crate::faults::{Fault, Faults};
@@ -151,15 +151,6 @@ impl MemoryStore {
 }
 
 fn confirm_conflict(state: &mut State, w: &ConfirmWrite) -> Option<TransitionOutcome> {
-    if let Some((version, secret)) = &w.config {
-        let same = state
-            .configs
-            .get(&w.tenant)
-            .is_some_and(|c| c.version == *version && &c.secret_version == secret);
-        if !same {
-            return Some(TransitionOutcome::Conflict { current: None });
-        }
-    }
     let conv = state.conversation(&w.tenant, &w.case)?;
     let proposal = conv.proposals.get(&w.action_id);
     let proposal_ok = proposal.is_some_and(|p| {
@@ -274,6 +265,12 @@ impl ConversationStore for MemoryStore {
             |s| {
                 let guard = (proposal.tenant.clone(), proposal.action_id.clone());
                 let used = s.used_action_ids.contains(&guard);
+                // C-8: the settings it was prepared with must still be in force.
+                let fenced = proposal.secret_version.as_ref().is_some_and(|sv| {
+                    !s.configs.get(&proposal.tenant).is_some_and(|c| {
+                        c.actions_version == proposal.config_version && &c.secret_version == sv
+                    })
+                });
                 let Some(conv) = s.conversation(&proposal.tenant, &proposal.case) else {
                     return Ok(CreateProposalOutcome::CaseNotOpen);
                 };
@@ -290,6 +287,9 @@ impl ConversationStore for MemoryStore {
                 }
                 if used {
                     return Ok(CreateProposalOutcome::ActionIdReused);
+                }
+                if fenced {
+                    return Ok(CreateProposalOutcome::SettingsChanged);
                 }
                 // a pending predecessor is superseded in the same write.
                 let superseded = conv
@@ -315,27 +315,30 @@ impl ConversationStore for MemoryStore {
 
     async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
         yield_now().await;
-        self.run(
-            "confirm",
+        let apply = |s: &mut State| {
+            if let Some(conflict) = confirm_conflict(s, w) {
+                return Ok(conflict);
+            }
+            let conv = s
+                .conversation(&w.tenant, &w.case)
+                .ok_or_else(|| missing("case"))?;
+            let p = conv
+                .proposals
+                .get_mut(&w.action_id)
+                .ok_or_else(|| missing("proposal"))?;
+            p.state = ProposalState::Executing;
+            p.confirmation_message_id = Some(w.message.id.clone());
+            conv.push(&w.message);
+            Ok(TransitionOutcome::Applied)
+        };
+        match self.faults.take("confirm") {
+            Some(Fault::Unavailable | Fault::Timeout) => Err(unavailable("confirm")),
             // As when the adapter's retries run out.
-            || TransitionOutcome::Conflict { current: None },
-            |s| {
-                if let Some(conflict) = confirm_conflict(s, w) {
-                    return Ok(conflict);
-                }
-                let conv = s
-                    .conversation(&w.tenant, &w.case)
-                    .ok_or_else(|| missing("case"))?;
-                let p = conv
-                    .proposals
-                    .get_mut(&w.action_id)
-                    .ok_or_else(|| missing("proposal"))?;
-                p.state = ProposalState::Executing;
-                p.confirmation_message_id = Some(w.message.id.clone());
-                conv.push(&w.message);
-                Ok(TransitionOutcome::Applied)
-            },
-        )
+            Some(Fault::Conflict) => Ok(TransitionOutcome::Conflict { current: None }),
+            // The adapter reads the proposal back after a lost answer and reports the
+            // commit it finds there.
+            Some(Fault::LostResponse) | None => apply(&mut self.lock()),
+        }
     }
 
     async fn transition(
@@ -433,7 +436,8 @@ impl ConversationStore for MemoryStore {
     async fn invalidate_pending(
         &self,
         tenant: &TenantId,
-        version: u64,
+        keep: Option<(u64, &str)>,
+        notice: &(dyn for<'c> Fn(&'c CaseId, Language) -> NewMessage + Send + Sync),
     ) -> Result<usize, StoreError> {
         yield_now().await;
         self.run(
@@ -441,17 +445,26 @@ impl ConversationStore for MemoryStore {
             || 0,
             |s| {
                 let mut cancelled = 0;
-                for ((t, _), conv) in &mut s.conversations {
+                for ((t, case), conv) in &mut s.conversations {
                     if t != tenant {
                         continue;
                     }
+                    let lang = conv.language;
+                    let mut notices = Vec::new();
                     for p in conv.proposals.values_mut() {
-                        if p.state == ProposalState::PendingConfirmation
-                            && p.config_version < version
-                        {
+                        // Only registered proposals (prepared with an integration).
+                        let Some(sv) = p.secret_version.as_deref() else {
+                            continue;
+                        };
+                        let current = keep == Some((p.config_version, sv));
+                        if p.state == ProposalState::PendingConfirmation && !current {
                             p.state = ProposalState::Cancelled;
+                            notices.push(notice(case, lang));
                             cancelled += 1;
                         }
+                    }
+                    for m in &notices {
+                        conv.push(m);
                     }
                 }
                 Ok(cancelled)

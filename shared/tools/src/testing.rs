@@ -88,7 +88,16 @@ impl ConversationStore for Fake {
     ) -> Result<Vec<Message>, StoreError> {
         Err(unavailable())
     }
-    async fn invalidate_pending(&self, _: &TenantId, _: u64) -> Result<usize, StoreError> {
+    async fn invalidate_pending(
+        &self,
+        _: &TenantId,
+        _: Option<(u64, &str)>,
+        _: &(
+             dyn for<'c> Fn(&'c CaseId, countersign_domain::texts::Language) -> NewMessage
+                 + Send
+                 + Sync
+         ),
+    ) -> Result<usize, StoreError> {
         Err(unavailable())
     }
 }

@@ -76,6 +76,7 @@ impl Env {
                 audience: None,
             },
             version: current.as_ref().map_or(1, |c| c.version + 1),
+            actions_version: current.as_ref().map_or(1, |c| c.version + 1),
             secret_version,
         };
         let audit = AuditEntry {

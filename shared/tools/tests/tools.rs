@@ -95,6 +95,7 @@ fn ctx(fail: bool, enabled: bool) -> CallContext {
         config: Mutex::new(Some(StoredMcpConfig {
             config,
             version: 1,
+            actions_version: 1,
             secret_version: "v1".into(),
         })),
         fail,

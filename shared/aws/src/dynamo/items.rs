@@ -11,10 +11,12 @@
 //! | action-id guard (A-14) | `ACTION#<tenant>#<actionId>` | `ACTION` |
 //! | tenant | `TENANT#<tenant>` | `TENANT` |
 //! | tenant MCP configuration | `TENANT#<tenant>` | `MCP` |
+//! | proposal registration (C-8) | `TENANT#<tenant>` | `PENDING#<actionId>` |
 //! | tenant registry entry | `TENANTS` | `<tenant>` |
 //!
-//! Pending proposals also carry `gsi1pk = PENDING#<tenant>` (a sparse index) so that a
-//! configuration change can find them (C-8).
+//! A proposal's registration is written with it, in the tenant's partition, so that a
+//! configuration change finds every proposal prepared under the old settings with one
+//! consistent `Query` (C-8). Each is its own item: no two conversations share one.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
@@ -32,9 +34,7 @@ pub(crate) type Item = HashMap<String, AttributeValue>;
 pub(crate) const PK: &str = "pk";
 pub(crate) const SK: &str = "sk";
 pub(crate) const TTL: &str = "ttl";
-pub(crate) const GSI1: &str = "gsi1";
-pub(crate) const GSI1_PK: &str = "gsi1pk";
-pub(crate) const GSI1_SK: &str = "gsi1sk";
+pub(crate) const PENDING_PREFIX: &str = "PENDING#";
 pub(crate) const CASE_SK: &str = "A#CASE";
 pub(crate) const ACTIVE_PREFIX: &str = "A#";
 
@@ -49,9 +49,6 @@ pub(crate) fn msg_sk(id: &MessageId) -> String {
 }
 pub(crate) fn guard_pk(tenant: &TenantId, action: &ActionId) -> String {
     format!("ACTION#{tenant}#{action}")
-}
-pub(crate) fn pending_gsi_pk(tenant: &TenantId) -> String {
-    format!("PENDING#{tenant}")
 }
 pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
     format!("TENANT#{tenant}")
@@ -182,11 +179,47 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
     if let Some(a) = &p.audience {
         i.insert("audience".into(), s(a.as_str()));
     }
-    if p.state == ProposalState::PendingConfirmation {
-        i.insert(GSI1_PK.into(), s(pending_gsi_pk(&p.tenant)));
-        i.insert(GSI1_SK.into(), s(format!("{}#{}", p.case, p.action_id)));
-    }
     i
+}
+
+/// A proposal's registration in its tenant's partition (C-8): what a configuration change
+/// needs to cancel it, and a TTL a day after the proposal expires (an expired proposal
+/// can no longer be confirmed, so its registration has no use).
+pub(crate) fn registration_item(p: &Proposal, secret_version: &str, lang: Language) -> Item {
+    let mut i = key(
+        tenant_pk(&p.tenant),
+        format!("{PENDING_PREFIX}{}", p.action_id),
+    );
+    i.insert("case_id".into(), s(p.case.as_str()));
+    i.insert("action_id".into(), s(p.action_id.as_str()));
+    i.insert("config_version".into(), n(p.config_version));
+    i.insert("secret_version".into(), s(secret_version));
+    i.insert("lang".into(), s(lang_str(lang)));
+    i.insert("expires".into(), n(p.expires_at.unix_seconds()));
+    i.insert(TTL.into(), n(p.expires_at.unix_seconds() + 86_400));
+    i
+}
+
+/// A registration as read back: the conversation, the proposal, the settings it was
+/// prepared with, the conversation's language and its expiry (Unix seconds).
+pub(crate) struct Registration {
+    pub case: CaseId,
+    pub action: ActionId,
+    pub config_version: u64,
+    pub secret_version: String,
+    pub lang: Language,
+    pub expires: i64,
+}
+
+pub(crate) fn registration_from(i: &Item) -> Result<Registration, StoreError> {
+    Ok(Registration {
+        case: parse(i, "case_id", CaseId::parse)?,
+        action: parse(i, "action_id", ActionId::parse)?,
+        config_version: get_n(i, "config_version")?,
+        secret_version: get_s(i, "secret_version")?.to_owned(),
+        lang: opt_s(i, "lang").and_then(lang_parse).unwrap_or_default(),
+        expires: get_n(i, "expires")?,
+    })
 }
 
 pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {

@@ -5,6 +5,7 @@
 //! proposal is one `TransactWriteItems` whose conditions on the slot and on the proposal's
 //! state *are* the lock: of any number of concurrent confirmations, at most one commits.
 
+mod confirm;
 mod items;
 mod tenants;
 
@@ -73,6 +74,16 @@ async fn backoff(attempt: u32) {
 enum Tx {
     Committed,
     Cancelled(Vec<CancellationReason>),
+}
+
+/// What became of a sent transaction.
+enum Sent {
+    /// DynamoDB answered: committed or cancelled.
+    Known(Tx),
+    /// Certainly not applied.
+    Refused(StoreError),
+    /// No answer, or an answer that does not tell: it may or may not have committed.
+    Unknown(StoreError),
 }
 
 fn code(r: Option<&CancellationReason>) -> &str {
@@ -175,15 +186,18 @@ impl DynamoStore {
     }
 
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
-        self.transact_with_token(items, None).await
+        match self.send_tx(items, None).await {
+            Sent::Known(tx) => Ok(tx),
+            Sent::Refused(e) | Sent::Unknown(e) => Err(e),
+        }
     }
 
-    async fn transact_with_token(
-        &self,
-        items: Vec<TransactWriteItem>,
-        token: Option<&str>,
-    ) -> Result<Tx, StoreError> {
-        match self
+    /// Sends one `TransactWriteItems`. `token` is the client request token: the caller
+    /// reuses one only to resend the very same items after an [`Sent::Unknown`] outcome
+    /// (DynamoDB answers `IdempotentParameterMismatch` to a token reused with other
+    /// parameters).
+    async fn send_tx(&self, items: Vec<TransactWriteItem>, token: Option<&str>) -> Sent {
+        let e = match self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
@@ -191,14 +205,23 @@ impl DynamoStore {
             .send()
             .await
         {
-            Ok(_) => Ok(Tx::Committed),
-            Err(SdkError::ServiceError(e)) => match e.err() {
+            Ok(_) => return Sent::Known(Tx::Committed),
+            Err(e) => e,
+        };
+        match &e {
+            SdkError::ServiceError(se) => match se.err() {
                 TransactWriteItemsError::TransactionCanceledException(c) => {
-                    Ok(Tx::Cancelled(c.cancellation_reasons().to_vec()))
+                    Sent::Known(Tx::Cancelled(c.cancellation_reasons().to_vec()))
                 }
-                _ => Err(unavailable(SdkError::ServiceError(e))),
+                // The service failed while handling it: it may have committed.
+                TransactWriteItemsError::InternalServerError(_) => Sent::Unknown(unavailable(e)),
+                // Refused before anything was applied (throttling, validation,
+                // idempotent-parameter mismatch, …).
+                _ => Sent::Refused(unavailable(e)),
             },
-            Err(e) => Err(unavailable(e)),
+            SdkError::ConstructionFailure(_) => Sent::Refused(unavailable(e)),
+            // Timeouts, lost connections, unreadable answers: it may have committed.
+            _ => Sent::Unknown(unavailable(e)),
         }
     }
 
@@ -404,6 +427,9 @@ impl ConversationStore for DynamoStore {
             .client
             .query()
             .table_name(&self.table)
+            // Consistent: the model must see the message that was stored milliseconds
+            // before this turn began.
+            .consistent_read(true)
             .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
             .set_expression_attribute_values(Some(values([
                 (":pk", s(conv_pk(tenant, case))),
@@ -444,7 +470,8 @@ impl ConversationStore for DynamoStore {
                 Ok(seen) => seen,
                 Err(refused) => return Ok(refused),
             };
-            let plan = self.proposal_tx(proposal, presentation, seen.as_ref())?;
+            let lang = case_from(&case_item)?.1;
+            let plan = self.proposal_tx(proposal, presentation, seen.as_ref(), lang)?;
             match self.transact(plan.items).await? {
                 Tx::Committed => {
                     let superseded = plan.superseded;
@@ -452,10 +479,16 @@ impl ConversationStore for DynamoStore {
                 }
                 Tx::Cancelled(reasons) => {
                     // A-14: the action id was used before in this tenant.
-                    let reused = failed(reasons.get(plan.guard_index))
-                        || failed(reasons.get(plan.proposal_index));
+                    let reused = [plan.guard_index, plan.proposal_index]
+                        .into_iter()
+                        .chain(plan.registration_index)
+                        .any(|i| failed(reasons.get(i)));
                     if reused {
                         return Ok(CreateProposalOutcome::ActionIdReused);
+                    }
+                    // C-8: the settings it was prepared with are no longer in force.
+                    if plan.fence_index.is_some_and(|i| failed(reasons.get(i))) {
+                        return Ok(CreateProposalOutcome::SettingsChanged);
                     }
                     // Someone changed the slot between our read and write: decide again.
                     seen_case = reasons
@@ -470,74 +503,7 @@ impl ConversationStore for DynamoStore {
     }
 
     async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
-        let pk = conv_pk(&w.tenant, &w.case);
-        for attempt in 0..MAX_ATTEMPTS {
-            let mut tx = vec![
-                self.update(
-                    key(pk.as_str(), CASE_SK),
-                    "SET slot_state = :exec".to_owned(),
-                    "#status = :open AND slot_action = :aid AND slot_state = :pending",
-                    values([
-                        (":open", s("open")),
-                        (":aid", s(w.action_id.as_str())),
-                        (":pending", s(ProposalState::PendingConfirmation.as_str())),
-                        (":exec", s(ProposalState::Executing.as_str())),
-                    ]),
-                )?,
-                self.update(
-                    key(pk.as_str(), prop_sk(&w.action_id)),
-                    "SET #state = :exec, confirmation_message_id = :mid REMOVE gsi1pk, gsi1sk"
-                        .to_owned(),
-                    "#state = :pending AND presented_message_id = :pm",
-                    values([
-                        (":pending", s(ProposalState::PendingConfirmation.as_str())),
-                        (":exec", s(ProposalState::Executing.as_str())),
-                        (":mid", s(w.message.id.as_str())),
-                        (":pm", s(w.presented_message_id.as_str())),
-                    ]),
-                )?,
-                self.put_new(message_item(&w.tenant, &w.message))?,
-            ];
-            if let Some((v, secret)) = &w.config {
-                // C-8 in the same transaction: the configuration the proposal was prepared
-                // with is still the one in force.
-                let check = build(
-                    ConditionCheck::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key(tenant_pk(&w.tenant), tenants::MCP_SK)))
-                        .condition_expression("version = :v AND secret_version = :sv")
-                        .expression_attribute_values(":v", n(*v))
-                        .expression_attribute_values(":sv", s(secret.as_str()))
-                        .build(),
-                )?;
-                tx.push(TransactWriteItem::builder().condition_check(check).build());
-            }
-            // Idempotent for 10 minutes under the message's id: if an SDK retry resends a
-            // transaction that committed but whose answer was lost, DynamoDB answers
-            // success instead of reporting a lost race.
-            match self
-                .transact_with_token(tx, Some(w.message.id.as_str()))
-                .await?
-            {
-                Tx::Committed => return Ok(TransitionOutcome::Applied),
-                Tx::Cancelled(reasons) => {
-                    if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
-                        backoff(attempt).await;
-                        continue;
-                    }
-                    if failed(reasons.get(3)) {
-                        return Ok(TransitionOutcome::Conflict { current: None });
-                    }
-                    let current = match reasons.get(1) {
-                        Some(r) if failed(Some(r)) => r.item().and_then(state_of),
-                        // The proposal matched; the case or slot did not.
-                        _ => Some(ProposalState::PendingConfirmation),
-                    };
-                    return Ok(TransitionOutcome::Conflict { current });
-                }
-            }
-        }
-        Ok(TransitionOutcome::Conflict { current: None })
+        self.confirm_tx(w).await
     }
 
     async fn transition(
@@ -575,7 +541,7 @@ impl ConversationStore for DynamoStore {
                 prop_expr.push_str(", #ttl = :ttl");
             }
             if from == ProposalState::PendingConfirmation {
-                prop_expr.push_str(" REMOVE gsi1pk, gsi1sk");
+                prop_expr.push_str("");
             }
             let mut tx = vec![
                 self.update(
@@ -647,37 +613,57 @@ impl ConversationStore for DynamoStore {
     async fn invalidate_pending(
         &self,
         tenant: &TenantId,
-        version: u64,
+        keep: Option<(u64, &str)>,
+        notice: &(dyn for<'c> Fn(&'c CaseId, Language) -> NewMessage + Send + Sync),
     ) -> Result<usize, StoreError> {
+        // Consistent: every proposal whose creation committed before this call is here
+        // (a proposal created after it was fenced by its own condition on the settings).
         let query = self
             .client
             .query()
             .table_name(&self.table)
-            .index_name(GSI1)
-            .key_condition_expression("gsi1pk = :g")
-            .set_expression_attribute_values(Some(values([(":g", s(pending_gsi_pk(tenant)))])));
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(tenant_pk(tenant))),
+                (":p", s(PENDING_PREFIX)),
+            ])));
+        let now = epoch_now();
         let mut cancelled = 0;
         for item in self.query_all(query).await? {
-            let stale = get_n::<u64>(&item, "config_version")? < version;
-            if !stale {
+            let r = registration_from(&item)?;
+            let current =
+                keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv);
+            if current {
                 continue;
             }
-            let case = CaseId::parse(get_s(&item, "case_id")?).map_err(|_| corrupt("case_id"))?;
-            let action =
-                ActionId::parse(get_s(&item, "action_id")?).map_err(|_| corrupt("action_id"))?;
-            let outcome = self
-                .transition(
-                    tenant,
-                    &case,
-                    &action,
-                    ProposalState::PendingConfirmation,
-                    ProposalState::Cancelled,
-                    None,
-                )
-                .await?;
-            if outcome == TransitionOutcome::Applied {
-                cancelled += 1;
+            if r.expires > now {
+                let message = notice(&r.case, r.lang);
+                let outcome = self
+                    .transition(
+                        tenant,
+                        &r.case,
+                        &r.action,
+                        ProposalState::PendingConfirmation,
+                        ProposalState::Cancelled,
+                        Some(&message),
+                    )
+                    .await?;
+                if outcome == TransitionOutcome::Applied {
+                    cancelled += 1;
+                }
             }
+            // Settled either way: cancelled now, or already past pending.
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    tenant_pk(tenant),
+                    format!("{PENDING_PREFIX}{}", r.action),
+                )))
+                .send()
+                .await
+                .map_err(unavailable)?;
         }
         Ok(cancelled)
     }
@@ -712,6 +698,8 @@ struct ProposalTx {
     superseded: Option<ActionId>,
     proposal_index: usize,
     guard_index: usize,
+    registration_index: Option<usize>,
+    fence_index: Option<usize>,
 }
 
 impl DynamoStore {
@@ -731,7 +719,7 @@ impl DynamoStore {
     }
 
     /// Moves a pending proposal to `to` inside a larger transaction, with retention when
-    /// configured (and out of the pending index).
+    /// configured.
     fn end_pending_update(
         &self,
         pk: &str,
@@ -745,9 +733,9 @@ impl DynamoStore {
         let expr = match self.retention_ttl() {
             Some(t) => {
                 vals.insert(":ttl".into(), t);
-                "SET #state = :to, #ttl = :ttl REMOVE gsi1pk, gsi1sk"
+                "SET #state = :to, #ttl = :ttl"
             }
-            None => "SET #state = :to REMOVE gsi1pk, gsi1sk",
+            None => "SET #state = :to",
         };
         self.update(
             key(pk, prop_sk(action)),
@@ -759,12 +747,15 @@ impl DynamoStore {
 
     /// A-14 … A-17 in one transaction: the slot taken (conditional on what was seen),
     /// a pending predecessor superseded, the proposal and its tenant-wide id guard put
-    /// new, and the presentation messages.
+    /// new, the presentation messages, and (C-8) the proposal's registration with a
+    /// condition that the tenant's action settings are still the ones it was prepared
+    /// with.
     fn proposal_tx(
         &self,
         proposal: &Proposal,
         presentation: &[NewMessage],
         seen: Option<&(String, String)>,
+        lang: Language,
     ) -> Result<ProposalTx, StoreError> {
         let pk = conv_pk(&proposal.tenant, &proposal.case);
         let mut vals = values([
@@ -796,12 +787,46 @@ impl DynamoStore {
         for m in presentation {
             items.push(self.put_new(message_item(&proposal.tenant, m))?);
         }
+        let (mut registration_index, mut fence_index) = (None, None);
+        if let Some(sv) = &proposal.secret_version {
+            registration_index = Some(items.len());
+            items.push(self.put_new(registration_item(proposal, sv, lang))?);
+            fence_index = Some(items.len());
+            items.push(self.settings_fence(&proposal.tenant, proposal.config_version, sv)?);
+        }
         Ok(ProposalTx {
             items,
             superseded,
             proposal_index,
             guard_index,
+            registration_index,
+            fence_index,
         })
+    }
+
+    /// C-8 at preparation: the tenant's action settings are still `(version,
+    /// secret_version)`. This condition is on the tenant's one configuration item, so it
+    /// is kept off the confirm path (where it would make every confirmation of a tenant
+    /// conflict with every other); preparations are far rarer.
+    fn settings_fence(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+        secret_version: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(tenant_pk(tenant), tenants::MCP_SK)))
+                .condition_expression(
+                    "secret_version = :sv AND (actions_version = :v OR \
+                     (attribute_not_exists(actions_version) AND version = :v))",
+                )
+                .expression_attribute_values(":v", n(version))
+                .expression_attribute_values(":sv", s(secret_version))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
     /// A-26 in one transaction: the case closed (conditional on the slot as seen), with

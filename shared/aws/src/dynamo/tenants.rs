@@ -123,6 +123,7 @@ fn mcp_item(tenant: &TenantId, c: &StoredMcpConfig) -> Item {
         i.insert("audience".into(), s(a.as_str()));
     }
     i.insert("version".into(), n(c.version));
+    i.insert("actions_version".into(), n(c.actions_version));
     i.insert("secret_version".into(), s(c.secret_version.as_str()));
     i
 }
@@ -156,6 +157,8 @@ fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
             audience: opt_s(i, "audience").map(str::to_owned),
         },
         version: get_n(i, "version")?,
+        // Written since C-8's fence moved to preparation; before, every change counted.
+        actions_version: get_n(i, "actions_version").or_else(|_| get_n(i, "version"))?,
         secret_version: get_s(i, "secret_version")?.to_owned(),
     })
 }

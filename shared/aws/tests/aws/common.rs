@@ -110,7 +110,9 @@ impl Env {
             },
             confirmation_message_id: None,
             config_version,
-            secret_version: Some("v1".into()),
+            // No integration: the C-8 fence and registration are skipped (see
+            // `Env::with_settings` for tests of C-8).
+            secret_version: None,
             server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
             audience: None,
         };
@@ -133,6 +135,54 @@ impl Env {
             ),
         ];
         (p, msgs)
+    }
+
+    /// `p` prepared under the action settings `(version, secret_version)`.
+    pub fn with_settings(mut p: Proposal, version: u64, secret_version: &str) -> Proposal {
+        p.config_version = version;
+        p.secret_version = Some(secret_version.to_owned());
+        p
+    }
+
+    /// Stores `tenant`'s MCP configuration with these action settings (and `version`).
+    pub async fn configure(
+        &self,
+        store: &DynamoStore,
+        tenant: &TenantId,
+        expected: Option<u64>,
+        (version, actions_version, secret_version): (u64, u64, &str),
+    ) {
+        let config = countersign_domain::config::validate_mcp_config(
+            &serde_json::json!({
+                "serverUrl": "https://mcp.trackshare.example.com/mcp",
+                "serviceToken": "svc_token_123",
+                "allowedTools": ["get_user_uploads"],
+            }),
+            countersign_domain::config::UrlPolicy::default(),
+        )
+        .unwrap();
+        let stored = countersign_domain::ports::StoredMcpConfig {
+            config,
+            version,
+            actions_version,
+            secret_version: secret_version.to_owned(),
+        };
+        let audit = countersign_domain::ports::AuditEntry {
+            id: self.ids.audit_id(),
+            at: SystemClock.now(),
+            actor: "operator".into(),
+            action: "mcp.put".into(),
+            changes: serde_json::json!({}),
+        };
+        let outcome = countersign_domain::ports::TenantStore::put_mcp_config(
+            store, tenant, &stored, expected, &audit,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            outcome,
+            countersign_domain::ports::TransitionOutcome::Applied
+        );
     }
 
     pub fn message(
@@ -170,7 +220,6 @@ impl Env {
                 "confirm",
                 Some(presented.clone()),
             ),
-            config: None,
         }
     }
 }

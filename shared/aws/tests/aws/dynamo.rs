@@ -454,27 +454,53 @@ async fn p3_held_conversations_never_get_a_ttl() {
     assert_eq!(ttl(Some(p2.action_id.clone())).await, Some(case_ttl));
 }
 
-/// C-8: a configuration change cancels pending proposals prepared with older versions.
+/// C-8: a configuration change cancels, with a notice, every pending proposal prepared
+/// under other action settings, found by one consistent read of the tenant's
+/// registrations; executing ones are never touched, and a second sweep finds nothing.
 #[tokio::test]
-async fn c8_invalidate_pending_cancels_older_configuration_versions() {
+async fn c8_invalidate_pending_cancels_proposals_of_other_action_settings() {
+    use crate::common::Env;
     let env = env().await;
     let store = env.store();
     let tenant = env.tenant();
     let a = env.open_case(&store, &tenant).await;
     let b = env.open_case(&store, &tenant).await;
     let c = env.open_case(&store, &tenant).await;
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
     let (old, m) = env.proposal(&a, "act_v1", 1);
+    let old = Env::with_settings(old, 1, "v1");
     store.create_proposal(&old, &m).await.unwrap();
-    let (new, m) = env.proposal(&b, "act_v2", 2);
-    store.create_proposal(&new, &m).await.unwrap();
     let (running, m) = env.proposal(&c, "act_v1_exec", 1);
+    let running = Env::with_settings(running, 1, "v1");
     store.create_proposal(&running, &m).await.unwrap();
     store
         .confirm(&env.confirm_write(&running, &running.presented.message_id))
         .await
         .unwrap();
+    env.configure(&store, &tenant, Some(1), (2, 2, "v1")).await;
+    let (new, m) = env.proposal(&b, "act_v2", 2);
+    let new = Env::with_settings(new, 2, "v1");
+    store.create_proposal(&new, &m).await.unwrap();
 
-    assert_eq!(store.invalidate_pending(&tenant, 2).await.unwrap(), 1);
+    let notice = |case: &countersign_domain::ids::CaseId,
+                  lang: countersign_domain::texts::Language| {
+        env.message(
+            case,
+            env.ids.message_id(),
+            countersign_domain::conversation::Role::Assistant,
+            countersign_domain::conversation::MessageKind::Notice,
+            countersign_domain::texts::invalidated_notice(lang),
+            None,
+        )
+    };
+    let keep = Some((2, "v1"));
+    assert_eq!(
+        store
+            .invalidate_pending(&tenant, keep, &notice)
+            .await
+            .unwrap(),
+        1
+    );
     let state = |case: &countersign_domain::conversation::Case,
                  p: &countersign_domain::proposal::Proposal| {
         let store = store.clone();
@@ -488,6 +514,17 @@ async fn c8_invalidate_pending_cancels_older_configuration_versions() {
         S::Executing,
         "executing is never invalidated"
     );
+    let messages = store
+        .list_messages(&tenant, &a.id, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        messages.last().map(|m| m.content.as_str()),
+        Some(countersign_domain::texts::invalidated_notice(
+            Default::default()
+        )),
+        "the person is told why"
+    );
     assert_ne!(
         store
             .confirm(&env.confirm_write(&old, &old.presented.message_id))
@@ -495,6 +532,23 @@ async fn c8_invalidate_pending_cancels_older_configuration_versions() {
             .unwrap(),
         TransitionOutcome::Applied
     );
+    // Swept registrations are gone; the sweep is idempotent. Removing the connector
+    // (`keep = None`) cancels the rest.
+    assert_eq!(
+        store
+            .invalidate_pending(&tenant, keep, &notice)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .invalidate_pending(&tenant, None, &notice)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(state(&b, &new).await, S::Cancelled);
 }
 
 /// Transitions follow the state machine and the stored state.

@@ -13,6 +13,8 @@
 mod common;
 mod concurrency;
 mod dynamo;
+mod faulty;
 mod kms;
+mod real_rules;
 mod secrets;
 mod tenants;

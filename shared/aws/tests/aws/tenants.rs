@@ -5,8 +5,8 @@ use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ports::{
-    AuditEntry, Clock, ConversationStore, Ids, StoredMcpConfig, Tenant, TenantStore,
-    TransitionOutcome,
+    AuditEntry, Clock, ConversationStore, CreateProposalOutcome, Ids, StoredMcpConfig, Tenant,
+    TenantStore, TransitionOutcome,
 };
 use countersign_domain::texts::Language;
 
@@ -86,6 +86,7 @@ async fn mcp_configuration_is_versioned() {
     let mut stored = StoredMcpConfig {
         config,
         version: 1,
+        actions_version: 1,
         secret_version: "v1".into(),
     };
     assert_eq!(
@@ -156,6 +157,7 @@ async fn audit_records_are_atomic_and_paginated_newest_first() {
     let mut stored = StoredMcpConfig {
         config,
         version: 1,
+        actions_version: 1,
         secret_version: "v1".into(),
     };
     let mut written = Vec::new();
@@ -208,62 +210,57 @@ async fn audit_records_are_atomic_and_paginated_newest_first() {
     assert!(other.items.is_empty() && other.next.is_none());
 }
 
-/// C-8 at the moment of confirmation: the confirm transaction also checks that the
-/// tenant's configuration still has the version the proposal was prepared with; a changed
-/// (or removed) configuration refuses the confirmation and writes nothing.
+/// C-8 at preparation: a proposal is stored only while the tenant's action settings are
+/// the ones it was prepared with (its `actions_version` and token secret version), in the
+/// same transaction; otherwise nothing is written.
 #[tokio::test]
-async fn c8_confirm_checks_the_configuration_version_in_the_same_transaction() {
-    let ids = UlidIds::default();
+async fn c8_preparation_is_fenced_by_the_action_settings_in_force() {
+    use crate::common::Env;
     let env = env().await;
     let store = env.store();
     let case = env.open_case(&store, &env.tenant()).await;
     let tenant = case.tenant.clone();
-    let config = validate_mcp_config(
-        &serde_json::json!({
-            "serverUrl": "https://mcp.trackshare.example.com/mcp",
-            "serviceToken": "svc_token_123",
-            "allowedTools": ["get_user_uploads"],
-        }),
-        UrlPolicy::default(),
-    )
-    .unwrap();
-    let mut stored = StoredMcpConfig {
-        config,
-        version: 1,
-        secret_version: "v1".into(),
+    let prepare = |n: &str, version: u64, secret: &str| {
+        let (p, msgs) = env.proposal(&case, n, version);
+        (Env::with_settings(p, version, secret), msgs)
     };
-    store
-        .put_mcp_config(&tenant, &stored, None, &audit(&ids, "put"))
-        .await
-        .unwrap();
-    let (p, msgs) = env.proposal(&case, "act_cfg_1", 1);
-    store.create_proposal(&p, &msgs).await.unwrap();
-    // The configuration moves to version 2 (without the best-effort invalidation).
-    stored.version = 2;
-    store
-        .put_mcp_config(&tenant, &stored, Some(1), &audit(&ids, "put"))
-        .await
-        .unwrap();
-    let mut w = env.confirm_write(&p, &p.presented.message_id);
-    w.config = Some((1, "v1".into()));
+    // No configuration at all: refused.
+    let (p, msgs) = prepare("act_cfg_0", 1, "v1");
     assert_eq!(
-        store.confirm(&w).await.unwrap(),
-        TransitionOutcome::Conflict { current: None }
+        store.create_proposal(&p, &msgs).await.unwrap(),
+        CreateProposalOutcome::SettingsChanged
+    );
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    // A consultations-only change (version 2) keeps the action settings of version 1.
+    env.configure(&store, &tenant, Some(1), (2, 1, "v1")).await;
+    let (p, msgs) = prepare("act_cfg_1", 1, "v1");
+    assert!(matches!(
+        store.create_proposal(&p, &msgs).await.unwrap(),
+        CreateProposalOutcome::Applied { .. }
+    ));
+    // An action-relevant change (version 3) fences proposals of version 1 …
+    env.configure(&store, &tenant, Some(2), (3, 3, "v1")).await;
+    let (p, msgs) = prepare("act_cfg_2", 1, "v1");
+    assert_eq!(
+        store.create_proposal(&p, &msgs).await.unwrap(),
+        CreateProposalOutcome::SettingsChanged
     );
     let view = store.load(&tenant, &case.id).await.unwrap().unwrap();
     assert_eq!(
-        view.active.unwrap().state,
-        countersign_domain::proposal::ProposalState::PendingConfirmation,
+        view.active.unwrap().action_id.as_str(),
+        "act_cfg_1",
         "nothing written"
     );
-    // The same version number with another secret version (a configuration removed and
-    // saved again) is another configuration too.
-    w.config = Some((2, "v-other".into()));
+    // … and so does another token version with the same number (a connector removed
+    // and saved again).
+    let (p, msgs) = prepare("act_cfg_3", 3, "v-other");
     assert_eq!(
-        store.confirm(&w).await.unwrap(),
-        TransitionOutcome::Conflict { current: None }
+        store.create_proposal(&p, &msgs).await.unwrap(),
+        CreateProposalOutcome::SettingsChanged
     );
-    // With the configuration in force, the same confirmation goes through.
-    w.config = Some((2, "v1".into()));
-    assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
+    let (p, msgs) = prepare("act_cfg_4", 3, "v1");
+    assert!(matches!(
+        store.create_proposal(&p, &msgs).await.unwrap(),
+        CreateProposalOutcome::Applied { .. }
+    ));
 }

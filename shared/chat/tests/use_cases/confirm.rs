@@ -2,6 +2,7 @@
 
 use crate::harness::{H, kinds};
 use countersign_domain::conversation::MessageKind;
+use countersign_domain::ports::{ConversationStore, TenantStore};
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::texts::{self, Language};
 use countersign_testkit::{Fault, Reply, action_answer};
@@ -69,17 +70,38 @@ async fn an_expired_proposal_is_marked_expired_and_never_executed() {
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
 
+/// C-8: a proposal the settings change cancelled (decision 0019: the admin save sweeps
+/// them) is never executed; a later "confirm" authorizes nothing.
 #[tokio::test]
-async fn c8_a_configuration_saved_after_preparation_cancels_the_proposal_at_confirm() {
+async fn c8_a_proposal_cancelled_by_a_settings_change_is_never_executed() {
     let h = H::new().await;
     let (action, presented) = h.propose().await;
     h.configure(true, &[crate::harness::OPERATION], None).await;
-    let out = h.reply("confirm", &presented).await;
+    let current = h
+        .store
+        .get_mcp_config(&h.who.tenant)
+        .await
+        .unwrap()
+        .unwrap();
+    let keep = Some((current.actions_version, current.secret_version.as_str()));
+    let notice = |case: &countersign_domain::ids::CaseId, lang: Language| {
+        h.notice(case, texts::invalidated_notice(lang))
+    };
+    let cancelled = h
+        .store
+        .invalidate_pending(&h.who.tenant, keep, &notice)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, 1);
     assert_eq!(h.state(&action), ProposalState::Cancelled);
-    assert_eq!(
-        out.last().unwrap().content,
-        texts::invalidated_notice(Language::En)
+    assert!(
+        h.messages()
+            .iter()
+            .any(|m| m.content == texts::invalidated_notice(Language::En)),
+        "the person is told why"
     );
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Cancelled);
     assert!(h.provider.calls_of("execute_action").is_empty());
     assert_eq!(h.signer.signed(), 0);
 }

@@ -147,6 +147,7 @@ impl H {
                 audience: None,
             },
             version: current.as_ref().map_or(1, |c| c.version + 1),
+            actions_version: current.as_ref().map_or(1, |c| c.version + 1),
             secret_version,
         };
         self.store
@@ -237,6 +238,20 @@ impl H {
             .unwrap()
             .case
             .status
+    }
+
+    /// An assistant notice in `case`, as the admin's C-8 sweep writes it.
+    pub fn notice(&self, case: &CaseId, text: &str) -> NewMessage {
+        use countersign_domain::ports::Ids;
+        NewMessage {
+            id: self.ids.message_id(),
+            case: case.clone(),
+            role: countersign_domain::conversation::Role::Assistant,
+            kind: MessageKind::Notice,
+            content: text.to_owned(),
+            reply_to: None,
+            created_at: self.clock_now(),
+        }
     }
 
     pub fn clock_now(&self) -> countersign_domain::time::Timestamp {

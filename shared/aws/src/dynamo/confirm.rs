@@ -1,0 +1,135 @@
+//! The confirm transaction (ARCHITECTURE "confirm path", step 2) under real DynamoDB
+//! semantics:
+//!
+//! - it touches only items of its own conversation (the case, the proposal, the new
+//!   message), so confirmations in different conversations never conflict — C-8 is held
+//!   at preparation and at configuration change instead (decision 0019);
+//! - each attempt has its own client request token; a token is reused only to resend the
+//!   same items after an attempt whose outcome is unknown;
+//! - after an unknown outcome the proposal is read back (consistently): if this request's
+//!   message is the recorded confirmation, the write committed and the caller carries on.
+
+use super::items::*;
+use super::{DynamoStore, MAX_ATTEMPTS, Sent, Tx, any_conflict, backoff, failed, values};
+use aws_sdk_dynamodb::types::TransactWriteItem;
+use countersign_domain::ports::{ConfirmWrite, StoreError, TransitionOutcome};
+use countersign_domain::proposal::ProposalState;
+
+/// How many times one attempt whose outcome is unknown is resent with its own token.
+const UNKNOWN_RESENDS: u32 = 1;
+
+/// What a read-back after an unknown outcome found.
+enum ReadBack {
+    /// This request's confirmation is recorded: the write committed.
+    Ours,
+    /// Still pending: the write did not (yet) commit.
+    Pending,
+    /// Another request moved it (or it is gone).
+    Other(Option<ProposalState>),
+}
+
+impl DynamoStore {
+    /// The items of the confirm transaction, in a fixed order: case slot (0), proposal
+    /// (1), confirming message (2).
+    fn confirm_items(&self, w: &ConfirmWrite) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let pk = conv_pk(&w.tenant, &w.case);
+        Ok(vec![
+            self.update(
+                key(pk.as_str(), CASE_SK),
+                "SET slot_state = :exec".to_owned(),
+                "#status = :open AND slot_action = :aid AND slot_state = :pending",
+                values([
+                    (":open", s("open")),
+                    (":aid", s(w.action_id.as_str())),
+                    (":pending", s(ProposalState::PendingConfirmation.as_str())),
+                    (":exec", s(ProposalState::Executing.as_str())),
+                ]),
+            )?,
+            self.update(
+                key(pk.as_str(), prop_sk(&w.action_id)),
+                "SET #state = :exec, confirmation_message_id = :mid".to_owned(),
+                "#state = :pending AND presented_message_id = :pm",
+                values([
+                    (":pending", s(ProposalState::PendingConfirmation.as_str())),
+                    (":exec", s(ProposalState::Executing.as_str())),
+                    (":mid", s(w.message.id.as_str())),
+                    (":pm", s(w.presented_message_id.as_str())),
+                ]),
+            )?,
+            self.put_new(message_item(&w.tenant, &w.message))?,
+        ])
+    }
+
+    /// P-2's lock: of any number of concurrent calls at most one is `Applied`.
+    pub(super) async fn confirm_tx(
+        &self,
+        w: &ConfirmWrite,
+    ) -> Result<TransitionOutcome, StoreError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            // A fresh token per attempt: an attempt that follows a definite cancellation
+            // is a new request, not a resend.
+            let token = ulid::Ulid::new().to_string();
+            let reasons = match self.send_resending(w, &token).await? {
+                Ok(Tx::Committed) => return Ok(TransitionOutcome::Applied),
+                Ok(Tx::Cancelled(reasons)) => reasons,
+                Err(current) => return Ok(TransitionOutcome::Conflict { current }),
+            };
+            if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
+                backoff(attempt).await;
+                continue;
+            }
+            let current = match reasons.get(1) {
+                Some(r) if failed(Some(r)) => r.item().and_then(state_of),
+                // The proposal matched; the case or slot did not.
+                _ => Some(ProposalState::PendingConfirmation),
+            };
+            return Ok(TransitionOutcome::Conflict { current });
+        }
+        Ok(TransitionOutcome::Conflict { current: None })
+    }
+
+    /// Sends the confirm items under `token`; after an unknown outcome, reads back and
+    /// either reports the commit, resends the same items under the same token, reports
+    /// the state another request left (`Err`), or gives up with the error.
+    async fn send_resending(
+        &self,
+        w: &ConfirmWrite,
+        token: &str,
+    ) -> Result<Result<Tx, Option<ProposalState>>, StoreError> {
+        let mut resends = 0;
+        loop {
+            let error = match self.send_tx(self.confirm_items(w)?, Some(token)).await {
+                Sent::Known(tx) => return Ok(Ok(tx)),
+                Sent::Refused(e) => return Err(e),
+                Sent::Unknown(e) => e,
+            };
+            tracing::warn!(error = %error, "the confirm write's outcome is unknown: reading back");
+            match self.read_back(w).await {
+                Ok(ReadBack::Ours) => return Ok(Ok(Tx::Committed)),
+                Ok(ReadBack::Pending) if resends < UNKNOWN_RESENDS => resends += 1,
+                Ok(ReadBack::Other(current)) => {
+                    tracing::info!(?current, "another request settled the proposal first");
+                    return Ok(Err(current));
+                }
+                Ok(ReadBack::Pending) | Err(_) => return Err(error),
+            }
+        }
+    }
+
+    /// One consistent read of the proposal after an unknown outcome.
+    async fn read_back(&self, w: &ConfirmWrite) -> Result<ReadBack, StoreError> {
+        let item = self
+            .get(conv_pk(&w.tenant, &w.case), prop_sk(&w.action_id))
+            .await?;
+        let Some(item) = item else {
+            return Ok(ReadBack::Other(None));
+        };
+        let state = state_of(&item);
+        let recorded = opt_s(&item, "confirmation_message_id");
+        Ok(match state {
+            Some(ProposalState::PendingConfirmation) => ReadBack::Pending,
+            _ if recorded == Some(w.message.id.as_str()) => ReadBack::Ours,
+            other => ReadBack::Other(other),
+        })
+    }
+}

@@ -1,0 +1,311 @@
+//! A DynamoDB that behaves like the real service where the emulator is kinder: an HTTP
+//! proxy on loopback in front of moto that applies real DynamoDB's rules to the requests
+//! passing through.
+//!
+//! - **Transaction conflicts**: a `TransactWriteItems` that touches (puts, updates,
+//!   deletes or condition-checks) an item an in-flight transaction touches is cancelled
+//!   with `TransactionConflict` (moto serialises requests and never does this). Each
+//!   transaction is held in flight for `hold` before it is forwarded, as real transactions
+//!   take milliseconds.
+//! - **Client request tokens**: a token reused with other parameters is refused with
+//!   `IdempotentParameterMismatchException`; a token reused with the same parameters after
+//!   a commit is answered with success without applying anything again.
+//! - **Lost answers**: the next N transactions are applied, and their answers replaced by
+//!   a 500 (the SDK retries them; the token rule then answers the retries).
+//! - **Throttling**: the next N transactions are refused with `ThrottlingException`.
+//!
+//! It counts what it did, and records what the client did that real DynamoDB would
+//! punish: a token reused after a definite answer, an eventually consistent read.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the proxy did and saw.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Transactions cancelled for touching an item of an in-flight transaction.
+    pub conflicts: AtomicUsize,
+    /// Transactions forwarded to the emulator.
+    pub forwarded: AtomicUsize,
+    /// Answers replaced by a 500 after the transaction was applied.
+    pub lost: AtomicUsize,
+    /// Tokens reused with other parameters (refused).
+    pub mismatches: AtomicUsize,
+    /// Tokens reused after DynamoDB had answered them definitely (committed or cancelled).
+    pub reused_after_answer: AtomicUsize,
+    /// `Query` / `GetItem` requests without `ConsistentRead`.
+    pub inconsistent_reads: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct TokenUse {
+    /// The request without its token.
+    params: Value,
+    /// Whether a request under it committed.
+    committed: bool,
+    /// Whether the client was told the outcome (committed or cancelled).
+    told: bool,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    inflight: Mutex<HashMap<String, usize>>,
+    tokens: Mutex<HashMap<String, TokenUse>>,
+    lose_next: AtomicUsize,
+    throttle_next: AtomicUsize,
+    counters: Counters,
+}
+
+/// The proxy: point a DynamoDB client at [`Faulty::url`].
+pub struct Faulty {
+    url: String,
+    shared: Arc<Shared>,
+}
+
+#[derive(Clone)]
+struct Ctx {
+    shared: Arc<Shared>,
+    upstream: String,
+    http: reqwest::Client,
+    hold: Duration,
+}
+
+impl Faulty {
+    /// Starts a proxy to `upstream` (the emulator's URL) on a free loopback port.
+    pub async fn start(upstream: &str, hold: Duration) -> Self {
+        let shared = Arc::new(Shared::default());
+        let ctx = Ctx {
+            shared: shared.clone(),
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+            hold,
+        };
+        let app = axum::Router::new()
+            .fallback(axum::routing::post(handle))
+            .with_state(ctx);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self { url, shared }
+    }
+
+    /// The proxy's endpoint.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
+    /// The next `n` transactions are applied and their answers lost.
+    pub fn lose_next(&self, n: usize) {
+        self.shared.lose_next.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` transactions are refused with `ThrottlingException`.
+    pub fn throttle_next(&self, n: usize) {
+        self.shared.throttle_next.store(n, Ordering::SeqCst);
+    }
+}
+
+/// Takes one from a countdown, if any is left.
+fn take(counter: &AtomicUsize) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+fn error(status: StatusCode, kind: &str, extra: Value) -> Response {
+    let mut body = json!({
+        "__type": format!("com.amazonaws.dynamodb.v20120810#{kind}"),
+        "message": kind,
+    });
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    (
+        status,
+        [("content-type", "application/x-amz-json-1.0")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// `table|pk|sk` of each item a transaction touches, in order.
+fn touched(body: &Value) -> Vec<String> {
+    let items = body["TransactItems"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    items
+        .iter()
+        .map(|op| {
+            let (_, inner) = op.as_object().and_then(|o| o.iter().next()).unwrap();
+            let key = inner.get("Key").or_else(|| inner.get("Item")).unwrap();
+            format!(
+                "{}|{}|{}",
+                inner["TableName"], key["pk"]["S"], key["sk"]["S"]
+            )
+        })
+        .collect()
+}
+
+async fn handle(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .rsplit('.')
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let c = &ctx.shared.counters;
+    match target.as_str() {
+        "Query" | "GetItem" if json["ConsistentRead"] != Value::Bool(true) => {
+            c.inconsistent_reads.fetch_add(1, Ordering::SeqCst);
+        }
+        "TransactWriteItems" => return transact(&ctx, headers, body, json).await,
+        _ => {}
+    }
+    forward(&ctx, headers, body).await
+}
+
+async fn transact(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: Value) -> Response {
+    let s = &ctx.shared;
+    let token = json["ClientRequestToken"].as_str().map(str::to_owned);
+    let answer = match token_rule(s, token.as_deref(), &json) {
+        Some(early) => early,
+        None if take(&s.throttle_next) => {
+            error(StatusCode::BAD_REQUEST, "ThrottlingException", json!({}))
+        }
+        None => apply(ctx, headers, body, &json).await,
+    };
+    let committed = answer.status().is_success();
+    let lost = committed && take(&s.lose_next);
+    if let Some(t) = &token
+        && let Some(u) = s.tokens.lock().unwrap().get_mut(t)
+    {
+        u.committed |= committed;
+        u.told = !lost && answer.status() != StatusCode::INTERNAL_SERVER_ERROR;
+    }
+    if lost {
+        s.counters.lost.fetch_add(1, Ordering::SeqCst);
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            json!({}),
+        );
+    }
+    answer
+}
+
+/// Real DynamoDB's idempotency rule for `token`: `Some` answers without applying.
+fn token_rule(s: &Shared, token: Option<&str>, json: &Value) -> Option<Response> {
+    let t = token?;
+    let c = &s.counters;
+    let mut params = json.clone();
+    params.as_object_mut()?.remove("ClientRequestToken");
+    let mut tokens = s.tokens.lock().unwrap();
+    let Some(used) = tokens.get(t) else {
+        tokens.insert(
+            t.to_owned(),
+            TokenUse {
+                params,
+                committed: false,
+                told: false,
+            },
+        );
+        return None;
+    };
+    if used.params != params {
+        c.mismatches.fetch_add(1, Ordering::SeqCst);
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            "IdempotentParameterMismatchException",
+            json!({}),
+        ));
+    }
+    if used.told {
+        c.reused_after_answer.fetch_add(1, Ordering::SeqCst);
+    }
+    used.committed
+        .then(|| (StatusCode::OK, "{}").into_response())
+}
+
+/// Applies the rule on conflicts, then forwards while holding the touched items.
+async fn apply(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: &Value) -> Response {
+    let s = &ctx.shared;
+    let keys = touched(json);
+    {
+        let mut inflight = s.inflight.lock().unwrap();
+        let clash: Vec<bool> = keys.iter().map(|k| inflight.contains_key(k)).collect();
+        if clash.iter().any(|c| *c) {
+            s.counters.conflicts.fetch_add(1, Ordering::SeqCst);
+            let reasons: Vec<Value> = clash
+                .iter()
+                .map(|c| {
+                    if *c {
+                        json!({"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"})
+                    } else {
+                        json!({"Code": "None"})
+                    }
+                })
+                .collect();
+            return error(
+                StatusCode::BAD_REQUEST,
+                "TransactionCanceledException",
+                json!({"CancellationReasons": reasons}),
+            );
+        }
+        for k in &keys {
+            *inflight.entry(k.clone()).or_default() += 1;
+        }
+    }
+    let held: HashSet<String> = keys.into_iter().collect();
+    tokio::time::sleep(ctx.hold).await;
+    s.counters.forwarded.fetch_add(1, Ordering::SeqCst);
+    let answer = forward(ctx, headers, body).await;
+    let mut inflight = s.inflight.lock().unwrap();
+    for k in &held {
+        if let Some(n) = inflight.get_mut(k) {
+            *n -= 1;
+            if *n == 0 {
+                inflight.remove(k);
+            }
+        }
+    }
+    answer
+}
+
+async fn forward(ctx: &Ctx, headers: HeaderMap, body: Bytes) -> Response {
+    let mut req = ctx.http.post(format!("{}/", ctx.upstream)).body(body);
+    for (name, value) in &headers {
+        if name != "host" && name != "content-length" {
+            req = req.header(name, value);
+        }
+    }
+    match req.send().await {
+        Ok(r) => {
+            let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
+            let ct = r
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/x-amz-json-1.0")
+                .to_owned();
+            let bytes = r.bytes().await.unwrap_or_default();
+            (status, [("content-type", ct)], bytes).into_response()
+        }
+        Err(_) => error(StatusCode::BAD_GATEWAY, "InternalServerError", json!({})),
+    }
+}

@@ -1,0 +1,276 @@
+//! The confirm path under real DynamoDB's rules, which the emulator does not apply:
+//! every test here runs through [`Faulty`], the proxy that cancels concurrent transactions
+//! on one item, enforces client request tokens, loses answers and throttles.
+
+use crate::common::{Env, env};
+use crate::faulty::Faulty;
+use countersign_aws::dynamo::DynamoStore;
+use countersign_domain::conversation::Case;
+use countersign_domain::ports::{ConversationStore, TransitionOutcome};
+use countersign_domain::proposal::{Proposal, ProposalState};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+const N: usize = 64;
+
+/// A store on a fresh table whose DynamoDB traffic goes through a new proxy.
+async fn through_proxy(env: &Env) -> (DynamoStore, Faulty) {
+    let plain = env.fresh_store().await;
+    let upstream = countersign_testkit::local_aws_endpoint();
+    // Real transactions take milliseconds; holding each in flight for 5 ms gives
+    // concurrent ones the overlap they have on the real service.
+    let proxy = Faulty::start(&upstream, Duration::from_millis(5)).await;
+    let conf = aws_sdk_dynamodb::config::Builder::from(&env.sdk)
+        .endpoint_url(proxy.url())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(conf);
+    let store = DynamoStore::new(client, plain.table(), env.settings.retention_days);
+    (store, proxy)
+}
+
+/// A pending proposal prepared under the tenant's settings (1, "v1") in a new case.
+async fn pending(env: &Env, store: &DynamoStore, case: &Case, n: usize) -> Proposal {
+    let (p, m) = env.proposal(case, &format!("act_rr_{n}"), 1);
+    let p = Env::with_settings(p, 1, "v1");
+    let created = store.create_proposal(&p, &m).await.unwrap();
+    assert!(
+        matches!(
+            created,
+            countersign_domain::ports::CreateProposalOutcome::Applied { .. }
+        ),
+        "{created:?}"
+    );
+    p
+}
+
+/// Runs one confirmation of each proposal, all at once.
+async fn confirm_all(
+    env: &Arc<Env>,
+    store: &DynamoStore,
+    ps: Vec<Proposal>,
+) -> Vec<TransitionOutcome> {
+    let barrier = Arc::new(tokio::sync::Barrier::new(ps.len()));
+    let tasks: Vec<_> = ps
+        .into_iter()
+        .map(|p| {
+            let (store, env, barrier) = (store.clone(), env.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let w = env.confirm_write(&p, &p.presented.message_id);
+                barrier.wait().await;
+                store.confirm(&w).await.unwrap()
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+/// The proxy's rule is real DynamoDB's: transactions that only condition-check one shared
+/// item (as every confirmation did with the tenant's configuration item before decision
+/// 0019) conflict with each other when they overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_proxy_cancels_concurrent_transactions_on_one_item() {
+    use aws_sdk_dynamodb::types::{AttributeValue as A, ConditionCheck, Put, TransactWriteItem};
+    let env = env().await;
+    let (store, proxy) = through_proxy(&env).await;
+    let conf = aws_sdk_dynamodb::config::Builder::from(&env.sdk)
+        .endpoint_url(proxy.url())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(conf);
+    let table = store.table().to_owned();
+    client
+        .put_item()
+        .table_name(&table)
+        .item("pk", A::S("shared".into()))
+        .item("sk", A::S("item".into()))
+        .send()
+        .await
+        .unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let (client, table, barrier) = (client.clone(), table.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let check = ConditionCheck::builder()
+                    .table_name(&table)
+                    .key("pk", A::S("shared".into()))
+                    .key("sk", A::S("item".into()))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .unwrap();
+                let put = Put::builder()
+                    .table_name(&table)
+                    .item("pk", A::S(format!("own-{i}")))
+                    .item("sk", A::S("item".into()))
+                    .build()
+                    .unwrap();
+                barrier.wait().await;
+                client
+                    .transact_write_items()
+                    .transact_items(TransactWriteItem::builder().put(put).build())
+                    .transact_items(TransactWriteItem::builder().condition_check(check).build())
+                    .send()
+                    .await
+                    .is_ok()
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for t in tasks {
+        ok += usize::from(t.await.unwrap());
+    }
+    assert!(ok >= 1);
+    assert!(
+        proxy.counters().conflicts.load(Ordering::SeqCst) > 0,
+        "overlapping transactions on one item must conflict"
+    );
+}
+
+/// Issue 13 / C-8 / P-2: 64 confirmations at once in 64 conversations of one tenant
+/// complete with zero transaction conflicts: the confirm transaction touches no item
+/// shared by a tenant's conversations. Each attempt's token is its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn c8_sixty_four_confirmations_in_sixty_four_conversations_never_conflict() {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let mut ps = Vec::new();
+    for n in 0..N {
+        let case = env.open_case(&store, &tenant).await;
+        ps.push(pending(&env, &store, &case, n).await);
+    }
+    let before = proxy.counters().conflicts.load(Ordering::SeqCst);
+    let outcomes = confirm_all(&env, &store, ps).await;
+    assert!(
+        outcomes.iter().all(|o| *o == TransitionOutcome::Applied),
+        "{outcomes:?}"
+    );
+    let c = proxy.counters();
+    assert_eq!(
+        c.conflicts.load(Ordering::SeqCst) - before,
+        0,
+        "no conflicts"
+    );
+    assert_eq!(c.mismatches.load(Ordering::SeqCst), 0);
+    assert_eq!(c.reused_after_answer.load(Ordering::SeqCst), 0);
+}
+
+/// P-2 under real conflicts: 64 confirmations of one proposal conflict and retry, and
+/// exactly one is applied; no client request token is reused after a definite answer
+/// (real DynamoDB would answer the stale outcome or `IdempotentParameterMismatch`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn p2_sixty_four_confirmations_of_one_proposal_apply_once_under_real_conflicts() {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&store, &tenant).await;
+    let p = pending(&env, &store, &case, 0).await;
+    let outcomes = confirm_all(&env, &store, vec![p.clone(); N]).await;
+    let applied = outcomes
+        .iter()
+        .filter(|o| **o == TransitionOutcome::Applied)
+        .count();
+    assert_eq!(applied, 1, "{outcomes:?}");
+    for o in &outcomes {
+        assert!(
+            matches!(
+                o,
+                TransitionOutcome::Applied
+                    | TransitionOutcome::Conflict {
+                        current: Some(ProposalState::Executing)
+                    }
+            ),
+            "{o:?}"
+        );
+    }
+    let c = proxy.counters();
+    assert!(
+        c.conflicts.load(Ordering::SeqCst) > 0,
+        "the rule was exercised"
+    );
+    assert_eq!(c.mismatches.load(Ordering::SeqCst), 0);
+    assert_eq!(c.reused_after_answer.load(Ordering::SeqCst), 0);
+    let stored = store
+        .proposal(&tenant, &case.id, &p.action_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, ProposalState::Executing);
+}
+
+/// A-35 after a lost answer: the confirm transaction commits, every answer to it (and to
+/// the SDK's resends) is lost; the store reads the proposal back, finds this request's
+/// confirmation recorded, and reports `Applied`, so the caller goes on to execute.
+#[tokio::test]
+async fn a35_a_confirmation_whose_answer_is_lost_is_read_back_as_applied() {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&store, &tenant).await;
+    let p = pending(&env, &store, &case, 0).await;
+    let w = env.confirm_write(&p, &p.presented.message_id);
+    let before = proxy.counters().forwarded.load(Ordering::SeqCst);
+    proxy.lose_next(100);
+    let outcome = store.confirm(&w).await.unwrap();
+    proxy.lose_next(0);
+    assert_eq!(outcome, TransitionOutcome::Applied);
+    let c = proxy.counters();
+    assert!(c.lost.load(Ordering::SeqCst) >= 1, "the answers were lost");
+    assert_eq!(
+        c.forwarded.load(Ordering::SeqCst) - before,
+        1,
+        "applied once"
+    );
+    assert_eq!(c.mismatches.load(Ordering::SeqCst), 0);
+    let stored = store
+        .proposal(&tenant, &case.id, &p.action_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, ProposalState::Executing);
+    assert_eq!(stored.confirmation_message_id, Some(w.message.id.clone()));
+}
+
+/// Throttled transactions are refused before anything is applied; the SDK's retries
+/// carry the confirmation through, and it is applied once.
+#[tokio::test]
+async fn a_throttled_confirmation_is_applied_once() {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&store, &tenant).await;
+    let p = pending(&env, &store, &case, 0).await;
+    let before = proxy.counters().forwarded.load(Ordering::SeqCst);
+    proxy.throttle_next(2);
+    let w = env.confirm_write(&p, &p.presented.message_id);
+    assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
+    assert_eq!(
+        proxy.counters().forwarded.load(Ordering::SeqCst) - before,
+        1
+    );
+}
+
+/// The model's history is read consistently: the message stored milliseconds before the
+/// turn began is in it.
+#[tokio::test]
+async fn the_history_the_model_reads_is_a_consistent_read() {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    let case = env.open_case(&store, &tenant).await;
+    let before = proxy.counters().inconsistent_reads.load(Ordering::SeqCst);
+    store.recent_messages(&tenant, &case.id, 20).await.unwrap();
+    store.load(&tenant, &case.id).await.unwrap();
+    assert_eq!(
+        proxy.counters().inconsistent_reads.load(Ordering::SeqCst) - before,
+        0
+    );
+}
