@@ -9,7 +9,7 @@ use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, OperationName, UserId};
 use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, NewMessage, SecretError, SecretStore,
+    Clock, ConversationStore, Ids, NewMessage, SecretError, SecretStore, TenantStore,
 };
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::secret::SecretString;
@@ -282,6 +282,12 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
     env.store.create_case(&case, Language::En).await.unwrap();
     let summary = "Move session 4812 to car GR86.";
     let presented = ids.message_id();
+    let settings = env
+        .store
+        .get_mcp_config(&t.tenant.id)
+        .await
+        .unwrap()
+        .unwrap();
     let p = Proposal {
         action_id: ActionId::parse("act_c8").unwrap(),
         tenant: case.tenant.clone(),
@@ -298,9 +304,9 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
             message_id: presented.clone(),
         },
         confirmation_message_id: None,
-        config_version: 1,
-        secret_version: None,
-        server_url: None,
+        config_version: settings.actions_version,
+        secret_version: Some(settings.secret_version.clone()),
+        server_url: Some(settings.config.server_url.as_str().to_owned()),
         audience: None,
     };
     let m = NewMessage {

@@ -253,7 +253,6 @@ async fn main() {
                             MessageKind::Text,
                             Some(p.presented.message_id.clone()),
                         ),
-                        config: None,
                     };
                     store.confirm(&w).await.unwrap()
                 }
@@ -281,7 +280,6 @@ async fn main() {
                             MessageKind::Text,
                             Some(p.presented.message_id.clone()),
                         ),
-                        config: None,
                     };
                     store.confirm(&w).await.unwrap();
                     (case, p)
