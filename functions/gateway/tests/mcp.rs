@@ -80,7 +80,7 @@ impl Provider for TrackShare {
         _: &ProviderContext,
         name: &str,
         _: &serde_json::Map<String, Value>,
-        _: Option<&countersign_domain::proof::Proof>,
+        _: Option<countersign_domain::ports::Confirmation<'_>>,
     ) -> Result<Value, ProviderError> {
         Ok(match name {
             "get_user_uploads" => {

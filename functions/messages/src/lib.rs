@@ -18,12 +18,17 @@ pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 4] = [
+pub const ENV: [&str; 5] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
     "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
+    "COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
 ];
+
+/// Time kept after a model turn's deadline, inside the function's timeout, to tell the
+/// person and write what the turn left.
+pub const TURN_MARGIN: Duration = Duration::from_secs(4);
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
 pub const LOCAL_ENV: [&str; 2] = [
@@ -43,6 +48,9 @@ pub struct Config {
     /// An `executing` proposal older than this is stuck
     /// (`COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS`, 30).
     pub stuck_after: Duration,
+    /// The function's own timeout, as the template sets it
+    /// (`COUNTERSIGN_FUNCTION_TIMEOUT_SECS`, 29).
+    pub function_timeout: Duration,
     /// D-5: admit `http://127.0.0.1` providers (`COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1`,
     /// the local stack only).
     pub allow_loopback_provider: bool,
@@ -60,18 +68,48 @@ impl FromEnv for Config {
                 found: model,
             });
         }
-        Ok(Self {
+        let config = Self {
             aws: AwsSettings::read(env)?,
             issuer: env
                 .string("COUNTERSIGN_ISSUER")
                 .unwrap_or_else(|| DEFAULT_ISSUER.into()),
             provider_timeout: env.seconds("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
+            function_timeout: env.seconds("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", 29)?,
             allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_MESSAGES_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8789".into()),
-        })
+        };
+        config.consistent()
+    }
+}
+
+impl Config {
+    /// The timeouts must nest: a provider exchange (handshake and call share one budget)
+    /// ends, with the turn's margin, inside the function's timeout; an execution is
+    /// called stuck only after the function that ran it is certainly gone.
+    fn consistent(self) -> Result<Self, EnvError> {
+        if self.provider_timeout + TURN_MARGIN > self.function_timeout {
+            return Err(EnvError {
+                name: "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
+                problem: "must be at least 4 seconds below COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
+                found: self.provider_timeout.as_secs().to_string(),
+            });
+        }
+        if self.stuck_after <= self.function_timeout {
+            return Err(EnvError {
+                name: "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
+                problem: "must be above COUNTERSIGN_FUNCTION_TIMEOUT_SECS (an execution still running is not stuck)",
+                found: self.stuck_after.as_secs().to_string(),
+            });
+        }
+        Ok(self)
+    }
+
+    /// A model turn's deadline (M-4): the function's timeout less the margin.
+    pub fn turn_deadline(&self) -> Duration {
+        self.function_timeout.saturating_sub(TURN_MARGIN)
     }
 }
 
@@ -90,7 +128,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         })?;
     let integration =
         IntegrationService::new(Arc::new(store.clone()), secrets.clone(), Arc::new(provider));
-    let chat = Chat::new(ChatParts {
+    let mut chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
         integration: Arc::new(integration),
@@ -102,6 +140,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         issuer: config.issuer.clone(),
         stuck_after: config.stuck_after,
     });
+    chat.turn_deadline = config.turn_deadline();
     Ok(AppState {
         chat: Arc::new(chat),
         auth: Arc::new(WidgetAuth::new(Arc::new(store), secrets)),
@@ -133,6 +172,22 @@ mod tests {
         assert_eq!(c.provider_timeout, Duration::from_secs(10));
         assert_eq!(c.stuck_after, Duration::from_secs(30));
         assert!(!c.allow_loopback_provider);
+    }
+
+    /// Issue 13: inconsistent timeouts are refused at start, naming the variable.
+    #[test]
+    fn timeouts_must_nest() {
+        let e = read(&[("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", "26")]).unwrap_err();
+        assert_eq!(e.name, "COUNTERSIGN_PROVIDER_TIMEOUT_SECS");
+        let e = read(&[("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", "25")]).unwrap_err();
+        assert_eq!(e.name, "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS");
+        let ok = read(&[
+            ("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", "60"),
+            ("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", "20"),
+            ("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", "61"),
+        ])
+        .unwrap();
+        assert_eq!(ok.turn_deadline(), Duration::from_secs(56));
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub struct Stats {
     pub replays: u64,
     /// Calls of the direct-write tool (the platform must never make one).
     pub direct_writes: u64,
+    /// MCP `initialize` requests answered (sessions opened, in session mode).
+    pub initializes: u64,
+    /// Sessions closed by their client (`DELETE` with a session id).
+    pub session_closes: u64,
 }
 
 /// Everything behind the lock.

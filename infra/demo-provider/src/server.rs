@@ -15,7 +15,8 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -39,6 +40,9 @@ pub struct Faults {
     pub unsafe_summary: bool,
     /// Seconds added to this server's clock when verifying proofs (an expired proof).
     pub clock_skew_secs: i64,
+    /// Answer the next request that carries a session id with 404, as a server that
+    /// dropped (expired) every session does.
+    pub expire_sessions: bool,
 }
 
 /// The running demo: its state, shared with the HTTP handlers.
@@ -226,6 +230,17 @@ impl ServerHandler for Handler {
             ))
     }
 
+    /// Counted, so tests see how many sessions a client opens.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        lock(&self.0.store).stats.initializes += 1;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -290,6 +305,19 @@ fn called_tool(body: &[u8]) -> Option<String> {
 }
 
 async fn apply_faults(State(demo): State<Arc<Demo>>, req: Request, next: Next) -> Response {
+    let session = req.headers().contains_key("mcp-session-id");
+    if req.method() == http::Method::DELETE && session {
+        lock(&demo.store).stats.session_closes += 1;
+    }
+    let expire = {
+        let mut faults = lock(&demo.faults);
+        let expire = faults.expire_sessions && session;
+        faults.expire_sessions &= !expire;
+        expire
+    };
+    if expire {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let faults = *lock(&demo.faults);
     if faults == Faults::default() {
         return next.run(req).await;
@@ -369,6 +397,7 @@ fn on() -> bool {
 #[derive(Debug, serde::Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 enum Control {
+    ExpireSessions,
     Delay {
         #[serde(default)]
         ms: u64,
@@ -401,7 +430,7 @@ enum Control {
     },
 }
 
-/// `POST /_demo/control {fault, …}`: `delay {ms}`, `drop_after_execute {on}`, `garbage
+/// `POST /_demo/control {fault, …}`: `expire_sessions`, `delay {ms}`, `drop_after_execute {on}`, `garbage
 /// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `revoke_permission {user}`,
 /// `block_account {user}`, `change_session_car {session}`, `reset`.
 async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
@@ -417,6 +446,7 @@ async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Val
 fn apply(demo: &Demo, control: Control) -> bool {
     let mut faults = lock(&demo.faults);
     match control {
+        Control::ExpireSessions => faults.expire_sessions = true,
         Control::Delay { ms } => faults.delay_ms = ms,
         Control::DropAfterExecute { on } => faults.drop_after_execute = on,
         Control::Garbage { on } => faults.garbage = on,

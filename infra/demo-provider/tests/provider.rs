@@ -8,7 +8,7 @@ use countersign_demo_provider::{Demo, DemoConfig, spawn};
 use countersign_domain::config::{ServerUrl, UrlPolicy};
 use countersign_domain::ids::{CaseId, OperationName, TenantId, UserId};
 use countersign_domain::outcome::{ActionAnswer, parse_action_answer};
-use countersign_domain::ports::{Provider, ProviderContext, ProviderError};
+use countersign_domain::ports::{Confirmation, Provider, ProviderContext, ProviderError};
 use countersign_domain::prepare::{PreparedAction, parse_prepare_answer};
 use countersign_domain::proof::{Proof, ProofClaims, ProofHeader, UnsignedProof};
 use countersign_domain::proposal::RemoteStatus;
@@ -90,8 +90,16 @@ impl Env {
         proof: Option<&Proof>,
     ) -> Value {
         let Value::Object(args) = args else { panic!() };
+        let Some(proof) = proof else {
+            return self.client.call_tool(ctx, tool, &args, None).await.unwrap();
+        };
+        let opened = self.client.open(ctx).await.unwrap();
+        let confirmation = Confirmation {
+            opened: &opened,
+            proof,
+        };
         self.client
-            .call_tool(ctx, tool, &args, proof)
+            .call_tool(ctx, tool, &args, Some(confirmation))
             .await
             .unwrap()
     }
@@ -272,6 +280,73 @@ async fn client_speaks_json_and_sse_and_initializes_when_needed() {
             assert!(kind.starts_with("application/json"), "{kind}");
         }
     }
+}
+
+/// Issue 13: on a server that keeps sessions, one session per (tenant, URL) is reused
+/// while it lives; a session the server dropped is replaced (and the call still
+/// answered); a session the client drops (the configuration changed) is closed with
+/// `DELETE`. A countersigned call gets its own session, opened before the proof exists
+/// and closed after the answer.
+#[tokio::test]
+async fn sessions_are_reused_replaced_when_dropped_and_closed_when_dropped_by_us() {
+    let env = env(true).await;
+    let ctx = env.ctx("u_alice", CASE);
+    let stat = |env: &Env, k: &str| env.stats()[k].as_u64().unwrap_or(0);
+    for _ in 0..3 {
+        env.call(&ctx, "get_user_cars", json!({}), None).await;
+    }
+    assert_eq!(stat(&env, "initializes"), 1, "one session for three calls");
+    // The server drops it: the next call opens another and is answered.
+    control(&env, json!({"fault": "expire_sessions"})).await;
+    let raw = env.call(&ctx, "get_user_cars", json!({}), None).await;
+    assert_eq!(
+        raw["structuredContent"]["cars"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(stat(&env, "initializes"), 2);
+    // A new configuration version: the kept session is closed, a new one opened.
+    let mut newer = ctx.clone();
+    newer.config_version = 2;
+    env.call(&newer, "get_user_cars", json!({}), None).await;
+    assert_eq!(stat(&env, "initializes"), 3);
+    let closed = async {
+        while stat(&env, "sessionCloses") < 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("the dropped session is closed");
+    // The countersigned call: its own session, closed afterwards.
+    let p = env.prepare(&newer, "ses_a1", "car_a2").await;
+    let before = stat(&env, "initializes");
+    let opened = env.client.open(&newer).await.unwrap();
+    assert_eq!(
+        stat(&env, "initializes"),
+        before + 1,
+        "handshake before the proof"
+    );
+    let proof = env.proof(&newer, &p, "jti-session");
+    let Value::Object(args) = json!({"actionId": p.action_id.as_str()}) else {
+        panic!()
+    };
+    let confirmation = Confirmation {
+        opened: &opened,
+        proof: &proof,
+    };
+    env.client
+        .call_tool(&newer, "execute_action", &args, Some(confirmation))
+        .await
+        .unwrap();
+    assert_eq!(stat(&env, "executions"), 1);
+    let closed = async {
+        while stat(&env, "sessionCloses") < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("the countersigned call's session is closed");
 }
 
 /// the identity headers come from the context; the provider sees them on every
@@ -632,9 +707,14 @@ async fn dropped_connection_after_execute_is_interrupted() {
     let Value::Object(args) = json!({"actionId": p.action_id.as_str()}) else {
         panic!()
     };
+    let opened = env.client.open(&ctx).await.unwrap();
+    let confirmation = Confirmation {
+        opened: &opened,
+        proof: &proof,
+    };
     assert!(matches!(
         env.client
-            .call_tool(&ctx, "execute_action", &args, Some(&proof))
+            .call_tool(&ctx, "execute_action", &args, Some(confirmation))
             .await,
         Err(ProviderError::Interrupted)
     ));

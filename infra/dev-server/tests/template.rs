@@ -229,3 +229,160 @@ async fn each_router_serves_exactly_its_declared_routes() {
         }
     }
 }
+
+/// Every scalar under `y`, flattened (tags such as `!Sub` / `!GetAtt` dropped by the
+/// parser, their arguments kept).
+fn scalars(y: &Yaml) -> Vec<String> {
+    match y {
+        Yaml::String(s) => vec![s.clone()],
+        Yaml::Integer(i) => vec![i.to_string()],
+        Yaml::Array(a) => a.iter().flat_map(scalars).collect(),
+        Yaml::Hash(h) => h.values().flat_map(scalars).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn statements(policy_holder: &Yaml) -> Vec<&Yaml> {
+    policy_holder
+        .as_vec()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["Statement"].as_vec().into_iter().flatten())
+        .collect()
+}
+
+/// The resources a function's role may use `action` on.
+fn resources_for(f: &Yaml, action: &str) -> Vec<String> {
+    statements(&f["Properties"]["Policies"])
+        .into_iter()
+        .filter(|s| scalars(&s["Action"]).iter().any(|a| a == action))
+        .flat_map(|s| scalars(&s["Resource"]))
+        .collect()
+}
+
+/// Issue 13: only the messages function's role may sign (the key policy names it, and no
+/// statement grants `kms:Sign` to the account root or anyone else); no function's IAM
+/// policy grants KMS at all.
+#[test]
+fn only_the_messages_function_may_sign() {
+    let (t, _) = template();
+    let key = &t["Resources"]["SigningKey"]["Properties"]["KeyPolicy"]["Statement"];
+    let signers: Vec<Vec<String>> = key
+        .as_vec()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            scalars(&s["Action"])
+                .iter()
+                .any(|a| a == "kms:Sign" || a == "kms:*")
+        })
+        .map(|s| scalars(&s["Principal"]))
+        .collect();
+    assert_eq!(signers, vec![vec!["MessagesFunctionRole.Arn".to_owned()]]);
+    for binary in FUNCTIONS {
+        let f = function(&t, binary);
+        let kms = statements(&f["Properties"]["Policies"])
+            .into_iter()
+            .flat_map(|s| scalars(&s["Action"]))
+            .any(|a| a.starts_with("kms:"));
+        assert!(!kms, "{binary}: KMS access comes from the key policy only");
+    }
+}
+
+/// Issue 13: each function reaches exactly the secrets it uses: the messages function
+/// reads widget secrets and service tokens; the admin function writes those two kinds;
+/// the gateway reads its token key and service tokens. None has the whole prefix.
+#[test]
+fn each_function_reaches_exactly_its_secrets() {
+    let (t, _) = template();
+    let widget = "${SecretPrefix}tenants/*/widget/*";
+    let token = "${SecretPrefix}tenants/*/mcp-service-token-??????";
+    let ends = |rs: &[String], wanted: &[&str]| {
+        let mut got: Vec<String> = rs
+            .iter()
+            .map(|r| {
+                wanted
+                    .iter()
+                    .find(|w| r.ends_with(&format!(":secret:{w}")) || r == *w)
+                    .map_or_else(|| r.clone(), |w| (*w).to_owned())
+            })
+            .collect();
+        got.sort();
+        let mut wanted: Vec<String> = wanted.iter().map(|w| (*w).to_owned()).collect();
+        wanted.sort();
+        assert_eq!(got, wanted);
+    };
+    let messages = function(&t, "countersign-messages");
+    ends(
+        &resources_for(messages, "secretsmanager:GetSecretValue"),
+        &[widget, token],
+    );
+    let admin = function(&t, "countersign-admin");
+    for action in [
+        "secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DeleteSecret",
+    ] {
+        ends(&resources_for(admin, action), &[widget, token]);
+    }
+    let gateway = function(&t, "countersign-gateway");
+    ends(
+        &resources_for(gateway, "secretsmanager:GetSecretValue"),
+        &["GatewayTokenKey", token],
+    );
+}
+
+/// Issue 13: every function has reserved concurrency (unless the operator opts out with
+/// -1) and the API is throttled, so one tenant cannot take every Lambda of the account.
+#[test]
+fn reserved_concurrency_and_api_throttling_are_set() {
+    let (t, _) = template();
+    for (binary, param) in [
+        ("countersign-messages", "MessagesConcurrency"),
+        ("countersign-admin", "AdminConcurrency"),
+        ("countersign-gateway", "GatewayConcurrency"),
+    ] {
+        let f = function(&t, binary);
+        let reserved = scalars(&f["Properties"]["ReservedConcurrentExecutions"]);
+        assert!(
+            reserved.contains(&param.to_owned()),
+            "{binary}: {reserved:?}"
+        );
+        let default = t["Parameters"][param]["Default"].as_i64().unwrap();
+        assert!(default > 0, "{param} reserves by default");
+    }
+    let settings = &t["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"];
+    assert_eq!(
+        scalars(&settings["ThrottlingRateLimit"]),
+        vec!["ApiRateLimit".to_owned()]
+    );
+    assert_eq!(
+        scalars(&settings["ThrottlingBurstLimit"]),
+        vec!["ApiBurstLimit".to_owned()]
+    );
+}
+
+/// Issue 13: the template's timeouts nest: a provider exchange and the turn's margin fit
+/// in the function timeout, and "stuck" means longer than any function can run. The
+/// function is told its timeout and checks the same at start.
+#[test]
+fn the_templates_timeouts_nest() {
+    let (t, _) = template();
+    let timeout = t["Globals"]["Function"]["Timeout"].as_i64().unwrap();
+    let p = &t["Parameters"];
+    let provider_max = p["ProviderTimeoutSeconds"]["MaxValue"].as_i64().unwrap();
+    let margin = i64::try_from(countersign_messages::TURN_MARGIN.as_secs()).unwrap();
+    assert!(provider_max + margin <= timeout);
+    let stuck_min = p["ExecutingStuckAfterSeconds"]["MinValue"]
+        .as_i64()
+        .unwrap();
+    assert!(stuck_min > timeout);
+    let f = function(&t, "countersign-messages");
+    let told = &f["Properties"]["Environment"]["Variables"]["COUNTERSIGN_FUNCTION_TIMEOUT_SECS"];
+    assert_eq!(told.as_str(), Some(timeout.to_string().as_str()));
+    assert!(
+        f["Properties"]["Timeout"].is_badvalue(),
+        "the Globals timeout applies"
+    );
+}

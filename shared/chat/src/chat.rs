@@ -68,6 +68,12 @@ pub struct Chat {
     pub parts: ChatParts,
     /// Tool rounds per model turn (D-3).
     pub max_tool_rounds: usize,
+    /// Tool calls per model turn, all rounds together (M-4): a model cannot make one
+    /// person's message cost an unbounded number of provider calls.
+    pub max_tool_calls: usize,
+    /// How long a model turn may take, all of it (M-4): well inside the function's
+    /// timeout, so the person is always told something.
+    pub turn_deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for Chat {
@@ -140,6 +146,8 @@ impl Chat {
         Self {
             parts,
             max_tool_rounds: 4,
+            max_tool_calls: 8,
+            turn_deadline: std::time::Duration::from_secs(20),
         }
     }
 
@@ -368,7 +376,13 @@ impl Chat {
         view: &ConversationView,
         out: &mut Vec<NewMessage>,
     ) -> Result<(), ChatError> {
-        let Err(e) = turn::run(self, who, view, out).await else {
+        let turn = tokio::time::timeout(self.turn_deadline, turn::run(self, who, view, out));
+        let Ok(ran) = turn.await else {
+            tracing::warn!(deadline = ?self.turn_deadline, "the model turn ran out of time");
+            let text = texts::turn_incomplete_notice(view.language);
+            return self.tell(who, &view.case.id, text, out).await;
+        };
+        let Err(e) = ran else {
             return Ok(());
         };
         tracing::warn!(error = %e, "model turn failed");

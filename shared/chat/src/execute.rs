@@ -10,7 +10,9 @@ use countersign_domain::ids::{ActionId, CaseId, MessageId};
 use countersign_domain::outcome::{
     ActionAnswer, event_after_execute, event_after_status, parse_action_answer,
 };
-use countersign_domain::ports::{NewMessage, ProviderContext, ProviderError, TransitionOutcome};
+use countersign_domain::ports::{
+    Confirmation, NewMessage, ProviderContext, ProviderError, TransitionOutcome,
+};
 use countersign_domain::proof::{Proof, ProofClaims, ProofContext, ProofError, sign_proof};
 use countersign_domain::proposal::{Proposal, ProposalState, RemoteStatus, transition};
 use countersign_domain::texts::{self, Language};
@@ -86,7 +88,9 @@ impl Chat {
             .await
     }
 
-    /// Signs the proof and sends `execute_action` once. `Err` when nothing was sent.
+    /// Opens the connection, signs the proof, and sends `execute_action` once, in that
+    /// order: the proof exists only once the request is about to go. `Err` when nothing
+    /// was sent (the integration, the handshake, the claims or the signature failed).
     async fn send_execute(
         &self,
         who: &Principal,
@@ -101,12 +105,21 @@ impl Chat {
                 return Err(NotSent::Failed);
             }
         };
-        let proof = self.proof(p, authorized, &audience).await?;
         let provider = self.parts.integration.provider();
+        // The handshake fails before anything is sent: the action is certainly not run.
+        let opened = provider.open(&ctx).await.map_err(|e| {
+            tracing::warn!(error = %e, action = %p.action_id, "the provider handshake failed: nothing was sent");
+            NotSent::Failed
+        })?;
+        let proof = self.proof(p, authorized, &audience).await?;
         let args = action_arguments(&p.action_id);
         // only {actionId}, the A-11 headers and the proof.
+        let confirmation = Confirmation {
+            opened: &opened,
+            proof: &proof,
+        };
         let answer = provider
-            .call_tool(&ctx, "execute_action", &args, Some(&proof))
+            .call_tool(&ctx, "execute_action", &args, Some(confirmation))
             .await;
         drop(proof);
         Ok(read_answer(answer, &p.action_id))

@@ -73,6 +73,11 @@ fn unknown_tool(name: &str) -> String {
     json!({"ok": false, "error": {"code": code::NOT_FOUND, "message": format!("no tool named `{shown}` is available in this conversation")}}).to_string()
 }
 
+/// M-4: what the model reads for a call beyond the turn's bound (nothing is called).
+fn too_many_calls(max: usize) -> String {
+    json!({"ok": false, "error": {"code": code::TOOL_ERROR, "message": format!("at most {max} tool calls per turn: answer the person with what you have"), "retryable": false}}).to_string()
+}
+
 /// One turn in progress.
 struct Turn<'a> {
     chat: &'a Chat,
@@ -83,6 +88,8 @@ struct Turn<'a> {
     preparer: Arc<TurnPreparer>,
     messages: Vec<ModelMessage>,
     tools: Vec<ModelTool>,
+    /// Tool calls made so far this turn.
+    calls: usize,
 }
 
 /// Runs one model turn after the user's message was stored.
@@ -149,6 +156,7 @@ impl<'a> Turn<'a> {
             preparer,
             messages: history.iter().map(model_message).collect(),
             tools,
+            calls: 0,
         })
     }
 
@@ -187,7 +195,12 @@ impl<'a> Turn<'a> {
             tool_calls: reply.tool_calls.clone(),
         });
         for call in reply.tool_calls {
-            let content = self.call(&call).await;
+            self.calls += 1;
+            let content = if self.calls > self.chat.max_tool_calls {
+                too_many_calls(self.chat.max_tool_calls)
+            } else {
+                self.call(&call).await
+            };
             self.messages.push(ModelMessage::ToolResult {
                 call_id: call.id,
                 content,

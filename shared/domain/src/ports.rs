@@ -493,21 +493,51 @@ pub enum ProviderError {
     },
 }
 
+/// A connection opened for one call that must be sent exactly once: everything
+/// that has to happen before that request — the MCP handshake, when the server keeps
+/// sessions — has happened. A failure before this point means nothing was sent.
+#[derive(Debug, Clone, Default)]
+pub struct Opened {
+    /// The MCP session opened for the call, if the server keeps sessions.
+    pub session: Option<String>,
+    /// When the whole exchange (handshake and call) must be over.
+    pub until: Option<std::time::Instant>,
+}
+
+/// What carries a countersigned call: the connection opened for it and the proof,
+/// signed after the connection was opened.
+#[derive(Debug, Clone, Copy)]
+pub struct Confirmation<'a> {
+    /// From [`Provider::open`].
+    pub opened: &'a Opened,
+    /// Sent as `X-MCP-Confirmation`.
+    pub proof: &'a Proof,
+}
+
 /// The tenant's MCP server.
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// `tools/list` (implementations may cache briefly per configuration version).
     async fn list_tools(&self, ctx: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError>;
+
+    /// Opens a connection for one countersigned call: the handshake, if any. An error
+    /// here means nothing was sent (the action is certainly not executed).
+    async fn open(&self, ctx: &ProviderContext) -> Result<Opened, ProviderError> {
+        let _ = ctx;
+        Ok(Opened::default())
+    }
+
     /// `tools/call`: the provider's `CallToolResult` JSON, unchanged (proxied answers pass
     /// through as they came, G-6; contract answers are read with
-    /// [`crate::tool_result::ToolResult::from_mcp_json`]). `confirmation` is sent as `X-MCP-Confirmation`
-    /// and only for `execute_action`.
+    /// [`crate::tool_result::ToolResult::from_mcp_json`]). With a `confirmation`
+    /// (`execute_action` only, A-30) the call goes over its opened connection, carries the
+    /// proof as `X-MCP-Confirmation`, and is sent exactly once.
     async fn call_tool(
         &self,
         ctx: &ProviderContext,
         tool: &str,
         arguments: &Map<String, Value>,
-        confirmation: Option<&Proof>,
+        confirmation: Option<Confirmation<'_>>,
     ) -> Result<Value, ProviderError>;
 }
 

@@ -4,9 +4,16 @@
 //!   `application/json` or as a `text/event-stream` whose events carry the answer.
 //! - Stateless first: a server that needs a session answers a session-less request with
 //!   HTTP 400/404 before running anything; the client then `initialize`s, remembers that
-//!   this server needs it, and sends the request once more with the session. A call that
-//!   carries a proof (`execute_action`) is never sent twice: it is preceded by
-//!   `initialize` instead.
+//!   this server needs it, and sends the request once more with the session. One session
+//!   per (tenant, server URL) is kept and reused while it lives; when the server drops it
+//!   (404 to a request carrying it) the client initializes again, and a session the client
+//!   drops (the tenant's configuration changed) is closed with `DELETE`.
+//! - A call that carries a proof (`execute_action`) is never sent twice: [`Provider::open`]
+//!   runs the handshake on a fresh session first (so a failure there is "nothing sent"),
+//!   the proof is signed only then, and the session is closed after the answer.
+//! - One budget per exchange: the handshake and the request share one
+//!   [`Settings::timeout`], so an exchange never takes more than that, however many
+//!   requests it needs.
 //! - The A-11 headers come from the [`ProviderContext`] (the authenticated context), never
 //!   from tool arguments; `X-MCP-Confirmation` only with a proof.
 //! - D-5 at connect time: the URL is re-checked under this deployment's policy, and host
@@ -22,7 +29,9 @@ use async_trait::async_trait;
 use countersign_domain::config::{ServerUrl, UrlPolicy};
 use countersign_domain::ids::{TenantId, ToolName};
 use countersign_domain::net::ip_internal_reason;
-use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool};
+use countersign_domain::ports::{
+    Confirmation, Opened, Provider, ProviderContext, ProviderError, ProviderTool,
+};
 use countersign_domain::proof::Proof;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientJsonRpcMessage,
@@ -45,7 +54,7 @@ const MAX_TOOL_PAGES: usize = 10;
 /// Client settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    /// Whole-call limit (connect, send, whole answer).
+    /// Whole-exchange limit: handshake and request together (connect, send, answer).
     pub timeout: Duration,
     /// TCP + TLS connect limit.
     pub connect_timeout: Duration,
@@ -70,6 +79,9 @@ impl Default for Settings {
 }
 
 type ToolsKey = (TenantId, u64, String);
+/// One kept session per (tenant, server URL): the configuration version it was opened
+/// under and its id.
+type SessionKey = (TenantId, String);
 /// A cached `tools/list` answer and when it was fetched.
 type CachedTools = (Instant, Arc<Vec<ProviderTool>>);
 
@@ -79,6 +91,7 @@ pub struct HttpProvider {
     settings: Settings,
     tools: Mutex<HashMap<ToolsKey, CachedTools>>,
     needs_session: Mutex<HashSet<String>>,
+    sessions: Mutex<HashMap<SessionKey, (u64, String)>>,
     next_id: AtomicI64,
 }
 
@@ -126,6 +139,7 @@ impl HttpProvider {
             settings,
             tools: Mutex::new(HashMap::new()),
             needs_session: Mutex::new(HashSet::new()),
+            sessions: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
         })
     }
@@ -168,7 +182,9 @@ impl HttpProvider {
         NumberOrString::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// One POST; the answer read within the limits.
+    /// One POST within what is left of the exchange's budget; the answer read within the
+    /// limits.
+    #[allow(clippy::too_many_arguments)]
     async fn post(
         &self,
         ctx: &ProviderContext,
@@ -177,13 +193,18 @@ impl HttpProvider {
         session: Option<&str>,
         confirmation: Option<&Proof>,
         expect_id: Option<&RequestId>,
+        until: Instant,
     ) -> Result<Answer, ProviderError> {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ProviderError::Timeout);
+        }
         let body = serde_json::to_vec(body)
             .map_err(|e| ProviderError::Malformed(format!("encoding the request: {e}")))?;
         let mut req = self
             .http
             .post(url.clone())
-            .timeout(self.settings.timeout)
+            .timeout(left)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", PROTOCOL_VERSION)
@@ -220,67 +241,147 @@ impl HttpProvider {
         &self,
         ctx: &ProviderContext,
         url: &reqwest::Url,
+        until: Instant,
     ) -> Result<Option<String>, ProviderError> {
         let id = self.id();
         let body = ClientJsonRpcMessage::request(initialize_request(), id.clone());
-        let answer = self.post(ctx, url, &body, None, None, Some(&id)).await?;
+        let answer = self
+            .post(ctx, url, &body, None, None, Some(&id), until)
+            .await?;
         success(&answer)?;
         wire::result_of(answer.message)?;
         let session = answer.session;
         let note = ClientNotification::from(InitializedNotification::default());
         let note = ClientJsonRpcMessage::notification(note);
         let ack = self
-            .post(ctx, url, &note, session.as_deref(), None, None)
+            .post(ctx, url, &note, session.as_deref(), None, None, until)
             .await?;
         success(&ack)?;
         Ok(session)
     }
 
-    /// A JSON-RPC request; its `result`.
+    /// The kept session for `ctx`'s (tenant, URL), if it was opened under `ctx`'s
+    /// configuration version; one opened under another version is dropped and closed.
+    fn kept_session(&self, ctx: &ProviderContext, url: &reqwest::Url) -> Option<String> {
+        let key = (ctx.tenant.clone(), url.as_str().to_owned());
+        let mut sessions = self.sessions.lock().ok()?;
+        match sessions.get(&key) {
+            Some((v, s)) if *v == ctx.config_version => Some(s.clone()),
+            Some(_) => {
+                let (_, old) = sessions.remove(&key)?;
+                drop(sessions);
+                self.close(ctx, url, old);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Keeps `session` for `ctx`'s (tenant, URL).
+    fn keep_session(&self, ctx: &ProviderContext, url: &reqwest::Url, session: Option<&str>) {
+        let (Some(s), Ok(mut sessions)) = (session, self.sessions.lock()) else {
+            return;
+        };
+        let key = (ctx.tenant.clone(), url.as_str().to_owned());
+        sessions.insert(key, (ctx.config_version, s.to_owned()));
+    }
+
+    /// Forgets the kept session for `ctx`'s (tenant, URL) if it is `session` (the server
+    /// dropped it).
+    fn forget_session(&self, ctx: &ProviderContext, url: &reqwest::Url, session: &str) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            let key = (ctx.tenant.clone(), url.as_str().to_owned());
+            if sessions.get(&key).is_some_and(|(_, s)| s == session) {
+                sessions.remove(&key);
+            }
+        }
+    }
+
+    /// Closes `session` with `DELETE` (MCP session termination), in the background and
+    /// best-effort: the server may have dropped it already.
+    fn close(&self, ctx: &ProviderContext, url: &reqwest::Url, session: String) {
+        let request = self
+            .http
+            .delete(url.clone())
+            .timeout(self.settings.connect_timeout)
+            .header("mcp-protocol-version", PROTOCOL_VERSION)
+            .header("mcp-session-id", session)
+            .bearer_auth(ctx.service_token.expose());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = request.send().await;
+            });
+        }
+    }
+
+    /// A JSON-RPC request without a proof, over the kept session if any; its `result`.
     async fn request(
         &self,
         ctx: &ProviderContext,
         request: ClientRequest,
-        confirmation: Option<&Proof>,
     ) -> Result<JsonObject, ProviderError> {
         let url = self.checked_url(&ctx.server_url)?;
+        let until = Instant::now() + self.settings.timeout;
         let key = url.as_str().to_owned();
-        let mut session = None;
-        // A call carrying a proof (execute_action) is sent exactly once: when it is
-        // not known whether this server needs a session, initialize first (a stateless
-        // server answers `initialize` too, without a session).
-        if self.session_needed(&key) || confirmation.is_some() {
-            session = self.initialize(ctx, &url).await?;
+        let mut session = self.kept_session(ctx, &url);
+        if session.is_none() && self.session_needed(&key) {
+            session = self.initialize(ctx, &url, until).await?;
+            self.keep_session(ctx, &url, session.as_deref());
         }
-        let id = self.id();
-        let body = ClientJsonRpcMessage::request(request.clone(), id.clone());
-        let mut answer = self
-            .post(
-                ctx,
-                &url,
-                &body,
-                session.as_deref(),
-                confirmation,
-                Some(&id),
-            )
-            .await?;
-        // 400/404 to a session-less request: the server wants `initialize` first. It ran
-        // nothing (a tool's answer, even an error, comes with 200), so one more send with a
-        // session is safe; never for a call carrying a proof, which is sent once.
+        let send = |session: Option<String>| {
+            let request = request.clone();
+            let url = url.clone();
+            async move {
+                let id = self.id();
+                let body = ClientJsonRpcMessage::request(request, id.clone());
+                self.post(ctx, &url, &body, session.as_deref(), None, Some(&id), until)
+                    .await
+            }
+        };
+        let mut answer = send(session.clone()).await?;
+        // 400/404 that is not a JSON-RPC answer: the server wants a session (or dropped
+        // the one sent). It ran nothing (a tool's answer, even an error, comes with 200),
+        // so one more send with a new session is safe.
         let not_a_result = !matches!(answer.message, Some(JsonRpcMessage::Response(_)));
-        if session.is_none()
-            && confirmation.is_none()
-            && matches!(answer.status.as_u16(), 400 | 404)
-            && not_a_result
-        {
+        let refused = matches!(answer.status.as_u16(), 400 | 404) && not_a_result;
+        let dropped = session.is_some() && answer.status.as_u16() == 404 && not_a_result;
+        if (session.is_none() && refused) || dropped {
+            if let Some(old) = &session {
+                self.forget_session(ctx, &url, old);
+            }
             self.remember_session_needed(&key);
-            session = self.initialize(ctx, &url).await?;
-            let id = self.id();
-            let body = ClientJsonRpcMessage::request(request, id.clone());
-            answer = self
-                .post(ctx, &url, &body, session.as_deref(), None, Some(&id))
-                .await?;
+            session = self.initialize(ctx, &url, until).await?;
+            self.keep_session(ctx, &url, session.as_deref());
+            answer = send(session).await?;
         }
+        success(&answer)?;
+        wire::result_of(answer.message)
+    }
+
+    /// The countersigned call, sent exactly once over the connection opened for it; its
+    /// session is closed afterwards.
+    async fn request_once(
+        &self,
+        ctx: &ProviderContext,
+        request: ClientRequest,
+        confirmation: Confirmation<'_>,
+    ) -> Result<JsonObject, ProviderError> {
+        let url = self.checked_url(&ctx.server_url)?;
+        let opened = confirmation.opened;
+        let until = opened
+            .until
+            .unwrap_or_else(|| Instant::now() + self.settings.timeout);
+        let id = self.id();
+        let body = ClientJsonRpcMessage::request(request, id.clone());
+        let session = opened.session.as_deref();
+        let proof = Some(confirmation.proof);
+        let answer = self
+            .post(ctx, &url, &body, session, proof, Some(&id), until)
+            .await;
+        if let Some(s) = &opened.session {
+            self.close(ctx, &url, s.clone());
+        }
+        let answer = answer?;
         success(&answer)?;
         wire::result_of(answer.message)
     }
@@ -349,7 +450,7 @@ impl Provider for HttpProvider {
         for _ in 0..MAX_TOOL_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let request = ListToolsRequest::with_param(params).into();
-            let result = self.request(ctx, request, None).await?;
+            let result = self.request(ctx, request).await?;
             let page: ToolsPage = serde_json::from_value(Value::Object(result))
                 .map_err(|_| ProviderError::Malformed("tools/list without tools".into()))?;
             // A malformed entry is skipped, not fatal: the allowlist decides what is used.
@@ -366,18 +467,33 @@ impl Provider for HttpProvider {
         Ok(tools)
     }
 
+    /// The handshake on a fresh session (never a kept one: a kept session the server has
+    /// dropped would refuse the countersigned call, which cannot be sent again).
+    async fn open(&self, ctx: &ProviderContext) -> Result<Opened, ProviderError> {
+        let url = self.checked_url(&ctx.server_url)?;
+        let until = Instant::now() + self.settings.timeout;
+        let session = self.initialize(ctx, &url, until).await?;
+        Ok(Opened {
+            session,
+            until: Some(until),
+        })
+    }
+
     async fn call_tool(
         &self,
         ctx: &ProviderContext,
         tool: &str,
         arguments: &Map<String, Value>,
-        confirmation: Option<&Proof>,
+        confirmation: Option<Confirmation<'_>>,
     ) -> Result<Value, ProviderError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
         let request = CallToolRequest::new(params).into();
         // The result object as the provider sent it: proxied answers pass through
         // unchanged (G-6); contract answers are read by the domain's parser.
-        let result = self.request(ctx, request, confirmation).await?;
+        let result = match confirmation {
+            Some(c) => self.request_once(ctx, request, c).await?,
+            None => self.request(ctx, request).await?,
+        };
         Ok(Value::Object(result))
     }
 }

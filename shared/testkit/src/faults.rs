@@ -18,6 +18,9 @@ pub enum Fault {
     Conflict,
     /// The provider does not answer in time (after the request may have arrived).
     Timeout,
+    /// The call never returns (a model or provider that hangs): what the caller's own
+    /// deadline must cut short. Elsewhere it acts as `Unavailable`.
+    Hang,
 }
 
 /// Fault switches: a whole-service `down` switch and a queue of planned faults per

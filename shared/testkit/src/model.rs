@@ -63,10 +63,12 @@ impl Model for QueuedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(request.clone());
-        if let Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) =
-            self.faults.take("step")
-        {
-            return Err(ModelError::Unavailable("fake model: planned fault".into()));
+        match self.faults.take("step") {
+            Some(Fault::Hang) => std::future::pending::<()>().await,
+            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) => {
+                return Err(ModelError::Unavailable("fake model: planned fault".into()));
+            }
+            Some(Fault::Conflict) | None => {}
         }
         Ok(self
             .replies

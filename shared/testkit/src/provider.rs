@@ -5,8 +5,9 @@ use crate::faults::{Fault, Faults};
 use async_trait::async_trait;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::ToolName;
-use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool};
-use countersign_domain::proof::Proof;
+use countersign_domain::ports::{
+    Confirmation, Opened, Provider, ProviderContext, ProviderError, ProviderTool,
+};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
@@ -178,7 +179,7 @@ impl ScriptedProvider {
 fn planned(fault: Option<Fault>) -> Result<(), ProviderError> {
     match fault {
         Some(Fault::Unavailable) => Err(ProviderError::Unreachable("planned fault".into())),
-        Some(Fault::Timeout | Fault::LostResponse) => Err(ProviderError::Timeout),
+        Some(Fault::Timeout | Fault::LostResponse | Fault::Hang) => Err(ProviderError::Timeout),
         Some(Fault::Conflict) | None => Ok(()),
     }
 }
@@ -186,8 +187,18 @@ fn planned(fault: Option<Fault>) -> Result<(), ProviderError> {
 #[async_trait]
 impl Provider for ScriptedProvider {
     async fn list_tools(&self, _: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError> {
-        planned(self.faults.take("tools/list"))?;
+        let fault = self.faults.take("tools/list");
+        if fault == Some(Fault::Hang) {
+            std::future::pending::<()>().await;
+        }
+        planned(fault)?;
         Ok(lock(&self.tools).clone())
+    }
+
+    /// Planned faults of the handshake go under `open`.
+    async fn open(&self, _: &ProviderContext) -> Result<Opened, ProviderError> {
+        planned(self.faults.take("open"))?;
+        Ok(Opened::default())
     }
 
     async fn call_tool(
@@ -195,16 +206,19 @@ impl Provider for ScriptedProvider {
         ctx: &ProviderContext,
         tool: &str,
         arguments: &Map<String, Value>,
-        confirmation: Option<&Proof>,
+        confirmation: Option<Confirmation<'_>>,
     ) -> Result<Value, ProviderError> {
         let fault = self.faults.take(tool);
+        if fault == Some(Fault::Hang) {
+            std::future::pending::<()>().await;
+        }
         if fault == Some(Fault::Unavailable) {
             return planned(fault).map(|()| Value::Null);
         }
         let call = ProviderCall {
             tool: tool.to_owned(),
             arguments: arguments.clone(),
-            proof: confirmation.map(|p| p.expose().to_owned()),
+            proof: confirmation.map(|c| c.proof.expose().to_owned()),
             user: ctx.user.to_string(),
             conversation: ctx.conversation.to_string(),
             service_token: ctx.service_token.expose().to_owned(),

@@ -21,7 +21,7 @@ pub struct MemorySecrets {
 impl MemorySecrets {
     fn check(&self, op: &str) -> Result<(), SecretError> {
         match self.faults.take(op) {
-            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) => {
+            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse | Fault::Hang) => {
                 Err(SecretError::Unavailable(
                     format!("in-memory secrets: planned fault in {op}").into(),
                 ))

@@ -36,7 +36,7 @@ impl FakeSigner {
             return Err(SignerError::NotConfigured);
         }
         match self.faults.take(op) {
-            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) => Err(
+            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse | Fault::Hang) => Err(
                 SignerError::Unavailable(format!("fake signer: planned fault in {op}").into()),
             ),
             Some(Fault::Conflict) | None => Ok(()),

@@ -93,7 +93,7 @@ impl MemoryStore {
         apply: impl FnOnce(&mut State) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         match self.faults.take(op) {
-            Some(Fault::Unavailable | Fault::Timeout) => Err(unavailable(op)),
+            Some(Fault::Unavailable | Fault::Timeout | Fault::Hang) => Err(unavailable(op)),
             Some(Fault::Conflict) => Ok(conflict()),
             Some(Fault::LostResponse) => {
                 apply(&mut self.lock())?;
@@ -106,7 +106,9 @@ impl MemoryStore {
     /// A read: fails only when planned `Unavailable` (or down).
     fn read<T>(&self, op: &str, read: impl FnOnce(&State) -> T) -> Result<T, StoreError> {
         match self.faults.take(op) {
-            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) => Err(unavailable(op)),
+            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse | Fault::Hang) => {
+                Err(unavailable(op))
+            }
             _ => Ok(read(&self.lock())),
         }
     }
@@ -332,7 +334,7 @@ impl ConversationStore for MemoryStore {
             Ok(TransitionOutcome::Applied)
         };
         match self.faults.take("confirm") {
-            Some(Fault::Unavailable | Fault::Timeout) => Err(unavailable("confirm")),
+            Some(Fault::Unavailable | Fault::Timeout | Fault::Hang) => Err(unavailable("confirm")),
             // As when the adapter's retries run out.
             Some(Fault::Conflict) => Ok(TransitionOutcome::Conflict { current: None }),
             // The adapter reads the proposal back after a lost answer and reports the

@@ -151,7 +151,6 @@ mod tests {
     use countersign_domain::config::ServerUrl;
     use countersign_domain::ids::{CaseId, TenantId, UserId};
     use countersign_domain::ports::ProviderError;
-    use countersign_domain::proof::Proof;
     use countersign_domain::secret::SecretString;
 
     struct Fixed(Result<Value, fn() -> ProviderError>);
@@ -169,7 +168,7 @@ mod tests {
             _: &ProviderContext,
             _: &str,
             _: &Map<String, Value>,
-            _: Option<&Proof>,
+            _: Option<countersign_domain::ports::Confirmation<'_>>,
         ) -> Result<Value, ProviderError> {
             self.0.clone().map_err(|f| f())
         }

@@ -40,6 +40,8 @@ pub struct Options {
     pub stuck_after_secs: u64,
     /// `COUNTERSIGN_PROVIDER_TIMEOUT_SECS` of the messages process.
     pub provider_timeout_secs: u64,
+    /// `COUNTERSIGN_FUNCTION_TIMEOUT_SECS` of the messages process.
+    pub function_timeout_secs: u64,
 }
 
 impl Default for Options {
@@ -48,6 +50,7 @@ impl Default for Options {
             proposal_ttl: Duration::from_secs(240),
             stuck_after_secs: 30,
             provider_timeout_secs: 3,
+            function_timeout_secs: 29,
         }
     }
 }
@@ -225,6 +228,10 @@ impl Stack {
             (
                 "COUNTERSIGN_PROVIDER_TIMEOUT_SECS".to_owned(),
                 options.provider_timeout_secs.to_string(),
+            ),
+            (
+                "COUNTERSIGN_FUNCTION_TIMEOUT_SECS".to_owned(),
+                options.function_timeout_secs.to_string(),
             ),
             ("RUST_LOG".to_owned(), "info".to_owned()),
         ];

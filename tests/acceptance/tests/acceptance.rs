@@ -628,9 +628,12 @@ async fn t11_renewed_widget_jwt_still_confirms_and_another_person_cannot() {
 
 #[tokio::test]
 async fn t12_restart_between_executing_and_the_answer_is_reconciled_without_a_second_execute() {
+    // Timeouts that nest (the messages process refuses others) but are short: the
+    // process dies long before its provider call could time out.
     let mut s = Stack::with(Options {
-        stuck_after_secs: 2,
-        provider_timeout_secs: 10,
+        function_timeout_secs: 5,
+        provider_timeout_secs: 1,
+        stuck_after_secs: 6,
         ..Options::default()
     })
     .await;
@@ -659,7 +662,7 @@ async fn t12_restart_between_executing_and_the_answer_is_reconciled_without_a_se
     );
     s.fault(json!({"fault": "reset"}));
     s.spawn_messages().await;
-    tokio::time::sleep(Duration::from_millis(2200)).await;
+    tokio::time::sleep(Duration::from_millis(6200)).await;
     let m = s.say(&t, &case, "what happened?", None).await;
     assert!(
         texts(&m).contains(COMPLETED),

@@ -165,3 +165,21 @@ async fn an_unreadable_service_token_fails_the_action_before_anything_is_sent() 
     assert_eq!(h.state(&action), ProposalState::Failed);
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
+
+/// Issue 13 / A-43: a handshake that fails happens before anything is sent, so the action
+/// is certainly not executed: the proposal is `failed` (not `unknown`), and no proof was
+/// ever signed — the proof is made only once the request is about to go.
+#[tokio::test]
+async fn a43_a_failed_handshake_is_a_plain_failure_and_nothing_is_signed() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.faults.once("open", Fault::Unavailable);
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Failed);
+    assert_eq!(
+        h.signer.signed(),
+        0,
+        "no proof before the handshake succeeded"
+    );
+    assert!(h.provider.calls_of("execute_action").is_empty());
+}

@@ -115,3 +115,51 @@ async fn the_model_sees_the_conversation_in_order() {
     assert!(texts[0].contains("first"));
     assert!(texts.last().unwrap().contains("second"));
 }
+
+/// M-4: a model that hangs cannot hold the function: the turn ends at its deadline and
+/// the person is told the answer is incomplete.
+#[tokio::test(start_paused = true)]
+async fn m4_a_turn_ends_at_its_deadline_with_a_notice() {
+    let h = H::new().await;
+    h.model.faults.once("step", Fault::Hang);
+    let out = h.say("where is my upload?").await;
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::turn_incomplete_notice(Language::En)
+    );
+}
+
+/// M-4: a provider that holds `tools/list` cannot hold the turn past its deadline either.
+#[tokio::test(start_paused = true)]
+async fn m4_a_provider_that_hangs_is_cut_at_the_turn_deadline() {
+    let h = H::new().await;
+    h.provider.faults.once("tools/list", Fault::Hang);
+    let out = h.say("where is my upload?").await;
+    assert_eq!(
+        out.last().unwrap().content,
+        texts::turn_incomplete_notice(Language::En)
+    );
+}
+
+/// M-4: the tool calls of one turn are bounded, all rounds together; calls beyond the
+/// bound reach no one.
+#[tokio::test]
+async fn m4_the_tool_calls_of_a_turn_are_bounded() {
+    let h = H::new().await;
+    let calls = (0..12)
+        .map(|i| ToolCall {
+            id: format!("c{i}"),
+            name: CONSULTATION.to_owned(),
+            arguments: json!({}),
+        })
+        .collect();
+    h.model.push(ModelReply {
+        text: None,
+        tool_calls: calls,
+    });
+    h.say("list everything").await;
+    assert_eq!(
+        h.provider.calls_of(CONSULTATION).len(),
+        h.chat.max_tool_calls
+    );
+}
