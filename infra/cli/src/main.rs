@@ -42,7 +42,16 @@ enum Command {
     Tenant(TenantCommand),
     /// Create the DynamoDB table, the KMS signing key and its alias when missing
     /// (idempotent). Names come from COUNTERSIGN_TABLE / COUNTERSIGN_SIGNING_KEY.
-    Bootstrap,
+    Bootstrap {
+        /// The role that signs proofs (the messages function's): the key is created with
+        /// the template's policy, in which only this role may sign. Without it the key
+        /// gets the account's default policy (the local stack only).
+        #[arg(long)]
+        signer_role_arn: Option<String>,
+        /// The role that shows the public key (the admin function's).
+        #[arg(long, requires = "signer_role_arn")]
+        reader_role_arn: Option<String>,
+    },
     /// Print a gateway access token (D-4) for one conversation, signed with the platform's
     /// gateway token key. For the local stack and for trying the gateway by hand.
     GatewayToken {
@@ -67,8 +76,15 @@ async fn main() -> anyhow::Result<()> {
     let sdk = aws_config::load_from_env().await;
     let settings = AwsSettings::from_env()?;
     match cli.command {
-        Command::Bootstrap => {
-            let r = countersign_aws::bootstrap::bootstrap(&sdk, &settings)
+        Command::Bootstrap {
+            signer_role_arn,
+            reader_role_arn,
+        } => {
+            let users = signer_role_arn.map(|signer| countersign_aws::bootstrap::KeyUsers {
+                signer,
+                reader: reader_role_arn,
+            });
+            let r = countersign_aws::bootstrap::bootstrap_with(&sdk, &settings, users.as_ref())
                 .await
                 .context("bootstrap")?;
             let mut out = std::io::stdout().lock();

@@ -386,3 +386,65 @@ fn the_templates_timeouts_nest() {
         "the Globals timeout applies"
     );
 }
+
+/// Issue 13: `countersign bootstrap --signer-role-arn …` creates the key with the same
+/// policy as the template: the same statements, actions, conditions and principals.
+#[test]
+fn the_bootstrap_key_policy_is_the_templates() {
+    let (t, _) = template();
+    let users = countersign_aws::bootstrap::KeyUsers {
+        signer: "arn:aws:iam::123456789012:role/messages".into(),
+        reader: Some("arn:aws:iam::123456789012:role/admin".into()),
+    };
+    let policy = countersign_aws::bootstrap::signing_key_policy(&users).unwrap();
+    let principal = |p: &str| match p {
+        "MessagesFunctionRole.Arn" | "arn:aws:iam::123456789012:role/messages" => "signer",
+        "AdminFunctionRole.Arn" | "arn:aws:iam::123456789012:role/admin" => "reader",
+        "arn:${AWS::Partition}:iam::${AWS::AccountId}:root" | "arn:aws:iam::123456789012:root" => {
+            "root"
+        }
+        other => panic!("unexpected principal {other}"),
+    };
+    let from_template: BTreeSet<(String, String, Vec<String>, Vec<String>)> =
+        t["Resources"]["SigningKey"]["Properties"]["KeyPolicy"]["Statement"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let mut actions = scalars(&s["Action"]);
+                actions.sort();
+                (
+                    s["Sid"].as_str().unwrap().to_owned(),
+                    principal(&scalars(&s["Principal"])[0]).to_owned(),
+                    actions,
+                    scalars(&s["Condition"]),
+                )
+            })
+            .collect();
+    let as_list = as_list_inner;
+    let from_bootstrap: BTreeSet<(String, String, Vec<String>, Vec<String>)> = policy["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let mut actions = as_list(&s["Action"]);
+            actions.sort();
+            (
+                s["Sid"].as_str().unwrap().to_owned(),
+                principal(s["Principal"]["AWS"].as_str().unwrap()).to_owned(),
+                actions,
+                as_list(&s["Condition"]),
+            )
+        })
+        .collect();
+    assert_eq!(from_bootstrap, from_template);
+}
+
+fn as_list_inner(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::String(s) => vec![s.clone()],
+        serde_json::Value::Array(a) => a.iter().flat_map(as_list_inner).collect(),
+        serde_json::Value::Object(o) => o.values().flat_map(as_list_inner).collect(),
+        _ => Vec::new(),
+    }
+}

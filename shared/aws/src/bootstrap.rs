@@ -163,11 +163,70 @@ async fn enable_ttl(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<()
     Ok(())
 }
 
-/// Creates the RSA_2048 SIGN_VERIFY key behind `alias` when the alias is missing.
-/// Returns the key id and whether it was created.
+/// The roles that use the signing key (deployed stacks): only `signer` may sign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyUsers {
+    /// The messages function's role ARN: `kms:Sign` and `kms:GetPublicKey`.
+    pub signer: String,
+    /// The admin function's role ARN: `kms:GetPublicKey` and `kms:DescribeKey`.
+    pub reader: Option<String>,
+}
+
+/// The signing key's policy, statement for statement the one `template.yaml` gives
+/// `SigningKey`: the account administers the key but cannot sign with it; only
+/// `users.signer` signs (RS256 only) and reads the public key; `users.reader` reads it.
+pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, BootstrapError> {
+    // arn:<partition>:iam::<account>:role/<name>
+    let parts: Vec<&str> = users.signer.split(':').collect();
+    let (partition, account) = match parts.as_slice() {
+        ["arn", partition, "iam", "", account, role] if role.starts_with("role/") => {
+            (*partition, *account)
+        }
+        _ => {
+            return Err(BootstrapError {
+                step: "reading the signer role ARN (arn:<partition>:iam::<account>:role/<name>)",
+                source: format!("not a role ARN: {}", users.signer).into(),
+            });
+        }
+    };
+    let root = format!("arn:{partition}:iam::{account}:root");
+    let mut statements = vec![
+        serde_json::json!({
+            "Sid": "AccountAdministration", "Effect": "Allow", "Principal": {"AWS": root},
+            "Action": ["kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*",
+                       "kms:Update*", "kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*",
+                       "kms:TagResource", "kms:UntagResource", "kms:ScheduleKeyDeletion",
+                       "kms:CancelKeyDeletion"],
+            "Resource": "*"
+        }),
+        serde_json::json!({
+            "Sid": "MessagesFunctionSigns", "Effect": "Allow",
+            "Principal": {"AWS": users.signer}, "Action": "kms:Sign", "Resource": "*",
+            "Condition": {"StringEquals": {"kms:SigningAlgorithm": "RSASSA_PKCS1_V1_5_SHA_256"}}
+        }),
+        serde_json::json!({
+            "Sid": "MessagesFunctionReadsThePublicKey", "Effect": "Allow",
+            "Principal": {"AWS": users.signer}, "Action": "kms:GetPublicKey", "Resource": "*"
+        }),
+    ];
+    if let Some(reader) = &users.reader {
+        statements.push(serde_json::json!({
+            "Sid": "AdminFunctionShowsThePublicKey", "Effect": "Allow",
+            "Principal": {"AWS": reader}, "Action": ["kms:GetPublicKey", "kms:DescribeKey"],
+            "Resource": "*"
+        }));
+    }
+    Ok(serde_json::json!({"Version": "2012-10-17", "Statement": statements}))
+}
+
+/// Creates the RSA_2048 SIGN_VERIFY key behind `alias` when the alias is missing, with
+/// [`signing_key_policy`] when `users` are given (else the account's default policy,
+/// which lets any principal with IAM `kms:Sign` sign: the local stack only). Returns the
+/// key id and whether it was created.
 pub async fn ensure_signing_key(
     client: &aws_sdk_kms::Client,
     alias: &str,
+    users: Option<&KeyUsers>,
 ) -> Result<(String, bool), BootstrapError> {
     match client.describe_key().key_id(alias).send().await {
         Ok(d) => {
@@ -182,11 +241,16 @@ pub async fn ensure_signing_key(
                 .is_some_and(|s| s.is_not_found_exception()) => {}
         Err(e) => return Err(err("describing the signing key")(e)),
     }
+    let policy = users
+        .map(signing_key_policy)
+        .transpose()?
+        .map(|p| p.to_string());
     let created = client
         .create_key()
         .key_spec(KeySpec::Rsa2048)
         .key_usage(KeyUsageType::SignVerify)
         .description("Countersign action proofs (RS256). Used for nothing else.")
+        .set_policy(policy)
         .send()
         .await
         .map_err(err("creating the signing key"))?;
@@ -242,17 +306,28 @@ pub async fn ensure_random_secret(
     }
 }
 
-/// Everything, in order. Idempotent.
+/// Everything, in order. Idempotent. A key it creates gets the account's default policy
+/// (the local stack); see [`bootstrap_with`].
 pub async fn bootstrap(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
+) -> Result<BootstrapReport, BootstrapError> {
+    bootstrap_with(sdk, settings, None).await
+}
+
+/// [`bootstrap`], creating the signing key (when missing) with [`signing_key_policy`]
+/// for `users`.
+pub async fn bootstrap_with(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+    users: Option<&KeyUsers>,
 ) -> Result<BootstrapReport, BootstrapError> {
     let dynamo = aws_sdk_dynamodb::Client::new(sdk);
     let table_created = ensure_table(&dynamo, &settings.table).await?;
     let (signing_key_id, key_created) = match &settings.signing_key {
         Some(alias) if alias.starts_with("alias/") => {
             let kms = aws_sdk_kms::Client::new(sdk);
-            let (id, created) = ensure_signing_key(&kms, alias).await?;
+            let (id, created) = ensure_signing_key(&kms, alias, users).await?;
             (Some(id), created)
         }
         // A key id or ARN names a key made elsewhere (the SAM template): nothing to create.

@@ -123,3 +123,33 @@ async fn c5_missing_signing_key_is_not_configured() {
         Err(SignerError::NotConfigured)
     ));
 }
+
+/// Issue 13: a key the bootstrap creates for a deployment carries the policy in which
+/// only the signer role may sign.
+#[tokio::test]
+async fn bootstrap_creates_the_key_with_the_signer_only_policy() {
+    use countersign_aws::bootstrap::{KeyUsers, ensure_signing_key, signing_key_policy};
+    let env = env().await;
+    let kms = aws_sdk_kms::Client::new(&env.sdk);
+    let users = KeyUsers {
+        signer: "arn:aws:iam::123456789012:role/countersign-messages".into(),
+        reader: None,
+    };
+    let alias = format!(
+        "alias/cs-policy-{}",
+        ulid::Ulid::new().to_string().to_lowercase()
+    );
+    let (id, created) = ensure_signing_key(&kms, &alias, Some(&users))
+        .await
+        .unwrap();
+    assert!(created);
+    let stored = kms
+        .get_key_policy()
+        .key_id(&id)
+        .policy_name("default")
+        .send()
+        .await
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(stored.policy().unwrap()).unwrap();
+    assert_eq!(stored, signing_key_policy(&users).unwrap());
+}
