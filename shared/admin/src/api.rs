@@ -130,7 +130,9 @@ pub struct McpConfigInput {
     allowed_tools: Vec<String>,
     /// The action policy (C-7: disabled when absent).
     action_policy: Option<ActionPolicyInput>,
-    /// The proof's `aud`; defaults to `serverUrl`.
+    /// The proof's `aud`; defaults to `serverUrl`. When set, a URL with the `serverUrl`'s
+    /// own scheme, host and port (any path): proofs are only ever addressed to this
+    /// tenant's server.
     #[schema(max_length = 512)]
     audience: Option<String>,
 }

@@ -197,6 +197,8 @@ pub enum ConfigErrorReason {
     ContractVersion,
     /// An enabled policy needs at least one operation (C-4).
     EnabledWithoutOperations,
+    /// The explicit audience names another server than `serverUrl` (decision 0020).
+    AudienceOtherServer,
 }
 
 impl fmt::Display for ConfigErrorReason {
@@ -227,6 +229,9 @@ impl fmt::Display for ConfigErrorReason {
             Self::EnabledWithoutOperations => {
                 f.write_str("must list at least one operation when actions are enabled")
             }
+            Self::AudienceOtherServer => f.write_str(
+                "must be a URL on the serverUrl's own scheme, host and port (a proof may only be addressed to this tenant's server)",
+            ),
         }
     }
 }
@@ -488,6 +493,19 @@ fn validate_allowed_tools(
     .0
 }
 
+/// Decision 0020: an explicit audience must name the tenant's own server — a URL with the
+/// `serverUrl`'s scheme, host and port (any path) — so a tenant cannot make the platform
+/// sign proofs addressed to another tenant's server.
+fn same_server(server: &ServerUrl, audience: &str, policy: UrlPolicy) -> bool {
+    let Ok(aud) = ServerUrl::parse(audience, policy) else {
+        return false;
+    };
+    let (a, s) = (aud.as_url(), server.as_url());
+    a.scheme() == s.scheme()
+        && a.host_str().map(str::to_ascii_lowercase) == s.host_str().map(str::to_ascii_lowercase)
+        && a.port_or_known_default() == s.port_or_known_default()
+}
+
 /// Validates a `PUT /api/admin/tenants/:id/mcp` body (C-3, C-4, C-7, C-11), reporting
 /// every broken rule at once.
 pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig, Vec<ConfigError>> {
@@ -514,6 +532,11 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
         }
         Err(()) => None,
     };
+    if let (Some(url), Some(Some(aud))) = (&server_url, &audience)
+        && !same_server(url, aud, policy)
+    {
+        errs.push("audience", ConfigErrorReason::AudienceOtherServer);
+    }
     let action_policy = validate_policy(obj.get("actionPolicy"), &mut errs);
     let allowed_tools = validate_allowed_tools(obj.get("allowedTools"), &action_policy, &mut errs);
     match (server_url, service_token, audience) {
@@ -853,6 +876,34 @@ mod tests {
         );
         for err in validate_mcp_config(&json!({"extra": 1}), UrlPolicy::default()).unwrap_err() {
             assert!(err.to_string().starts_with(&err.field));
+        }
+    }
+
+    /// Decision 0020: an explicit audience names this tenant's own server (same scheme,
+    /// host and port, any path); another host, scheme or port is refused on `audience`.
+    #[test]
+    fn the_audience_must_name_the_tenants_own_server() {
+        for ok in [
+            "https://mcp.trackshare.example.com/mcp",
+            "https://MCP.trackshare.example.com/actions",
+            "https://mcp.trackshare.example.com:443/",
+        ] {
+            let v = with(&["audience"], json!(ok));
+            assert!(validate_mcp_config(&v, UrlPolicy::default()).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://mcp.othertenant.example.com/mcp",
+            "http://mcp.trackshare.example.com/mcp",
+            "https://mcp.trackshare.example.com:8443/mcp",
+            "trackshare-actions",
+            "https://trackshare.example.com/mcp",
+        ] {
+            let v = with(&["audience"], json!(bad));
+            assert_eq!(
+                errors(v),
+                vec![("audience".to_owned(), ConfigErrorReason::AudienceOtherServer)],
+                "{bad}"
+            );
         }
     }
 }
