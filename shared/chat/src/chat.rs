@@ -328,10 +328,18 @@ impl Chat {
                 self.store(who, &message, out).await?;
                 let notice = texts::cancelled_notice(lang);
                 let cancelled = self.end_pending(who, &p, ProposalState::Cancelled, notice, out);
-                if !cancelled.await? && !self.after_lost_race(who, &p.case, lang, out).await? {
-                    let text = texts::refusal_notice(lang, &Refusal::NoPendingProposal);
-                    self.tell(who, &p.case, text, out).await?;
+                let current = match cancelled.await? {
+                    TransitionOutcome::Applied => return Ok(Next::Done),
+                    TransitionOutcome::Conflict { current } => current,
+                };
+                if self.after_lost_race(who, &p.case, lang, out).await? {
+                    return Ok(Next::Done);
                 }
+                // Lost to a confirmation that already settled: say what happened.
+                let text = current
+                    .and_then(|st| texts::too_late_to_cancel_notice(lang, st))
+                    .unwrap_or_else(|| texts::refusal_notice(lang, &Refusal::NoPendingProposal));
+                self.tell(who, &p.case, text, out).await?;
                 Ok(Next::Done)
             }
             Reply::Other => {
@@ -340,7 +348,8 @@ impl Chat {
                 let notice = texts::discarded_notice(lang);
                 let discarded = self.end_pending(who, &p, ProposalState::Cancelled, notice, out);
                 // Lost to a confirmation that started the action: status only.
-                if !discarded.await? && self.after_lost_race(who, &p.case, lang, out).await? {
+                let lost = discarded.await? != TransitionOutcome::Applied;
+                if lost && self.after_lost_race(who, &p.case, lang, out).await? {
                     return Ok(Next::Done);
                 }
                 Ok(Next::ModelTurn)
@@ -393,7 +402,7 @@ impl Chat {
     }
 
     /// Moves a pending proposal to `to` with a notice; if another request moved it first,
-    /// says nothing more. Returns whether this request moved it.
+    /// says nothing more. Returns the store's outcome (`Conflict` carries the state found).
     pub(crate) async fn end_pending(
         &self,
         who: &Principal,
@@ -401,7 +410,7 @@ impl Chat {
         to: ProposalState,
         text: &str,
         out: &mut Vec<NewMessage>,
-    ) -> Result<bool, ChatError> {
+    ) -> Result<TransitionOutcome, ChatError> {
         let notice = self.notice(&p.case, text);
         let outcome = self
             .parts
@@ -415,11 +424,10 @@ impl Chat {
                 Some(&notice),
             )
             .await?;
-        let applied = outcome == TransitionOutcome::Applied;
-        if applied {
+        if outcome == TransitionOutcome::Applied {
             out.push(notice);
         }
-        Ok(applied)
+        Ok(outcome)
     }
 
     /// After losing a race on a pending proposal (another request confirmed, cancelled or

@@ -45,14 +45,28 @@ fn action_arguments(id: &ActionId) -> Map<String, Value> {
 }
 
 /// Reads a provider's answer about `id`; `None` when there was none or it broke the
-/// contract: the outcome is then uncertain.
+/// contract: the outcome is then uncertain, and the log says why (the rules
+/// broken, never the values: no proof, no personal data).
 fn read_answer(answer: Result<Value, ProviderError>, id: &ActionId) -> Option<ActionAnswer> {
-    match answer {
-        Ok(raw) => ToolResult::from_mcp_json(&raw)
-            .ok()
-            .and_then(|r| parse_action_answer(&r, id).ok()),
+    let raw = match answer {
+        Ok(raw) => raw,
         Err(e) => {
             tracing::warn!(error = %e, action = %id, "the provider gave no answer: outcome unknown");
+            return None;
+        }
+    };
+    let result = match ToolResult::from_mcp_json(&raw) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(action = %id, problem = %e, "the provider's answer is not a tool result: outcome unknown");
+            return None;
+        }
+    };
+    match parse_action_answer(&result, id) {
+        Ok(a) => Some(a),
+        Err(violations) => {
+            let rules: Vec<&str> = violations.iter().map(|v| v.rule()).collect();
+            tracing::warn!(action = %id, ?rules, "the provider's answer breaks the contract (A-40): outcome unknown");
             None
         }
     }

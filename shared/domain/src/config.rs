@@ -889,7 +889,10 @@ mod tests {
             "https://mcp.trackshare.example.com:443/",
         ] {
             let v = with(&["audience"], json!(ok));
-            assert!(validate_mcp_config(&v, UrlPolicy::default()).is_ok(), "{ok}");
+            assert!(
+                validate_mcp_config(&v, UrlPolicy::default()).is_ok(),
+                "{ok}"
+            );
         }
         for bad in [
             "https://mcp.othertenant.example.com/mcp",
@@ -901,7 +904,10 @@ mod tests {
             let v = with(&["audience"], json!(bad));
             assert_eq!(
                 errors(v),
-                vec![("audience".to_owned(), ConfigErrorReason::AudienceOtherServer)],
+                vec![(
+                    "audience".to_owned(),
+                    ConfigErrorReason::AudienceOtherServer
+                )],
                 "{bad}"
             );
         }

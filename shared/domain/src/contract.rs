@@ -82,6 +82,32 @@ pub enum ContractViolation {
     },
 }
 
+impl ContractViolation {
+    /// The rule broken, for logs: the contract's field names only, never a value the
+    /// provider sent (its answers carry people's data; an unknown field's name is the
+    /// provider's, so it is left out too).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::ProviderError => "isError answer",
+            Self::Payload { .. } => "no readable payload",
+            Self::NotAnObject => "payload not an object",
+            Self::MissingField { field } | Self::WrongType { field, .. } => field,
+            Self::UnknownField { .. } => "unknown field",
+            Self::ContractVersion => "contractVersion",
+            Self::Status | Self::UnknownStatus => "status",
+            Self::ActionId | Self::ActionIdMismatch => "actionId",
+            Self::OperationMismatch { .. } => "operation",
+            Self::ArgumentsHashFormat => "argumentsHash",
+            Self::SummaryHashFormat | Self::SummaryHashMismatch => "summaryHash",
+            Self::Message { .. } => "message (A-20)",
+            Self::Summary { .. } => "summary (A-20)",
+            Self::ExpiresAtFormat | Self::ExpiresAtNotInFuture | Self::ExpiresAtTooFar { .. } => {
+                "expiresAt"
+            }
+        }
+    }
+}
+
 impl fmt::Display for ContractViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

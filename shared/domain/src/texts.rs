@@ -93,6 +93,32 @@ pub fn cancelled_notice(lang: Language) -> &'static str {
     }
 }
 
+/// A "cancel" that arrived after a confirmation settled the proposal: says what happened
+/// instead of "nothing was changed". `None` for a state that changed nothing.
+pub fn too_late_to_cancel_notice(lang: Language, state: ProposalState) -> Option<&'static str> {
+    Some(match (lang, state) {
+        (Language::En, ProposalState::Completed) => {
+            "Too late to cancel: the request had already been confirmed and was carried out."
+        }
+        (Language::En, ProposalState::Failed) => {
+            "Too late to cancel: the request had already been confirmed, but it could not be carried out. Nothing was changed."
+        }
+        (Language::Pt, ProposalState::Completed) => {
+            "Tarde demais para cancelar: a solicitação já tinha sido confirmada e foi executada."
+        }
+        (Language::Pt, ProposalState::Failed) => {
+            "Tarde demais para cancelar: a solicitação já tinha sido confirmada, mas não pôde ser executada. Nada foi alterado."
+        }
+        (Language::En, ProposalState::Executing | ProposalState::Unknown) => {
+            "Too late to cancel: the request had already been confirmed. Its outcome is shown in this conversation."
+        }
+        (Language::Pt, ProposalState::Executing | ProposalState::Unknown) => {
+            "Tarde demais para cancelar: a solicitação já tinha sido confirmada. O resultado aparece nesta conversa."
+        }
+        _ => return None,
+    })
+}
+
 /// shown when other text discarded a pending proposal.
 pub fn discarded_notice(lang: Language) -> &'static str {
     match lang {
@@ -230,16 +256,28 @@ mod tests {
             dedup.sort_unstable();
             dedup.dedup();
             assert_eq!(dedup.len(), prefixes.len(), "{lang:?}");
-            for t in prefixes.into_iter().chain([
-                confirm_instructions(lang),
-                uncertainty_notice(lang),
-                cancelled_notice(lang),
-                discarded_notice(lang),
-                invalidated_notice(lang),
-                assistant_unavailable_notice(lang),
-                turn_incomplete_notice(lang),
-                confirm_retry_notice(lang),
-            ]) {
+            for t in prefixes
+                .into_iter()
+                .chain([
+                    confirm_instructions(lang),
+                    uncertainty_notice(lang),
+                    cancelled_notice(lang),
+                    discarded_notice(lang),
+                    invalidated_notice(lang),
+                    assistant_unavailable_notice(lang),
+                    turn_incomplete_notice(lang),
+                    confirm_retry_notice(lang),
+                ])
+                .chain(
+                    [
+                        ProposalState::Completed,
+                        ProposalState::Failed,
+                        ProposalState::Executing,
+                    ]
+                    .into_iter()
+                    .filter_map(|s| too_late_to_cancel_notice(lang, s)),
+                )
+            {
                 assert!(SafeText::check(t).is_ok(), "{t}");
             }
         }

@@ -223,10 +223,12 @@ impl HttpProvider {
             if e.is_timeout() {
                 ProviderError::Timeout
             } else if e.is_connect() {
-                // Never connected: nothing was sent.
+                // Never connected: nothing was sent. The error names the URL reduced to
+                // scheme, host and path (a query may carry a secret; errors are logged).
                 unreachable(format!(
-                    "cannot connect to the provider: {}",
-                    wire::chain(&e)
+                    "cannot connect to the provider at {}: {}",
+                    loggable(url),
+                    wire::chain(&e.without_url())
                 ))
             } else {
                 // Sent, then lost: the provider may have acted on it.
@@ -387,6 +389,16 @@ impl HttpProvider {
     }
 }
 
+/// A provider URL as it may appear in logs and errors: scheme, host, port and path; never
+/// a query or user information.
+pub fn loggable(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or("");
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+        None => format!("{}://{host}{}", url.scheme(), url.path()),
+    }
+}
+
 /// The HTTP status of an answer, as an error unless it is a success.
 fn success(answer: &Answer) -> Result<(), ProviderError> {
     if answer.status.is_success() {
@@ -495,5 +507,43 @@ impl Provider for HttpProvider {
             None => self.request(ctx, request).await?,
         };
         Ok(Value::Object(result))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use countersign_domain::ids::{CaseId, UserId};
+    use countersign_domain::secret::SecretString;
+
+    /// Issue 13: a provider URL in an error (and so in a log line) is reduced to scheme,
+    /// host, port and path: a query string may carry a secret.
+    #[tokio::test]
+    async fn errors_name_the_provider_url_without_its_query() {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = probe.local_addr().unwrap().port();
+        drop(probe);
+        let policy = UrlPolicy {
+            allow_loopback_http: true,
+        };
+        let client = HttpProvider::new(Settings {
+            url_policy: policy,
+            ..Settings::default()
+        })
+        .unwrap();
+        let url = format!("http://127.0.0.1:{port}/mcp?apiKey=s3cr3t-value");
+        let ctx = ProviderContext {
+            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            user: UserId::parse("u_alice").unwrap(),
+            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            server_url: ServerUrl::parse(&url, policy).unwrap(),
+            service_token: SecretString::new("token"),
+            config_version: 1,
+        };
+        let e = client.list_tools(&ctx).await.unwrap_err();
+        let shown = e.to_string() + &format!("{e:?}");
+        assert!(shown.contains(&format!("127.0.0.1:{port}/mcp")), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
     }
 }

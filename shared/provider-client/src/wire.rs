@@ -81,7 +81,7 @@ pub(crate) async fn read_answer(
     }
     let mut buffer: Vec<u8> = Vec::new();
     let is_sse = content_type.starts_with("text/event-stream");
-    let mut scanned = 0;
+    let mut scanner = Scanner::default();
     loop {
         let chunk = response.chunk().await.map_err(|e| body_error(&e))?;
         let Some(chunk) = chunk else { break };
@@ -90,19 +90,18 @@ pub(crate) async fn read_answer(
             return Err(too_large(max));
         }
         // An event stream may stay open after the answer: stop at the answer.
-        if is_sse && let Some(id) = expect_id {
-            let (found, consumed) = scan_events(&buffer[scanned..], id);
-            scanned += consumed;
-            if let Some(message) = found {
-                return Ok(Answer {
-                    status,
-                    session,
-                    message: Some(message),
-                });
-            }
+        if is_sse
+            && let Some(id) = expect_id
+            && let Some(message) = scanner.feed(&buffer, id)
+        {
+            return Ok(Answer {
+                status,
+                session,
+                message: Some(message),
+            });
         }
     }
-    let message = whole_answer(&buffer[scanned..], status, &content_type, expect_id)?;
+    let message = whole_answer(&buffer[scanner.scanned..], status, &content_type, expect_id)?;
     Ok(Answer {
         status,
         session,
@@ -159,39 +158,68 @@ fn json_answer(
     }
 }
 
-/// Scans complete SSE events in `bytes` for the response to `id`; returns it and how many
-/// bytes of complete events were consumed.
-fn scan_events(bytes: &[u8], id: &RequestId) -> (Option<Incoming>, usize) {
-    let mut consumed = 0;
-    loop {
-        let rest = &bytes[consumed..];
-        let end = find_event_end(rest);
-        let Some((len, sep)) = end else {
-            return (None, consumed);
-        };
-        let event = &rest[..len];
-        consumed += len + sep;
-        let text = String::from_utf8_lossy(event);
-        let data: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if data.is_empty() {
-            continue;
-        }
-        if let Some(m) = serde_json::from_str::<Value>(&data.join("\n"))
-            .ok()
-            .and_then(|v| answer_to(v, id))
-        {
-            return (Some(m), consumed);
+/// Reads an event stream as it arrives. Each byte is searched for an event separator
+/// once, however the stream is cut into chunks: a provider trickling an event a byte at a
+/// time costs linear time, not quadratic.
+#[derive(Debug, Default)]
+struct Scanner {
+    /// Bytes of complete events consumed.
+    scanned: usize,
+    /// Bytes after `scanned` already searched without finding a separator.
+    searched: usize,
+    /// Bytes examined in all (tests).
+    examined: usize,
+}
+
+impl Scanner {
+    /// Scans what `buffer` holds beyond the consumed events; the answer to `id`, if a
+    /// complete event carries it.
+    fn feed(&mut self, buffer: &[u8], id: &RequestId) -> Option<Incoming> {
+        loop {
+            let rest = &buffer[self.scanned..];
+            // A separator may straddle the previous end: look back up to 3 bytes.
+            let from = self.searched.saturating_sub(3);
+            self.examined += rest.len().saturating_sub(from);
+            let Some((len, sep)) = find_event_end(rest, from) else {
+                self.searched = rest.len();
+                return None;
+            };
+            self.scanned += len + sep;
+            self.searched = 0;
+            if let Some(m) = event_answer(&rest[..len], id) {
+                return Some(m);
+            }
         }
     }
 }
 
-/// The end of the first event: its length and the separator's length.
-fn find_event_end(bytes: &[u8]) -> Option<(usize, usize)> {
-    for i in 0..bytes.len() {
+/// The answer to `id`, if this event's data is it.
+fn event_answer(event: &[u8], id: &RequestId) -> Option<Incoming> {
+    let text = String::from_utf8_lossy(event);
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    if data.is_empty() {
+        return None;
+    }
+    serde_json::from_str::<Value>(&data.join("\n"))
+        .ok()
+        .and_then(|v| answer_to(v, id))
+}
+
+/// Scans complete SSE events in `bytes` for the response to `id`; returns it and how many
+/// bytes of complete events were consumed.
+fn scan_events(bytes: &[u8], id: &RequestId) -> (Option<Incoming>, usize) {
+    let mut scanner = Scanner::default();
+    let found = scanner.feed(bytes, id);
+    (found, scanner.scanned)
+}
+
+/// The end of the first event at or after `from`: its length and the separator's length.
+fn find_event_end(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
+    for i in from..bytes.len() {
         if bytes[i..].starts_with(b"\r\n\r\n") {
             return Some((i, 4));
         }
@@ -227,6 +255,32 @@ mod tests {
         assert_eq!(result["ok"], true);
         assert_eq!(&stream[consumed..], b"partial");
         assert_eq!(scan_events(stream, &RequestId::Number(8)).0, None);
+    }
+
+    /// Issue 13: an answer trickled one byte per chunk is found, and every byte is
+    /// examined a bounded number of times (linear, not quadratic).
+    #[test]
+    fn a_trickled_event_stream_costs_linear_time() {
+        let padding = "x".repeat(100_000);
+        let stream = format!(
+            "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"p\":\"{padding}\"}}}}\n\ndata: {{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{}}}}\n\n"
+        );
+        let bytes = stream.as_bytes();
+        let mut scanner = Scanner::default();
+        let mut found = None;
+        for end in 1..=bytes.len() {
+            if let Some(m) = scanner.feed(&bytes[..end], &RequestId::Number(7)) {
+                found = Some(m);
+                break;
+            }
+        }
+        assert!(result_of(found).is_ok());
+        assert!(
+            scanner.examined <= 5 * bytes.len(),
+            "{} bytes examined for {}",
+            scanner.examined,
+            bytes.len()
+        );
     }
 
     #[test]

@@ -69,7 +69,9 @@ fn to_json(r: &CallToolResult) -> Value {
 }
 
 /// Checks a provider's `CallToolResult` against the tool's declared `outputSchema`.
-/// Returns the list of problems (empty when the answer honours the contract).
+/// Returns the list of problems (empty when the answer honours the contract). Each names
+/// the field and the schema rule it breaks, never the value: answers carry people's data,
+/// and the problems are logged.
 pub fn contract_problems(tool: &ProviderTool, result: &Value) -> Vec<String> {
     let Some(obj) = result.as_object() else {
         return vec!["the result is not an object".into()];
@@ -93,7 +95,11 @@ pub fn contract_problems(tool: &ProviderTool, result: &Value) -> Vec<String> {
             Ok(v) => v
                 .iter_errors(sc)
                 .take(10)
-                .map(|e| format!("{} at {}", e, e.instance_path))
+                .map(|e| {
+                    let field = e.instance_path.as_str();
+                    let field = if field.is_empty() { "/" } else { field };
+                    format!("{field} breaks the schema rule {}", e.schema_path.as_str())
+                })
                 .collect(),
         },
     }
@@ -198,6 +204,22 @@ mod tests {
 
     fn uploads_schema() -> Value {
         json!({"type": "object", "required": ["uploads"], "properties": {"uploads": {"type": "array"}}})
+    }
+
+    /// Issue 13: a contract problem names the field and the rule, never the value the
+    /// provider sent (it may be personal data, and problems are logged).
+    #[test]
+    fn contract_problems_name_the_field_and_rule_not_the_value() {
+        let t = tool("get_user_uploads", Some(uploads_schema()));
+        let answer = json!({
+            "content": [{"type": "text", "text": "x"}],
+            "structuredContent": {"uploads": "alice.secret@example.com"}
+        });
+        let problems = contract_problems(&t, &answer);
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].contains("/uploads"), "{problems:?}");
+        assert!(problems[0].contains("type"), "{problems:?}");
+        assert!(!problems[0].contains("alice"), "{problems:?}");
     }
 
     /// A-3, G-6: only allowlisted tools are proxied, never reserved or built-in names.

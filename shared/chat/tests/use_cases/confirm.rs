@@ -160,3 +160,24 @@ async fn a_store_outage_at_the_confirm_write_executes_nothing() {
     assert_eq!(h.state(&action), ProposalState::PendingConfirmation);
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
+
+/// Issue 13: a "cancel" that loses the race to a confirmation that was carried out is
+/// told what happened, not "nothing was changed".
+#[tokio::test]
+async fn a_cancel_that_lost_to_a_completed_confirmation_says_it_was_carried_out() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", None)),
+    );
+    let (confirmed, cancelled) = tokio::join!(
+        h.post("confirm", Some(presented.clone())),
+        h.post("cancel", Some(presented.clone())),
+    );
+    confirmed.unwrap();
+    let cancelled = cancelled.unwrap();
+    assert_eq!(h.state(&action), ProposalState::Completed);
+    let told = &cancelled.last().unwrap().content;
+    assert!(told.starts_with("Too late to cancel"), "{cancelled:?}");
+}

@@ -183,3 +183,47 @@ async fn a43_a_failed_handshake_is_a_plain_failure_and_nothing_is_signed() {
     );
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
+
+/// A log line (tests of what the operator is told).
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 13 / A-43: when an execute answer breaks the contract, the outcome is `unknown`
+/// and the log says which rules it broke — never the values the provider sent.
+#[tokio::test]
+async fn a43_an_invalid_execute_answer_is_logged_by_rule_without_its_values() {
+    let log = Log::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    let payload = json!({"contractVersion": 1, "actionId": action.as_str(),
+                         "status": "done-for-alice@example.com", "owner": "alice@example.com"});
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(
+            json!({"content": [{"type": "text", "text": payload.to_string()}],
+                             "structuredContent": payload}),
+        ),
+    );
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Unknown);
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("breaks the contract"), "{text}");
+    assert!(text.contains("status"), "{text}");
+    assert!(!text.contains("alice"), "{text}");
+}
