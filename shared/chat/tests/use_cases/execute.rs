@@ -202,13 +202,19 @@ impl std::io::Write for Log {
 /// and the log says which rules it broke — never the values the provider sent.
 #[tokio::test]
 async fn a43_an_invalid_execute_answer_is_logged_by_rule_without_its_values() {
-    let log = Log::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // A process-wide subscriber: a thread-local one misses events whose call sites another
+    // test thread cached as uninteresting. Lines are picked out by this test's action id.
+    static LOG: std::sync::OnceLock<Log> = std::sync::OnceLock::new();
+    let log = LOG.get_or_init(|| {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        log
+    });
     let h = H::new().await;
     let (action, presented) = h.propose().await;
     let payload = json!({"contractVersion": 1, "actionId": action.as_str(),
@@ -223,7 +229,14 @@ async fn a43_an_invalid_execute_answer_is_logged_by_rule_without_its_values() {
     h.reply("confirm", &presented).await;
     assert_eq!(h.state(&action), ProposalState::Unknown);
     let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
-    assert!(text.contains("breaks the contract"), "{text}");
-    assert!(text.contains("status"), "{text}");
-    assert!(!text.contains("alice"), "{text}");
+    let ours: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(action.as_str()))
+        .collect();
+    assert!(
+        ours.iter()
+            .any(|l| l.contains("breaks the contract") && l.contains("status")),
+        "{ours:?}"
+    );
+    assert!(!text.contains("alice@example.com"), "{text}");
 }
