@@ -18,12 +18,13 @@ pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 5] = [
+pub const ENV: [&str; 6] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
     "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
     "COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
+    "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
 ];
 
 /// Time kept after a model turn's deadline, inside the function's timeout, to tell the
@@ -51,6 +52,9 @@ pub struct Config {
     /// The function's own timeout, as the template sets it
     /// (`COUNTERSIGN_FUNCTION_TIMEOUT_SECS`, 29).
     pub function_timeout: Duration,
+    /// Model turns each tenant may start per minute (`COUNTERSIGN_TENANT_TURNS_PER_MINUTE`,
+    /// 60; decision 0021).
+    pub tenant_turns_per_minute: u32,
     /// D-5: admit `http://127.0.0.1` providers (`COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1`,
     /// the local stack only).
     pub allow_loopback_provider: bool,
@@ -76,6 +80,12 @@ impl FromEnv for Config {
             provider_timeout: env.seconds("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
             function_timeout: env.seconds("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", 29)?,
+            tenant_turns_per_minute: env
+                .parse(
+                    "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
+                    "must be a whole number from 1",
+                )?
+                .unwrap_or(60),
             allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_MESSAGES_ADDR")
@@ -90,6 +100,13 @@ impl Config {
     /// ends, with the turn's margin, inside the function's timeout; an execution is
     /// called stuck only after the function that ran it is certainly gone.
     fn consistent(self) -> Result<Self, EnvError> {
+        if self.tenant_turns_per_minute == 0 {
+            return Err(EnvError {
+                name: "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
+                problem: "must be a whole number from 1",
+                found: "0".into(),
+            });
+        }
         if self.provider_timeout + TURN_MARGIN > self.function_timeout {
             return Err(EnvError {
                 name: "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
@@ -141,6 +158,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         stuck_after: config.stuck_after,
     });
     chat.turn_deadline = config.turn_deadline();
+    chat.turn_budget = Some((Arc::new(store.clone()), config.tenant_turns_per_minute));
     Ok(AppState {
         chat: Arc::new(chat),
         auth: Arc::new(WidgetAuth::new(Arc::new(store), secrets)),
@@ -209,6 +227,8 @@ mod tests {
             ("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", "-1"),
             ("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "true"),
             ("COUNTERSIGN_RETENTION_DAYS", "x"),
+            ("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", "0"),
+            ("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", "many"),
         ] {
             let e = read(&[(name, value)]).unwrap_err();
             assert_eq!(e.name, name);

@@ -67,6 +67,9 @@ impl From<ChatError> for ApiError {
             ChatError::Invalid { field, message } => {
                 ApiError::validation(field, format!("{field}: {message}"))
             }
+            e @ ChatError::RateLimited { retry_after_secs } => {
+                ApiError::rate_limited(e.to_string(), retry_after_secs)
+            }
             ChatError::Unavailable(cause) => {
                 ApiError::unavailable("a platform service is unavailable; try again", &cause)
             }
@@ -252,6 +255,8 @@ async fn list_messages(
     params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
     responses((status = 200, body = Messages), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "The company's budget of answered messages is spent for now; nothing was stored. `Retry-After` gives the seconds to wait.",
+            headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
         (status = 503, body = ErrorBody)))]
 async fn post_message(
     State(state): State<AppState>,

@@ -13,8 +13,8 @@ use countersign_domain::confirmation::{Refusal, Reply, classify};
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Principal, Role};
 use countersign_domain::ids::{CaseId, MessageId};
 use countersign_domain::ports::{
-    Clock, ConversationStore, ConversationView, Ids, Model, NewMessage, ProofSigner, StoreError,
-    TenantStore, TransitionOutcome,
+    Admission, Clock, ConversationStore, ConversationView, Ids, Model, NewMessage, ProofSigner,
+    RateLimiter, StoreError, TenantStore, TransitionOutcome,
 };
 use countersign_domain::proposal::{Proposal, ProposalState};
 use countersign_domain::texts::{self, Language};
@@ -47,6 +47,13 @@ pub enum ChatError {
     /// An action's outcome is still being checked in this case.
     #[error("an action's outcome is still being checked")]
     Busy,
+    /// The tenant's budget of model turns is spent for now (decision 0021); nothing was
+    /// stored.
+    #[error("too many messages for this company right now; try again in {retry_after_secs} s")]
+    RateLimited {
+        /// Seconds until the budget renews.
+        retry_after_secs: u64,
+    },
     /// A store failed; nothing more was done.
     #[error("a platform service is unavailable")]
     Unavailable(#[from] StoreError),
@@ -74,6 +81,9 @@ pub struct Chat {
     /// How long a model turn may take, all of it (M-4): well inside the function's
     /// timeout, so the person is always told something.
     pub turn_deadline: std::time::Duration,
+    /// The per-tenant budget of model turns (decision 0021), with its size per minute;
+    /// `None` admits every turn.
+    pub turn_budget: Option<(Arc<dyn RateLimiter>, u32)>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -148,6 +158,7 @@ impl Chat {
             max_tool_rounds: 4,
             max_tool_calls: 8,
             turn_deadline: std::time::Duration::from_secs(20),
+            turn_budget: None,
         }
     }
 
@@ -286,6 +297,15 @@ impl Chat {
         if view.case.status == CaseStatus::Closed {
             return Err(ChatError::Closed);
         }
+        // Before anything is stored: a message the model would answer spends one unit of
+        // the tenant's budget. Confirmations, cancellations and status checks never do.
+        let reconciling = view
+            .active
+            .as_ref()
+            .is_some_and(|p| p.state.needs_reconciliation());
+        if classify(content) == Reply::Other && !reconciling {
+            self.spend_turn(who).await?;
+        }
         let message = NewMessage {
             reply_to,
             ..self.message(case, Role::User, MessageKind::Text, content)
@@ -307,6 +327,21 @@ impl Chat {
             self.model_turn(who, &view, &mut out).await?;
         }
         Ok((out, view.language))
+    }
+
+    /// Decision 0021: one unit of the tenant's turn budget, or `RateLimited`.
+    async fn spend_turn(&self, who: &Principal) -> Result<(), ChatError> {
+        let Some((limiter, per_minute)) = &self.turn_budget else {
+            return Ok(());
+        };
+        let now = self.parts.clock.now();
+        match limiter.take(&who.tenant, "turns", *per_minute, now).await? {
+            Admission::Admitted => Ok(()),
+            Admission::Limited { retry_after_secs } => {
+                tracing::info!(tenant = %who.tenant, retry_after_secs, "tenant turn budget spent");
+                Err(ChatError::RateLimited { retry_after_secs })
+            }
+        }
     }
 
     /// A message while a proposal waits for its confirmation (A-24 classifies first).

@@ -233,6 +233,32 @@ pub trait ConversationStore: Send + Sync {
     ) -> Result<usize, StoreError>;
 }
 
+/// Whether a tenant may spend one more unit of a budget now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Yes; the unit is spent.
+    Admitted,
+    /// No: the budget is spent until the window ends, in this many seconds.
+    Limited {
+        /// Seconds until the next window.
+        retry_after_secs: u64,
+    },
+}
+
+/// Per-tenant request budgets (decision 0021): one tenant cannot spend the capacity that
+/// every tenant shares.
+#[async_trait]
+pub trait RateLimiter: Send + Sync {
+    /// Spends one unit of `tenant`'s budget `bucket` (at most `per_minute` a minute).
+    async fn take(
+        &self,
+        tenant: &TenantId,
+        bucket: &str,
+        per_minute: u32,
+        now: Timestamp,
+    ) -> Result<Admission, StoreError>;
+}
+
 /// A registered tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tenant {

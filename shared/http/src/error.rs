@@ -40,6 +40,7 @@ pub struct ErrorDetail {
 pub struct ApiError {
     status: StatusCode,
     detail: ErrorDetail,
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -53,7 +54,20 @@ impl ApiError {
                 field: None,
                 errors: Vec::new(),
             },
+            retry_after: None,
         }
+    }
+
+    /// 429 `RATE_LIMITED` with `Retry-After: seconds`.
+    pub fn rate_limited(message: impl Into<String>, seconds: u64) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message);
+        e.retry_after = Some(seconds.max(1));
+        e
+    }
+
+    /// The `Retry-After` seconds, when the answer carries one.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     /// Names the field to blame.
@@ -121,7 +135,12 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status;
+        let retry_after = self.retry_after;
         let mut r = (status, axum::Json(ErrorBody { error: self.detail })).into_response();
+        if let Some(s) = retry_after {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
         if status == StatusCode::UNAUTHORIZED {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -149,3 +149,15 @@ fn bearer_reads_only_a_non_empty_bearer_credential() {
     h.insert(header::AUTHORIZATION, "Bearer tsk_1 ".parse().unwrap());
     assert_eq!(bearer(&h), Some("tsk_1"));
 }
+
+/// Decision 0021: a 429 carries `Retry-After` in seconds and the typed body.
+#[tokio::test]
+async fn a_rate_limited_answer_carries_retry_after() {
+    use axum::response::IntoResponse as _;
+    let r = ApiError::rate_limited("too many", 17).into_response();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers()[header::RETRY_AFTER], "17");
+    let bytes = axum::body::to_bytes(r.into_body(), 1 << 16).await.unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["error"]["code"], "RATE_LIMITED");
+}

@@ -10,12 +10,13 @@ use countersign_domain::conversation::{Case, CaseStatus, Message};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
 use countersign_domain::ports::{
-    AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
-    CreateProposalOutcome, NewMessage, StoreError, StoredMcpConfig, Tenant, TenantStore,
-    TransitionOutcome, WidgetKey,
+    Admission, AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
+    CreateProposalOutcome, NewMessage, RateLimiter, StoreError, StoredMcpConfig, Tenant,
+    TenantStore, TransitionOutcome, WidgetKey,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
+use countersign_domain::time::Timestamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -47,6 +48,8 @@ struct State {
     audit: HashMap<TenantId, BTreeMap<AuditId, AuditEntry>>,
     conversations: HashMap<(TenantId, CaseId), Conversation>,
     used_action_ids: HashSet<(TenantId, ActionId)>,
+    /// Units spent per (tenant, bucket, window start).
+    budgets: HashMap<(TenantId, String, i64), u32>,
 }
 
 impl State {
@@ -470,6 +473,40 @@ impl ConversationStore for MemoryStore {
                     }
                 }
                 Ok(cancelled)
+            },
+        )
+    }
+}
+
+/// The adapter's fixed one-minute windows.
+#[async_trait]
+impl RateLimiter for MemoryStore {
+    async fn take(
+        &self,
+        tenant: &TenantId,
+        bucket: &str,
+        per_minute: u32,
+        now: Timestamp,
+    ) -> Result<Admission, StoreError> {
+        yield_now().await;
+        self.run(
+            "take",
+            || Admission::Admitted,
+            |s| {
+                let secs = now.unix_seconds();
+                let start = secs - secs.rem_euclid(60);
+                let used = s
+                    .budgets
+                    .entry((tenant.clone(), bucket.to_owned(), start))
+                    .or_default();
+                if *used >= per_minute {
+                    let left = u64::try_from(start + 60 - secs).unwrap_or(1).max(1);
+                    return Ok(Admission::Limited {
+                        retry_after_secs: left,
+                    });
+                }
+                *used += 1;
+                Ok(Admission::Admitted)
             },
         )
     }

@@ -7,6 +7,7 @@
 
 mod confirm;
 mod items;
+mod limits;
 mod tenants;
 
 use crate::calls::CallLog;

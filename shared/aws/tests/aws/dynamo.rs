@@ -617,3 +617,37 @@ async fn transitions_refuse_illegal_and_stale_moves() {
         .unwrap();
     assert_eq!(listed.last().map(|x| x.id.clone()), Some(notice.id.clone()));
 }
+
+/// Decision 0021: a tenant's budget admits `per_minute` units in a minute and then refuses
+/// with the seconds left; another tenant's budget is its own; the next minute renews it.
+#[tokio::test]
+async fn tenant_budgets_are_per_tenant_fixed_windows() {
+    use countersign_domain::ports::{Admission, RateLimiter};
+    use countersign_domain::time::Timestamp;
+    let env = env().await;
+    let store = env.store();
+    let (a, b) = (env.tenant(), env.tenant());
+    // 1_800_000_000 is a minute boundary: 15 s into a window.
+    let t0 = Timestamp::from_unix_seconds(1_800_000_015).unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            store.take(&a, "turns", 3, t0).await.unwrap(),
+            Admission::Admitted
+        );
+    }
+    assert_eq!(
+        store.take(&a, "turns", 3, t0).await.unwrap(),
+        Admission::Limited {
+            retry_after_secs: 45
+        }
+    );
+    assert_eq!(
+        store.take(&b, "turns", 3, t0).await.unwrap(),
+        Admission::Admitted
+    );
+    let next = t0.plus_seconds(45);
+    assert_eq!(
+        store.take(&a, "turns", 3, next).await.unwrap(),
+        Admission::Admitted
+    );
+}

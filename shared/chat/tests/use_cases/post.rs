@@ -157,3 +157,28 @@ async fn history_lists_this_persons_messages_in_order_after_a_cursor() {
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].content, "two");
 }
+
+/// Decision 0021: each tenant may start a bounded number of model turns a minute; beyond
+/// it the message is refused as `RateLimited` (429 with `Retry-After`) and nothing is
+/// stored (a pending proposal is not discarded either). Confirmations are never counted;
+/// the budget renews with the next minute.
+#[tokio::test]
+async fn a_tenants_turn_budget_refuses_messages_beyond_it_and_never_counts_confirmations() {
+    let mut h = H::new().await;
+    h.chat.turn_budget = Some((h.store.clone(), 1));
+    let (action, presented) = h.propose().await; // the minute's one turn
+    let stored = h.messages().len();
+    let refused = h.post("one more question", None).await;
+    let Err(ChatError::RateLimited { retry_after_secs }) = refused else {
+        panic!("{refused:?}")
+    };
+    assert!((1..=60).contains(&retry_after_secs));
+    assert_eq!(h.messages().len(), stored, "nothing stored");
+    assert_eq!(h.state(&action), ProposalState::PendingConfirmation);
+    // A confirmation is not a turn: it goes through on a spent budget.
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+    // The next minute renews it.
+    h.clock.advance_secs(60);
+    assert!(h.post("and now?", None).await.is_ok());
+}
