@@ -2,8 +2,10 @@
 //! path"), counted with an SDK interceptor on a messages router served in-process over
 //! the same stack: a confirmation performs exactly, before the provider call, one GetItem
 //! (the widget credential: revocation takes effect at once), one Query (case, slot,
-//! proposal), one TransactWriteItems (confirm + message + configuration-version check),
-//! one KMS Sign; and after it one TransactWriteItems (outcome + result message).
+//! proposal), one TransactWriteItems (confirm + message; no item shared by the tenant's
+//! conversations, decision 0019), one KMS Sign; and after it one TransactWriteItems
+//! (outcome + result message). A cold container adds only what it caches: the widget
+//! secret, the service token's version and the signing key's public half.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use countersign_acceptance::{Stack, texts};
@@ -22,40 +24,36 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[tokio::test]
-async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
-    let stack = Stack::start().await;
-    let sdk = aws_config::load_from_env().await;
-    let calls = CallLog::default();
+/// A messages router over the stack, in this process, counting its AWS calls in `calls`:
+/// a fresh one is a cold container (no caches).
+async fn serve(stack: &Stack, sdk: &aws_config::SdkConfig, calls: &CallLog) -> String {
     let store = DynamoStore::new(
-        DynamoStore::client(&sdk, Some(&calls)),
+        DynamoStore::client(sdk, Some(calls)),
         &stack.settings.table,
         None,
     );
     let secrets = Arc::new(SecretsManagerStore::new(
-        SecretsManagerStore::client(&sdk, Some(&calls)),
+        SecretsManagerStore::client(sdk, Some(calls)),
         stack.settings.secret_prefix.clone(),
     ));
+    let provider =
+        countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
+            url_policy: UrlPolicy {
+                allow_loopback_http: true,
+            },
+            ..countersign_provider_client::Settings::default()
+        })
+        .unwrap();
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
         integration: Arc::new(countersign_tools::integration::IntegrationService::new(
             Arc::new(store.clone()),
             secrets.clone(),
-            Arc::new(
-                countersign_provider_client::HttpProvider::new(
-                    countersign_provider_client::Settings {
-                        url_policy: UrlPolicy {
-                            allow_loopback_http: true,
-                        },
-                        ..countersign_provider_client::Settings::default()
-                    },
-                )
-                .unwrap(),
-            ),
+            Arc::new(provider),
         )),
         signer: Arc::new(KmsProofSigner::new(
-            KmsProofSigner::client(&sdk, Some(&calls)),
+            KmsProofSigner::client(sdk, Some(calls)),
             stack.settings.signing_key.clone(),
         )),
         model: Arc::new(ScriptedModel),
@@ -72,9 +70,22 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+#[tokio::test]
+async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
+    let stack = Stack::start().await;
+    let sdk = aws_config::load_from_env().await;
+    let (calls, cold_calls) = (CallLog::default(), CallLog::default());
+    let warm = serve(&stack, &sdk, &calls).await;
     let http = reqwest::Client::new();
     let t = stack.token("u_alice");
-    let post = |case: String, content: &'static str, reply: Option<String>| {
+    let post = |base: String, case: String, content: &'static str, reply: Option<String>| {
         let http = http.clone();
         let url = format!("{base}/api/cases/{case}/messages");
         let t = t.clone();
@@ -94,7 +105,7 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
         }
     };
     let r = http
-        .post(format!("{base}/api/cases"))
+        .post(format!("{warm}/api/cases"))
         .bearer_auth(&t)
         .send()
         .await
@@ -103,24 +114,48 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
         .as_str()
         .unwrap()
         .to_owned();
+    let warm_path = counts(&[
+        ("GetItem", 1),
+        ("Query", 1),
+        ("Sign", 1),
+        ("TransactWriteItems", 2),
+    ]);
     // Twice: the first confirmation of the process and a later one cost the same.
     for ask in ["move ses_a1 to car_a2", "move ses_a1 to car_a3"] {
-        let m = post(case.clone(), ask, None).await;
+        let m = post(warm.clone(), case.clone(), ask, None).await;
         let p = m.last().unwrap().clone();
         assert_eq!(p["kind"], "proposal");
         calls.reset();
-        let m = post(case.clone(), "confirm", p["id"].as_str().map(str::to_owned)).await;
+        let reply = p["id"].as_str().map(str::to_owned);
+        let m = post(warm.clone(), case.clone(), "confirm", reply).await;
         assert!(texts(&m).contains("Action completed."), "{m:?}");
-        let expected: BTreeMap<String, u64> = [
-            ("GetItem".to_owned(), 1),
-            ("Query".to_owned(), 1),
-            ("Sign".to_owned(), 1),
-            ("TransactWriteItems".to_owned(), 2),
-        ]
-        .into_iter()
-        .collect();
-        assert_eq!(calls.snapshot(), expected, "the confirm path's AWS calls");
+        assert_eq!(
+            calls.snapshot(),
+            warm_path,
+            "the warm confirm path's AWS calls"
+        );
     }
-    assert_eq!(stack.stats()["executions"], 2);
+    // A cold container confirms a proposal another one prepared: it also reads the widget
+    // secret, the service token's version and the signing key's public half, once each.
+    let m = post(warm.clone(), case.clone(), "move ses_a1 to car_a1", None).await;
+    let p = m.last().unwrap().clone();
+    let cold = serve(&stack, &sdk, &cold_calls).await;
+    let reply = p["id"].as_str().map(str::to_owned);
+    let m = post(cold, case.clone(), "confirm", reply).await;
+    assert!(texts(&m).contains("Action completed."), "{m:?}");
+    let cold_path = counts(&[
+        ("GetItem", 1),
+        ("GetPublicKey", 1),
+        ("GetSecretValue", 2),
+        ("Query", 1),
+        ("Sign", 1),
+        ("TransactWriteItems", 2),
+    ]);
+    assert_eq!(
+        cold_calls.snapshot(),
+        cold_path,
+        "the cold confirm path's AWS calls"
+    );
+    assert_eq!(stack.stats()["executions"], 3);
     stack.finish();
 }
