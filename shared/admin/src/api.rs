@@ -120,22 +120,29 @@ impl FromRequestParts<AdminState> for TenantAdmin {
 #[allow(dead_code)]
 pub struct McpConfigInput {
     /// https only; the host must resolve only to public addresses (D-5).
-    #[schema(max_length = 2048)]
+    #[schema(min_length = 1, max_length = 2048)]
     server_url: String,
     /// Sent to your server as `Authorization: Bearer …`; stored as a secret, never returned.
     #[schema(write_only, min_length = 1, max_length = 4096)]
     service_token: String,
-    /// The consultations the model may call (C-4).
+    /// The consultations the model may call (C-4): tool names of 1–128 characters of
+    /// `[A-Za-z0-9_.-]`.
     #[schema(min_items = 1, max_items = 100)]
-    allowed_tools: Vec<String>,
+    allowed_tools: Vec<ToolNameInput>,
     /// The action policy (C-7: disabled when absent).
     action_policy: Option<ActionPolicyInput>,
     /// The proof's `aud`; defaults to `serverUrl`. When set, a URL with the `serverUrl`'s
     /// own scheme, host and port (any path): proofs are only ever addressed to this
     /// tenant's server.
-    #[schema(max_length = 512)]
+    #[schema(min_length = 1, max_length = 512)]
     audience: Option<String>,
 }
+
+/// A tool or operation name as `PUT mcp` takes it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(value_type = String, pattern = "^[A-Za-z0-9_.-]{1,128}$")]
+#[allow(dead_code)]
+pub struct ToolNameInput(String);
 
 /// The action policy of `PUT mcp`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -212,9 +219,10 @@ pub struct AuditPage {
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// 1–100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
     /// A `nextCursor` from this endpoint.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = "^aud_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
     pub cursor: Option<AuditId>,
 }
 

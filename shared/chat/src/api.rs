@@ -124,11 +124,12 @@ impl<S: Send + Sync> FromRequestParts<S> for CasePath {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PostMessage {
     /// The person's text (1–4000 characters, not only spaces).
+    #[schema(min_length = 1, max_length = 4000, pattern = "\\S")]
     pub content: String,
     /// The id of the last assistant message this tab rendered; required for a
     /// confirmation to count.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^msg_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
     pub reply_to_message_id: Option<MessageId>,
 }
 
@@ -138,9 +139,10 @@ pub struct PostMessage {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only messages after this message id (exclusive).
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = "^msg_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
     pub after: Option<MessageId>,
     /// At most this many (1–500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<usize>,
 }
 
