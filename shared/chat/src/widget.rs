@@ -117,10 +117,11 @@ impl WidgetAuth {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         let lifetime = claims.exp.checked_sub(claims.iat);
-        // Issued in the future, or valid for longer than allowed: refused.
+        // Issued in the future, expiring before it was issued, or valid for longer than
+        // allowed: refused.
         if claims.tid != tenant.as_str()
             || claims.iat > now.saturating_add(30)
-            || lifetime.is_none_or(|l| l > MAX_TOKEN_SECONDS)
+            || lifetime.is_none_or(|l| !(0..=MAX_TOKEN_SECONDS).contains(&l))
         {
             return Err(AuthError::Invalid);
         }

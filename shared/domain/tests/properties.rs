@@ -1,4 +1,7 @@
-//! Property tests of the domain's safety rules (issue 2, item 3).
+//! Property tests of the domain's safety rules (issue 2, item 3) and of the parsers that
+//! read other parties' bytes (issue 13). Each counted property prints how many cases ran
+//! (`--nocapture`) and asserts that number.
+#![allow(clippy::panic, clippy::print_stderr)]
 
 use countersign_domain::confirmation::{Reply, classify};
 use countersign_domain::ids::OperationName;
@@ -260,4 +263,120 @@ proptest! {
             Err(violations) => prop_assert!(!violations.is_empty()),
         }
     }
+}
+
+/// Runs `check` on `cases` values of `strategy` (deterministic, no persistence) and
+/// returns how many ran; the test asserts that number, so a property that silently ran
+/// nothing fails.
+fn run_cases<S: Strategy>(
+    name: &str,
+    cases: u32,
+    strategy: S,
+    check: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) -> u32 {
+    let ran = std::sync::atomic::AtomicU32::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new_with_rng(
+        config(cases),
+        proptest::test_runner::TestRng::deterministic_rng(
+            proptest::test_runner::RngAlgorithm::ChaCha,
+        ),
+    );
+    let result = runner.run(&strategy, |v| {
+        ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        check(v)
+    });
+    if let Err(e) = result {
+        panic!("{name}: {e}");
+    }
+    let n = ran.into_inner();
+    eprintln!("{name}: {n} cases");
+    n
+}
+
+/// Issue 13 / A-40: any `execute_action` / `get_action_status` answer, as MCP JSON or as
+/// a payload, is read into a typed answer or typed violations, never a panic; violations
+/// name rules, never an empty list.
+#[test]
+fn a40_action_answer_parser_never_panics() {
+    use countersign_domain::ids::ActionId;
+    use countersign_domain::outcome::parse_action_answer;
+    let expected = ActionId::parse("act_1").unwrap_or_else(|_| unreachable!());
+    let n = run_cases(
+        "a40_action_answer_parser",
+        2048,
+        (json_value(), any::<bool>()),
+        |(v, wrap)| {
+            let raw = if wrap {
+                serde_json::json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v})
+            } else {
+                v
+            };
+            if let Ok(result) = ToolResult::from_mcp_json(&raw)
+                && let Err(violations) = parse_action_answer(&result, &expected)
+            {
+                prop_assert!(!violations.is_empty());
+                for v in &violations {
+                    prop_assert!(!v.rule().is_empty());
+                }
+            }
+            Ok(())
+        },
+    );
+    assert_eq!(n, 2048);
+}
+
+/// Issue 13 / C-11: any admin body is either a configuration or a list of field errors,
+/// each naming a field of the body (or the body itself) and a rule — never a panic.
+#[test]
+fn c11_admin_body_validation_never_panics_and_blames_fields() {
+    use countersign_domain::config::{UrlPolicy, validate_mcp_config};
+    let fields = [
+        "",
+        "serverUrl",
+        "serviceToken",
+        "allowedTools",
+        "actionPolicy",
+        "audience",
+    ];
+    let body = prop_oneof![
+        json_value(),
+        (
+            prop::sample::select(vec![
+                "https://mcp.example.com/mcp",
+                "http://127.0.0.1:9/mcp",
+                "ftp://x",
+                "https://10.0.0.1/",
+                "",
+            ]),
+            ".{0,20}",
+            prop::collection::vec("[a-z_.\\-]{0,12}", 0..4),
+            any::<bool>(),
+            prop::collection::vec("[a-z_]{0,10}", 0..3),
+            prop::option::of(".{0,40}"),
+        )
+            .prop_map(|(url, token, tools, enabled, ops, audience)| {
+                serde_json::json!({"serverUrl": url, "serviceToken": token, "allowedTools": tools,
+                    "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ops},
+                    "audience": audience})
+            }),
+    ];
+    let n = run_cases("c11_admin_body_validation", 2048, body, |b| {
+        for policy in [
+            UrlPolicy::default(),
+            UrlPolicy {
+                allow_loopback_http: true,
+            },
+        ] {
+            if let Err(errors) = validate_mcp_config(&b, policy) {
+                prop_assert!(!errors.is_empty());
+                for e in errors {
+                    let top = e.field.split(['.', '[']).next().unwrap_or("");
+                    prop_assert!(fields.contains(&top) || b.get(top).is_some(), "{}", e.field);
+                    prop_assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+        Ok(())
+    });
+    assert_eq!(n, 2048);
 }

@@ -283,6 +283,72 @@ mod tests {
         );
     }
 
+    /// Issue 13: provider bytes are other parties' bytes. An event stream, however it is
+    /// cut into chunks, gives the same answer as read whole, and arbitrary bytes never
+    /// panic the reader (2048 cases, asserted).
+    #[test]
+    fn any_event_stream_reads_the_same_however_it_is_chunked() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+        let event = prop_oneof![
+            Just("data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}".to_owned()),
+            Just("data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}".to_owned()),
+            Just("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}".to_owned()),
+            Just(": comment".to_owned()),
+            "[ -~\n\r]{0,40}",
+        ];
+        let separator = prop::sample::select(vec!["\n\n", "\r\n\r\n", "\n", ""]);
+        let stream = prop::collection::vec((event, separator), 0..8).prop_map(|parts| {
+            parts
+                .into_iter()
+                .flat_map(|(e, s)| e.into_bytes().into_iter().chain(s.bytes()))
+                .collect::<Vec<u8>>()
+        });
+        let cuts = prop::collection::vec(1usize..16, 1..64);
+        let config = Config {
+            cases: 2048,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let ran = std::sync::atomic::AtomicU32::new(0);
+        let result = runner.run(&(stream, cuts), |(bytes, cuts)| {
+            ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = RequestId::Number(7);
+            let whole = Scanner::default().feed(&bytes, &id);
+            let mut scanner = Scanner::default();
+            let (mut end, mut found) = (0, None);
+            for cut in cuts.iter().cycle() {
+                end = (end + cut).min(bytes.len());
+                found = scanner.feed(&bytes[..end], &id);
+                if found.is_some() || end == bytes.len() {
+                    break;
+                }
+            }
+            if bytes.is_empty() {
+                found = scanner.feed(&bytes, &id);
+            }
+            prop_assert_eq!(found.is_some(), whole.is_some());
+            // The whole-body path never panics either.
+            let _ = whole_answer(
+                &bytes,
+                reqwest::StatusCode::OK,
+                "text/event-stream",
+                Some(&id),
+            );
+            let _ = whole_answer(
+                &bytes,
+                reqwest::StatusCode::OK,
+                "application/json",
+                Some(&id),
+            );
+            Ok(())
+        });
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(ran.into_inner(), 2048);
+    }
+
     #[test]
     fn results_and_errors() {
         let id = RequestId::Number(1);
