@@ -316,14 +316,15 @@ impl HttpProvider {
         }
     }
 
-    /// A JSON-RPC request without a proof, over the kept session if any; its `result`.
+    /// A JSON-RPC request without a proof, over the kept session if any, within the
+    /// exchange's budget (`until`); its `result`.
     async fn request(
         &self,
         ctx: &ProviderContext,
         request: ClientRequest,
+        until: Instant,
     ) -> Result<JsonObject, ProviderError> {
         let url = self.checked_url(&ctx.server_url)?;
-        let until = Instant::now() + self.settings.timeout;
         let key = url.as_str().to_owned();
         let mut session = self.kept_session(ctx, &url);
         if session.is_none() && self.session_needed(&key) {
@@ -459,10 +460,13 @@ impl Provider for HttpProvider {
         }
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
+        // Every page shares one budget: a server cannot hold each of ten pages for the
+        // whole timeout.
+        let until = Instant::now() + self.settings.timeout;
         for _ in 0..MAX_TOOL_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let request = ListToolsRequest::with_param(params).into();
-            let result = self.request(ctx, request).await?;
+            let result = self.request(ctx, request, until).await?;
             let page: ToolsPage = serde_json::from_value(Value::Object(result))
                 .map_err(|_| ProviderError::Malformed("tools/list without tools".into()))?;
             // A malformed entry is skipped, not fatal: the allowlist decides what is used.
@@ -504,7 +508,10 @@ impl Provider for HttpProvider {
         // unchanged (G-6); contract answers are read by the domain's parser.
         let result = match confirmation {
             Some(c) => self.request_once(ctx, request, c).await?,
-            None => self.request(ctx, request).await?,
+            None => {
+                let until = Instant::now() + self.settings.timeout;
+                self.request(ctx, request, until).await?
+            }
         };
         Ok(Value::Object(result))
     }
@@ -545,5 +552,45 @@ mod tests {
         let shown = e.to_string() + &format!("{e:?}");
         assert!(shown.contains(&format!("127.0.0.1:{port}/mcp")), "{shown}");
         assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
+
+    /// Issue 13: the pages of one `tools/list` share one budget: a server that answers
+    /// each page just inside the timeout, and always has another page, is cut off at the
+    /// timeout, not after ten timeouts.
+    #[tokio::test]
+    async fn tools_list_pages_share_one_time_budget() {
+        use axum::routing::post;
+        let app = axum::Router::new().route(
+            "/mcp",
+            post(|body: axum::Json<Value>| async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                axum::Json(serde_json::json!({"jsonrpc": "2.0", "id": body["id"],
+                    "result": {"tools": [], "nextCursor": "more"}}))
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let policy = UrlPolicy {
+            allow_loopback_http: true,
+        };
+        let client = HttpProvider::new(Settings {
+            url_policy: policy,
+            timeout: Duration::from_millis(1000),
+            ..Settings::default()
+        })
+        .unwrap();
+        let ctx = ProviderContext {
+            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            user: UserId::parse("u_alice").unwrap(),
+            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            server_url: ServerUrl::parse(&format!("http://127.0.0.1:{port}/mcp"), policy).unwrap(),
+            service_token: SecretString::new("token"),
+            config_version: 1,
+        };
+        assert!(matches!(
+            client.list_tools(&ctx).await,
+            Err(ProviderError::Timeout)
+        ));
     }
 }
