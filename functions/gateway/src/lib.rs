@@ -11,7 +11,7 @@ pub mod wiring;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use countersign_domain::ports::{Clock, ProviderContext, ProviderTool};
+use countersign_domain::ports::{Admission, Clock, ProviderContext, ProviderTool, RateLimiter};
 use countersign_domain::secret::SecretString;
 use countersign_http::{ApiError, bearer};
 use countersign_tools::access::{self, Grant};
@@ -21,8 +21,8 @@ use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -45,9 +45,38 @@ pub struct Gateway {
     /// The tenants' MCP servers, for proxied consultations (G-6), through the same
     /// integration service the messages function uses; `None` serves built-ins only.
     pub integration: Option<Arc<IntegrationService>>,
+    /// Each tenant's budget of proxied consultations per minute (decision 0021); `None`
+    /// admits every call. Built-ins, which never reach a tenant's server, are not counted.
+    pub budget: Option<(Arc<dyn RateLimiter>, u32)>,
 }
 
 impl Gateway {
+    /// Decision 0021: one unit of the tenant's budget of proxied consultations; the
+    /// refusal to return instead of calling, when it is spent.
+    async fn spend(&self, grant: &Grant, tool: &str) -> Result<Option<CallToolResult>, McpError> {
+        let Some((limiter, per_minute)) = &self.budget else {
+            return Ok(None);
+        };
+        let tenant = &grant.principal.tenant;
+        let admission = limiter
+            .take(tenant, "gateway", *per_minute, self.clock.now())
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "the tenant budget could not be read");
+                McpError::internal_error("a platform service is unavailable", None)
+            })?;
+        Ok(match admission {
+            Admission::Admitted => None,
+            Admission::Limited { retry_after_secs } => {
+                tracing::info!(%tenant, retry_after_secs, "tenant gateway budget spent");
+                Some(countersign_tools::proxy::budget_spent(
+                    tool,
+                    retry_after_secs,
+                ))
+            }
+        })
+    }
+
     /// The caller's tenant's provider context and allowed proxied tools (G-6, A-3), or
     /// nothing when no provider or configuration exists.
     async fn proxied(
@@ -146,6 +175,9 @@ impl ServerHandler for Handler {
         // Built-ins never need the provider; anything else is looked up among the
         // tenant's allowlisted consultations.
         let builtin = gateway.registry.get(&request.name).is_some();
+        if !builtin && let Some(spent) = gateway.spend(&grant, &request.name).await? {
+            return Ok(CallToolResponse::Complete(spent));
+        }
         let proxied = match &gateway.integration {
             Some(_) if !builtin => gateway.proxied(&grant).await?,
             _ => None,

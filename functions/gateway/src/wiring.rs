@@ -14,7 +14,10 @@ use std::sync::Arc;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 1] = ["COUNTERSIGN_GATEWAY_HOSTS"];
+pub const ENV: [&str; 2] = [
+    "COUNTERSIGN_GATEWAY_HOSTS",
+    "COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE",
+];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
 pub const LOCAL_ENV: [&str; 2] = [
@@ -35,6 +38,9 @@ pub struct Config {
     pub allow_loopback_provider: bool,
     /// The local address outside Lambda (`COUNTERSIGN_GATEWAY_ADDR`).
     pub addr: String,
+    /// Proxied consultations each tenant may make per minute
+    /// (`COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE`, 120; decision 0021).
+    pub tenant_calls_per_minute: u32,
 }
 
 impl FromEnv for Config {
@@ -46,7 +52,26 @@ impl FromEnv for Config {
             addr: env
                 .string("COUNTERSIGN_GATEWAY_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8787".into()),
+            tenant_calls_per_minute: per_minute(
+                env,
+                "COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE",
+                120,
+            )?,
         })
+    }
+}
+
+/// A budget size: a whole number from 1 (`default` when unset).
+fn per_minute(env: &Env<'_>, name: &'static str, default: u32) -> Result<u32, EnvError> {
+    let problem = "must be a whole number from 1";
+    match env.parse::<u32>(name, problem)? {
+        None => Ok(default),
+        Some(0) => Err(EnvError {
+            name,
+            problem,
+            found: "0".into(),
+        }),
+        Some(n) => Ok(n),
     }
 }
 
@@ -66,6 +91,7 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
         .context("reading the gateway token key")?
         .context("the gateway token key is missing; run `countersign bootstrap`")?;
     let tenants: Arc<dyn TenantStore> = Arc::new(store.clone());
+    let budget: Arc<dyn countersign_domain::ports::RateLimiter> = Arc::new(store.clone());
     Ok(Gateway {
         registry: builtins::registry()?,
         services: Services {
@@ -90,5 +116,32 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
                 },
             )?),
         ))),
+        budget: Some((budget, config.tenant_calls_per_minute)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Config, EnvError> {
+        let get = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        Config::read(&Env::new(&get))
+    }
+
+    /// Decision 0021: the gateway budget defaults to 120 a minute; 0 or a non-number is
+    /// refused, naming the variable.
+    #[test]
+    fn the_gateway_budget_is_read_and_checked() {
+        assert_eq!(read(&[]).unwrap().tenant_calls_per_minute, 120);
+        let name = "COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE";
+        assert_eq!(read(&[(name, "30")]).unwrap().tenant_calls_per_minute, 30);
+        for bad in ["0", "many", "-1"] {
+            assert_eq!(read(&[(name, bad)]).unwrap_err().name, name);
+        }
+    }
 }

@@ -114,6 +114,13 @@ fn app() -> axum::Router {
 }
 
 fn app_with(provider: Option<Arc<dyn Provider>>) -> axum::Router {
+    app_budgeted(provider, None)
+}
+
+fn app_budgeted(
+    provider: Option<Arc<dyn Provider>>,
+    budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
+) -> axum::Router {
     let fake = Arc::new(Fake::default());
     let config = validate_mcp_config(
         &json!({
@@ -142,6 +149,7 @@ fn app_with(provider: Option<Arc<dyn Provider>>) -> axum::Router {
         allowed_hosts: vec![],
         integration: provider
             .map(|p| Arc::new(IntegrationService::new(fake, Arc::new(Secrets), p))),
+        budget,
     })
 }
 
@@ -308,6 +316,60 @@ async fn get_is_method_not_allowed() {
     assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
 
+/// Decision 0021: a tenant's proxied consultations are budgeted per minute; beyond it the
+/// call reaches no one and is answered as a retryable SERVICE_UNAVAILABLE envelope with
+/// the seconds to wait; built-ins are never counted.
+#[tokio::test]
+async fn proxied_consultations_are_budgeted_per_tenant() {
+    let provider = Arc::new(TrackShare {
+        seen_tokens: Mutex::new(Vec::new()),
+    });
+    let limiter: Arc<dyn countersign_domain::ports::RateLimiter> =
+        Arc::new(countersign_testkit::MemoryStore::default());
+    let app = || app_budgeted(Some(provider.clone()), Some((limiter.clone(), 1)));
+    let call = |name: &str| rpc(2, "tools/call", json!({"name": name, "arguments": {}}));
+    let (_, first) = post_to(
+        app(),
+        Some(&token()),
+        "2025-06-18",
+        call("get_user_uploads"),
+    )
+    .await;
+    assert_eq!(
+        first["result"]["structuredContent"],
+        json!({"uploads": []}),
+        "{first}"
+    );
+    let describe = rpc(
+        3,
+        "tools/call",
+        json!({"name": "describe_tool", "arguments": {"name": "action_status"}}),
+    );
+    let (_, builtin) = post_to(app(), Some(&token()), "2025-06-18", describe).await;
+    assert_ne!(builtin["result"]["isError"], true, "{builtin}");
+    let (_, second) = post_to(
+        app(),
+        Some(&token()),
+        "2025-06-18",
+        call("get_user_uploads"),
+    )
+    .await;
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    let text = second["result"]["content"][0]["text"].as_str().unwrap();
+    let envelope: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        envelope["error"]["code"], "SERVICE_UNAVAILABLE",
+        "{envelope}"
+    );
+    assert_eq!(envelope["error"]["retryable"], true);
+    assert!(
+        envelope["error"]["details"]["retryAfterSeconds"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+}
+
 /// G-6, A-3, T-1: the tenant's allowed consultations are listed as the provider publishes
 /// them, answered unchanged when they honour their schema, enveloped as
 /// PROVIDER_CONTRACT_VIOLATION when not; tools outside the allowlist and reserved names are
@@ -428,6 +490,7 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
             token_key: key(),
             clock: Arc::new(SystemClock),
             allowed_hosts: vec![],
+            budget: None,
             integration: Some(Arc::new(IntegrationService::new(
                 fake.clone(),
                 Arc::new(Secrets),

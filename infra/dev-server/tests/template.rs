@@ -181,6 +181,7 @@ async fn each_router_serves_exactly_its_declared_routes() {
         clock: Arc::new(countersign_aws::system::SystemClock),
         allowed_hosts: Vec::new(),
         integration: None,
+        budget: None,
     };
     let routers = [
         (

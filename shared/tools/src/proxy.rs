@@ -53,6 +53,22 @@ pub fn violation(tool: &ProviderTool, message: &str, details: Value) -> CallTool
     text_only(&seal(&meta, Err(err)))
 }
 
+/// A `SERVICE_UNAVAILABLE` result for a proxied call the tenant's budget refused
+/// (decision 0021): enveloped, text only, retryable after `retry_after_secs`.
+pub fn budget_spent(tool: &str, retry_after_secs: u64) -> CallToolResult {
+    let meta = Meta {
+        tool: tool.to_owned(),
+        version: "provider".into(),
+    };
+    let message = format!(
+        "Too many calls to the company's system right now; try again in {retry_after_secs} s."
+    );
+    let err = ToolError::new(code::SERVICE_UNAVAILABLE, message)
+        .details(json!({"retryAfterSeconds": retry_after_secs}))
+        .retryable(true);
+    text_only(&seal(&meta, Err(err)))
+}
+
 /// An error result carrying the envelope as its one text block, without
 /// `structuredContent` (the provider's `outputSchema` describes the structured content).
 fn text_only(sealed: &crate::envelope::Sealed) -> CallToolResult {
