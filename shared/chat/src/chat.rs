@@ -318,8 +318,15 @@ impl Chat {
             Some(p) if p.state.needs_reconciliation() => {
                 // only the status query, never the model.
                 self.store(who, &message, &mut out).await?;
-                self.reconcile(who, view.language, p, &mut out).await?;
-                Next::Done
+                let settled = self.reconcile(who, view.language, p, &mut out).await?;
+                // Settled by this check: the person's message then goes on to the model,
+                // so they need not repeat it (a budget already spent skips it).
+                let for_model = classify(&message.content) == Reply::Other;
+                if settled && for_model && self.spend_turn(who).await.is_ok() {
+                    Next::ModelTurn
+                } else {
+                    Next::Done
+                }
             }
             _ => self.while_idle(who, &view, &message, &mut out).await?,
         };

@@ -170,24 +170,26 @@ impl Chat {
     }
 
     /// asks the provider for the status of an `executing` (stuck) or `unknown`
-    /// proposal; a terminal answer closes it.
+    /// proposal; a terminal answer closes it. Returns whether the action is now settled.
     pub(crate) async fn reconcile(
         &self,
         who: &Principal,
         lang: Language,
         p: Proposal,
         out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
+    ) -> Result<bool, ChatError> {
         if p.state == ProposalState::Executing && self.still_running(&p) {
             // Another request is executing it right now.
             let text = texts::status_prefix(lang, RemoteStatus::Executing);
-            return self.tell(who, &p.case, text, out).await;
+            self.tell(who, &p.case, text, out).await?;
+            return Ok(false);
         }
         let answer = self.ask_status(who, &p).await;
         let to = transition(p.state, event_after_status(answer.as_ref()))
             .unwrap_or(ProposalState::Unknown);
         let m = self.outcome_message(lang, &p.case, to, answer.as_ref());
-        self.settle(who, &p, p.state, to, m, out).await
+        self.settle(who, &p, p.state, to, m, out).await?;
+        Ok(to.is_terminal())
     }
 
     /// Whether an `executing` proposal was confirmed less than `stuck_after` ago.

@@ -10,7 +10,8 @@
 //! - `say <text>` → answers `<text>` (model text that looks like a confirmation);
 //! - words `sessions`, `cars`, `uploads`, `downloads`, `laps <ses_…>`, `diagnose <code>`,
 //!   `operations`, `status` → the matching consultation or built-in;
-//! - anything else → a short help text.
+//! - anything else → a short help text about these commands (the same for every tenant:
+//!   it names no tenant's business).
 //!
 //! After tool results it answers with one line per result.
 
@@ -19,6 +20,10 @@ use countersign_domain::ports::{
     Model, ModelError, ModelMessage, ModelReply, ModelRequest, ToolCall,
 };
 use serde_json::{Value, json};
+
+/// What the scripted model says to anything it has no rule for: how to drive it, for
+/// every tenant alike.
+pub const FALLBACK: &str = "This is the offline scripted assistant: it follows fixed commands only. Try `operations`, `status`, `call <tool> <json arguments>` or `say <text>`.";
 
 /// The deterministic model.
 #[derive(Debug, Default, Clone, Copy)]
@@ -88,7 +93,7 @@ pub fn decide(text: &str) -> ModelReply {
         }
     }
     ModelReply {
-        text: Some("I can look up your sessions, cars, uploads, downloads and laps, or move a session to another car.".into()),
+        text: Some(FALLBACK.into()),
         tool_calls: Vec::new(),
     }
 }
@@ -146,5 +151,15 @@ mod tests {
             decide(r#"call prepare_action {"operation": "x", "arguments": {}, "confirmed": true}"#);
         assert_eq!(c.tool_calls[0].arguments["confirmed"], true);
         assert!(decide("hello").tool_calls.is_empty());
+    }
+
+    /// Issue 14: the help text is the same for every tenant and names no tenant's
+    /// business (no demo sessions or cars).
+    #[test]
+    fn the_fallback_names_no_tenants_business() {
+        assert_eq!(decide("hello").text.as_deref(), Some(FALLBACK));
+        for demo_word in ["session", "car", "upload", "lap"] {
+            assert!(!FALLBACK.to_lowercase().contains(demo_word), "{demo_word}");
+        }
     }
 }

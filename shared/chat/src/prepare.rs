@@ -27,6 +27,9 @@ pub(crate) struct TurnPreparer {
     parts: ChatParts,
     integration: Option<Connected>,
     presented: Mutex<Vec<NewMessage>>,
+    /// Whether the tenant's server refused or broke the contract in this turn (D-6: the
+    /// person is then told so, with a fixed text).
+    refused: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -43,7 +46,13 @@ impl ActionPreparer for TurnPreparer {
         self.signing_available().await?;
         self.make_room(ctx).await?;
         let now = self.parts.clock.now();
-        let prepared = self.ask_provider(connected, &op, arguments, now).await?;
+        let prepared = self
+            .ask_provider(connected, &op, arguments, now)
+            .await
+            .inspect_err(|_| {
+                self.refused
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            })?;
         let message = self.presentation(ctx, &prepared, now);
         let proposal = new_proposal(ctx, connected, &prepared, &message, now);
         self.store(&proposal, &message).await?;
@@ -66,7 +75,14 @@ impl TurnPreparer {
             parts,
             integration,
             presented: Mutex::new(Vec::new()),
+            refused: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the tenant's server refused a preparation in this turn, or answered it
+    /// outside the contract.
+    pub(crate) fn was_refused(&self) -> bool {
+        self.refused.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The presentation stored in this turn, if any (taken: asked once per call).
@@ -189,8 +205,17 @@ impl TurnPreparer {
             ));
         }
         // anything else is refused; nothing is stored or presented.
-        parse_prepare_answer(&result, op, now)
-            .map_err(|v| contract_error(&v.iter().map(ToString::to_string).collect::<Vec<_>>()))
+        parse_prepare_answer(&result, op, now).map_err(|v| {
+            // The rules broken, never the refused content (it may hold the very address
+            // or secret that made it unsafe to show).
+            let mut rules: Vec<String> = v.iter().map(|v| v.rule().to_owned()).collect();
+            rules.dedup();
+            tracing::warn!(
+                ?rules,
+                "a prepare_action answer breaks the contract; nothing presented"
+            );
+            contract_error(&rules)
+        })
     }
 
     /// the summary, literally, as the platform's own message.
@@ -304,8 +329,10 @@ fn blocked() -> ToolError {
     .retryable(false)
 }
 
+/// The contract rules an answer broke, by name: `problems` never carries the provider's
+/// values.
 fn contract_error(problems: &[String]) -> ToolError {
     ToolError::new(code::PROVIDER_CONTRACT_VIOLATION, "The company's system answered outside the actions contract; nothing was presented to the person.")
-        .details(json!({"problems": problems}))
+        .details(json!({"rulesBroken": problems}))
         .retryable(false)
 }

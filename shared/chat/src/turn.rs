@@ -100,24 +100,39 @@ pub(crate) async fn run(
     out: &mut Vec<NewMessage>,
 ) -> Result<(), ChatError> {
     let mut turn = Turn::start(chat, who, view).await?;
-    for _ in 0..chat.max_tool_rounds {
-        let Some(reply) = turn.step(out).await? else {
-            return Ok(());
-        };
-        if reply.tool_calls.is_empty() {
-            return Ok(());
-        }
-        if turn.run_tools(reply).await {
-            // the presentation (stored with the proposal) ends the turn.
-            out.extend(turn.preparer.take_presented());
-            return Ok(());
-        }
+    let finished = turn.rounds(out).await?;
+    // D-6: a preparation the tenant's server refused (or answered outside the contract)
+    // is told to the person in a fixed text, whatever the model said about it.
+    if turn.preparer.was_refused() && !turn.preparer.has_presented() {
+        let text = texts::preparation_refused_notice(view.language);
+        chat.tell(who, &view.case.id, text, out).await?;
     }
-    let text = texts::turn_incomplete_notice(view.language);
-    chat.tell(who, &view.case.id, text, out).await
+    if turn.preparer.has_presented() {
+        // the presentation (stored with the proposal) ends the turn.
+        out.extend(turn.preparer.take_presented());
+        return Ok(());
+    }
+    if !finished {
+        let text = texts::turn_incomplete_notice(view.language);
+        chat.tell(who, &view.case.id, text, out).await?;
+    }
+    Ok(())
 }
 
 impl<'a> Turn<'a> {
+    /// The model's rounds; `false` when they ran out before the model was done.
+    async fn rounds(&mut self, out: &mut Vec<NewMessage>) -> Result<bool, ChatError> {
+        for _ in 0..self.chat.max_tool_rounds {
+            let Some(reply) = self.step(out).await? else {
+                return Ok(true);
+            };
+            if reply.tool_calls.is_empty() || self.run_tools(reply).await {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Reads the history, the integration and its tools.
     async fn start(
         chat: &'a Chat,

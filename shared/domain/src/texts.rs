@@ -119,6 +119,19 @@ pub fn too_late_to_cancel_notice(lang: Language, state: ProposalState) -> Option
     })
 }
 
+/// D-6: the tenant's system refused to prepare what was asked, or answered outside the
+/// contract; nothing was proposed.
+pub fn preparation_refused_notice(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "The company's system could not prepare this request, so nothing was proposed and nothing was changed."
+        }
+        Language::Pt => {
+            "O sistema da empresa não conseguiu preparar esta solicitação; nada foi proposto e nada foi alterado."
+        }
+    }
+}
+
 /// shown when other text discarded a pending proposal.
 pub fn discarded_notice(lang: Language) -> &'static str {
     match lang {

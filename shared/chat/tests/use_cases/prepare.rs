@@ -242,3 +242,36 @@ async fn only_one_proposal_is_presented_per_turn() {
         1
     );
 }
+
+/// Issue 14 / D-6: a summary that is unsafe to show (here it names an internal address)
+/// is refused; the model is told which rule broke, never the refused content, and the
+/// person gets the fixed "could not prepare" notice in their language.
+#[tokio::test]
+async fn d6_an_unsafe_summary_is_refused_by_rule_and_the_person_is_told() {
+    let h = H::new().await;
+    h.model.call(
+        "prepare_action",
+        json!({"operation": OPERATION, "arguments": {}}),
+    );
+    let unsafe_summary = "Move session ses_a1; details at http://10.0.0.5/admin.";
+    let answer = prepare_answer(
+        "act_unsafe",
+        OPERATION,
+        unsafe_summary,
+        "2099-01-01T00:00:00Z",
+    );
+    h.provider.answer("prepare_action", Reply::Result(answer));
+    let out = h.say("move ses_a1 to car_a2").await;
+    let seen = h.last_tool_result();
+    assert_eq!(error_code(&seen), "PROVIDER_CONTRACT_VIOLATION");
+    assert!(!seen.to_string().contains("10.0.0.5"), "{seen}");
+    assert!(seen.to_string().contains("summary"), "{seen}");
+    assert!(!kinds(&out).contains(&MessageKind::Proposal));
+    assert!(
+        out.iter().any(|m| m.content
+            == countersign_domain::texts::preparation_refused_notice(
+                countersign_domain::texts::Language::En
+            )),
+        "{out:?}"
+    );
+}

@@ -16,8 +16,11 @@ async fn unknown(h: &H) -> ActionId {
     action
 }
 
+/// A-44, issue 14: while unknown, the message first asks only the status; a final answer
+/// settles it, and only then does the same message go on to the model (the person need
+/// not repeat it).
 #[tokio::test]
-async fn a44_while_unknown_a_message_asks_the_status_and_a_final_answer_settles_it() {
+async fn a44_while_unknown_a_message_asks_the_status_and_once_settled_goes_on_to_the_model() {
     let h = H::new().await;
     let action = unknown(&h).await;
     let steps = h.model_steps();
@@ -27,8 +30,16 @@ async fn a44_while_unknown_a_message_asks_the_status_and_a_final_answer_settles_
     );
     let out = h.say("did it work?").await;
     assert_eq!(h.state(&action), ProposalState::Completed);
-    assert_eq!(out.last().unwrap().kind, MessageKind::Result);
-    assert_eq!(h.model_steps(), steps);
+    let result = out.iter().position(|m| m.kind == MessageKind::Result);
+    let answer = out
+        .iter()
+        .position(|m| m.kind == MessageKind::Text && m.content == "ok");
+    assert!(result.is_some() && answer > result, "{out:?}");
+    assert_eq!(
+        h.model_steps(),
+        steps + 1,
+        "the model answered once, after the status"
+    );
     assert!(h.provider.calls_of("get_action_status")[0].proof.is_none());
 }
 
