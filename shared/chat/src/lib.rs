@@ -8,6 +8,7 @@ mod confirm;
 mod execute;
 pub mod model;
 mod prepare;
+pub mod tool_names;
 mod turn;
 pub mod widget;
 

@@ -6,6 +6,7 @@
 
 use crate::chat::{Chat, ChatError};
 use crate::prepare::TurnPreparer;
+use crate::tool_names::ToolNames;
 use countersign_domain::conversation::{Message, MessageKind, Principal, Role};
 use countersign_domain::ports::{
     ConversationView, ModelMessage, ModelReply, ModelRequest, ModelTool, NewMessage, ProviderTool,
@@ -88,6 +89,8 @@ struct Turn<'a> {
     preparer: Arc<TurnPreparer>,
     messages: Vec<ModelMessage>,
     tools: Vec<ModelTool>,
+    /// M-2: the tools' names as the model is given them, both ways.
+    names: ToolNames,
     /// Tool calls made so far this turn.
     calls: usize,
 }
@@ -157,9 +160,17 @@ impl<'a> Turn<'a> {
         };
         let builtins = chat.parts.registry.descriptors().map(|d| d.published());
         let published = proxied.iter().map(|t| Value::Object(t.descriptor.clone()));
-        let tools = builtins
+        let tools: Vec<ModelTool> = builtins
             .chain(published)
             .filter_map(|d| model_tool(&d))
+            .collect();
+        let names = ToolNames::new(tools.iter().map(|t| t.name.as_str()));
+        let tools = tools
+            .into_iter()
+            .map(|t| ModelTool {
+                name: names.for_model(&t.name).unwrap_or(&t.name).to_owned(),
+                ..t
+            })
             .collect();
         let preparer = Arc::new(TurnPreparer::new(chat.parts.clone(), connected.clone()));
         Ok(Self {
@@ -171,6 +182,7 @@ impl<'a> Turn<'a> {
             preparer,
             messages: history.iter().map(model_message).collect(),
             tools,
+            names,
             calls: 0,
         })
     }
@@ -244,6 +256,10 @@ impl<'a> Turn<'a> {
             .as_ref()
             .map(|c| (&c.ctx, self.proxied.as_slice()));
         let registry = &self.chat.parts.registry;
+        // M-2: only a name this turn gave the model stands for a tool.
+        let Some(name) = self.names.original(&call.name) else {
+            return unknown_tool(&call.name);
+        };
         let answer = self
             .chat
             .parts
@@ -252,7 +268,7 @@ impl<'a> Turn<'a> {
                 registry,
                 ctx,
                 proxied,
-                &call.name,
+                name,
                 call.arguments.as_object().cloned(),
             )
             .await;

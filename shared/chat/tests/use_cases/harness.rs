@@ -167,6 +167,34 @@ impl H {
             .unwrap();
     }
 
+    /// Changes only the allowed consultations (a new version, the same action settings).
+    pub async fn allow_tools(&self, tools: &[&str]) {
+        let mut current = self
+            .store
+            .get_mcp_config(&self.who.tenant)
+            .await
+            .unwrap()
+            .unwrap();
+        let expected = current.version;
+        current.version += 1;
+        current.config.allowed_tools = tools.iter().map(|t| ToolName::parse(*t).unwrap()).collect();
+        self.store
+            .put_mcp_config(
+                &self.who.tenant,
+                &current,
+                Some(expected),
+                &AuditEntry {
+                    id: self.ids.audit_id(),
+                    at: clock_now(&self.clock),
+                    actor: "operator".into(),
+                    action: "mcp.put".into(),
+                    changes: json!({}),
+                },
+            )
+            .await
+            .unwrap();
+    }
+
     /// The person writes `text` (no reply id).
     pub async fn say(&self, text: &str) -> Out {
         self.post(text, None).await.unwrap()

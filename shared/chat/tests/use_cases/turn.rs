@@ -163,3 +163,36 @@ async fn m4_the_tool_calls_of_a_turn_are_bounded() {
         h.chat.max_tool_calls
     );
 }
+
+/// M-2: a consultation whose MCP name a model API cannot take (here with `.`) is
+/// offered under a fitting name; a call of that name reaches the provider under the
+/// original one; the original name itself is not a tool the model was given.
+#[tokio::test]
+async fn m2_tool_names_are_mapped_for_the_model_and_back() {
+    let h = H::new().await;
+    let dotted = "billing.get.invoice";
+    h.provider.publish(vec![countersign_testkit::tool(dotted)]);
+    h.allow_tools(&[dotted]).await;
+    h.say("hello").await;
+    let offered = h.model.requests().last().unwrap().tools.clone();
+    let mapped = offered
+        .iter()
+        .map(|t| t.name.clone())
+        .find(|n| n.starts_with("billing_get_invoice_"))
+        .expect("the dotted tool is offered under a mapped name");
+    assert!(
+        offered
+            .iter()
+            .all(|t| countersign_chat::tool_names::fits(&t.name))
+    );
+    h.model.call(&mapped, json!({}));
+    h.say("my invoice").await;
+    assert_eq!(h.provider.calls_of(dotted).len(), 1);
+    h.model.call(dotted, json!({}));
+    h.say("again").await;
+    assert_eq!(
+        h.provider.calls_of(dotted).len(),
+        1,
+        "the raw name is unknown to the model"
+    );
+}
