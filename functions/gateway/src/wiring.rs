@@ -52,26 +52,9 @@ impl FromEnv for Config {
             addr: env
                 .string("COUNTERSIGN_GATEWAY_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8787".into()),
-            tenant_calls_per_minute: per_minute(
-                env,
-                "COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE",
-                120,
-            )?,
+            tenant_calls_per_minute: env
+                .per_minute("COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE", 120)?,
         })
-    }
-}
-
-/// A budget size: a whole number from 1 (`default` when unset).
-fn per_minute(env: &Env<'_>, name: &'static str, default: u32) -> Result<u32, EnvError> {
-    let problem = "must be a whole number from 1";
-    match env.parse::<u32>(name, problem)? {
-        None => Ok(default),
-        Some(0) => Err(EnvError {
-            name,
-            problem,
-            found: "0".into(),
-        }),
-        Some(n) => Ok(n),
     }
 }
 

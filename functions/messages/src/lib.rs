@@ -80,12 +80,7 @@ impl FromEnv for Config {
             provider_timeout: env.seconds("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
             function_timeout: env.seconds("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", 29)?,
-            tenant_turns_per_minute: env
-                .parse(
-                    "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
-                    "must be a whole number from 1",
-                )?
-                .unwrap_or(60),
+            tenant_turns_per_minute: env.per_minute("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", 60)?,
             allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_MESSAGES_ADDR")
@@ -100,13 +95,6 @@ impl Config {
     /// ends, with the turn's margin, inside the function's timeout; an execution is
     /// called stuck only after the function that ran it is certainly gone.
     fn consistent(self) -> Result<Self, EnvError> {
-        if self.tenant_turns_per_minute == 0 {
-            return Err(EnvError {
-                name: "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
-                problem: "must be a whole number from 1",
-                found: "0".into(),
-            });
-        }
         if self.provider_timeout + TURN_MARGIN > self.function_timeout {
             return Err(EnvError {
                 name: "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",

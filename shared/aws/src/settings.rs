@@ -60,6 +60,21 @@ impl<'a> Env<'a> {
             .map(|v| Duration::from_secs(v.unwrap_or(default)))
     }
 
+    /// A per-minute budget (decision 0021): a whole number from 1, or `default` when
+    /// unset.
+    pub fn per_minute(&self, name: &'static str, default: u32) -> Result<u32, EnvError> {
+        let problem = "must be a whole number from 1";
+        match self.parse::<u32>(name, problem)? {
+            None => Ok(default),
+            Some(0) => Err(EnvError {
+                name,
+                problem,
+                found: "0".into(),
+            }),
+            Some(n) => Ok(n),
+        }
+    }
+
     /// `1` (on) or `0` (off); unset is off.
     pub fn flag(&self, name: &'static str) -> Result<bool, EnvError> {
         match self.string(name).as_deref() {
