@@ -81,6 +81,8 @@ pub struct Chat {
     /// How long a model turn may take, all of it (M-4): well inside the function's
     /// timeout, so the person is always told something.
     pub turn_deadline: std::time::Duration,
+    /// The most output tokens one model step may produce (M-4).
+    pub max_output_tokens: u32,
     /// The per-tenant budget of model turns (decision 0021), with its size per minute;
     /// `None` admits every turn.
     pub turn_budget: Option<(Arc<dyn RateLimiter>, u32)>,
@@ -158,6 +160,7 @@ impl Chat {
             max_tool_rounds: 4,
             max_tool_calls: 8,
             turn_deadline: std::time::Duration::from_secs(20),
+            max_output_tokens: 1024,
             turn_budget: None,
         }
     }

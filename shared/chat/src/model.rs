@@ -37,6 +37,7 @@ fn call(name: &str, arguments: Value) -> ModelReply {
             name: name.to_owned(),
             arguments,
         }],
+        truncated: false,
     }
 }
 
@@ -56,6 +57,7 @@ pub fn decide(text: &str) -> ModelReply {
         return ModelReply {
             text: Some(rest.to_owned()),
             tool_calls: Vec::new(),
+            truncated: false,
         };
     }
     if let Some(rest) = text.trim().strip_prefix("call ") {
@@ -95,6 +97,7 @@ pub fn decide(text: &str) -> ModelReply {
     ModelReply {
         text: Some(FALLBACK.into()),
         tool_calls: Vec::new(),
+        truncated: false,
     }
 }
 
@@ -122,6 +125,7 @@ impl Model for ScriptedModel {
             return Ok(ModelReply {
                 text: Some(text),
                 tool_calls: Vec::new(),
+                truncated: false,
             });
         }
         let last_user = request.messages.iter().rev().find_map(|m| match m {

@@ -9,9 +9,10 @@ use crate::prepare::TurnPreparer;
 use crate::tool_names::ToolNames;
 use countersign_domain::conversation::{Message, MessageKind, Principal, Role};
 use countersign_domain::ports::{
-    ConversationView, ModelMessage, ModelReply, ModelRequest, ModelTool, NewMessage, ProviderTool,
-    ToolCall,
+    ConversationView, ModelError, ModelMessage, ModelReply, ModelRequest, ModelTool, NewMessage,
+    ProviderTool, ToolCall,
 };
+use countersign_domain::proposal::Proposal;
 use countersign_domain::texts;
 use countersign_tools::builtins::{CallContext, Services};
 use countersign_tools::errors::code;
@@ -19,11 +20,17 @@ use countersign_tools::integration::Connected;
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// History given to the model, in messages.
 const HISTORY: usize = 50;
 
-const SYSTEM: &str = "You are a support assistant. Use the tools to look up the person's data. To change something in the company's system, call prepare_action: the platform shows the exact proposal to the person, who replies confirm or cancel. You never confirm for them, and nothing changes until they do.";
+/// M-5: tries of one model step (the first and its retries).
+const MODEL_TRIES: u32 = 3;
+
+/// M-5: the wait before the first retry (doubled before the second).
+const RETRY_BACKOFF: Duration = Duration::from_millis(250);
 
 /// What the model reads of a tool's result: its structured content when present (the
 /// envelope of a built-in), else its text blocks, marked as an error when it is one.
@@ -58,14 +65,45 @@ fn model_tool(descriptor: &Value) -> Option<ModelTool> {
     })
 }
 
-fn model_message(m: &Message) -> ModelMessage {
-    match m.role {
-        Role::User => ModelMessage::User(m.content.clone()),
-        Role::Assistant => ModelMessage::Assistant {
-            text: m.content.clone(),
-            tool_calls: Vec::new(),
+/// What the model reads of a stored message: the person's and its own words as they
+/// are; the platform's messages marked as the platform's, and each proposal with its
+/// state, so the model neither prepares the same change twice nor mistakes a
+/// proposal, a notice or a result for its own words. The confirm instructions are left
+/// out (the model is told what they say by the system text).
+fn model_message(m: &Message, active: Option<&Proposal>) -> Option<ModelMessage> {
+    let text = match (m.role, m.kind) {
+        (Role::User, _) => return Some(ModelMessage::User(m.content.clone())),
+        (Role::Assistant, MessageKind::Text) => m.content.clone(),
+        (Role::Assistant, MessageKind::Instructions) => return None,
+        (Role::Assistant, MessageKind::Proposal) => match active {
+            Some(p) if p.presented.message_id == m.id => format!(
+                "[Platform: proposal shown to the customer, operation {}, state {}; only the customer can reply confirm or cancel]\n{}",
+                p.operation,
+                p.state.as_str(),
+                m.content
+            ),
+            _ => format!(
+                "[Platform: earlier proposal shown to the customer; no longer pending, see what followed]\n{}",
+                m.content
+            ),
         },
-    }
+        (Role::Assistant, MessageKind::Result) => {
+            format!("[Platform: result of a confirmed proposal]\n{}", m.content)
+        }
+        (Role::Assistant, MessageKind::Notice) => {
+            format!("[Platform notice]\n{}", m.content)
+        }
+    };
+    Some(ModelMessage::Assistant {
+        text,
+        tool_calls: Vec::new(),
+    })
+}
+
+/// M-2: what the model reads for a call whose arguments are not a JSON object (nothing
+/// is called).
+fn not_an_object() -> String {
+    json!({"ok": false, "error": {"code": code::VALIDATION_ERROR, "message": "the arguments must be a JSON object", "retryable": false}}).to_string()
 }
 
 /// D-3, A-3: what the model reads for a tool that is neither built in nor allowlisted.
@@ -93,6 +131,8 @@ struct Turn<'a> {
     names: ToolNames,
     /// Tool calls made so far this turn.
     calls: usize,
+    /// When the turn must be over (M-4).
+    deadline: Instant,
 }
 
 /// Runs one model turn after the user's message was stored.
@@ -180,26 +220,32 @@ impl<'a> Turn<'a> {
             connected,
             proxied,
             preparer,
-            messages: history.iter().map(model_message).collect(),
+            messages: history
+                .iter()
+                .filter_map(|m| model_message(m, view.active.as_ref()))
+                .collect(),
             tools,
             names,
             calls: 0,
+            deadline: Instant::now() + chat.turn_deadline,
         })
     }
 
     /// One model step; its text is stored as an ordinary assistant message (model text
-    /// never authorizes, A-24). `None` when the model failed (a notice was stored).
+    /// never authorizes, A-24). `None` when the model failed (a notice was stored) or its
+    /// answer was cut at the output bound (what it said is kept, with a notice).
     async fn step(&mut self, out: &mut Vec<NewMessage>) -> Result<Option<ModelReply>, ChatError> {
         let request = ModelRequest {
-            system: SYSTEM.to_owned(),
+            system: texts::model_system_text(self.view.language).to_owned(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
+            max_output_tokens: self.chat.max_output_tokens,
         };
         let case = &self.view.case.id;
-        let mut reply = match self.chat.parts.model.step(&request).await {
+        let mut reply = match self.ask(&request).await {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(error = %e, "model step failed");
+                tracing::warn!(error = %e, kind = e.kind(), "model step failed");
                 let text = texts::assistant_unavailable_notice(self.view.language);
                 self.chat.tell(self.who, case, text, out).await?;
                 return Ok(None);
@@ -212,7 +258,39 @@ impl<'a> Turn<'a> {
                 .message(case, Role::Assistant, MessageKind::Text, t.clone());
             self.chat.store(self.who, &m, out).await?;
         }
+        if reply.truncated {
+            // M-4: a call cut at the bound may be cut in its arguments: none is run.
+            let text = texts::answer_truncated_notice(self.view.language);
+            self.chat.tell(self.who, case, text, out).await?;
+            return Ok(None);
+        }
         Ok(Some(reply))
+    }
+
+    /// M-5: asks the model, within the turn's deadline, retrying a retryable failure.
+    /// A step runs before the round's tool calls, so a retry never repeats a provider
+    /// call: the results of earlier rounds are in the request, not called again.
+    async fn ask(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let mut backoff = RETRY_BACKOFF;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let result = tokio::time::timeout(left, self.chat.parts.model.step(request))
+                .await
+                .unwrap_or(Err(ModelError::Timeout));
+            match result {
+                Err(e) if e.retryable() && tries < MODEL_TRIES => {
+                    if self.deadline.saturating_duration_since(Instant::now()) <= backoff {
+                        return Err(e);
+                    }
+                    tracing::info!(kind = e.kind(), tries, "model step retried");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Runs the reply's tool calls in order. Returns whether a proposal was presented.
@@ -256,10 +334,14 @@ impl<'a> Turn<'a> {
             .as_ref()
             .map(|c| (&c.ctx, self.proxied.as_slice()));
         let registry = &self.chat.parts.registry;
-        // M-2: only a name this turn gave the model stands for a tool.
+        // M-2: only a name this turn gave the model stands for a tool, and only an
+        // object is arguments; neither reaches anyone otherwise.
         let Some(name) = self.names.original(&call.name) else {
             return unknown_tool(&call.name);
         };
+        if !call.arguments.is_object() {
+            return not_an_object();
+        }
         let answer = self
             .chat
             .parts

@@ -619,6 +619,8 @@ pub struct ModelRequest {
     pub messages: Vec<ModelMessage>,
     /// Tools it may call.
     pub tools: Vec<ModelTool>,
+    /// The most output tokens this step may produce (M-4).
+    pub max_output_tokens: u32,
 }
 
 /// The model's reply: text, tool calls, or both.
@@ -628,14 +630,52 @@ pub struct ModelReply {
     pub text: Option<String>,
     /// Tools to call before the next step.
     pub tool_calls: Vec<ToolCall>,
+    /// The answer stopped at the step's output bound (M-4).
+    pub truncated: bool,
 }
 
-/// A model failure.
+/// A model failure (M-5), typed so the turn can tell a failure worth retrying from one
+/// that is not.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    /// The model service failed.
+    /// The service refused for load (HTTP 429, `ThrottlingException`): retryable.
+    #[error("the model service is throttling requests")]
+    Throttled(#[source] Cause),
+    /// The service failed or could not be reached (5xx, connection): retryable.
     #[error("the model is unavailable")]
     Unavailable(#[source] Cause),
+    /// No answer within the step's time: retryable while the turn has time.
+    #[error("the model did not answer in time")]
+    Timeout,
+    /// An answer that is not the wire format's (unparseable, no message): not retried.
+    #[error("the model's answer is malformed: {0}")]
+    Malformed(String),
+    /// The service refused the request itself (4xx: credentials, model id, a request
+    /// too large): configuration, not luck, so not retried.
+    #[error("the model service refused the request")]
+    Refused(#[source] Cause),
+}
+
+impl ModelError {
+    /// M-5: whether the same request may be sent again (the service did not answer it,
+    /// or answered with a passing condition).
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Throttled(_) | Self::Unavailable(_) | Self::Timeout
+        )
+    }
+
+    /// A short name for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Throttled(_) => "throttled",
+            Self::Unavailable(_) => "unavailable",
+            Self::Timeout => "timeout",
+            Self::Malformed(_) => "malformed",
+            Self::Refused(_) => "refused",
+        }
+    }
 }
 
 /// The AI model (D-3). Its output is never an authorization.

@@ -13,6 +13,8 @@ use std::sync::{Mutex, PoisonError};
 pub struct QueuedModel {
     replies: Mutex<VecDeque<ModelReply>>,
     requests: Mutex<Vec<ModelRequest>>,
+    /// Typed failures planned for given steps (0-based, counted over the model's life).
+    failures: Mutex<Vec<(usize, ModelError)>>,
     /// Fault switches.
     pub faults: Faults,
 }
@@ -23,6 +25,7 @@ impl QueuedModel {
         self.push(ModelReply {
             text: Some(text.to_owned()),
             tool_calls: Vec::new(),
+            truncated: false,
         })
     }
 
@@ -35,6 +38,7 @@ impl QueuedModel {
                 name: tool.to_owned(),
                 arguments,
             }],
+            truncated: false,
         })
     }
 
@@ -44,6 +48,17 @@ impl QueuedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push_back(reply);
+        self
+    }
+
+    /// Plans `error` for step number `step` (0-based, counting every step, retries
+    /// included). Several may be planned for one step number: each is used once, in
+    /// order, on consecutive steps from that one.
+    pub fn fail_at(&self, step: usize, error: ModelError) -> &Self {
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((step, error));
         self
     }
 
@@ -59,15 +74,23 @@ impl QueuedModel {
 #[async_trait]
 impl Model for QueuedModel {
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(request.clone());
+        let index = {
+            let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+            requests.push(request.clone());
+            requests.len() - 1
+        };
+        {
+            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(i) = failures.iter().position(|(at, _)| *at <= index) {
+                return Err(failures.remove(i).1);
+            }
+        }
         match self.faults.take("step") {
             Some(Fault::Hang) => std::future::pending::<()>().await,
-            Some(Fault::Unavailable | Fault::Timeout | Fault::LostResponse) => {
+            Some(Fault::Unavailable | Fault::LostResponse) => {
                 return Err(ModelError::Unavailable("fake model: planned fault".into()));
             }
+            Some(Fault::Timeout) => return Err(ModelError::Timeout),
             Some(Fault::Conflict) | None => {}
         }
         Ok(self
@@ -78,6 +101,7 @@ impl Model for QueuedModel {
             .unwrap_or_else(|| ModelReply {
                 text: Some("ok".to_owned()),
                 tool_calls: Vec::new(),
+                truncated: false,
             }))
     }
 }

@@ -11,6 +11,8 @@
 
 mod harness;
 
+mod model_rules;
+
 mod cases;
 mod confirm;
 mod execute;

@@ -62,10 +62,10 @@ async fn a_provider_whose_tool_list_fails_leaves_the_builtins_available() {
     assert!(!tools.contains(&CONSULTATION.to_owned()));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_model_outage_is_told_as_a_fixed_notice_and_the_message_is_kept() {
     let h = H::new().await;
-    h.model.faults.once("step", Fault::Unavailable);
+    h.model.faults.set_down(true);
     let out = h.say("hello").await;
     assert_eq!(kinds(&out), [MessageKind::Text, MessageKind::Notice]);
     assert_eq!(
@@ -99,6 +99,7 @@ async fn a24_model_text_that_says_confirm_authorizes_nothing() {
             name: "action_status".into(),
             arguments: json!({}),
         }],
+        truncated: false,
     });
     h.say("what now?").await;
     assert_ne!(h.state(&action), ProposalState::Executing);
@@ -156,6 +157,7 @@ async fn m4_the_tool_calls_of_a_turn_are_bounded() {
     h.model.push(ModelReply {
         text: None,
         tool_calls: calls,
+        truncated: false,
     });
     h.say("list everything").await;
     assert_eq!(
