@@ -9,6 +9,10 @@ use countersign_chat::model::ScriptedModel;
 use countersign_chat::widget::WidgetAuth;
 use countersign_chat::{Chat, ChatParts};
 use countersign_domain::config::UrlPolicy;
+use countersign_domain::ports::Model;
+use countersign_models::bedrock::BedrockModel;
+use countersign_models::choice::{self, ModelChoice};
+use countersign_models::openai::{ApiKey, Endpoint, OpenAiModel};
 use countersign_tools::integration::IntegrationService;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +22,12 @@ pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 6] = [
+pub const ENV: [&str; 9] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
+    "COUNTERSIGN_MODEL_BASE_URL",
+    "COUNTERSIGN_MODEL_API_KEY_SECRET",
+    "COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS",
     "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
     "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
     "COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
@@ -44,6 +51,12 @@ pub struct Config {
     pub aws: AwsSettings,
     /// The proofs' `iss` (`COUNTERSIGN_ISSUER`).
     pub issuer: String,
+    /// The model (M-1): `COUNTERSIGN_MODEL` (`scripted`, `bedrock:<id>`, `openai:<model>`)
+    /// with `COUNTERSIGN_MODEL_BASE_URL` and `COUNTERSIGN_MODEL_API_KEY_SECRET`.
+    pub model: ModelChoice,
+    /// The output bound of each model step (`COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS`, 1024;
+    /// M-4).
+    pub max_output_tokens: u32,
     /// How long a provider call may take (`COUNTERSIGN_PROVIDER_TIMEOUT_SECS`, 10).
     pub provider_timeout: Duration,
     /// An `executing` proposal older than this is stuck
@@ -64,15 +77,33 @@ pub struct Config {
 
 impl FromEnv for Config {
     fn read(env: &Env<'_>) -> Result<Self, EnvError> {
-        // D-3: only the scripted model is built in so far.
-        if let Some(model) = env.string("COUNTERSIGN_MODEL").filter(|m| m != "scripted") {
+        let (model, base_url, key) = (
+            env.string(choice::MODEL),
+            env.string(choice::BASE_URL),
+            env.string(choice::API_KEY_SECRET),
+        );
+        let model = ModelChoice::parse(model.as_deref(), base_url.as_deref(), key.as_deref())
+            .map_err(|e| EnvError {
+                name: e.variable,
+                problem: e.problem,
+                found: env.string(e.variable).unwrap_or_default(),
+            })?;
+        let max_output_tokens = env
+            .parse::<u32>(
+                "COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS",
+                "a whole number of tokens from 64 to 32768",
+            )?
+            .unwrap_or(1024);
+        if !(64..=32768).contains(&max_output_tokens) {
             return Err(EnvError {
-                name: "COUNTERSIGN_MODEL",
-                problem: "only `scripted` is available in this build",
-                found: model,
+                name: "COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS",
+                problem: "a whole number of tokens from 64 to 32768",
+                found: max_output_tokens.to_string(),
             });
         }
         let config = Self {
+            model,
+            max_output_tokens,
             aws: AwsSettings::read(env)?,
             issuer: env
                 .string("COUNTERSIGN_ISSUER")
@@ -118,6 +149,29 @@ impl Config {
     }
 }
 
+/// The model `config` chose (M-1). Nothing is called here: the OpenAI-compatible
+/// adapter reads its API key on its first step.
+pub fn model(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Arc<dyn Model>> {
+    Ok(match &config.model {
+        ModelChoice::Scripted => Arc::new(ScriptedModel),
+        ModelChoice::Bedrock { model_id } => Arc::new(BedrockModel::from_sdk(sdk, model_id)),
+        ModelChoice::OpenAi {
+            model,
+            base_url,
+            api_key_secret,
+        } => {
+            let key = api_key_secret.as_ref().map(|secret_id| ApiKey {
+                store: Arc::new(config.aws.operator_secrets(sdk)),
+                secret_id: secret_id.clone(),
+            });
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()?;
+            Arc::new(OpenAiModel::new(http, Endpoint::new(base_url, model), key))
+        }
+    })
+}
+
 /// The messages API's state over `config`.
 pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<AppState> {
     let settings = &config.aws;
@@ -138,7 +192,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         tenants: Arc::new(store.clone()),
         integration: Arc::new(integration),
         signer: Arc::new(settings.signer(sdk)),
-        model: Arc::new(ScriptedModel),
+        model: model(sdk, config)?,
         registry: Arc::new(countersign_tools::builtins::registry()?),
         clock: Arc::new(SystemClock),
         ids: Arc::new(UlidIds::default()),
@@ -146,6 +200,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         stuck_after: config.stuck_after,
     });
     chat.turn_deadline = config.turn_deadline();
+    chat.max_output_tokens = config.max_output_tokens;
     chat.turn_budget = Some((Arc::new(store.clone()), config.tenant_turns_per_minute));
     Ok(AppState {
         chat: Arc::new(chat),
@@ -211,6 +266,10 @@ mod tests {
     fn each_wrong_variable_is_named() {
         for (name, value) in [
             ("COUNTERSIGN_MODEL", "gpt"),
+            ("COUNTERSIGN_MODEL", "openai:"),
+            ("COUNTERSIGN_MODEL_BASE_URL", "https://api.openai.com/v1"),
+            ("COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS", "8"),
+            ("COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS", "lots"),
             ("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", "ten"),
             ("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", "-1"),
             ("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "true"),

@@ -31,6 +31,13 @@ impl AwsSettings {
         secrets::SecretsManagerStore::new(client, self.secret_prefix.clone())
     }
 
+    /// The operator's own secrets, named in full (a name or an ARN, outside the tenants'
+    /// prefix): the model API key (M-1).
+    pub fn operator_secrets(&self, sdk: &aws_config::SdkConfig) -> secrets::SecretsManagerStore {
+        let client = secrets::SecretsManagerStore::client(sdk, None);
+        secrets::SecretsManagerStore::new(client, String::new())
+    }
+
     /// The proof signer of these settings' key.
     pub fn signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
         let client = kms::KmsProofSigner::client(sdk, None);

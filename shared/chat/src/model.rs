@@ -101,38 +101,43 @@ pub fn decide(text: &str) -> ModelReply {
     }
 }
 
+/// What the scripted model answers to `messages`: after tool results, one line per
+/// result; otherwise what [`decide`] makes of the last user message. Public so a test
+/// double of a model service can think like it over any wire format.
+pub fn reply_to(messages: &[ModelMessage]) -> ModelReply {
+    let results: Vec<&str> = messages
+        .iter()
+        .rev()
+        .take_while(|m| matches!(m, ModelMessage::ToolResult { .. }))
+        .filter_map(|m| match m {
+            ModelMessage::ToolResult { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !results.is_empty() {
+        let text = results
+            .iter()
+            .rev()
+            .map(|r| format!("Result: {}", r.chars().take(1500).collect::<String>()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return ModelReply {
+            text: Some(text),
+            tool_calls: Vec::new(),
+            truncated: false,
+        };
+    }
+    let last_user = messages.iter().rev().find_map(|m| match m {
+        ModelMessage::User(t) => Some(t.as_str()),
+        _ => None,
+    });
+    decide(last_user.unwrap_or_default())
+}
+
 #[async_trait]
 impl Model for ScriptedModel {
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        // After tool results: one line per result, then stop.
-        let results: Vec<&str> = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| matches!(m, ModelMessage::ToolResult { .. }))
-            .filter_map(|m| match m {
-                ModelMessage::ToolResult { content, .. } => Some(content.as_str()),
-                _ => None,
-            })
-            .collect();
-        if !results.is_empty() {
-            let text = results
-                .iter()
-                .rev()
-                .map(|r| format!("Result: {}", r.chars().take(1500).collect::<String>()))
-                .collect::<Vec<_>>()
-                .join("\n");
-            return Ok(ModelReply {
-                text: Some(text),
-                tool_calls: Vec::new(),
-                truncated: false,
-            });
-        }
-        let last_user = request.messages.iter().rev().find_map(|m| match m {
-            ModelMessage::User(t) => Some(t.as_str()),
-            _ => None,
-        });
-        Ok(decide(last_user.unwrap_or_default()))
+        Ok(reply_to(&request.messages))
     }
 }
 

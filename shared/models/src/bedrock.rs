@@ -210,6 +210,8 @@ pub fn error_of(e: SdkError<ConverseError>) -> ModelError {
             | ConverseError::ServiceUnavailableException(_)
             | ConverseError::ModelNotReadyException(_) => ModelError::Unavailable(cause),
             ConverseError::ModelErrorException(_) => ModelError::Malformed(cause.to_string()),
+            // A 200 the SDK could not read is not the wire format.
+            _ if s.raw().status().is_success() => ModelError::Malformed(cause.to_string()),
             _ if s.raw().status().as_u16() == 429 => ModelError::Throttled(cause),
             _ if s.raw().status().is_server_error() => ModelError::Unavailable(cause),
             _ => ModelError::Refused(cause),
@@ -226,13 +228,23 @@ pub struct BedrockModel {
 }
 
 impl BedrockModel {
-    /// An adapter for `model_id` on `client`. The turn retries (M-5), so the client's
-    /// own retries should be off: see [`crate::choice`].
+    /// An adapter for `model_id` on `client`.
     pub fn new(client: Client, model_id: impl Into<String>) -> Self {
         Self {
             client,
             model_id: model_id.into(),
         }
+    }
+
+    /// An adapter for `model_id` with the SDK configuration `sdk` (its credentials,
+    /// region and any endpoint override, such as `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`). The
+    /// SDK's own retries are off: the turn retries within its deadline (M-5), and two
+    /// layers of retries would multiply.
+    pub fn from_sdk(sdk: &aws_config::SdkConfig, model_id: impl Into<String>) -> Self {
+        let config = aws_sdk_bedrockruntime::config::Builder::from(sdk)
+            .retry_config(aws_sdk_bedrockruntime::config::retry::RetryConfig::disabled())
+            .build();
+        Self::new(Client::from_conf(config), model_id)
     }
 }
 

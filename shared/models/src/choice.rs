@@ -33,7 +33,7 @@ pub struct ChoiceError {
     /// The variable at fault.
     pub variable: &'static str,
     /// What is wrong.
-    pub problem: String,
+    pub problem: &'static str,
 }
 
 /// The variables read.
@@ -43,11 +43,8 @@ pub const BASE_URL: &str = "COUNTERSIGN_MODEL_BASE_URL";
 /// The API key's secret.
 pub const API_KEY_SECRET: &str = "COUNTERSIGN_MODEL_API_KEY_SECRET";
 
-fn refuse(variable: &'static str, problem: impl Into<String>) -> ChoiceError {
-    ChoiceError {
-        variable,
-        problem: problem.into(),
-    }
+fn refuse(variable: &'static str, problem: &'static str) -> ChoiceError {
+    ChoiceError { variable, problem }
 }
 
 /// Bedrock model ids, inference profile ids and ARNs use these characters only.
@@ -67,17 +64,14 @@ impl ModelChoice {
         api_key_secret: Option<&str>,
     ) -> Result<Self, ChoiceError> {
         let model = model.map(str::trim).unwrap_or("scripted");
-        let unused = |name: &'static str, value: Option<&str>, kind: &str| match value {
-            Some(_) => Err(refuse(
-                name,
-                format!("is not used by the {kind} model: unset it"),
-            )),
+        let unused = |name: &'static str, value: Option<&str>| match value {
+            Some(_) => Err(refuse(name, "is not used by the chosen model: unset it")),
             None => Ok(()),
         };
         match model.split_once(':') {
             None if model == "scripted" => {
-                unused(BASE_URL, base_url, "scripted")?;
-                unused(API_KEY_SECRET, api_key_secret, "scripted")?;
+                unused(BASE_URL, base_url)?;
+                unused(API_KEY_SECRET, api_key_secret)?;
                 Ok(Self::Scripted)
             }
             Some(("bedrock", id)) => {
@@ -87,8 +81,8 @@ impl ModelChoice {
                         "`bedrock:` must be followed by a Bedrock model id, inference profile id or ARN (letters, digits, `._:/-`)",
                     ));
                 }
-                unused(BASE_URL, base_url, "Bedrock")?;
-                unused(API_KEY_SECRET, api_key_secret, "Bedrock")?;
+                unused(BASE_URL, base_url)?;
+                unused(API_KEY_SECRET, api_key_secret)?;
                 Ok(Self::Bedrock {
                     model_id: id.to_owned(),
                 })
@@ -107,8 +101,7 @@ impl ModelChoice {
                         "is required with `openai:` (for example https://api.openai.com/v1)",
                     )
                 })?;
-                let base = Url::parse(raw.trim())
-                    .map_err(|e| refuse(BASE_URL, format!("is not a URL ({e})")))?;
+                let base = Url::parse(raw.trim()).map_err(|_| refuse(BASE_URL, "is not a URL"))?;
                 if !matches!(base.scheme(), "https" | "http")
                     || base.host_str().is_none()
                     || !base.username().is_empty()

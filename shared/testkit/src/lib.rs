@@ -17,6 +17,7 @@
 
 mod faults;
 mod model;
+pub mod model_server;
 mod provider;
 mod secrets;
 mod signer;

@@ -16,9 +16,10 @@ use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_demo_provider::{Demo, DemoConfig};
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
-use countersign_domain::ports::ProofSigner;
+use countersign_domain::ports::{ProofSigner, SecretStore};
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::Language;
+use countersign_testkit::model_server::{Brain, ModelServer, Wire};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,7 +43,26 @@ pub struct Options {
     pub provider_timeout_secs: u64,
     /// `COUNTERSIGN_FUNCTION_TIMEOUT_SECS` of the messages process.
     pub function_timeout_secs: u64,
+    /// The model adapter of the messages process (M-6).
+    pub model: ModelWire,
 }
+
+/// Which model adapter the messages process runs. With an adapter, a local model
+/// service of that wire format answers (`countersign_testkit::model_server`), thinking
+/// like the scripted model, so a row reads the same through any adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelWire {
+    /// The scripted model, in process.
+    Scripted,
+    /// `openai:…` against a local chat-completions server, with its API key in the
+    /// local Secrets Manager.
+    OpenAi,
+    /// `bedrock:…` against a local Converse server (an endpoint override).
+    Bedrock,
+}
+
+/// The API key of the local OpenAI-compatible service.
+pub const MODEL_API_KEY: &str = "sk-countersign-e2e-model-key";
 
 impl Default for Options {
     fn default() -> Self {
@@ -51,6 +71,7 @@ impl Default for Options {
             stuck_after_secs: 30,
             provider_timeout_secs: 3,
             function_timeout_secs: 29,
+            model: ModelWire::Scripted,
         }
     }
 }
@@ -86,6 +107,8 @@ pub struct Stack {
     env: Vec<(String, String)>,
     /// Widget tokens handed out (scanned for in the logs).
     tokens: std::sync::Mutex<Vec<String>>,
+    /// The local model service, when an adapter runs.
+    pub model: Option<ModelServer>,
 }
 
 impl std::fmt::Debug for Stack {
@@ -202,7 +225,7 @@ impl Stack {
         let log = workspace().join(format!("target/acceptance-logs/{suffix}.log"));
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         let messages_addr = free_addr();
-        let env = vec![
+        let mut env = vec![
             ("COUNTERSIGN_TABLE".to_owned(), settings.table.clone()),
             (
                 "COUNTERSIGN_SIGNING_KEY".to_owned(),
@@ -235,6 +258,8 @@ impl Stack {
             ),
             ("RUST_LOG".to_owned(), "info".to_owned()),
         ];
+        let (model, model_env) = model_service(options.model, &sdk, &settings).await;
+        env.extend(model_env);
         let mut stack = Self {
             settings,
             store,
@@ -253,6 +278,7 @@ impl Stack {
             log,
             env,
             tokens: std::sync::Mutex::new(Vec::new()),
+            model,
         };
         // The tenant administrator connects TrackShare and creates a widget credential.
         let (status, body) = stack
@@ -508,20 +534,79 @@ impl Stack {
             self.widget_secret.expose().to_owned(),
             // Any RS256 JWS header: the start of every proof.
             "eyJhbGciOiJSUzI1NiIs".to_owned(),
+            MODEL_API_KEY.to_owned(),
         ];
         secrets.extend(self.tokens.lock().unwrap().iter().cloned());
         if let Some(p) = self.demo.last_proof.lock().unwrap().clone() {
             secrets.push(p);
         }
+        // M-3: what the model service was sent holds none of them either.
+        let sent: String = self
+            .model
+            .as_ref()
+            .map(|m| m.seen().iter().map(|r| r.raw.to_string()).collect())
+            .unwrap_or_default();
         for s in secrets {
             assert!(
                 !log.contains(&s),
                 "a secret appeared in the messages function's log {}",
                 self.log.display()
             );
+            assert!(!sent.contains(&s), "a secret was sent to the model");
         }
     }
 }
+
+/// Starts the local model service `wire` asks for, thinking like the scripted model,
+/// and the messages process's variables that select its adapter.
+async fn model_service(
+    wire: ModelWire,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> (Option<ModelServer>, Vec<(String, String)>) {
+    let brain: Brain = Arc::new(|seen| countersign_chat::model::reply_to(&seen.messages));
+    match wire {
+        ModelWire::Scripted => (None, Vec::new()),
+        ModelWire::OpenAi => {
+            let server = ModelServer::start(Wire::OpenAi, brain).await.unwrap();
+            // The operator's secret, named in full (M-1).
+            let name = format!("{}platform/model-api-key", settings.secret_prefix);
+            SecretsManagerStore::new(SecretsManagerStore::client(sdk, None), String::new())
+                .put(&name, &SecretString::new(MODEL_API_KEY))
+                .await
+                .unwrap();
+            let env = vec![
+                (
+                    "COUNTERSIGN_MODEL".to_owned(),
+                    "openai:e2e-double".to_owned(),
+                ),
+                (
+                    "COUNTERSIGN_MODEL_BASE_URL".to_owned(),
+                    server.openai_base(),
+                ),
+                ("COUNTERSIGN_MODEL_API_KEY_SECRET".to_owned(), name),
+            ];
+            (Some(server), env)
+        }
+        ModelWire::Bedrock => {
+            let server = ModelServer::start(Wire::Converse, brain).await.unwrap();
+            let env = vec![
+                (
+                    "COUNTERSIGN_MODEL".to_owned(),
+                    format!("bedrock:{BEDROCK_MODEL_ID}"),
+                ),
+                (
+                    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME".to_owned(),
+                    server.endpoint(),
+                ),
+            ];
+            (Some(server), env)
+        }
+    }
+}
+
+/// The Bedrock model id the local Converse service is called with.
+pub const BEDROCK_MODEL_ID: &str = "anthropic.claude-e2e-v1:0";
 
 fn ids_widget() -> WidgetKeyId {
     WidgetKeyId::parse("wk_01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap()

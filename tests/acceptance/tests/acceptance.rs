@@ -4,7 +4,7 @@
 //! proofs, service tokens, admin keys, widget secrets and widget tokens.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use countersign_acceptance::{Options, Stack, last_assistant, texts};
+use countersign_acceptance::{ModelWire, Options, Stack, last_assistant, texts};
 use countersign_domain::config::{ServerUrl, UrlPolicy};
 use countersign_domain::ids::{CaseId, TenantId, UserId};
 use countersign_domain::ports::{Provider, ProviderContext};
@@ -66,7 +66,21 @@ fn local_client() -> HttpProvider {
 
 #[tokio::test]
 async fn t01_consultations_through_the_allowlist_and_a_tool_outside_it_refused() {
-    let s = Stack::start().await;
+    t01(ModelWire::Scripted).await;
+}
+
+/// M-6: the same row with the messages function on the OpenAI-compatible adapter.
+#[tokio::test]
+async fn m6_openai_adapter_t01_consultations_through_the_allowlist_and_a_tool_outside_it_refused() {
+    t01(ModelWire::OpenAi).await;
+}
+
+async fn t01(model: ModelWire) {
+    let s = Stack::with(Options {
+        model,
+        ..Options::default()
+    })
+    .await;
     let t = s.token("u_alice");
     let case = s.create_case(&t).await;
     let text = texts(&s.say(&t, &case, "show my sessions", None).await);
@@ -429,7 +443,22 @@ async fn t05_provider_errors_and_unavailability_for_consultations_prepare_execut
 
 #[tokio::test]
 async fn t06_summary_presented_byte_for_byte_and_a_summary_sanitising_would_change_rejected() {
-    let s = Stack::start().await;
+    t06(ModelWire::Scripted).await;
+}
+
+/// M-6: the same row with the messages function on the OpenAI-compatible adapter.
+#[tokio::test]
+async fn m6_openai_adapter_t06_summary_presented_byte_for_byte_and_a_summary_sanitising_would_change_rejected()
+ {
+    t06(ModelWire::OpenAi).await;
+}
+
+async fn t06(model: ModelWire) {
+    let s = Stack::with(Options {
+        model,
+        ..Options::default()
+    })
+    .await;
     let t = s.token("u_alice");
     let case = s.create_case(&t).await;
     let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
@@ -462,7 +491,21 @@ async fn t06_summary_presented_byte_for_byte_and_a_summary_sanitising_would_chan
 
 #[tokio::test]
 async fn t07_replacement_cancels_the_pending_proposal_which_never_executes() {
-    let s = Stack::start().await;
+    t07(ModelWire::Scripted).await;
+}
+
+/// M-6: the same row with the messages function on the OpenAI-compatible adapter.
+#[tokio::test]
+async fn m6_openai_adapter_t07_replacement_cancels_the_pending_proposal_which_never_executes() {
+    t07(ModelWire::OpenAi).await;
+}
+
+async fn t07(model: ModelWire) {
+    let s = Stack::with(Options {
+        model,
+        ..Options::default()
+    })
+    .await;
     let t = s.token("u_alice");
     let case = s.create_case(&t).await;
     s.propose(&t, &case, "ses_a1", "car_a2").await;
@@ -521,7 +564,22 @@ async fn t08_late_confirmation_of_an_earlier_presentation_refused() {
 
 #[tokio::test]
 async fn t09_quotes_sentences_model_text_tool_results_and_confirmed_parameter_never_authorize() {
-    let s = Stack::start().await;
+    t09(ModelWire::Scripted).await;
+}
+
+/// M-6: the same row with the messages function on the OpenAI-compatible adapter.
+#[tokio::test]
+async fn m6_openai_adapter_t09_quotes_sentences_model_text_tool_results_and_confirmed_parameter_never_authorize()
+ {
+    t09(ModelWire::OpenAi).await;
+}
+
+async fn t09(model: ModelWire) {
+    let s = Stack::with(Options {
+        model,
+        ..Options::default()
+    })
+    .await;
     let t = s.token("u_alice");
     let case = s.create_case(&t).await;
     for attempt in [
@@ -675,7 +733,22 @@ async fn t12_restart_between_executing_and_the_answer_is_reconciled_without_a_se
 
 #[tokio::test]
 async fn t13_many_simultaneous_confirms_exactly_one_execute_reaches_the_provider() {
-    let s = Stack::start().await;
+    t13(ModelWire::Scripted).await;
+}
+
+/// M-6: the same row with the messages function on the OpenAI-compatible adapter.
+#[tokio::test]
+async fn m6_openai_adapter_t13_many_simultaneous_confirms_exactly_one_execute_reaches_the_provider()
+{
+    t13(ModelWire::OpenAi).await;
+}
+
+async fn t13(model: ModelWire) {
+    let s = Stack::with(Options {
+        model,
+        ..Options::default()
+    })
+    .await;
     let t = s.token("u_alice");
     let case = s.create_case(&t).await;
     let p = s.propose(&t, &case, "ses_a1", "car_a2").await;

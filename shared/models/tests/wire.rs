@@ -1,0 +1,201 @@
+//! M-6: each adapter against a local server speaking its wire format
+//! (`countersign_testkit::model_server`): what is sent, what is read back, and each
+//! failure typed (M-5).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use aws_sdk_bedrockruntime::config::{BehaviorVersion, Credentials, Region};
+use countersign_domain::ports::{
+    Model, ModelError, ModelMessage, ModelReply, ModelRequest, ModelTool, SecretStore, ToolCall,
+};
+use countersign_domain::secret::SecretString;
+use countersign_models::bedrock::BedrockModel;
+use countersign_models::openai::{ApiKey, Endpoint, OpenAiModel};
+use countersign_testkit::MemorySecrets;
+use countersign_testkit::model_server::{ModelServer, Planned, Wire};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const KEY: &str = "sk-test-model-key";
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        system: "fixed system text".into(),
+        messages: vec![
+            ModelMessage::User("my sessions".into()),
+            ModelMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "get_user_sessions".into(),
+                    arguments: json!({"limit": 2}),
+                }],
+            },
+            ModelMessage::ToolResult {
+                call_id: "c1".into(),
+                content: json!({"ok": true, "data": {"items": ["ses_a1"]}}).to_string(),
+            },
+        ],
+        tools: vec![ModelTool {
+            name: "get_user_sessions".into(),
+            description: "Lists sessions.".into(),
+            input_schema: json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1}}, "additionalProperties": false}),
+        }],
+        max_output_tokens: 321,
+    }
+}
+
+async fn openai(server: &ModelServer) -> OpenAiModel {
+    let secrets = Arc::new(MemorySecrets::default());
+    secrets
+        .put("model-key", &SecretString::new(KEY))
+        .await
+        .unwrap();
+    let base = url::Url::parse(&server.openai_base()).unwrap();
+    OpenAiModel::new(
+        reqwest::Client::new(),
+        Endpoint::new(&base, "double-model"),
+        Some(ApiKey {
+            store: secrets,
+            secret_id: "model-key".into(),
+        }),
+    )
+}
+
+fn bedrock(server: &ModelServer) -> BedrockModel {
+    let config = aws_sdk_bedrockruntime::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url(server.endpoint())
+        .retry_config(aws_sdk_bedrockruntime::config::retry::RetryConfig::disabled())
+        .build();
+    BedrockModel::new(
+        aws_sdk_bedrockruntime::Client::from_conf(config),
+        "anthropic.claude-test-v1:0",
+    )
+}
+
+async fn adapters() -> Vec<(Wire, ModelServer, Box<dyn Model>)> {
+    let o = ModelServer::plain(Wire::OpenAi).await.unwrap();
+    let b = ModelServer::plain(Wire::Converse).await.unwrap();
+    let om: Box<dyn Model> = Box::new(openai(&o).await);
+    let bm: Box<dyn Model> = Box::new(bedrock(&b));
+    vec![(Wire::OpenAi, o, om), (Wire::Converse, b, bm)]
+}
+
+/// M-2, M-3, M-4: the system text, the conversation (a tool call and its result as the
+/// envelope's JSON), the tools with their schemas as given, and the output bound reach
+/// the service in its format.
+#[tokio::test]
+async fn m6_each_adapter_sends_the_turn_in_its_wire_format() {
+    for (wire, server, model) in adapters().await {
+        let reply = model.step(&request()).await.unwrap();
+        assert_eq!(reply.text.as_deref(), Some("ok"), "{wire:?}");
+        let seen = server.seen().pop().unwrap();
+        assert_eq!(seen.system, "fixed system text", "{wire:?}");
+        assert_eq!(seen.tools, ["get_user_sessions"], "{wire:?}");
+        assert_eq!(seen.schemas[0], request().tools[0].input_schema, "{wire:?}");
+        assert_eq!(seen.max_tokens, Some(321), "{wire:?}");
+        assert_eq!(seen.messages[0], ModelMessage::User("my sessions".into()));
+        let ModelMessage::Assistant { tool_calls, .. } = &seen.messages[1] else {
+            panic!("{wire:?}: {:?}", seen.messages)
+        };
+        assert_eq!(tool_calls[0].arguments, json!({"limit": 2}), "{wire:?}");
+        let ModelMessage::ToolResult { call_id, content } = &seen.messages[2] else {
+            panic!("{wire:?}: {:?}", seen.messages)
+        };
+        assert_eq!(call_id, "c1");
+        assert_eq!(
+            serde_json::from_str::<Value>(content).unwrap(),
+            json!({"ok": true, "data": {"items": ["ses_a1"]}}),
+            "{wire:?}"
+        );
+        match wire {
+            Wire::OpenAi => {
+                assert_eq!(seen.credential.as_deref(), Some(&*format!("Bearer {KEY}")));
+                assert_eq!(seen.model, "double-model");
+            }
+            Wire::Converse => {
+                assert!(seen.credential.unwrap().starts_with("AWS4-HMAC-SHA256"));
+                assert_eq!(seen.model, "anthropic.claude-test-v1:0");
+            }
+        }
+    }
+}
+
+/// The model's tool calls are read back; arguments that are not JSON stay the raw text
+/// (the turn refuses them, M-2); a cut answer is marked (M-4).
+#[tokio::test]
+async fn m6_tool_calls_text_and_truncation_are_read_back() {
+    for (wire, server, model) in adapters().await {
+        server.plan(Planned::Reply(ModelReply {
+            text: Some("Let me look.".into()),
+            tool_calls: vec![
+                ToolCall {
+                    id: "t1".into(),
+                    name: "prepare_action".into(),
+                    arguments: json!({"operation": "x", "arguments": {"a": 1}}),
+                },
+                ToolCall {
+                    id: "t2".into(),
+                    name: "prepare_action".into(),
+                    arguments: Value::String("{\"operation\": ".into()),
+                },
+            ],
+            truncated: false,
+        }));
+        let reply = model.step(&request()).await.unwrap();
+        assert_eq!(reply.text.as_deref(), Some("Let me look."), "{wire:?}");
+        assert_eq!(reply.tool_calls.len(), 2, "{wire:?}");
+        assert_eq!(reply.tool_calls[0].arguments["arguments"]["a"], 1);
+        assert!(!reply.tool_calls[1].arguments.is_object(), "{wire:?}");
+        assert!(!reply.truncated);
+        server.plan(Planned::Reply(ModelReply {
+            text: Some("Your sessions are".into()),
+            tool_calls: Vec::new(),
+            truncated: true,
+        }));
+        assert!(model.step(&request()).await.unwrap().truncated, "{wire:?}");
+    }
+}
+
+/// M-5: throttling, a server error, a refused request and a body outside the format are
+/// each typed; only the first two are retryable.
+#[tokio::test]
+async fn m5_each_failure_is_typed() {
+    for (wire, server, model) in adapters().await {
+        for (planned, kind, retryable) in [
+            (Planned::Throttle, "throttled", true),
+            (Planned::ServerError, "unavailable", true),
+            (Planned::Refuse, "refused", false),
+            (Planned::Garbage, "malformed", false),
+        ] {
+            server.plan(planned);
+            let e: ModelError = model.step(&request()).await.unwrap_err();
+            assert_eq!(e.kind(), kind, "{wire:?}: {e:?}");
+            assert_eq!(e.retryable(), retryable, "{wire:?}");
+        }
+        // And the next request succeeds: nothing is stuck.
+        assert!(model.step(&request()).await.is_ok(), "{wire:?}");
+    }
+}
+
+/// M-1: the API key is read from the secret store once and kept; a missing secret is a
+/// refusal naming the secret, never the key.
+#[tokio::test]
+async fn m1_the_api_key_comes_from_the_secret_store() {
+    let server = ModelServer::plain(Wire::OpenAi).await.unwrap();
+    let base = url::Url::parse(&server.openai_base()).unwrap();
+    let model = OpenAiModel::new(
+        reqwest::Client::new(),
+        Endpoint::new(&base, "m"),
+        Some(ApiKey {
+            store: Arc::new(MemorySecrets::default()),
+            secret_id: "absent".into(),
+        }),
+    );
+    let e = model.step(&request()).await.unwrap_err();
+    assert_eq!(e.kind(), "refused");
+    assert!(e.to_string().contains("refused") || format!("{e:?}").contains("absent"));
+    assert!(server.seen().is_empty(), "nothing was sent without the key");
+}
