@@ -251,6 +251,32 @@ mod tests {
         assert_eq!(ok.turn_deadline(), Duration::from_secs(56));
     }
 
+    /// M-1: the adapter is chosen by configuration and checked at start; building it
+    /// calls nothing (the API key is read on the first step).
+    #[tokio::test]
+    async fn m1_the_model_is_chosen_by_configuration() {
+        let c = read(&[("COUNTERSIGN_MODEL", "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0")])
+            .unwrap();
+        assert_eq!(
+            c.model.bedrock_model_id(),
+            Some("anthropic.claude-3-5-haiku-20241022-v1:0")
+        );
+        let o = read(&[
+            ("COUNTERSIGN_MODEL", "openai:llama3.1:8b"),
+            ("COUNTERSIGN_MODEL_BASE_URL", "http://127.0.0.1:11434/v1"),
+            ("COUNTERSIGN_MODEL_MAX_OUTPUT_TOKENS", "512"),
+        ])
+        .unwrap();
+        assert_eq!(o.max_output_tokens, 512);
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        for config in [&c, &o, &read(&[]).unwrap()] {
+            model(&sdk, config).unwrap();
+        }
+    }
+
     #[test]
     fn d5_the_loopback_allowance_is_ignored_inside_lambda() {
         let on = [("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "1")];

@@ -449,3 +449,49 @@ fn as_list_inner(v: &serde_json::Value) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+/// The statements of `f`'s policies that hold only under `condition` (`!If [condition,
+/// statement, AWS::NoValue]`).
+fn conditional_statements<'a>(f: &'a Yaml, condition: &str) -> Vec<&'a Yaml> {
+    f["Properties"]["Policies"]
+        .as_vec()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["Statement"].as_vec().into_iter().flatten())
+        .filter_map(|s| s.as_vec())
+        .filter(|branches| branches.first().and_then(Yaml::as_str) == Some(condition))
+        .filter_map(|branches| branches.get(1))
+        .collect()
+}
+
+/// Issue 14 (M-1): the messages function may invoke exactly the configured Bedrock
+/// model, and read exactly the configured API key secret, each only when that adapter is
+/// chosen; no other function may do either.
+#[test]
+fn m1_the_model_permissions_are_scoped_to_the_configured_model() {
+    let (t, _) = template();
+    let messages = function(&t, "countersign-messages");
+    let bedrock = conditional_statements(messages, "UseBedrock");
+    assert_eq!(bedrock.len(), 1);
+    assert_eq!(scalars(&bedrock[0]["Action"]), ["bedrock:InvokeModel"]);
+    assert_eq!(
+        scalars(&bedrock[0]["Resource"]),
+        ["arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ModelId}"]
+    );
+    let key = conditional_statements(messages, "HasModelApiKey");
+    assert_eq!(key.len(), 1);
+    assert_eq!(scalars(&key[0]["Action"]), ["secretsmanager:GetSecretValue"]);
+    assert_eq!(scalars(&key[0]["Resource"]), ["ModelApiKeySecretArn"]);
+    for binary in FUNCTIONS {
+        let f = function(&t, binary);
+        let unconditional = statements(&f["Properties"]["Policies"])
+            .into_iter()
+            .flat_map(|s| scalars(&s["Action"]))
+            .any(|a| a.starts_with("bedrock:"));
+        assert!(!unconditional, "{binary}: no unconditional Bedrock access");
+        if binary != "countersign-messages" {
+            assert!(conditional_statements(f, "UseBedrock").is_empty());
+            assert!(conditional_statements(f, "HasModelApiKey").is_empty());
+        }
+    }
+}
