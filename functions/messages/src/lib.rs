@@ -255,8 +255,11 @@ mod tests {
     /// calls nothing (the API key is read on the first step).
     #[tokio::test]
     async fn m1_the_model_is_chosen_by_configuration() {
-        let c = read(&[("COUNTERSIGN_MODEL", "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0")])
-            .unwrap();
+        let c = read(&[(
+            "COUNTERSIGN_MODEL",
+            "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
+        )])
+        .unwrap();
         assert_eq!(
             c.model.bedrock_model_id(),
             Some("anthropic.claude-3-5-haiku-20241022-v1:0")

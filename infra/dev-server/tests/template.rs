@@ -480,7 +480,10 @@ fn m1_the_model_permissions_are_scoped_to_the_configured_model() {
     );
     let key = conditional_statements(messages, "HasModelApiKey");
     assert_eq!(key.len(), 1);
-    assert_eq!(scalars(&key[0]["Action"]), ["secretsmanager:GetSecretValue"]);
+    assert_eq!(
+        scalars(&key[0]["Action"]),
+        ["secretsmanager:GetSecretValue"]
+    );
     assert_eq!(scalars(&key[0]["Resource"]), ["ModelApiKeySecretArn"]);
     for binary in FUNCTIONS {
         let f = function(&t, binary);

@@ -17,6 +17,7 @@ use countersign_tools::builtins::{ActionPreparer, CallContext, PreparedAction};
 use countersign_tools::errors::{ToolError, code, from_provider, from_store};
 use countersign_tools::integration::Connected;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
 const TOOL: &str = "prepare_action";
@@ -26,6 +27,9 @@ const TOOL: &str = "prepare_action";
 pub(crate) struct TurnPreparer {
     parts: ChatParts,
     integration: Option<Connected>,
+    /// The operations' argument schemas the tenant's server declared this turn
+    /// (decision 0024).
+    schemas: BTreeMap<String, Value>,
     presented: Mutex<Vec<NewMessage>>,
     /// Whether the tenant's server refused or broke the contract in this turn (D-6: the
     /// person is then told so, with a fixed text).
@@ -67,13 +71,22 @@ impl ActionPreparer for TurnPreparer {
             expires_at: prepared.expires_at.to_rfc3339(),
         })
     }
+
+    fn argument_schema(&self, operation: &str) -> Option<Value> {
+        self.schemas.get(operation).cloned()
+    }
 }
 
 impl TurnPreparer {
-    pub(crate) fn new(parts: ChatParts, integration: Option<Connected>) -> Self {
+    pub(crate) fn new(
+        parts: ChatParts,
+        integration: Option<Connected>,
+        schemas: BTreeMap<String, Value>,
+    ) -> Self {
         Self {
             parts,
             integration,
+            schemas,
             presented: Mutex::new(Vec::new()),
             refused: std::sync::atomic::AtomicBool::new(false),
         }

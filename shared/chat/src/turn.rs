@@ -16,7 +16,7 @@ use countersign_domain::proposal::Proposal;
 use countersign_domain::texts;
 use countersign_tools::builtins::{CallContext, Services};
 use countersign_tools::errors::code;
-use countersign_tools::integration::Connected;
+use countersign_tools::integration::{Catalog, Connected};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -189,15 +189,19 @@ impl<'a> Turn<'a> {
             .await?;
         let integration = &chat.parts.integration;
         let connected = integration.current(who, &view.case.id).await?;
-        let proxied = match &connected {
+        let catalog = match &connected {
             // Consultations are unavailable this turn if the provider fails; the
             // built-ins still work.
-            Some(c) => integration.tools(c).await.unwrap_or_else(|e| {
+            Some(c) => integration.catalog(c).await.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "provider tools/list failed");
-                Vec::new()
+                Catalog::default()
             }),
-            None => Vec::new(),
+            None => Catalog::default(),
         };
+        let Catalog {
+            allowed: proxied,
+            schemas,
+        } = catalog;
         let builtins = chat.parts.registry.descriptors().map(|d| d.published());
         let published = proxied.iter().map(|t| Value::Object(t.descriptor.clone()));
         let tools: Vec<ModelTool> = builtins
@@ -212,7 +216,11 @@ impl<'a> Turn<'a> {
                 ..t
             })
             .collect();
-        let preparer = Arc::new(TurnPreparer::new(chat.parts.clone(), connected.clone()));
+        let preparer = Arc::new(TurnPreparer::new(
+            chat.parts.clone(),
+            connected.clone(),
+            schemas,
+        ));
         Ok(Self {
             chat,
             who,

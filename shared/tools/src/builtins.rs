@@ -24,6 +24,14 @@ pub trait ActionPreparer: Send + Sync {
         operation: &str,
         arguments: &Map<String, Value>,
     ) -> Result<PreparedAction, ToolError>;
+
+    /// The JSON Schema of `operation`'s arguments as the tenant's server declares it
+    /// (decision 0024: the `inputSchema` of its tool of the same name in `tools/list`,
+    /// which stays uncallable, H-2); `None` when it declares none.
+    fn argument_schema(&self, operation: &str) -> Option<Value> {
+        let _ = operation;
+        None
+    }
 }
 
 /// The platform services tools use.
@@ -129,6 +137,10 @@ pub struct Operations {
 pub struct OperationItem {
     /// Its name, for `prepare_action`.
     pub operation: String,
+    /// The JSON Schema of its `arguments`, as the company's system declares it; absent
+    /// when it declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
 }
 
 /// `action_status`'s data.
@@ -190,8 +202,8 @@ pub const DESCRIBE_TOOL: ToolSpec = ToolSpec {
 pub const LIST_OPERATIONS: ToolSpec = ToolSpec {
     name: "list_operations",
     title: "List write operations",
-    description: "Lists the write operations this company has configured and enabled, which `prepare_action` can prepare. Returns `data.items` (each with `operation`) and `data.actionsEnabled`.",
-    version: "1.0.0",
+    description: "Lists the write operations this company has configured and enabled, which `prepare_action` can prepare. Returns `data.items` (each with `operation` and, when the company's system declares it, `arguments`: the JSON Schema of the arguments `prepare_action` takes for it) and `data.actionsEnabled`.",
+    version: "1.1.0",
     annotations: READ_ONLY,
 };
 
@@ -208,8 +220,8 @@ pub const ACTION_STATUS: ToolSpec = ToolSpec {
 pub const PREPARE_ACTION: ToolSpec = ToolSpec {
     name: "prepare_action",
     title: "Prepare a write for the user to confirm",
-    description: "Prepares a change in the company's system. Nothing changes until the user replies confirm to the proposal the platform shows them; you cannot confirm for them. Takes `operation` (one of `data.items` from `list_operations`) and `arguments` (as the company's system defines them). Returns `data.actionId`, `data.operation`, `data.status` and `data.expiresAt`.",
-    version: "1.0.0",
+    description: "Prepares a change in the company's system. Nothing changes until the user replies confirm to the proposal the platform shows them; you cannot confirm for them. Takes `operation` (one of `data.items` from `list_operations`) and `arguments` (an object matching that item's `arguments` schema). Returns `data.actionId`, `data.operation`, `data.status` and `data.expiresAt`.",
+    version: "1.1.0",
     annotations: Annotations {
         read_only_hint: false,
         destructive_hint: false,
@@ -254,6 +266,11 @@ async fn list_operations(inv: Invocation<CallContext>, _: NoArgs) -> Result<Oper
             .iter()
             .map(|o| OperationItem {
                 operation: o.to_string(),
+                arguments: ctx
+                    .services
+                    .actions
+                    .as_ref()
+                    .and_then(|a| a.argument_schema(o.as_str())),
             })
             .collect()
     } else {

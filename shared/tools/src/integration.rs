@@ -49,6 +49,15 @@ pub struct Connected {
     pub ctx: ProviderContext,
 }
 
+/// What a tenant's `tools/list` offers a turn.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// The allowlisted consultations.
+    pub allowed: Vec<ProviderTool>,
+    /// The configured operations' argument schemas, by operation.
+    pub schemas: std::collections::BTreeMap<String, Value>,
+}
+
 /// Where a tool call goes (D-3, A-3, G-6).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Route<'a> {
@@ -158,11 +167,28 @@ impl IntegrationService {
 
     /// The provider's tools that `connected`'s allowlist admits, in its order.
     pub async fn tools(&self, connected: &Connected) -> Result<Vec<ProviderTool>, ProviderError> {
+        Ok(self.catalog(connected).await?.allowed)
+    }
+
+    /// One `tools/list` of the tenant's server, read two ways: the allowlisted
+    /// consultations, and the argument schemas of the configured operations (decision
+    /// 0024: the `inputSchema` of the server's tool named like the operation; that tool
+    /// itself is never callable through the platform, H-2).
+    pub async fn catalog(&self, connected: &Connected) -> Result<Catalog, ProviderError> {
         let published = self.provider.list_tools(&connected.ctx).await?;
-        Ok(crate::proxy::allowed_tools(
-            published,
-            &connected.config.config.allowed_tools,
-        ))
+        let operations = &connected.config.config.action_policy.operations;
+        let schemas = published
+            .iter()
+            .filter(|t| operations.iter().any(|o| o.as_str() == t.name.as_str()))
+            .filter_map(|t| {
+                let schema = t.descriptor.get("inputSchema").filter(|s| s.is_object())?;
+                Some((t.name.to_string(), schema.clone()))
+            })
+            .collect();
+        Ok(Catalog {
+            allowed: crate::proxy::allowed_tools(published, &connected.config.config.allowed_tools),
+            schemas,
+        })
     }
 
     /// Calls `name` for `ctx`: a built-in through the registry, an allowlisted

@@ -182,3 +182,31 @@ async fn a23_a_model_that_claims_a_change_without_preparing_changes_nothing() {
     assert!(h.provider.calls_of("prepare_action").is_empty());
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
+
+/// Decision 0024: `list_operations` gives the model each operation's argument schema,
+/// taken from the tenant's tool of the same name, which stays uncallable (H-2).
+#[tokio::test]
+async fn list_operations_gives_each_operations_argument_schema() {
+    let h = H::new().await;
+    let schema = json!({"type": "object", "properties": {"sessionId": {"type": "string"}, "carId": {"type": "string"}}, "required": ["sessionId", "carId"]});
+    let mut write = countersign_testkit::tool(crate::harness::OPERATION);
+    write
+        .descriptor
+        .insert("inputSchema".into(), schema.clone());
+    h.provider
+        .publish(vec![countersign_testkit::tool(CONSULTATION), write]);
+    h.model.call("list_operations", json!({}));
+    h.say("what can you change?").await;
+    let items = &h.last_tool_result()["data"]["items"];
+    assert_eq!(items[0]["operation"], crate::harness::OPERATION);
+    assert_eq!(items[0]["arguments"], schema);
+    // The operation's own tool is not offered, nor callable.
+    let offered = &h.model.requests()[0].tools;
+    assert!(offered.iter().all(|t| t.name != crate::harness::OPERATION));
+    h.model.call(
+        crate::harness::OPERATION,
+        json!({"sessionId": "ses_a1", "carId": "car_a2"}),
+    );
+    h.say("just do it").await;
+    assert!(h.provider.calls_of(crate::harness::OPERATION).is_empty());
+}
