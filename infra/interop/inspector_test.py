@@ -88,8 +88,9 @@ def main():
         check(code == 0, f"tools/list exits 0 (got {code}): {raw[:300]}")
         tools = {t["name"]: t for t in (out or {}).get("tools", [])}
         check(sorted(tools) == ["action_status", "describe_tool", "list_operations", "prepare_action"], f"tools/list names: {sorted(tools)}")
+        versions = {"list_operations": "1.1.0", "prepare_action": "1.1.0"}
         for name, t in tools.items():
-            check(t.get("_meta", {}).get("version") == "1.0.0", f"{name} publishes _meta.version")
+            check(t.get("_meta", {}).get("version") == versions.get(name, "1.0.0"), f"{name} publishes _meta.version")
             check(isinstance(t.get("outputSchema"), dict), f"{name} publishes an outputSchema")
 
         code, out, raw = inspector(url, token, "--method", "tools/call", "--tool-name", "describe_tool",
