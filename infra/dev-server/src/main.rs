@@ -78,7 +78,7 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
-    let app = routers(&sdk).await?;
+    let app = routers(&sdk, &settings).await?;
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let mut demo = Demo {
         base: format!("http://{addr}"),
@@ -128,10 +128,44 @@ async fn start_demo_provider(
     Ok((demo_url, service_token))
 }
 
+/// The local run's own convenience for a real model endpoint (README "Point the local
+/// run at a real model"): a key given in this variable is stored in the local Secrets
+/// Manager, as an operator stores it in theirs, and the messages API reads it from there.
+const LOCAL_MODEL_KEY: &str = "COUNTERSIGN_MODEL_API_KEY";
+
+/// The messages function's configuration, with [`LOCAL_MODEL_KEY`] stored as its secret.
+async fn messages_config(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<countersign_messages::Config> {
+    use countersign_aws::settings::FromEnv as _;
+    use countersign_domain::ports::SecretStore as _;
+    use countersign_models::choice::ModelChoice;
+    let mut config = countersign_messages::Config::from_env()?;
+    let Ok(key) = std::env::var(LOCAL_MODEL_KEY) else {
+        return Ok(config);
+    };
+    let ModelChoice::OpenAi { api_key_secret, .. } = &mut config.model else {
+        anyhow::bail!("{LOCAL_MODEL_KEY} is for COUNTERSIGN_MODEL=openai:<model> only");
+    };
+    let name = format!("{}platform/model-api-key", settings.secret_prefix);
+    settings
+        .operator_secrets(sdk)
+        .put(&name, &countersign_domain::secret::SecretString::new(key))
+        .await
+        .context("storing the model API key in the local Secrets Manager")?;
+    *api_key_secret = Some(name);
+    Ok(config)
+}
+
 /// The three functions' routers on one port.
-async fn routers(sdk: &aws_config::SdkConfig) -> anyhow::Result<axum::Router> {
+async fn routers(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<axum::Router> {
     let gateway = countersign_gateway::router(countersign_gateway::wiring::from_env(sdk).await?);
-    let messages = countersign_chat::api::router(countersign_messages::state_from_env(sdk)?);
+    let config = messages_config(sdk, settings).await?;
+    let messages = countersign_chat::api::router(countersign_messages::state(sdk, &config)?);
     let admin = countersign_admin::api::router(countersign_admin_fn::state_from_env(sdk)?);
     Ok(messages.merge(admin).merge(gateway))
 }
