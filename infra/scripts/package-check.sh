@@ -56,3 +56,6 @@ body = json.loads(resp["body"])
 assert body["error"]["code"] == "UNAUTHORIZED", body
 print("release bootstrap under the Runtime API emulator: POST /api/cases without a token -> 401 UNAUTHORIZED")
 PY
+# Issue 14: init time with each model adapter configured (no adapter calls anything at
+# init).
+python3 infra/lambda/init_time.py "$work/bootstrap" 7
