@@ -294,6 +294,23 @@ pub fn state_notice(lang: Language, state: ProposalState) -> Option<&'static str
 mod tests {
     use super::*;
 
+    /// M-3: each language's system text names what the model may do (consult, prepare
+    /// through prepare_action), forbids claiming a write, and names only that language's
+    /// confirm and cancel words.
+    #[test]
+    fn m3_the_system_text_states_the_rules_in_each_language() {
+        for (lang, confirm, cancel, never) in [
+            (Language::En, "confirm", "cancel", "Never say"),
+            (Language::Pt, "confirmar", "cancelar", "Nunca diga"),
+        ] {
+            let text = model_system_text(lang);
+            assert!(text.contains("prepare_action"), "{lang:?}");
+            assert!(text.contains("list_operations"), "{lang:?}");
+            assert!(text.contains(confirm) && text.contains(cancel), "{lang:?}");
+            assert!(text.contains(never), "{lang:?}");
+        }
+    }
+
     /// D-6, A-41: every status has a distinct non-empty prefix in each language, and every
     /// fixed text passes the platform's own checker.
     #[test]
