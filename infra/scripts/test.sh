@@ -42,5 +42,5 @@ step "build once: binaries and tests"
 cargo build --workspace --locked --bins
 cargo test --workspace --locked --no-run
 
-step "cargo test --workspace, MCP interop, API fuzzing (against the local AWS emulator, started and stopped here)"
-infra/scripts/with-local-aws.sh bash -c 'cargo test --workspace --locked && infra/scripts/interop.sh && infra/scripts/fuzz-api.sh'
+step "cargo test --workspace, MCP interop, API fuzzing, the widget in a headless browser (against the local AWS emulator, started and stopped here)"
+infra/scripts/with-local-aws.sh bash -c 'cargo test --workspace --locked && infra/scripts/interop.sh && infra/scripts/fuzz-api.sh && infra/scripts/browser-tests.sh'

@@ -242,8 +242,36 @@ impl Default for Data {
                 progress: 12,
             }],
         };
+        // Names that are markup: the widget's tests check they are shown as text, in a
+        // consultation's result and in a proposal's summary.
+        let mallory = User {
+            id: "u_mallory",
+            name: "Mallory",
+            can_reassign: true,
+            blocked: false,
+            cars: vec![
+                Car {
+                    id: "car_m1",
+                    name: "Track car",
+                },
+                Car {
+                    id: "car_m2",
+                    name: "<img src=x onerror=\"window.__xss=1\">",
+                },
+            ],
+            sessions: vec![session(
+                "ses_m1",
+                "<b>Monza</b>",
+                "2026-11-21",
+                &[108_400],
+                "car_m1",
+                "up_m1",
+            )],
+            uploads: Vec::new(),
+            downloads: Vec::new(),
+        };
         Self {
-            users: [alice, bruno, carla]
+            users: [alice, bruno, carla, mallory]
                 .into_iter()
                 .map(|u| (u.id.to_owned(), u))
                 .collect(),

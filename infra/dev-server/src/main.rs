@@ -9,7 +9,8 @@
 //! prints the URLs, a widget JWT for the demo person and the demo admin key.
 //!
 //! `COUNTERSIGN_DEV_ADDR` (default 127.0.0.1:8700), `DEMO_PROVIDER_ADDR` (default
-//! 127.0.0.1:8790). The functions read their usual variables (README "Configure").
+//! 127.0.0.1:8790), `COUNTERSIGN_DEMO_SITE_ADDR` (the demo tenant's site with the
+//! widget, default 127.0.0.1:8701). The functions read their usual variables (README "Configure").
 
 use anyhow::Context as _;
 use countersign_admin::tenants;
@@ -26,11 +27,14 @@ use serde_json::{Value, json};
 use std::io::Write as _;
 use std::net::SocketAddr;
 
+mod site;
+
 /// The demo person.
 const DEMO_USER: &str = "u_alice";
 
 /// What the demo tenant's administrator and person need, printed at the end.
 struct Demo {
+    site: String,
     base: String,
     tenant: TenantId,
     admin_key: String,
@@ -53,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let addr = address("COUNTERSIGN_DEV_ADDR", "127.0.0.1:8700")?;
     let demo_addr = address("DEMO_PROVIDER_ADDR", "127.0.0.1:8790")?;
+    let site_addr = address("COUNTERSIGN_DEMO_SITE_ADDR", "127.0.0.1:8701")?;
     let sdk = aws_config::load_from_env().await;
     let settings = AwsSettings::from_env()?;
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
@@ -80,14 +85,25 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("binding {addr}"))?;
     let app = routers(&sdk, &settings).await?;
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    // The demo tenant's site, on its own origin.
+    let slot = site::Slot::default();
+    let site_app = site::router(slot.clone(), &format!("http://{addr}"))?;
+    let site_listener = tokio::net::TcpListener::bind(site_addr)
+        .await
+        .with_context(|| format!("binding {site_addr}"))?;
+    tokio::spawn(async move { axum::serve(site_listener, site_app).await });
     let mut demo = Demo {
+        site: format!("http://{site_addr}"),
         base: format!("http://{addr}"),
         tenant,
         admin_key: registered.admin_key.expose().to_owned(),
         demo_url,
         widget_jwt: String::new(),
     };
-    demo.widget_jwt = connect_demo_tenant(&demo, &service_token).await?;
+    let credential = connect_demo_tenant(&demo, &service_token).await?;
+    demo.widget_jwt = demo_jwt(&credential)?;
+    // The demo site mints tokens from now on.
+    let _ = slot.set(credential);
     print_banner(&demo)?;
     server.await?.context("serving")
 }
@@ -171,8 +187,8 @@ async fn routers(
 }
 
 /// The tenant administrator's part, over HTTP: connects TrackShare and creates a widget
-/// credential. Returns a widget JWT for the demo person.
-async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result<String> {
+/// credential, which it returns.
+async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result<site::Credential> {
     let http = reqwest::Client::new();
     let admin = format!("{}/api/admin/tenants/{}", demo.base, demo.tenant);
     let res = http
@@ -191,33 +207,42 @@ async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result
         "configuring the demo tenant: {}",
         res.text().await?
     );
+    // The widget credential of the demo site's origin (decision 0025).
     let credential: Value = http
         .post(format!("{admin}/widget-credentials"))
         .bearer_auth(&demo.admin_key)
+        .json(&json!({"allowedOrigins": [demo.site]}))
         .send()
         .await?
         .json()
         .await?;
-    let key_id = WidgetKeyId::parse(credential["keyId"].as_str().unwrap_or_default())?;
-    let secret = SecretString::new(credential["secret"].as_str().unwrap_or_default());
+    Ok(site::Credential {
+        tenant: demo.tenant.clone(),
+        key_id: WidgetKeyId::parse(credential["keyId"].as_str().unwrap_or_default())?,
+        secret: SecretString::new(credential["secret"].as_str().unwrap_or_default()),
+    })
+}
+
+/// A widget JWT for the demo person, valid 12 hours (printed for curl).
+fn demo_jwt(c: &site::Credential) -> anyhow::Result<String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
     let now = i64::try_from(now)?;
     let user = UserId::parse(DEMO_USER)?;
-    let jwt = countersign_chat::widget::sign_token(
-        &secret,
-        &key_id,
-        &demo.tenant,
+    Ok(countersign_chat::widget::sign_token(
+        &c.secret,
+        &c.key_id,
+        &c.tenant,
         &user,
         now,
         now + 12 * 3600,
-    )?;
-    Ok(jwt)
+    )?)
 }
 
 fn print_banner(demo: &Demo) -> std::io::Result<()> {
     let Demo {
+        site,
         base,
         tenant,
         admin_key,
@@ -226,6 +251,10 @@ fn print_banner(demo: &Demo) -> std::io::Result<()> {
     } = demo;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Countersign is running on {base}")?;
+    writeln!(
+        out,
+        "  demo site      {site}/ (TrackShare's page with the chat widget: open it)"
+    )?;
     writeln!(out, "  widget API     {base}/api/cases")?;
     writeln!(
         out,

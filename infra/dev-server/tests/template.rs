@@ -102,7 +102,12 @@ fn every_route_is_in_the_template_and_the_other_way_round() {
     for binary in FUNCTIONS {
         let f = function(&t, binary);
         let in_template = template_routes(f);
-        assert_eq!(in_template, code_routes(routes_of(binary)), "{binary}");
+        let mut in_code = code_routes(routes_of(binary));
+        if binary == "countersign-messages" {
+            in_code.extend(code_routes(&countersign_chat::api::ASSET_ROUTES));
+            in_code.extend(code_routes(&countersign_chat::api::PREFLIGHT_ROUTES));
+        }
+        assert_eq!(in_template, in_code, "{binary}");
         all_template.extend(in_template);
     }
     // No route in the template belongs to no function.

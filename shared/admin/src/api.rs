@@ -166,6 +166,20 @@ pub struct WidgetCredential {
     pub key_id: String,
     /// RFC 3339.
     pub created_at: String,
+    /// The origins whose pages may use it from a browser.
+    pub allowed_origins: Vec<String>,
+}
+
+/// `POST …/widget-credentials` body (optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateWidgetCredential {
+    /// The web origins whose pages may use the credential from a browser, e.g.
+    /// `https://shop.example.com` (https; http on localhost only); at most 20. Without
+    /// any, the widget API refuses browser requests from other origins with this
+    /// credential's tokens.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
 }
 
 /// A new widget credential: the secret is shown this once.
@@ -178,6 +192,8 @@ pub struct NewWidgetCredential {
     pub secret: String,
     /// RFC 3339.
     pub created_at: String,
+    /// The origins whose pages may use it from a browser.
+    pub allowed_origins: Vec<String>,
 }
 
 /// The tenant's widget credentials.
@@ -273,16 +289,32 @@ async fn delete_mcp(
 /// Creates a widget credential (C-9); the secret is shown this once.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 201, body = NewWidgetCredential), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    request_body(content = Option<CreateWidgetCredential>, content_type = "application/json"),
+    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn create_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
+    body: axum::body::Bytes,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
-    let (key, secret) = crate::widgets::create(&state, &tenant).await?;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    // The body is optional: none creates a credential for server-side use only.
+    let request: CreateWidgetCredential = if body.iter().all(u8::is_ascii_whitespace) {
+        CreateWidgetCredential::default()
+    } else {
+        countersign_http::parse_json(&body)?
+    };
+    let (key, secret) = crate::widgets::create(&state, &tenant, &request.allowed_origins).await?;
     let body = NewWidgetCredential {
         key_id: key.id.to_string(),
         secret: secret.expose().to_owned(),
         created_at: key.created_at.to_rfc3339(),
+        allowed_origins: key.allowed_origins,
     };
     // The secret is shown this once: no cache may keep it.
     let no_store = [(header::CACHE_CONTROL, "no-store")];
@@ -303,6 +335,7 @@ async fn list_widget_credentials(
         .map(|k| WidgetCredential {
             key_id: k.id.to_string(),
             created_at: k.created_at.to_rfc3339(),
+            allowed_origins: k.allowed_origins,
         })
         .collect();
     Ok(Json(WidgetCredentials { items }))
@@ -381,7 +414,7 @@ pub const ROUTES: [(&str, &str); 7] = [
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
     paths(get_mcp, put_mcp, delete_mcp, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, WidgetCredential, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, WidgetCredential, CreateWidgetCredential, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]

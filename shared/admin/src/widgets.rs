@@ -12,10 +12,13 @@ use serde_json::json;
 pub async fn create(
     state: &AdminState,
     tenant: &Tenant,
+    allowed_origins: &[String],
 ) -> Result<(WidgetKey, SecretString), AdminError> {
+    let allowed_origins = origins(allowed_origins)?;
     let key = WidgetKey {
         id: state.ids.widget_key_id(),
         created_at: state.clock.now(),
+        allowed_origins,
     };
     let secret = crate::keys::generate_widget_secret();
     state
@@ -23,7 +26,7 @@ pub async fn create(
         .put(&widget_secret_name(&tenant.id, &key.id), &secret)
         .await
         .map_err(secrets_down)?;
-    let changes = json!({"keyId": key.id.as_str()});
+    let changes = json!({"keyId": key.id.as_str(), "allowedOrigins": key.allowed_origins});
     let record = crate::audit::by_admin(state, tenant, "widgetCredential.create", changes);
     state
         .tenants
@@ -31,6 +34,36 @@ pub async fn create(
         .await
         .map_err(store_down)?;
     Ok((key, secret))
+}
+
+/// The most origins one credential may name.
+pub const MAX_ORIGINS: usize = 20;
+
+/// Checks and normalises a credential's origins (decision 0025); every bad one is named.
+pub fn origins(raw: &[String]) -> Result<Vec<String>, AdminError> {
+    let mut errors = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    if raw.len() > MAX_ORIGINS {
+        errors.push((
+            "allowedOrigins".to_owned(),
+            format!("at most {MAX_ORIGINS} origins"),
+        ));
+    }
+    for (i, o) in raw.iter().enumerate() {
+        match countersign_domain::config::parse_origin(o) {
+            Ok(o) if !out.contains(&o) => out.push(o),
+            Ok(_) => {}
+            Err(problem) => errors.push((format!("allowedOrigins[{i}]"), problem.to_owned())),
+        }
+    }
+    match errors.first() {
+        None => Ok(out),
+        Some((field, message)) => Err(AdminError::Invalid {
+            field: field.clone(),
+            message: message.clone(),
+            errors,
+        }),
+    }
 }
 
 /// The tenant's credentials: ids and dates only.

@@ -46,6 +46,16 @@ pub const ROUTES: [(&str, &str); 4] = [
     ("POST", PATHS[2]),
 ];
 
+/// The CORS preflights of the API's paths (decision 0025), answered by the function.
+pub const PREFLIGHT_ROUTES: [(&str, &str); 3] = [
+    ("OPTIONS", PATHS[0]),
+    ("OPTIONS", PATHS[1]),
+    ("OPTIONS", PATHS[2]),
+];
+
+/// Routes outside the API (not in its OpenAPI document): the widget SDK's files (W-1).
+pub const ASSET_ROUTES: [(&str, &str); 1] = [("GET", crate::assets::ASSET_PATH)];
+
 /// The router's state.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -88,8 +98,14 @@ impl FromRequestParts<AppState> for WidgetPrincipal {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let unauthorized = || ApiError::unauthorized("a valid widget token is required");
         let token = bearer(&parts.headers).ok_or_else(unauthorized)?;
-        match state.auth.authenticate(token).await {
+        let origin = crate::cors::cross_origin(&parts.headers);
+        match state.auth.authenticate_from(token, origin).await {
             Ok(p) => Ok(Self(p)),
+            Err(AuthError::Origin) => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "ORIGIN_NOT_ALLOWED",
+                "this widget credential may not be used from this web page's origin",
+            )),
             Err(AuthError::Unavailable) => Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",
@@ -334,5 +350,7 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[0], post(create_case))
         .route(PATHS[1], get(list_messages).post(post_message))
         .route(PATHS[2], post(close_case))
+        .layer(axum::middleware::from_fn(crate::cors::cors))
+        .route(crate::assets::ASSET_PATH, get(crate::assets::asset))
         .with_state(state)
 }

@@ -3,8 +3,10 @@
 //! scripted model.
 
 pub mod api;
+pub mod assets;
 pub mod chat;
 mod confirm;
+pub mod cors;
 mod execute;
 pub mod model;
 mod prepare;

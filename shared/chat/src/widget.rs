@@ -39,6 +39,10 @@ pub enum AuthError {
     /// The stores could not be read.
     #[error("identity service unavailable")]
     Unavailable,
+    /// A valid token, used from a web page whose origin its credential does not list
+    /// (decision 0025).
+    #[error("origin not allowed for this widget credential")]
+    Origin,
 }
 
 #[derive(Debug, Deserialize)]
@@ -79,6 +83,17 @@ impl WidgetAuth {
 
     /// The authenticated person, or why not.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
+        self.authenticate_from(token, None).await
+    }
+
+    /// The authenticated person, for a request a web page at `origin` made (the
+    /// `Origin` header of a cross-origin request; `None` for same-origin or non-browser
+    /// requests): a valid token is refused from an origin its credential does not list.
+    pub async fn authenticate_from(
+        &self,
+        token: &str,
+        origin: Option<&str>,
+    ) -> Result<Principal, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
         if header.alg != Algorithm::HS256 || header.jku.is_some() || header.jwk.is_some() {
             return Err(AuthError::Header);
@@ -97,7 +112,8 @@ impl WidgetAuth {
             .ok_or(AuthError::Malformed)?;
         let tenant = TenantId::parse(unverified.tid).map_err(|_| AuthError::Invalid)?;
         // Revocation takes effect at once: the credential must still exist.
-        self.tenants
+        let credential = self
+            .tenants
             .get_widget_key(&tenant, &kid)
             .await
             .map_err(|_| AuthError::Unavailable)?
@@ -124,6 +140,13 @@ impl WidgetAuth {
             || lifetime.is_none_or(|l| !(0..=MAX_TOKEN_SECONDS).contains(&l))
         {
             return Err(AuthError::Invalid);
+        }
+        // Checked only after the token verified: an invalid token never learns whether
+        // its origin would have been allowed.
+        if let Some(origin) = origin
+            && !credential.allowed_origins.iter().any(|o| o == origin)
+        {
+            return Err(AuthError::Origin);
         }
         Ok(Principal {
             tenant,

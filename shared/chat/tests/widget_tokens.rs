@@ -21,6 +21,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::sync::Arc;
 
 const SECRET: &str = "widget-secret-0123456789abcdef0123456789abcdef";
+const SHOP: &str = "https://shop.example.com";
 
 struct Setup {
     auth: WidgetAuth,
@@ -42,6 +43,7 @@ fn setup() -> Setup {
         let key = WidgetKey {
             id: kid.clone(),
             created_at: now,
+            allowed_origins: vec![SHOP.to_owned()],
         };
         let audit = AuditEntry {
             id: countersign_domain::ids::AuditId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0T")
@@ -216,5 +218,46 @@ fn d2_signed_tokens_are_accepted_exactly_when_the_rules_hold() {
             }
             Ok(())
         },
+    );
+}
+
+/// Decision 0025: a valid token is accepted from its credential's origins (or without
+/// an origin) and refused from any other; an invalid token is refused as invalid
+/// whatever its origin, so it learns nothing about the credential's origins.
+#[test]
+fn a_valid_token_is_refused_from_an_origin_its_credential_does_not_list() {
+    use countersign_chat::widget::AuthError;
+    let s = setup();
+    let t = now();
+    let user = UserId::parse("u_alice").unwrap();
+    let token = sign_token(
+        &SecretString::new(SECRET),
+        &s.kid,
+        &s.tenant,
+        &user,
+        t,
+        t + 600,
+    )
+    .unwrap();
+    let from =
+        |origin: Option<&str>, token: &str| s.rt.block_on(s.auth.authenticate_from(token, origin));
+    assert!(from(Some(SHOP), &token).is_ok());
+    assert!(from(None, &token).is_ok());
+    assert_eq!(
+        from(Some("https://evil.example"), &token),
+        Err(AuthError::Origin)
+    );
+    let forged = sign_token(
+        &SecretString::new("another secret"),
+        &s.kid,
+        &s.tenant,
+        &user,
+        t,
+        t + 600,
+    )
+    .unwrap();
+    assert_eq!(
+        from(Some("https://evil.example"), &forged),
+        Err(AuthError::Invalid)
     );
 }

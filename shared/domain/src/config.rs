@@ -30,6 +30,27 @@ pub fn service_token_secret_name(tenant: &crate::ids::TenantId) -> String {
 }
 
 /// Name of a widget credential's secret (C-9, D-2), under the deployment's secret prefix.
+/// A web origin a widget credential may be used from (decision 0025): `https://host`
+/// with an optional port, or `http://` on `localhost` / `127.0.0.1` / `[::1]` for a
+/// tenant's own development; no path, query, fragment or credentials. Returns it
+/// normalised as browsers send it in `Origin` (lower-case host, default port left out).
+pub fn parse_origin(raw: &str) -> Result<String, &'static str> {
+    const PROBLEM: &str = "must be an origin such as https://shop.example.com (https, a host, an optional port, nothing else)";
+    let url = url::Url::parse(raw.trim()).map_err(|_| PROBLEM)?;
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+    let bare = matches!(url.path(), "" | "/")
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && !raw.trim().ends_with('/');
+    if !scheme_ok || !bare || url.host_str().is_none() {
+        return Err(PROBLEM);
+    }
+    Ok(url.origin().ascii_serialization())
+}
+
 pub fn widget_secret_name(tenant: &crate::ids::TenantId, key: &crate::ids::WidgetKeyId) -> String {
     format!("tenants/{tenant}/widget/{key}")
 }
@@ -557,6 +578,41 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Decision 0025: widget origins are bare https origins (http on loopback only),
+    /// normalised as browsers send them.
+    #[test]
+    fn widget_origins_are_bare_https_origins() {
+        assert_eq!(
+            parse_origin("https://Shop.Example.com").as_deref(),
+            Ok("https://shop.example.com")
+        );
+        assert_eq!(
+            parse_origin("https://shop.example.com:443").as_deref(),
+            Ok("https://shop.example.com")
+        );
+        assert_eq!(
+            parse_origin("https://shop.example.com:8443").as_deref(),
+            Ok("https://shop.example.com:8443")
+        );
+        assert_eq!(
+            parse_origin("http://127.0.0.1:8701").as_deref(),
+            Ok("http://127.0.0.1:8701")
+        );
+        for bad in [
+            "http://shop.example.com",
+            "https://shop.example.com/",
+            "https://shop.example.com/path",
+            "https://shop.example.com?x=1",
+            "https://u:p@shop.example.com",
+            "*",
+            "null",
+            "",
+            "shop.example.com",
+        ] {
+            assert!(parse_origin(bad).is_err(), "{bad}");
+        }
+    }
     use serde_json::json;
 
     fn good() -> Value {

@@ -282,6 +282,9 @@ pub struct WidgetKey {
     pub id: WidgetKeyId,
     /// When it was created.
     pub created_at: Timestamp,
+    /// The web origins whose pages may use it from a browser (CORS, decision 0025):
+    /// normalised by [`crate::config::parse_origin`]. Empty: no cross-origin page may.
+    pub allowed_origins: Vec<String>,
 }
 
 /// A tenant's stored MCP configuration: without the token, which lives in the secret

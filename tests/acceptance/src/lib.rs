@@ -482,6 +482,31 @@ impl Stack {
         self.demo.stats()["stats"].clone()
     }
 
+    /// How many items the stack's table holds (a request that must write nothing
+    /// leaves it unchanged).
+    pub async fn item_count(&self) -> i32 {
+        let sdk = aws_config::load_from_env().await;
+        let client = DynamoStore::client(&sdk, None);
+        let mut total = 0;
+        let mut start = None;
+        loop {
+            let page = client
+                .scan()
+                .table_name(&self.settings.table)
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .unwrap();
+            total += page.count();
+            start = page.last_evaluated_key().cloned();
+            if start.is_none() {
+                return total;
+            }
+        }
+    }
+
     /// Sets a demo provider fault.
     pub fn fault(&self, fault: Value) {
         let f = fault["fault"].as_str().unwrap().to_owned();

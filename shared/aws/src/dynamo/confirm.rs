@@ -79,13 +79,29 @@ impl DynamoStore {
                 continue;
             }
             let current = match reasons.get(1) {
-                Some(r) if failed(Some(r)) => r.item().and_then(state_of),
+                Some(r) if failed(Some(r)) => match r.item().and_then(state_of) {
+                    Some(state) => Some(state),
+                    // A cancellation without the item: read what won.
+                    None => self.proposal_state(w).await?,
+                },
                 // The proposal matched; the case or slot did not.
                 _ => Some(ProposalState::PendingConfirmation),
             };
             return Ok(TransitionOutcome::Conflict { current });
         }
-        Ok(TransitionOutcome::Conflict { current: None })
+        // Conflicts every time (a crowd of confirmations on a slow table): report what
+        // the proposal is now, so the caller can tell "another won" from "try again".
+        let current = self.proposal_state(w).await?;
+        tracing::warn!(?current, "the confirm write kept conflicting");
+        Ok(TransitionOutcome::Conflict { current })
+    }
+
+    /// The proposal's state now (a consistent read); `None` when it is gone.
+    async fn proposal_state(&self, w: &ConfirmWrite) -> Result<Option<ProposalState>, StoreError> {
+        let item = self
+            .get(conv_pk(&w.tenant, &w.case), prop_sk(&w.action_id))
+            .await?;
+        Ok(item.as_ref().and_then(state_of))
     }
 
     /// Sends the confirm items under `token`; after an unknown outcome, reads back and

@@ -273,6 +273,10 @@ impl TenantStore for DynamoStore {
         let mut item = key(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{}", k.id));
         item.insert("key_id".into(), s(k.id.as_str()));
         item.insert("created_at".into(), s(k.created_at.to_rfc3339()));
+        item.insert(
+            "origins".into(),
+            s(serde_json::Value::from(k.allowed_origins.clone()).to_string()),
+        );
         let tx = vec![
             self.put_new(item)?,
             self.put_new(audit_item(tenant, audit))?,
@@ -293,13 +297,7 @@ impl TenantStore for DynamoStore {
     ) -> Result<Option<WidgetKey>, StoreError> {
         self.get(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{id}"))
             .await?
-            .map(|i| {
-                Ok(WidgetKey {
-                    id: WidgetKeyId::parse(get_s(&i, "key_id")?).map_err(|_| corrupt("key_id"))?,
-                    created_at: Timestamp::parse_utc(get_s(&i, "created_at")?)
-                        .map_err(|_| corrupt("created_at"))?,
-                })
-            })
+            .map(|i| widget_key(&i))
             .transpose()
     }
 
@@ -317,13 +315,7 @@ impl TenantStore for DynamoStore {
         self.query_all(query)
             .await?
             .iter()
-            .map(|i| {
-                Ok(WidgetKey {
-                    id: WidgetKeyId::parse(get_s(i, "key_id")?).map_err(|_| corrupt("key_id"))?,
-                    created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
-                        .map_err(|_| corrupt("created_at"))?,
-                })
-            })
+            .map(widget_key)
             .collect()
     }
 
@@ -457,4 +449,20 @@ impl TenantStore for DynamoStore {
         };
         Ok(AuditPage { items, next })
     }
+}
+
+/// A widget credential item. One written before credentials had origins has none.
+fn widget_key(
+    i: &std::collections::HashMap<String, AttributeValue>,
+) -> Result<WidgetKey, StoreError> {
+    let allowed_origins = match i.get("origins").and_then(|v| v.as_s().ok()) {
+        Some(json) => serde_json::from_str(json).map_err(|_| corrupt("origins"))?,
+        None => Vec::new(),
+    };
+    Ok(WidgetKey {
+        id: WidgetKeyId::parse(get_s(i, "key_id")?).map_err(|_| corrupt("key_id"))?,
+        created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
+            .map_err(|_| corrupt("created_at"))?,
+        allowed_origins,
+    })
 }

@@ -1,0 +1,42 @@
+// The demo tenant site's own script (no inline script: the page's CSP forbids it).
+// Its "backend" is /token on this site, which mints a widget JWT for a demo person; the
+// platform's API is another origin (named in the page's countersign-api meta tag). Query parameters (for the browser tests): `user` (default u_alice), `lang`,
+// and `expired=1` (the first token handed out is already expired, so the widget must ask
+// for a new one).
+(function () {
+  const params = new URLSearchParams(location.search);
+  const user = params.get("user") || "u_alice";
+  let expiredFirst = params.get("expired") === "1";
+  const demo = { tokens: 0, ready: false, lastReply: undefined, widget: null };
+  window.demo = demo;
+  async function getToken() {
+    demo.tokens += 1;
+    const q = new URLSearchParams({ user });
+    if (expiredFirst) {
+      q.set("expired", "1");
+      expiredFirst = false;
+    }
+    const res = await fetch("/token?" + q, { cache: "no-store" });
+    if (!res.ok) throw new Error("the demo backend refused a token");
+    return res.text();
+  }
+  // Records what the widget sends (tests read `replyToMessageId`), then sends it.
+  function recordingFetch(url, init) {
+    if (init && init.method === "POST" && init.body) {
+      try {
+        demo.lastReply = JSON.parse(init.body).replyToMessageId ?? null;
+      } catch (_) {}
+    }
+    return fetch(url, init);
+  }
+  demo.widget = CountersignWidget.mount("#chat", {
+    apiUrl: document.querySelector('meta[name="countersign-api"]').content,
+    language: params.get("lang") === "pt" ? "pt" : "en",
+    getToken,
+    fetch: recordingFetch,
+    theme: { accent: "#b4442b" },
+  });
+  demo.widget.ready.then(() => {
+    demo.ready = true;
+  });
+})();

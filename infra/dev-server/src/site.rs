@@ -1,0 +1,136 @@
+//! The demo tenant site of the local run (issue 15): a fake TrackShare page on its own
+//! origin (another port than the API's, so the widget works across origins as on a real
+//! tenant's site, CORS included), with the widget open on it under a strict
+//! Content-Security-Policy, and the "backend" route that mints a widget JWT for a demo
+//! person, as a tenant's own backend would (docs/widget-guide.md). Local only: it signs
+//! with the demo credential's secret.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
+use countersign_domain::secret::SecretString;
+use countersign_http::Query;
+use serde::Deserialize;
+use std::sync::{Arc, OnceLock};
+
+const PAGE: &str = include_str!("../demo/index.html");
+const SCRIPT: &str = include_str!("../demo/demo.js");
+const STYLE: &str = include_str!("../demo/demo.css");
+
+/// The demo people the page may mint tokens for (`?user=`).
+const PEOPLE: [&str; 3] = ["u_alice", "u_bruno", "u_mallory"];
+
+/// The demo credential, set once the tenant administrator's part has created it.
+#[derive(Debug)]
+pub(crate) struct Credential {
+    /// The tenant.
+    pub(crate) tenant: TenantId,
+    /// The widget credential id.
+    pub(crate) key_id: WidgetKeyId,
+    /// Its secret.
+    pub(crate) secret: SecretString,
+}
+
+/// Shared with the router: empty until the demo tenant is connected.
+pub(crate) type Slot = Arc<OnceLock<Credential>>;
+
+#[derive(Clone)]
+struct Site {
+    slot: Slot,
+    /// The page, with the API's origin and the widget's integrity filled in.
+    page: Arc<String>,
+    /// Its policy: its own files, the widget from the API's origin, calls to the API;
+    /// no inline script or style, no eval.
+    csp: HeaderValue,
+}
+
+/// The site's routes (`/`, its script and style, `/token`), for the API at `api`.
+pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
+    let html = PAGE.replace("{{API}}", api).replace(
+        "{{INTEGRITY}}",
+        &countersign_chat::assets::integrity(countersign_chat::assets::CLASSIC),
+    );
+    let csp = format!(
+        "default-src 'none'; script-src 'self' {api}; style-src 'self'; connect-src 'self' {api}; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    let site = Site {
+        slot,
+        page: Arc::new(html),
+        csp: HeaderValue::from_str(&csp)?,
+    };
+    Ok(Router::new()
+        .route("/", get(page))
+        .route(
+            "/demo.js",
+            get(|| file(SCRIPT, "text/javascript; charset=utf-8")),
+        )
+        .route("/demo.css", get(|| file(STYLE, "text/css; charset=utf-8")))
+        .route("/token", get(token))
+        .with_state(site))
+}
+
+async fn page(State(site): State<Site>) -> Response {
+    let mut r = (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        site.page.as_str().to_owned(),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_SECURITY_POLICY, site.csp);
+    r
+}
+
+async fn file(body: &'static str, kind: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenQuery {
+    user: Option<String>,
+    expired: Option<String>,
+}
+
+/// A widget JWT for a demo person, valid 10 minutes; `expired=1` gives one that expired
+/// two minutes ago (the widget must then ask for another).
+async fn token(State(site): State<Site>, Query(q): Query<TokenQuery>) -> Response {
+    let Some(c) = site.slot.get() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the demo tenant is not connected yet",
+        )
+            .into_response();
+    };
+    let user = q.user.as_deref().unwrap_or(PEOPLE[0]);
+    let Some(user) = PEOPLE
+        .iter()
+        .find(|p| **p == user)
+        .and_then(|p| UserId::parse(*p).ok())
+    else {
+        return (StatusCode::BAD_REQUEST, "not a demo person").into_response();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or_default());
+    let (iat, exp) = if q.expired.as_deref() == Some("1") {
+        (now - 720, now - 120)
+    } else {
+        (now, now + 600)
+    };
+    match countersign_chat::widget::sign_token(&c.secret, &c.key_id, &c.tenant, &user, iat, exp) {
+        Ok(jwt) => ([(header::CACHE_CONTROL, "no-store")], jwt).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not sign").into_response(),
+    }
+}

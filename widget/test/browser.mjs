@@ -1,0 +1,178 @@
+// W-7: the widget in a real headless Chromium, on the local run's demo page (a fake
+// tenant site with a strict CSP whose backend mints the demo person's widget JWT).
+//
+//   DEMO_URL=http://127.0.0.1:8701/ ARTIFACTS=target/widget node --test test/browser.mjs
+//
+// Each test opens fresh pages in one browser; every page's console must stay free of
+// errors (CSP violations included).
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+const DEMO = process.env.DEMO_URL || "http://127.0.0.1:8701/";
+const ARTIFACTS = process.env.ARTIFACTS || "target/widget-artifacts";
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+let browser;
+const consoleErrors = [];
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  assert.deepEqual(consoleErrors, [], "no page logged an error");
+});
+
+/** A new browser context (its own storage) with one page on the demo. */
+async function person(query = "", context) {
+  const ctx = context || (await browser.newContext());
+  const page = await ctx.newPage();
+  page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(`${m.text()} @ ${page.url()}`); });
+  page.on("pageerror", (e) => consoleErrors.push(`pageerror: ${e.message}`));
+  await open(page, query);
+  return { ctx, page };
+}
+
+async function open(page, query = "") {
+  await page.goto(DEMO + query);
+  await page.waitForFunction(() => window.demo && window.demo.widget && window.demo.widget.caseId);
+  await page.waitForFunction(() => window.demo.ready === true);
+}
+
+/** Messages as rendered: [{id, kind, role, text}] from the shadow DOM. */
+function rendered(page) {
+  return page.locator("#chat").evaluate((host) =>
+    [...host.shadowRoot.querySelectorAll("li")].map((li) => ({
+      id: li.dataset.id, kind: li.dataset.kind, role: li.classList.contains("user") ? "user" : "assistant", text: li.textContent,
+    })));
+}
+
+async function type(page, text) {
+  const before = (await rendered(page)).length;
+  const input = page.locator("#chat textarea");
+  await input.fill(text);
+  await input.press("Enter");
+  await page.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li").length > n, before);
+  await page.waitForFunction(() => !window.demo.widget.busy);
+}
+
+async function press(page, label) {
+  const before = (await rendered(page)).length;
+  await page.locator("#chat li.proposal").last().getByRole("button", { name: label }).click();
+  await page.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li").length > n, before);
+  await page.waitForFunction(() => !window.demo.widget.busy);
+}
+
+const last = async (page) => (await rendered(page)).at(-1);
+
+test("W-7: consult and see the answer", async () => {
+  const { ctx, page } = await person();
+  await type(page, "show my sessions");
+  const answer = await last(page);
+  assert.equal(answer.role, "assistant");
+  assert.match(answer.text, /ses_a1/);
+  await ctx.close();
+});
+
+test("W-7, W-5: a write is proposed, confirmed with the button, and its result shown", async () => {
+  const { ctx, page } = await person();
+  await type(page, "move ses_a2 to car_a3");
+  const proposal = await last(page);
+  assert.equal(proposal.kind, "proposal");
+  assert.match(proposal.text, /Move the session at Spa-Francorchamps/);
+  assert.match(proposal.text, /To carry out exactly the action above, reply: confirm/);
+  await press(page, "Confirm");
+  const all = await rendered(page);
+  const mine = all.at(-2);
+  assert.equal(mine.role, "user");
+  assert.match(mine.text, /confirm$/);
+  assert.equal(all.at(-1).kind, "result");
+  assert.match(all.at(-1).text, /Action completed/);
+  // The proposal's buttons are spent.
+  assert.equal(await page.locator("#chat li.proposal button:enabled").count(), 0);
+  await page.screenshot({ path: `${ARTIFACTS}/proposal-and-result.png`, fullPage: true });
+  // Put the car back for the other tests.
+  await type(page, "move ses_a2 to car_a1");
+  await press(page, "Confirm");
+  await ctx.close();
+});
+
+test("W-3, W-4: after a reload with a proposal pending, the restored page confirms it", async () => {
+  const { ctx, page } = await person();
+  await type(page, "move ses_a1 to car_a2");
+  const proposal = await last(page);
+  await page.reload();
+  await page.waitForFunction(() => window.demo && window.demo.ready === true);
+  const restored = await rendered(page);
+  assert.equal(restored.at(-1).id, proposal.id, "the history is restored");
+  await press(page, "Confirm");
+  assert.match((await last(page)).text, /Action completed/);
+  await type(page, "move ses_a1 to car_a1");
+  await press(page, "Confirm");
+  await ctx.close();
+});
+
+test("W-3: a second tab that did not render the proposal cannot confirm it", async () => {
+  const { ctx, page: a } = await person();
+  const b = await ctx.newPage();
+  b.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+  await open(b);
+  assert.equal(await b.evaluate(() => window.demo.widget.caseId), await a.evaluate(() => window.demo.widget.caseId), "one case, two tabs");
+  await type(b, "show my cars");
+  await type(a, "move ses_a1 to car_a3");
+  assert.equal((await last(a)).kind, "proposal");
+  const seenByB = (await rendered(b)).filter((m) => m.role === "assistant").at(-1)?.id ?? null;
+  await type(b, "confirm");
+  assert.equal(await b.evaluate(() => window.demo.lastReply), seenByB, "B replied to what B rendered");
+  assert.match((await last(b)).text, /answers an earlier message/);
+  await ctx.close();
+});
+
+test("W-2: an expired token is replaced through getToken() and the message goes through", async () => {
+  const { ctx, page } = await person("?expired=1");
+  await type(page, "show my cars");
+  assert.match((await last(page)).text, /Cayman GT4/);
+  assert.ok((await page.evaluate(() => window.demo.tokens)) >= 2, "a second token was asked for");
+  await ctx.close();
+});
+
+test("W-5, W-6: markup in a summary, a tool result or model text is shown as text", async () => {
+  const { ctx, page } = await person("?user=u_mallory");
+  await type(page, "show my cars");
+  await type(page, "move ses_m1 to car_m2");
+  await type(page, "say <b>bold</b><img src=x onerror=\"window.__xss=1\">");
+  const all = await rendered(page);
+  assert.ok(all.some((m) => m.kind === "proposal" && m.text.includes("<img src=x")), JSON.stringify(all));
+  assert.ok(all.some((m) => m.text.includes("<b>bold</b>")));
+  const elements = await page.locator("#chat").evaluate((h) => h.shadowRoot.querySelectorAll("li img, li b, li script").length);
+  assert.equal(elements, 0, "no markup was rendered as elements");
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  await ctx.close();
+});
+
+test("W-6: the host page's styles do not reach the widget; a live region; keyboard use", async () => {
+  const { ctx, page } = await person();
+  await type(page, "operations");
+  const color = await page.locator("#chat").evaluate((h) => getComputedStyle(h.shadowRoot.querySelector("li")).color);
+  assert.notEqual(color, "rgb(255, 0, 0)", "the page's red rule stayed outside");
+  const log = await page.locator("#chat").evaluate((h) => {
+    const l = h.shadowRoot.querySelector("[role=log]");
+    return l && l.getAttribute("aria-live");
+  });
+  assert.equal(log, "polite");
+  // Keyboard only: focus the text box with Tab, type, Enter.
+  await page.locator("#chat textarea").focus();
+  await page.keyboard.type("show my cars");
+  const before = (await rendered(page)).length;
+  await page.keyboard.press("Enter");
+  await page.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li").length > n, before);
+  await page.waitForFunction(() => !window.demo.widget.busy);
+  assert.match((await last(page)).text, /Cayman GT4/);
+  await ctx.close();
+});

@@ -1,0 +1,94 @@
+// Unit tests of the widget's state logic and API client (Node's own test runner).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  Client, caseKey, isAnswerable, lastAssistantId, mergeMessages, outgoing, texts, tokenSubject,
+} from "../src/widget.js";
+
+const m = (id, role, kind = "text", content = id) => ({ id, role, kind, content });
+
+test("W-3: a message replies to the last assistant message rendered in this tab", () => {
+  const rendered = [m("msg_1", "assistant"), m("msg_2", "user"), m("msg_3", "assistant", "proposal"), m("msg_4", "user")];
+  assert.deepEqual(outgoing("hello", rendered), { content: "hello", replyToMessageId: "msg_3" });
+  assert.deepEqual(outgoing("hello", []), { content: "hello" });
+  assert.equal(lastAssistantId([m("msg_1", "user")]), null);
+});
+
+test("W-3: what another tab received is not rendered here, so it is not replied to", () => {
+  const tabA = [m("msg_1", "assistant"), m("msg_2", "user"), m("msg_3", "assistant", "proposal")];
+  const tabB = tabA.slice(0, 1);
+  assert.equal(outgoing("confirm", tabB).replyToMessageId, "msg_1");
+  assert.equal(outgoing("confirm", tabA).replyToMessageId, "msg_3");
+});
+
+test("messages merge by id, in id order, without duplicates", () => {
+  const merged = mergeMessages([m("msg_2", "user"), m("msg_1", "assistant")], [m("msg_3", "assistant"), m("msg_2", "user", "text", "again")]);
+  assert.deepEqual(merged.map((x) => x.id), ["msg_1", "msg_2", "msg_3"]);
+  assert.equal(merged[1].content, "again");
+});
+
+test("W-5: only the proposal that is the last message rendered can be answered", () => {
+  const p = m("msg_3", "assistant", "proposal");
+  assert.ok(isAnswerable([m("msg_1", "user"), p], p));
+  assert.ok(!isAnswerable([p, m("msg_4", "user")], p));
+  assert.ok(!isAnswerable([p, m("msg_5", "assistant", "result")], p));
+  assert.ok(!isAnswerable([m("msg_1", "assistant")], m("msg_1", "assistant")));
+});
+
+const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+const jwt = (claims) => `${b64({ alg: "HS256", kid: "wk_x" })}.${b64(claims)}.sig`;
+
+test("W-4: the open case is kept per API, tenant and person", () => {
+  const t = jwt({ sub: "u_alice", tid: "t_1", iat: 1, exp: 2 });
+  assert.deepEqual(tokenSubject(t), { sub: "u_alice", tid: "t_1" });
+  assert.equal(caseKey("https://api.example", t), "countersign:case:https://api.example:t_1:u_alice");
+  assert.equal(caseKey("https://api.example", "not-a-jwt"), null);
+  assert.equal(tokenSubject(jwt({ sub: 1 })), null);
+});
+
+test("English and Portuguese texts send the platform's literal words", () => {
+  assert.equal(texts("en").confirmWord, "confirm");
+  assert.equal(texts("pt").confirmWord, "confirmar");
+  assert.equal(texts("pt").cancelWord, "cancelar");
+  assert.equal(texts("fr"), texts("en"));
+});
+
+function fakeFetch(statuses) {
+  const calls = [];
+  const f = async (url, init) => {
+    calls.push({ url, init });
+    const status = statuses.shift();
+    return {
+      status,
+      ok: status >= 200 && status < 300,
+      json: async () => (status === 200 ? { messages: [] } : { error: { code: status === 401 ? "UNAUTHORIZED" : "X", message: "m" } }),
+    };
+  };
+  f.calls = calls;
+  return f;
+}
+
+test("W-2: on 401 a fresh token is asked for once and the request sent again", async () => {
+  let n = 0;
+  const fetch = fakeFetch([401, 200]);
+  const c = new Client("https://api.example/", async () => `tok${++n}`, fetch);
+  await c.request("GET", "/api/cases/c/messages");
+  assert.equal(n, 2);
+  assert.deepEqual(fetch.calls.map((x) => x.init.headers.Authorization), ["Bearer tok1", "Bearer tok2"]);
+  assert.equal(fetch.calls[0].url, "https://api.example/api/cases/c/messages");
+});
+
+test("W-2: a second 401 is an error, not a loop", async () => {
+  let n = 0;
+  const c = new Client("https://api.example", async () => `tok${++n}`, fakeFetch([401, 401, 200]));
+  await assert.rejects(c.request("POST", "/api/cases"), (e) => e.status === 401 && e.code === "UNAUTHORIZED");
+  assert.equal(n, 2);
+});
+
+test("W-5: a failed send is never sent again by the client", async () => {
+  const fetch = fakeFetch([500, 200]);
+  const c = new Client("https://api.example", async () => "tok", fetch);
+  await assert.rejects(c.request("POST", "/api/cases/c/messages", { content: "confirm" }), (e) => e.status === 500);
+  assert.equal(fetch.calls.length, 1);
+  assert.equal(fetch.calls[0].init.credentials, "omit");
+});
