@@ -13,7 +13,7 @@ const T="1.0.0",d={en:{title:"Support",placeholder:"Write a message",send:"Send"
 .cs .instructions { display: block; margin-top: 6px; color: #4a5568; }
 .cs .actions { display: flex; gap: 8px; margin-top: 8px; }
 .cs button { font: inherit; padding: 6px 14px; border-radius: 6px; border: 1px solid #2357c6; background: #fff; color: #2357c6; cursor: pointer; }
-.cs button.primary { background: var(--cs-accent, #2357c6); color: #fff; }
+.cs button.primary { background: var(--cs-accent, #2357c6); border-color: var(--cs-accent, #2357c6); color: #fff; }
 .cs button:focus-visible, .cs textarea:focus-visible { outline: 3px solid #f0b429; outline-offset: 1px; }
 .cs button:disabled { opacity: .5; cursor: default; }
 .cs form { display: flex; gap: 8px; padding: 10px; border-top: 1px solid #e2e8f0; }

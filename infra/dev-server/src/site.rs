@@ -69,6 +69,8 @@ pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
         )
         .route("/demo.css", get(|| file(STYLE, "text/css; charset=utf-8")))
         .route("/token", get(token))
+        // Browsers ask for one; a 404 would be a console error on every page.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .with_state(site))
 }
 
