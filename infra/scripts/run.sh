@@ -6,7 +6,8 @@
 # Builds the dev server, starts the local AWS emulator (moto, installed into .venv/moto on
 # first use), then runs `countersign-dev` (infra/dev-server): bootstrap, a demo tenant,
 # the TrackShare demo provider, and the messages, admin and gateway routers on
-# http://127.0.0.1:8700. It prints the URLs, a widget JWT and the demo admin key.
+# http://127.0.0.1:8700, and the demo tenant's site with the chat widget on
+# http://127.0.0.1:8701. It prints the URLs, a widget JWT and the demo admin key.
 # Ctrl-C stops everything it started. Nothing persists between runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
