@@ -35,6 +35,9 @@ python3 infra/scripts/fn-lengths.py --limit 80 --top 5 \
   shared/chat shared/admin shared/http shared/tools shared/aws shared/provider-client shared/models \
   shared/domain functions
 
+step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json"
+infra/scripts/recipes.sh
+
 step "template.yaml: cfn-lint and sam validate --lint (offline)"
 infra/scripts/check-template.sh
 

@@ -179,8 +179,21 @@ pub struct CreateWidgetCredential {
     /// any, the widget API refuses browser requests from other origins with this
     /// credential's tokens.
     #[serde(default)]
-    pub allowed_origins: Vec<String>,
+    #[schema(max_items = 20)]
+    pub allowed_origins: Vec<OriginInput>,
 }
+
+/// A web origin: `https://host[:port]`, or `http://` on `localhost`, `127.0.0.1` or
+/// `[::1]`; no path. (The documented pattern is a simple subset: the server also accepts
+/// upper-case hosts, IP addresses, longer labels and the default port, normalising them.)
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(transparent)]
+#[schema(
+    value_type = String,
+    pattern = r"^(https://([a-z0-9]{1,20}(-[a-z0-9]{1,20}){0,3}\.){0,4}[a-z][a-z0-9]{0,20}|http://(localhost|127\.0\.0\.1|\[::1\]))(:[1-9][0-9]{0,3})?$",
+    example = "https://shop.example.com"
+)]
+pub struct OriginInput(pub String);
 
 /// A new widget credential: the secret is shown this once.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -303,13 +316,16 @@ async fn create_widget_credential(
             format!("the body must be at most {MAX_BODY_BYTES} bytes"),
         ));
     }
-    // The body is optional: none creates a credential for server-side use only.
-    let request: CreateWidgetCredential = if body.iter().all(u8::is_ascii_whitespace) {
+    // The body is optional (absent or `null`): then a credential for server-side use only.
+    let absent = body.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<Value>(&body).is_ok_and(|v| v.is_null());
+    let request: CreateWidgetCredential = if absent {
         CreateWidgetCredential::default()
     } else {
         countersign_http::parse_json(&body)?
     };
-    let (key, secret) = crate::widgets::create(&state, &tenant, &request.allowed_origins).await?;
+    let origins: Vec<String> = request.allowed_origins.into_iter().map(|o| o.0).collect();
+    let (key, secret) = crate::widgets::create(&state, &tenant, &origins).await?;
     let body = NewWidgetCredential {
         key_id: key.id.to_string(),
         secret: secret.expose().to_owned(),
@@ -414,7 +430,7 @@ pub const ROUTES: [(&str, &str); 7] = [
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
     paths(get_mcp, put_mcp, delete_mcp, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, WidgetCredential, CreateWidgetCredential, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]

@@ -271,3 +271,32 @@ async fn real_answers_match_the_documented_schemas() {
         );
     }
 }
+
+/// Decision 0025: every origin the document's pattern admits is accepted by the server
+/// (what schemathesis checks from the outside, here over many more strings).
+#[test]
+fn every_origin_the_document_admits_is_accepted() {
+    use proptest::test_runner::{Config, TestRunner};
+    let doc = serde_json::to_value(countersign_admin::api::openapi()).unwrap();
+    let pattern = doc["components"]["schemas"]["OriginInput"]["pattern"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The generator takes the pattern without its anchors (it generates whole strings).
+    let bare = pattern.trim_start_matches('^').trim_end_matches('$');
+    let strategy = proptest::string::string_regex(bare).unwrap();
+    let mut runner = TestRunner::new(Config {
+        cases: 2000,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |origin| {
+            proptest::prop_assert!(
+                countersign_domain::config::parse_origin(&origin).is_ok(),
+                "{origin}"
+            );
+            Ok(())
+        })
+        .unwrap();
+}

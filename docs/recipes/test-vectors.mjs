@@ -1,0 +1,41 @@
+// Runs verify-proof.ts (compiled with esbuild) over docs/proof-test-vectors.json: exactly
+// `valid` is accepted, and only once. Part of the test command (infra/scripts/recipes.sh).
+import { readFileSync, writeFileSync } from "node:fs";
+import { transformSync } from "esbuild";
+
+const here = new URL(".", import.meta.url);
+const ts = readFileSync(new URL("verify-proof.ts", here), "utf8");
+// Compiled next to this file (ignored by git), so `jose` resolves from ./node_modules.
+const compiled = new URL(".verify-proof.compiled.mjs", here);
+writeFileSync(compiled, transformSync(ts, { loader: "ts", format: "esm" }).code);
+const { verifyProof, Refused } = await import(compiled.href);
+
+const doc = JSON.parse(readFileSync(new URL("../proof-test-vectors.json", here), "utf8"));
+const keys = Object.fromEntries(doc.trustedKeys.map((k) => [k.kid, k.publicKeyPem]));
+const seen = new Set();
+const consume = async (jti) => (seen.has(jti) ? false : (seen.add(jti), true));
+async function run(token, guard) {
+  try {
+    await verifyProof(token, { keys, issuer: doc.issuer, audience: doc.audience, expected: doc.action, now: doc.now, leeway: doc.leewaySeconds, consume: guard });
+    return "accept";
+  } catch (e) {
+    if (!(e instanceof Refused)) throw e;
+    return `reject (${e.message})`;
+  }
+}
+const failures = [];
+for (const c of doc.cases) {
+  const got = await run(c.token);
+  if ((got === "accept") !== (c.expect === "accept")) failures.push(`${c.name}: expected ${c.expect}, got ${got}`);
+  console.log(`  ${c.name.padEnd(34)} ${got}`);
+}
+const valid = doc.cases.find((c) => c.name === "valid").token;
+const first = await run(valid, consume);
+const second = await run(valid, consume);
+if (first !== "accept" || second === "accept") failures.push(`replay: first ${first}, second ${second}`);
+console.log(`  ${"replay".padEnd(34)} first ${first}, second ${second}`);
+if (failures.length) {
+  console.error("TypeScript recipe disagrees with the vectors:\n" + failures.join("\n"));
+  process.exit(1);
+}
+console.log(`TypeScript recipe: ${doc.cases.length} vectors and the replay as expected`);

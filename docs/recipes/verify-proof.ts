@@ -1,0 +1,87 @@
+// Verifies a Countersign proof (the `X-MCP-Confirmation` header) with every check of
+// docs/provider-guide.md §6, in that order. `jose` checks only the RS256 signature here
+// (`compactVerify`); every other rule is checked explicitly, because a plain `jwtVerify`
+// accepts an audience array, ignores `typ` and extra header fields, and does not know
+// the fourteen claims.
+import { compactVerify, importSPKI } from "jose";
+
+const CLAIMS = ["iss", "aud", "sub", "tenantId", "conversationId", "actionId", "operation",
+  "argumentsHash", "summaryHash", "messageId", "presentedMessageId", "jti", "iat", "exp"];
+const HEADER = new Set(["alg", "typ", "kid"]);
+const BINDINGS: Array<[string, keyof ExpectedAction]> = [
+  ["tenantId", "tenantId"], ["sub", "userId"], ["conversationId", "conversationId"],
+  ["actionId", "actionId"], ["operation", "operation"],
+  ["argumentsHash", "argumentsHash"], ["summaryHash", "summaryHash"],
+];
+
+/** The stored action being executed, and the call's identity headers. */
+export interface ExpectedAction {
+  tenantId: string; userId: string; conversationId: string; actionId: string;
+  operation: string; argumentsHash: string; summaryHash: string;
+}
+
+export interface VerifyOptions {
+  /** Installed keys: `kid` → public key PEM (SPKI). */
+  keys: Record<string, string>;
+  issuer: string;
+  audience: string;
+  expected: ExpectedAction;
+  /** Unix seconds. */
+  now: number;
+  leeway?: number;
+  /** Records `jti` atomically; false when it was already recorded (a replay). */
+  consume?: (jti: string, exp: number) => Promise<boolean>;
+}
+
+/** The proof is refused: answer a tool error and write nothing. */
+export class Refused extends Error {}
+
+function segment(part: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(part, "base64url").toString("utf8"));
+  } catch {
+    throw new Refused("malformed");
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) throw new Refused("malformed");
+  return value as Record<string, unknown>;
+}
+
+export async function verifyProof(token: string, o: VerifyOptions): Promise<Record<string, unknown>> {
+  const leeway = o.leeway ?? 5;
+  const parts = typeof token === "string" ? token.split(".") : [];
+  if (parts.length !== 3) throw new Refused("malformed");
+  const header = segment(parts[0]);
+  for (const field of ["jku", "x5u", "jwk", "x5c"]) {
+    if (field in header) throw new Refused(`embedded key (${field})`); // never take a key from the token
+  }
+  if (header.alg !== "RS256") throw new Refused("algorithm"); // before any key is used
+  if (header.typ !== "support-action+jwt") throw new Refused("type");
+  if (Object.keys(header).some((k) => !HEADER.has(k))) throw new Refused("unexpected header field");
+  const pem = typeof header.kid === "string" ? o.keys[header.kid] : undefined;
+  if (!pem) throw new Refused("unknown key");
+  let payload: Uint8Array;
+  try {
+    const key = await importSPKI(pem, "RS256");
+    ({ payload } = await compactVerify(token, key, { algorithms: ["RS256"] }));
+  } catch {
+    throw new Refused("signature");
+  }
+  const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+  if (claims.iss !== o.issuer) throw new Refused("issuer");
+  if (typeof claims.aud !== "string" || claims.aud !== o.audience) throw new Refused("audience");
+  const names = Object.keys(claims);
+  if (names.length !== CLAIMS.length || !CLAIMS.every((c) => names.includes(c))) throw new Refused("claims");
+  const { iat, exp } = claims;
+  if (!Number.isInteger(iat) || !Number.isInteger(exp)) throw new Refused("times");
+  const [i, e] = [iat as number, exp as number];
+  if (e <= i || e - i > 60) throw new Refused("lifetime");
+  if (i > o.now + leeway) throw new Refused("not yet valid");
+  if (o.now > e + leeway) throw new Refused("expired");
+  for (const [claim, field] of BINDINGS) {
+    if (claims[claim] !== o.expected[field]) throw new Refused(`${claim} does not match`);
+  }
+  if (typeof claims.jti !== "string" || claims.jti === "") throw new Refused("jti");
+  if (o.consume && !(await o.consume(claims.jti, e))) throw new Refused("replayed");
+  return claims;
+}

@@ -1,0 +1,94 @@
+"""Verifies a Countersign proof (the `X-MCP-Confirmation` header) with every check of
+docs/provider-guide.md §6, in that order.
+
+PyJWT (>= 2.8, with `cryptography`) checks only the RS256 signature here; every other
+rule is checked explicitly, because a plain `jwt.decode` accepts an audience list,
+ignores `typ` and extra header fields, and does not know the fourteen claims.
+
+    claims = verify_proof(token, keys={kid: pem}, issuer=..., audience=...,
+                          expected={...the stored action and the call's headers...},
+                          now=int(time.time()), consume=my_replay_guard)
+"""
+import base64
+import json
+
+import jwt
+
+CLAIMS = {
+    "iss", "aud", "sub", "tenantId", "conversationId", "actionId", "operation",
+    "argumentsHash", "summaryHash", "messageId", "presentedMessageId", "jti", "iat", "exp",
+}
+HEADER = {"alg", "typ", "kid"}
+BINDINGS = (
+    ("tenantId", "tenantId"), ("sub", "userId"), ("conversationId", "conversationId"),
+    ("actionId", "actionId"), ("operation", "operation"),
+    ("argumentsHash", "argumentsHash"), ("summaryHash", "summaryHash"),
+)
+
+
+class Refused(Exception):
+    """The proof is refused: answer a tool error and write nothing."""
+
+
+def _segment(seg):
+    try:
+        value = json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))
+    except Exception:
+        raise Refused("malformed")
+    if not isinstance(value, dict):
+        raise Refused("malformed")
+    return value
+
+
+def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, consume=None):
+    """Returns the claims of a valid proof, or raises Refused. `keys` maps each installed
+    `kid` to its public key PEM; `expected` holds tenantId, userId, conversationId,
+    actionId, operation, argumentsHash, summaryHash; `consume(jti, exp)` records a
+    `jti` atomically and returns False when it was already recorded."""
+    parts = token.split(".") if isinstance(token, str) else []
+    if len(parts) != 3:
+        raise Refused("malformed")
+    header = _segment(parts[0])
+    for field in ("jku", "x5u", "jwk", "x5c"):  # never take a key from the token
+        if field in header:
+            raise Refused(f"embedded key ({field})")
+    if header.get("alg") != "RS256":  # before any key is used
+        raise Refused("algorithm")
+    if header.get("typ") != "support-action+jwt":
+        raise Refused("type")
+    if set(header) - HEADER:
+        raise Refused("unexpected header field")
+    key = keys.get(header.get("kid"))
+    if key is None:
+        raise Refused("unknown key")
+    try:
+        claims = jwt.decode(
+            token, key, algorithms=["RS256"],
+            options={"verify_aud": False, "verify_iss": False, "verify_exp": False,
+                     "verify_iat": False, "verify_nbf": False, "require": []},
+        )
+    except jwt.InvalidTokenError:
+        raise Refused("signature")
+    if claims.get("iss") != issuer:
+        raise Refused("issuer")
+    if not isinstance(claims.get("aud"), str) or claims["aud"] != audience:
+        raise Refused("audience")
+    if set(claims) != CLAIMS:
+        raise Refused("claims")
+    iat, exp = claims["iat"], claims["exp"]
+    if not all(type(t) is int for t in (iat, exp)):
+        raise Refused("times")
+    if exp <= iat or exp - iat > 60:
+        raise Refused("lifetime")
+    if iat > now + leeway:
+        raise Refused("not yet valid")
+    if now > exp + leeway:
+        raise Refused("expired")
+    for claim, field in BINDINGS:
+        if claims[claim] != expected[field]:
+            raise Refused(f"{claim} does not match")
+    if not isinstance(claims["jti"], str) or not claims["jti"]:
+        raise Refused("jti")
+    if consume is not None and not consume(claims["jti"], exp):
+        raise Refused("replayed")
+    return claims
