@@ -43,6 +43,24 @@ pub struct Faults {
     /// Answer the next request that carries a session id with 404, as a server that
     /// dropped (expired) every session does.
     pub expire_sessions: bool,
+    /// A broken provider (issue 16's certification must catch it): execute without
+    /// verifying any proof, or even requiring one.
+    pub skip_proof_verification: bool,
+    /// A broken provider: verify proofs as of their own `iat`, so an expired proof passes.
+    pub accept_expired_proofs: bool,
+}
+
+/// The `iat` a proof claims, unverified (for the `accept_expired_proofs` fault only).
+fn claimed_iat(token: &str) -> Option<i64> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()?
+        .get("iat")?
+        .as_i64()
 }
 
 /// The running demo: its state, shared with the HTTP handlers.
@@ -114,6 +132,10 @@ impl Demo {
                 store.stats.replays += 1;
             }
         };
+        let faults = *lock(&self.faults);
+        if faults.skip_proof_verification {
+            return lock(&self.store).execute(who, action_id, OffsetDateTime::now_utc());
+        }
         let Ok(token) = headers::confirmation(hdrs) else {
             refuse(false);
             return error("a confirmation proof is required");
@@ -133,9 +155,12 @@ impl Demo {
             summary_hash: &binding.summary_hash,
         };
         let now = OffsetDateTime::now_utc();
-        let skew = lock(&self.faults).clock_skew_secs;
+        let at = match claimed_iat(&token) {
+            Some(iat) if faults.accept_expired_proofs => iat,
+            _ => now.unix_timestamp() + faults.clock_skew_secs,
+        };
         match verifier
-            .verify_and_consume(&token, &expected, &self.guard, now.unix_timestamp() + skew)
+            .verify_and_consume(&token, &expected, &self.guard, at)
             .await
         {
             Ok(_) => lock(&self.store).execute(who, action_id, now),
@@ -418,6 +443,14 @@ enum Control {
         #[serde(default)]
         secs: i64,
     },
+    SkipProofVerification {
+        #[serde(default = "on")]
+        on: bool,
+    },
+    AcceptExpiredProofs {
+        #[serde(default = "on")]
+        on: bool,
+    },
     Reset,
     RevokePermission {
         user: String,
@@ -431,7 +464,8 @@ enum Control {
 }
 
 /// `POST /_demo/control {fault, …}`: `expire_sessions`, `delay {ms}`, `drop_after_execute {on}`, `garbage
-/// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `revoke_permission {user}`,
+/// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `skip_proof_verification {on}`,
+/// `accept_expired_proofs {on}`, `revoke_permission {user}`,
 /// `block_account {user}`, `change_session_car {session}`, `reset`.
 async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
     let done = serde_json::from_value::<Control>(body).is_ok_and(|c| apply(&demo, c));
@@ -452,6 +486,8 @@ fn apply(demo: &Demo, control: Control) -> bool {
         Control::Garbage { on } => faults.garbage = on,
         Control::UnsafeSummary { on } => faults.unsafe_summary = on,
         Control::ClockSkew { secs } => faults.clock_skew_secs = secs,
+        Control::SkipProofVerification { on } => faults.skip_proof_verification = on,
+        Control::AcceptExpiredProofs { on } => faults.accept_expired_proofs = on,
         Control::Reset => *faults = Faults::default(),
         Control::RevokePermission { user } => {
             return with_user(demo, &user, |u| u.can_reassign = false);

@@ -123,6 +123,11 @@ impl Env {
     /// A proof for `p` as the platform would sign it.
     fn proof(&self, ctx: &ProviderContext, p: &PreparedAction, jti: &str) -> Proof {
         let iat = time::OffsetDateTime::now_utc().unix_timestamp();
+        self.proof_at(ctx, p, jti, iat)
+    }
+
+    /// A proof for `p` issued at `iat`.
+    fn proof_at(&self, ctx: &ProviderContext, p: &PreparedAction, jti: &str, iat: i64) -> Proof {
         let claims = ProofClaims {
             iss: ISS.into(),
             aud: self.url.clone(),
@@ -721,4 +726,35 @@ async fn dropped_connection_after_execute_is_interrupted() {
     control(&env, json!({"fault": "reset"})).await;
     assert_eq!(env.stats()["executions"], 1);
     assert_eq!(env.status(&ctx, &p).await, RemoteStatus::Completed);
+}
+
+/// Issue 16: the switches that make the demo a broken provider, for the certification
+/// run to catch: one executes without any proof, one accepts an expired proof. Off, the
+/// same requests are refused and nothing is executed.
+#[tokio::test]
+async fn broken_provider_switches_skip_verification_or_accept_expired_proofs() {
+    let env = env(false).await;
+    let ctx = env.ctx("u_alice", CASE);
+    let p = env.prepare(&ctx, "ses_a1", "car_a2").await;
+    assert_eq!(env.execute(&ctx, &p, None).await, ActionAnswer::ToolError);
+    control(&env, json!({"fault": "skip_proof_verification"})).await;
+    assert_eq!(
+        status_of(&env.execute(&ctx, &p, None).await),
+        Some(RemoteStatus::Completed)
+    );
+    control(&env, json!({"fault": "reset"})).await;
+    let ctx2 = env.ctx("u_alice", CASE2);
+    let p2 = env.prepare(&ctx2, "ses_a2", "car_a3").await;
+    let iat = time::OffsetDateTime::now_utc().unix_timestamp() - 600;
+    let expired = env.proof_at(&ctx2, &p2, "jti-expired-1", iat);
+    assert_eq!(
+        env.execute(&ctx2, &p2, Some(&expired)).await,
+        ActionAnswer::ToolError
+    );
+    control(&env, json!({"fault": "accept_expired_proofs"})).await;
+    let expired = env.proof_at(&ctx2, &p2, "jti-expired-2", iat);
+    assert_eq!(
+        status_of(&env.execute(&ctx2, &p2, Some(&expired)).await),
+        Some(RemoteStatus::Completed)
+    );
 }
