@@ -7,6 +7,7 @@ use countersign_aws::AwsSettings;
 use countersign_aws::settings::{Env, EnvError, FromEnv};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::UrlPolicy;
+use countersign_provider_client::{HttpProvider, Settings as ProviderSettings};
 use std::sync::Arc;
 
 /// The default `iss` of proofs when `COUNTERSIGN_ISSUER` is unset.
@@ -51,26 +52,38 @@ impl FromEnv for Config {
     }
 }
 
+/// One certification call's limit (the whole run has its own, `certify::RUN_LIMIT`).
+const CERTIFICATION_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The admin API's state over `config`.
-pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> AdminState {
+pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<AdminState> {
     let settings = &config.aws;
     let store = settings.store(sdk);
-    AdminState {
+    let url_policy = UrlPolicy {
+        allow_loopback_http: config.allow_loopback_provider,
+    };
+    // A run checks the provider as it is now: no cached tools/list.
+    let provider = HttpProvider::new(ProviderSettings {
+        timeout: CERTIFICATION_CALL_TIMEOUT,
+        tools_ttl: std::time::Duration::ZERO,
+        url_policy,
+        ..ProviderSettings::default()
+    })?;
+    Ok(AdminState {
         tenants: Arc::new(store.clone()),
         conversations: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),
         issuer: config.issuer.clone(),
-        url_policy: UrlPolicy {
-            allow_loopback_http: config.allow_loopback_provider,
-        },
+        url_policy,
         resolver: Arc::new(SystemResolver),
+        provider: Arc::new(provider),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
-    }
+    })
 }
 
 /// The admin API's state, configured from the environment.
 pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AdminState> {
-    Ok(state(sdk, &Config::from_env()?))
+    state(sdk, &Config::from_env()?)
 }

@@ -48,6 +48,21 @@ pub struct Faults {
     pub skip_proof_verification: bool,
     /// A broken provider: verify proofs as of their own `iat`, so an expired proof passes.
     pub accept_expired_proofs: bool,
+    /// A broken provider: execute on an unsigned proof (`alg: none`).
+    pub accept_unsigned_proofs: bool,
+}
+
+/// Whether a proof's header says `alg: none` (for the `accept_unsigned_proofs` fault only).
+fn unsigned(token: &str) -> bool {
+    use base64::Engine as _;
+    let Some(header) = token.split('.').next() else {
+        return false;
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|h| h["alg"] == "none")
 }
 
 /// The `iat` a proof claims, unverified (for the `accept_expired_proofs` fault only).
@@ -155,6 +170,9 @@ impl Demo {
             summary_hash: &binding.summary_hash,
         };
         let now = OffsetDateTime::now_utc();
+        if faults.accept_unsigned_proofs && unsigned(&token) {
+            return lock(&self.store).execute(who, action_id, OffsetDateTime::now_utc());
+        }
         let at = match claimed_iat(&token) {
             Some(iat) if faults.accept_expired_proofs => iat,
             _ => now.unix_timestamp() + faults.clock_skew_secs,
@@ -451,6 +469,10 @@ enum Control {
         #[serde(default = "on")]
         on: bool,
     },
+    AcceptUnsignedProofs {
+        #[serde(default = "on")]
+        on: bool,
+    },
     Reset,
     RevokePermission {
         user: String,
@@ -465,7 +487,7 @@ enum Control {
 
 /// `POST /_demo/control {fault, …}`: `expire_sessions`, `delay {ms}`, `drop_after_execute {on}`, `garbage
 /// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `skip_proof_verification {on}`,
-/// `accept_expired_proofs {on}`, `revoke_permission {user}`,
+/// `accept_expired_proofs {on}`, `accept_unsigned_proofs {on}`, `revoke_permission {user}`,
 /// `block_account {user}`, `change_session_car {session}`, `reset`.
 async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
     let done = serde_json::from_value::<Control>(body).is_ok_and(|c| apply(&demo, c));
@@ -488,6 +510,7 @@ fn apply(demo: &Demo, control: Control) -> bool {
         Control::ClockSkew { secs } => faults.clock_skew_secs = secs,
         Control::SkipProofVerification { on } => faults.skip_proof_verification = on,
         Control::AcceptExpiredProofs { on } => faults.accept_expired_proofs = on,
+        Control::AcceptUnsignedProofs { on } => faults.accept_unsigned_proofs = on,
         Control::Reset => *faults = Faults::default(),
         Control::RevokePermission { user } => {
             return with_user(demo, &user, |u| u.can_reassign = false);

@@ -16,6 +16,28 @@ pub const CONSULTATIONS: [&str; 7] = [
     "get_error_diagnosis",
 ];
 
+/// What the demo's administrator gives the certification run (H-2, H-3): Alice as the
+/// test user, a sample for each consultation, and a move of one of her sessions to
+/// prepare (never executed by the run).
+pub fn certification_request() -> Value {
+    json!({
+        "testUser": "u_alice",
+        "consultations": {
+            "get_user_uploads": {},
+            "get_upload_file_details": {"uploadId": "up_a1"},
+            "get_user_sessions": {},
+            "get_session_laps": {"sessionId": "ses_a1"},
+            "get_user_cars": {},
+            "get_download_status": {},
+            "get_error_diagnosis": {"code": "E_TRUNCATED"}
+        },
+        "action": {
+            "operation": "reassign_session_car",
+            "arguments": {"sessionId": "ses_a2", "carId": "car_a3"}
+        }
+    })
+}
+
 /// Present but never to be allowlisted: it searches everyone's sessions (grants access).
 pub const MATCHING: &str = "get_matching_sessions";
 /// Present but never to be allowlisted: a direct write without confirmation.

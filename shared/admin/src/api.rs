@@ -9,9 +9,9 @@
 //! The OpenAPI document (`docs/admin-api.openapi.json`) is generated from these types
 //! ([`openapi`]).
 
-use crate::keys;
 use crate::mcp::{self, McpView};
 use crate::state::{AdminError, store_down};
+use crate::{certify, keys};
 use axum::Router;
 use axum::extract::{FromRequestParts, Path, RawPathParams, State};
 use axum::http::request::Parts;
@@ -50,6 +50,17 @@ impl From<AdminError> for ApiError {
                 AdminError::SigningUnavailable.to_string(),
             )
             .with_field("actionPolicy.enabled"),
+            AdminError::CertificationRequired => ApiError::conflict(
+                "CERTIFICATION_REQUIRED",
+                AdminError::CertificationRequired.to_string(),
+            )
+            .with_field("actionPolicy.enabled"),
+            AdminError::NotConfigured => {
+                ApiError::conflict("MCP_NOT_CONFIGURED", AdminError::NotConfigured.to_string())
+            }
+            AdminError::NoCertification => {
+                ApiError::not_found(AdminError::NoCertification.to_string())
+            }
             AdminError::Conflict => {
                 ApiError::conflict("CONFLICT", AdminError::Conflict.to_string())
             }
@@ -255,6 +266,83 @@ pub struct AuditQuery {
     pub cursor: Option<AuditId>,
 }
 
+/// `POST …/mcp/certifications` body: what the run calls your server with (H-2, H-3).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CertificationInput {
+    /// A user of your system the test calls are made for (`X-MCP-User-Id`): 1–256
+    /// visible ASCII characters.
+    #[schema(pattern = "^[!-~]{1,256}$")]
+    pub test_user: String,
+    /// Sample arguments for each allowed consultation, by tool name; each is called once.
+    #[serde(default)]
+    #[schema(value_type = Object, additional_properties)]
+    pub consultations: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
+    /// Needed when operations are configured: one of them, with arguments your server
+    /// will prepare (nothing is executed).
+    pub action: Option<TestActionInput>,
+}
+
+/// The preparation the action checks start from.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestActionInput {
+    /// One of the configured operations.
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9_.-]{1,128}$")]
+    pub operation: String,
+    /// Its arguments.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub arguments: serde_json::Map<String, Value>,
+}
+
+/// One check of a certification run.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckView {
+    /// Stable id, e.g. `consultation.get_car.call` or `proof.alg_none`.
+    pub id: String,
+    /// The requirement it holds (`H-2`, `H-3`).
+    pub requirement: String,
+    /// `passed`, `failed` or `skipped` (not run because an earlier check failed).
+    #[schema(value_type = String, pattern = "^(passed|failed|skipped)$")]
+    pub status: countersign_domain::certification::CheckStatus,
+    /// What was seen, and for a failure what to change.
+    pub reason: String,
+}
+
+/// The configuration a run checked.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertifiedView {
+    /// The configuration version read.
+    pub config_version: u64,
+    /// Its `serverUrl`.
+    pub server_url: String,
+    /// The audience its proofs carry.
+    pub audience: String,
+    /// Its operations.
+    pub operations: Vec<String>,
+}
+
+/// A certification run (H-1).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificationView {
+    /// RFC 3339.
+    pub at: String,
+    /// Every check passed.
+    pub passed: bool,
+    /// Whether it allows enabling actions on the configuration saved now (H-4).
+    pub current: bool,
+    /// The configuration it checked.
+    pub checked: CertifiedView,
+    /// The test user.
+    pub test_user: String,
+    /// Every check, in the order run.
+    pub checks: Vec<CheckView>,
+}
+
 /// Audit page size when `limit` is absent.
 pub const AUDIT_PAGE_DEFAULT: usize = 20;
 /// The largest `limit` of `GET audit`.
@@ -404,17 +492,99 @@ async fn list_audit(
     Ok(Json(AuditPage { items, next_cursor }))
 }
 
+/// Runs the provider certification on the saved configuration (H-1 … H-3) and stores it.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/certifications", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = CertificationInput,
+    responses((status = 201, body = CertificationView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+async fn post_certification(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Json(body): Json<CertificationInput, MAX_BODY_BYTES>,
+) -> Result<(StatusCode, Json<CertificationView>), ApiError> {
+    let request = certification_request(body)?;
+    let run = certify::run(&state, &tenant, &request).await?;
+    let view = certification_view(&state, &tenant, run).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// The latest certification run.
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp/certifications/latest", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = CertificationView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn latest_certification(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<Json<CertificationView>, ApiError> {
+    let run = certify::latest(&state, &tenant).await?;
+    Ok(Json(certification_view(&state, &tenant, run).await?))
+}
+
+fn certification_request(body: CertificationInput) -> Result<certify::CertifyRequest, ApiError> {
+    use countersign_domain::ids::{OperationName, UserId};
+    let test_user = UserId::parse(body.test_user)
+        .map_err(|e| ApiError::validation("testUser", e.to_string()))?;
+    let action = match body.action {
+        None => None,
+        Some(a) => Some(certify::TestAction {
+            operation: OperationName::parse(a.operation)
+                .map_err(|e| ApiError::validation("action.operation", e.to_string()))?,
+            arguments: a.arguments,
+        }),
+    };
+    Ok(certify::CertifyRequest {
+        test_user,
+        consultations: body.consultations,
+        action,
+    })
+}
+
+async fn certification_view(
+    state: &AdminState,
+    tenant: &Tenant,
+    run: countersign_domain::certification::Certification,
+) -> Result<CertificationView, ApiError> {
+    use countersign_domain::certification::CertifiedSubject;
+    let saved = mcp::current(state, tenant).await?;
+    let current = saved.is_some_and(|s| run.certifies(&CertifiedSubject::of(&s)));
+    Ok(CertificationView {
+        at: run.at.to_rfc3339(),
+        passed: run.passed(),
+        current,
+        checked: CertifiedView {
+            config_version: run.subject.config_version,
+            server_url: run.subject.server_url,
+            audience: run.subject.audience,
+            operations: run.subject.operations,
+        },
+        test_user: run.test_user,
+        checks: run
+            .checks
+            .into_iter()
+            .map(|c| CheckView {
+                id: c.id,
+                requirement: c.requirement,
+                status: c.status,
+                reason: c.reason,
+            })
+            .collect(),
+    })
+}
+
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 4] = [
+pub const PATHS: [&str; 6] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
     "/api/admin/tenants/{id}/audit",
+    "/api/admin/tenants/{id}/mcp/certifications",
+    "/api/admin/tenants/{id}/mcp/certifications/latest",
 ];
 
 /// Every route (method, path) the router serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 7] = [
+pub const ROUTES: [(&str, &str); 9] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -422,6 +592,8 @@ pub const ROUTES: [(&str, &str); 7] = [
     ("POST", PATHS[1]),
     ("DELETE", PATHS[2]),
     ("GET", PATHS[3]),
+    ("POST", PATHS[4]),
+    ("GET", PATHS[5]),
 ];
 
 /// The admin API's OpenAPI document.
@@ -429,8 +601,8 @@ pub const ROUTES: [(&str, &str); 7] = [
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -460,9 +632,11 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The admin API router.
 pub fn router(state: AdminState) -> Router {
-    let [mcp, widgets, widget, audit] = PATHS;
+    let [mcp, widgets, widget, audit, certifications, latest] = PATHS;
     Router::new()
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
+        .route(certifications, axum::routing::post(post_certification))
+        .route(latest, get(latest_certification))
         .route(
             widgets,
             get(list_widget_credentials).post(create_widget_credential),

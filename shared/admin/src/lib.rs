@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod audit;
+pub mod certify;
 pub mod keys;
 pub mod mcp;
 mod state;

@@ -4,6 +4,7 @@
 //! nothing.
 
 use crate::state::{AdminError, AdminState, secrets_down, store_down};
+use countersign_domain::certification::CertifiedSubject;
 use countersign_domain::config::{McpConfig, service_token_secret_name, validate_mcp_config};
 use countersign_domain::conversation::{Message, MessageKind, Role};
 use countersign_domain::ids::CaseId;
@@ -129,6 +130,9 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     let old_token = token_of(state, tenant, current.as_ref()).await?;
     let old_token = old_token.as_ref().map(SecretString::expose);
     let token_changed = old_token != Some(config.service_token.expose());
+    if config.action_policy.enabled {
+        certified(state, tenant, current.as_ref(), &config, token_changed).await?;
+    }
     let stored = match &current {
         Some(c) if !token_changed && same_fields(&c.config, &config) => c.clone(),
         _ => save(state, tenant, current.as_ref(), config, token_changed).await?,
@@ -138,6 +142,33 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     let keep = (stored.actions_version, stored.secret_version.as_str());
     invalidate_pending(state, tenant, Some(keep)).await?;
     view(state, Some(&stored)).await
+}
+
+/// H-4: enabling needs the latest certification run to have passed on the action
+/// settings being saved (a new service token has not been checked by any run).
+async fn certified(
+    state: &AdminState,
+    tenant: &Tenant,
+    current: Option<&StoredMcpConfig>,
+    config: &McpConfig,
+    token_changed: bool,
+) -> Result<(), AdminError> {
+    let Some(current) = current.filter(|_| !token_changed) else {
+        return Err(AdminError::CertificationRequired);
+    };
+    let saving = StoredMcpConfig {
+        config: config.clone(),
+        ..current.clone()
+    };
+    let run = state
+        .tenants
+        .latest_certification(&tenant.id)
+        .await
+        .map_err(store_down)?;
+    match run {
+        Some(run) if run.certifies(&CertifiedSubject::of(&saving)) => Ok(()),
+        _ => Err(AdminError::CertificationRequired),
+    }
 }
 
 /// Stores `config` as the next version (the token only when it changed).
@@ -223,7 +254,7 @@ async fn validate(state: &AdminState, body: &Value) -> Result<McpConfig, AdminEr
 }
 
 /// The service token of the stored configuration, if any.
-async fn token_of(
+pub(crate) async fn token_of(
     state: &AdminState,
     tenant: &Tenant,
     current: Option<&StoredMcpConfig>,

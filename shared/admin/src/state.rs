@@ -2,7 +2,7 @@
 
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, ProofSigner, Resolver, SecretStore, TenantStore,
+    Clock, ConversationStore, Ids, ProofSigner, Provider, Resolver, SecretStore, TenantStore,
 };
 use std::sync::Arc;
 
@@ -23,6 +23,8 @@ pub struct AdminState {
     pub url_policy: UrlPolicy,
     /// D-5: resolves `serverUrl` hosts on save.
     pub resolver: Arc<dyn Resolver>,
+    /// The tenants' MCP servers (the certification run, H-1).
+    pub provider: Arc<dyn Provider>,
     /// Fresh ids (widget credentials, audit records).
     pub ids: Arc<dyn Ids>,
     /// The clock.
@@ -53,6 +55,17 @@ pub enum AdminError {
     /// C-6: actions cannot be enabled without a signing key.
     #[error("actions cannot be enabled: the platform has no signing key installed")]
     SigningUnavailable,
+    /// H-4: enabling actions needs a passing certification of the action settings saved.
+    #[error(
+        "actions cannot be enabled: run the certification on these settings first; it must pass (a change of the server URL, service token, audience or operations needs a new run)"
+    )]
+    CertificationRequired,
+    /// No MCP configuration is saved (nothing to certify).
+    #[error("save the MCP configuration first: the certification checks the saved one")]
+    NotConfigured,
+    /// No certification has run yet.
+    #[error("no certification has run yet")]
+    NoCertification,
     /// Another change came first (the configuration's version moved).
     #[error("the configuration changed meanwhile; reload and try again")]
     Conflict,

@@ -41,6 +41,7 @@ async fn c9_a_new_widget_secret_is_never_cached_and_a_listing_carries_none() {
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(Public),
+        provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
         ids,
         clock,
     });
@@ -95,6 +96,7 @@ async fn admin() -> (
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(Public),
+        provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
         ids,
         clock,
     };

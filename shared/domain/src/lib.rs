@@ -19,6 +19,7 @@
 //! - fixed texts (D-6): [`texts`]
 //! - ports: [`ports`]
 
+pub mod certification;
 pub mod config;
 pub mod confirmation;
 pub mod contract;

@@ -395,6 +395,19 @@ pub trait TenantStore: Send + Sync {
         expected: Option<u64>,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
+    /// Stores a certification run as the tenant's latest (H-1), with its audit record,
+    /// in one transaction.
+    async fn put_certification(
+        &self,
+        tenant: &TenantId,
+        run: &crate::certification::Certification,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+    /// The tenant's latest certification run, if any (H-4).
+    async fn latest_certification(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<crate::certification::Certification>, StoreError>;
     /// The tenant's audit records, newest first: at most `limit`, older than `before`.
     async fn list_audit(
         &self,

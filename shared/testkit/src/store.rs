@@ -6,6 +6,7 @@
 use crate::faults::{Fault, Faults};
 use crate::system::yield_now;
 use async_trait::async_trait;
+use countersign_domain::certification::Certification;
 use countersign_domain::conversation::{Case, CaseStatus, Message};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
@@ -46,6 +47,7 @@ struct State {
     configs: HashMap<TenantId, StoredMcpConfig>,
     widget_keys: HashMap<TenantId, BTreeMap<WidgetKeyId, WidgetKey>>,
     audit: HashMap<TenantId, BTreeMap<AuditId, AuditEntry>>,
+    certifications: HashMap<TenantId, Certification>,
     conversations: HashMap<(TenantId, CaseId), Conversation>,
     used_action_ids: HashSet<(TenantId, ActionId)>,
     /// Units spent per (tenant, bucket, window start).
@@ -679,6 +681,34 @@ impl TenantStore for MemoryStore {
                 Ok(TransitionOutcome::Applied)
             },
         )
+    }
+
+    async fn put_certification(
+        &self,
+        tenant: &TenantId,
+        run: &Certification,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "put_certification",
+            || (),
+            |s| {
+                s.certifications.insert(tenant.clone(), run.clone());
+                s.audit(tenant, audit);
+                Ok(())
+            },
+        )
+    }
+
+    async fn latest_certification(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<Certification>, StoreError> {
+        yield_now().await;
+        self.read("latest_certification", |s| {
+            s.certifications.get(tenant).cloned()
+        })
     }
 
     async fn list_audit(

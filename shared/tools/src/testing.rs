@@ -179,6 +179,20 @@ impl TenantStore for Fake {
     ) -> Result<TransitionOutcome, StoreError> {
         Err(unavailable())
     }
+    async fn put_certification(
+        &self,
+        _: &TenantId,
+        _: &countersign_domain::certification::Certification,
+        _: &countersign_domain::ports::AuditEntry,
+    ) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
+    async fn latest_certification(
+        &self,
+        _: &TenantId,
+    ) -> Result<Option<countersign_domain::certification::Certification>, StoreError> {
+        Err(unavailable())
+    }
     async fn list_audit(
         &self,
         _: &TenantId,

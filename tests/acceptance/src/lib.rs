@@ -214,6 +214,18 @@ impl Stack {
                 allow_loopback_http: true,
             },
             resolver: Arc::new(countersign_admin::resolve::SystemResolver),
+            provider: Arc::new(
+                countersign_provider_client::HttpProvider::new(
+                    countersign_provider_client::Settings {
+                        tools_ttl: Duration::ZERO,
+                        url_policy: UrlPolicy {
+                            allow_loopback_http: true,
+                        },
+                        ..countersign_provider_client::Settings::default()
+                    },
+                )
+                .unwrap(),
+            ),
             ids: Arc::new(UlidIds::default()),
             clock: Arc::new(SystemClock),
         });
@@ -280,10 +292,14 @@ impl Stack {
             tokens: std::sync::Mutex::new(Vec::new()),
             model,
         };
-        // The tenant administrator connects TrackShare and creates a widget credential.
-        let (status, body) = stack
-            .put_mcp(stack.mcp_config(&stack.service_token.clone(), true))
-            .await;
+        // The tenant administrator connects TrackShare, certifies it, enables actions
+        // (H-4), and creates a widget credential.
+        let token = stack.service_token.clone();
+        let (status, body) = stack.put_mcp(stack.mcp_config(&token, false)).await;
+        assert_eq!(status, 200, "{body}");
+        let (status, run) = stack.certify().await;
+        assert_eq!((status, &run["passed"]), (201, &json!(true)), "{run:#}");
+        let (status, body) = stack.put_mcp(stack.mcp_config(&token, true)).await;
         assert_eq!(status, 200, "{body}");
         let (status, created) = stack.admin("POST", "widget-credentials", None).await;
         assert_eq!(status, 201, "{created}");
@@ -302,6 +318,12 @@ impl Stack {
             "allowedTools": CONSULTATIONS,
             "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["reassign_session_car"]}
         })
+    }
+
+    /// `POST …/mcp/certifications` with the demo's sample arguments (H-1).
+    pub async fn certify(&self) -> (u16, Value) {
+        let body = countersign_demo_provider::tools::certification_request();
+        self.admin("POST", "mcp/certifications", Some(body)).await
     }
 
     /// `PUT /api/admin/tenants/{id}/mcp`.
@@ -517,6 +539,9 @@ impl Stack {
             "garbage" => faults.garbage = true,
             "unsafe_summary" => faults.unsafe_summary = true,
             "clock_skew" => faults.clock_skew_secs = fault["secs"].as_i64().unwrap(),
+            "skip_proof_verification" => faults.skip_proof_verification = true,
+            "accept_expired_proofs" => faults.accept_expired_proofs = true,
+            "accept_unsigned_proofs" => faults.accept_unsigned_proofs = true,
             "reset" => *faults = countersign_demo_provider::Faults::default(),
             other => {
                 drop(faults);

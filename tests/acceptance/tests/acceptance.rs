@@ -382,7 +382,7 @@ async fn t04_invalid_credentials_unknown_tenant_wrong_admin_key_wrong_widget_jwt
     assert_eq!(res.status(), 413);
     assert_eq!(s.history(&t, &case).await.len(), before);
     // An invalid service token configured: the provider refuses; no data is shown.
-    let (st, _) = s.put_mcp(s.mcp_config("svc_wrong_token", true)).await;
+    let (st, _) = s.put_mcp(s.mcp_config("svc_wrong_token", false)).await;
     assert_eq!(st, 200);
     let text = texts(&s.say(&t, &case, "my cars", None).await);
     assert!(!text.contains("Cayman"), "{text}");
@@ -985,6 +985,16 @@ async fn t17_configuration_change_invalidates_pending_proposals() {
     let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
     let mut changed = s.mcp_config(&s.service_token.clone(), true);
     changed["actionPolicy"]["operations"] = json!(["reassign_session_car", "rename_car"]);
+    // H-4: new operations with actions on are refused (the run checked other ones), and
+    // the refusal changes nothing.
+    let (st, body) = s.put_mcp(changed.clone()).await;
+    assert_eq!(
+        (st, &body["error"]["code"]),
+        (409, &json!("CERTIFICATION_REQUIRED"))
+    );
+    assert_eq!(s.admin("GET", "mcp", None).await.1["version"], 2);
+    // Turning actions off to change them invalidates the pending proposal.
+    changed["actionPolicy"]["enabled"] = json!(false);
     let (st, _) = s.put_mcp(changed).await;
     assert_eq!(st, 200);
     let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;

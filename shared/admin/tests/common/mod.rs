@@ -57,6 +57,7 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(PublicDns),
+        provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
     })

@@ -6,6 +6,7 @@ use super::items::*;
 use super::{DynamoStore, Tx, build, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use countersign_domain::certification::Certification;
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{AuditId, OperationName, TenantId, ToolName, WidgetKeyId};
@@ -22,6 +23,8 @@ const REGISTRY_PK: &str = "TENANTS";
 const ADMIN_KEY_SK: &str = "ADMINKEY";
 const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";
 const AUDIT_PREFIX: &str = "AUDIT#";
+/// The latest certification run (H-1), as one JSON document.
+const CERTIFICATION_SK: &str = "CERTIFICATION";
 /// Largest page of audit records one request may ask for.
 const MAX_AUDIT_PAGE: usize = 100;
 
@@ -262,6 +265,46 @@ impl TenantStore for DynamoStore {
             .as_ref()
             .map(mcp_from)
             .transpose()
+    }
+
+    async fn put_certification(
+        &self,
+        tenant: &TenantId,
+        run: &Certification,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut item = key(tenant_pk(tenant), CERTIFICATION_SK);
+        let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        item.insert("run".into(), s(body));
+        let put = build(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .build(),
+        )?;
+        let tx = vec![
+            TransactWriteItem::builder().put(put).build(),
+            self.put_new(audit_item(tenant, audit))?,
+        ];
+        match self.transact(tx).await? {
+            Tx::Committed => Ok(()),
+            Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
+                "audit record {} already exists",
+                audit.id
+            ))),
+        }
+    }
+
+    async fn latest_certification(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<Certification>, StoreError> {
+        let Some(item) = self.get(tenant_pk(tenant), CERTIFICATION_SK).await? else {
+            return Ok(None);
+        };
+        serde_json::from_str(get_s(&item, "run")?)
+            .map(Some)
+            .map_err(|_| corrupt("run"))
     }
 
     async fn put_widget_key(

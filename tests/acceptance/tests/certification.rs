@@ -1,0 +1,237 @@
+//! The provider certification run (H-1 … H-4) against the demo provider on loopback, with
+//! the emulator's KMS key: a healthy provider passes without anything executed; a
+//! provider that skips proof verification, accepts expired proofs or accepts `alg: none`
+//! fails with the reason; enabling actions needs a passing run of the saved settings.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use countersign_acceptance::Stack;
+use serde_json::{Value, json};
+
+const PROOF_CHECKS: [&str; 9] = [
+    "proof.none",
+    "proof.alg_none",
+    "proof.other_key",
+    "proof.expired",
+    "proof.wrong_aud",
+    "proof.wrong_action_id",
+    "proof.embedded_jwk",
+    "proof.jku",
+    "proof.replayed",
+];
+
+fn check<'a>(run: &'a Value, id: &str) -> &'a Value {
+    run["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id} in {run:#}"))
+}
+
+fn status(run: &Value, id: &str) -> String {
+    check(run, id)["status"].as_str().unwrap().to_owned()
+}
+
+/// H-1, H-2, H-3: the demo provider passes every check, and the run executes nothing
+/// (every proof it sent was refused). The result is stored with the configuration it
+/// checked and audited; it holds no secret.
+#[tokio::test]
+async fn h1_h3_the_demo_provider_passes_and_nothing_is_executed() {
+    let s = Stack::start().await;
+    let before = s.stats();
+    let (st, run) = s.certify().await;
+    assert_eq!(st, 201, "{run:#}");
+    assert_eq!(run["passed"], true, "{run:#}");
+    assert_eq!(run["current"], true);
+    assert_eq!(run["testUser"], "u_alice");
+    assert_eq!(
+        run["checked"]["operations"],
+        json!(["reassign_session_car"])
+    );
+    for id in PROOF_CHECKS
+        .iter()
+        .copied()
+        .chain([
+            "tools.list",
+            "actions.tools",
+            "actions.prepare",
+            "actions.status",
+        ])
+        .chain(
+            countersign_demo_provider::tools::CONSULTATIONS
+                .map(|t| Box::leak(format!("consultation.{t}.call").into_boxed_str()) as &str),
+        )
+    {
+        assert_eq!(status(&run, id), "passed", "{id}: {:#}", check(&run, id));
+    }
+    let after = s.stats();
+    assert_eq!(
+        after["executions"], before["executions"],
+        "nothing executed"
+    );
+    let refusals = |v: &Value| v["proofRefusals"].as_u64().unwrap();
+    assert!(refusals(&after) >= refusals(&before) + 8, "{after:#}");
+    // Stored: the latest run is this one.
+    let (st, latest) = s.admin("GET", "mcp/certifications/latest", None).await;
+    assert_eq!(st, 200);
+    assert_eq!(latest["at"], run["at"]);
+    assert_eq!(latest["checks"], run["checks"]);
+    let (_, audit) = s.admin("GET", "audit", None).await;
+    assert_eq!(audit["items"][0]["action"], "mcp.certify", "{audit:#}");
+    assert_eq!(audit["items"][0]["changes"]["passed"], true);
+    for text in [run.to_string(), audit.to_string()] {
+        assert!(!text.contains(&s.service_token), "the service token leaked");
+    }
+    s.finish();
+}
+
+/// H-3: a provider that does not verify proofs fails, with the reason, and H-4: its
+/// failed run stops actions from being enabled again.
+#[tokio::test]
+async fn h3_a_provider_that_skips_proof_verification_fails_the_run() {
+    let s = Stack::start().await;
+    s.fault(json!({"fault": "skip_proof_verification"}));
+    let (st, run) = s.certify().await;
+    assert_eq!(st, 201);
+    assert_eq!(run["passed"], false);
+    assert_eq!(run["current"], false);
+    let none = check(&run, "proof.none");
+    assert_eq!(none["status"], "failed");
+    let reason = none["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("no X-MCP-Confirmation header")
+            && reason.contains("refuse execute_action without a proof"),
+        "{reason}"
+    );
+    // H-4: the latest run failed, so enabling is refused, with the field named.
+    let (st, body) = s.put_mcp(s.mcp_config(&s.service_token, true)).await;
+    assert_eq!(st, 409, "{body}");
+    assert_eq!(body["error"]["code"], "CERTIFICATION_REQUIRED");
+    assert_eq!(body["error"]["field"], "actionPolicy.enabled");
+    s.finish();
+}
+
+/// H-3: a provider that accepts an expired proof fails on that check; the checks before
+/// it passed.
+#[tokio::test]
+async fn h3_a_provider_that_accepts_expired_proofs_fails_the_run() {
+    let s = Stack::start().await;
+    s.fault(json!({"fault": "accept_expired_proofs"}));
+    let (_, run) = s.certify().await;
+    assert_eq!(run["passed"], false);
+    for id in ["proof.none", "proof.alg_none", "proof.other_key"] {
+        assert_eq!(status(&run, id), "passed", "{id}");
+    }
+    let expired = check(&run, "proof.expired");
+    assert_eq!(expired["status"], "failed");
+    let reason = expired["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("expired") && reason.contains("check exp"),
+        "{reason}"
+    );
+    s.finish();
+}
+
+/// H-3: a provider that accepts `alg: none` fails on that check.
+#[tokio::test]
+async fn h3_a_provider_that_accepts_alg_none_fails_the_run() {
+    let s = Stack::start().await;
+    s.fault(json!({"fault": "accept_unsigned_proofs"}));
+    let (_, run) = s.certify().await;
+    assert_eq!(run["passed"], false);
+    assert_eq!(status(&run, "proof.none"), "passed");
+    let unsigned = check(&run, "proof.alg_none");
+    assert_eq!(unsigned["status"], "failed");
+    assert!(
+        unsigned["reason"].as_str().unwrap().contains("alg: none"),
+        "{unsigned}"
+    );
+    s.finish();
+}
+
+/// H-4: enabling needs a passing run of the saved action settings. A new service token
+/// voids it; the refusal changes nothing; a new run on the saved settings allows it.
+#[tokio::test]
+async fn h4_enabling_needs_a_passing_run_of_the_saved_action_settings() {
+    let s = Stack::start().await;
+    let token = s.service_token.clone();
+    let rotated = format!("{token}_rotated");
+    // The demo accepts only its own token; the run will then fail on the new one, so
+    // this test keeps the token and changes the audience instead.
+    let mut moved = s.mcp_config(&token, true);
+    moved["audience"] = json!(format!("{}/", s.demo_url));
+    let (st, body) = s.put_mcp(moved.clone()).await;
+    assert_eq!(
+        (st, &body["error"]["code"]),
+        (409, &json!("CERTIFICATION_REQUIRED"))
+    );
+    let (_, stored) = s.admin("GET", "mcp", None).await;
+    assert_eq!(stored["version"], 2, "a refused save writes nothing");
+    assert_eq!(stored["actionPolicy"]["enabled"], true);
+    // A new token with actions on: refused whatever the latest run said.
+    let (st, _) = s.put_mcp(s.mcp_config(&rotated, true)).await;
+    assert_eq!(st, 409);
+    // Off, saved, certified, on.
+    moved["actionPolicy"]["enabled"] = json!(false);
+    assert_eq!(s.put_mcp(moved.clone()).await.0, 200);
+    let (_, latest) = s.admin("GET", "mcp/certifications/latest", None).await;
+    assert_eq!(
+        latest["current"], false,
+        "the saved settings changed since the run"
+    );
+    moved["actionPolicy"]["enabled"] = json!(true);
+    assert_eq!(s.put_mcp(moved.clone()).await.0, 409);
+    let (st, run) = s.certify().await;
+    assert_eq!((st, &run["passed"]), (201, &json!(true)), "{run:#}");
+    assert_eq!(run["checked"]["audience"], format!("{}/", s.demo_url));
+    let (st, body) = s.put_mcp(moved).await;
+    assert_eq!(st, 200, "{body}");
+    s.finish();
+}
+
+/// H-1: the request names only saved tools and operations; without a configuration there
+/// is nothing to certify; a consultation without sample arguments fails its call check.
+#[tokio::test]
+async fn h1_the_request_is_validated_and_a_missing_sample_is_a_failed_check() {
+    let s = Stack::start().await;
+    let mut body = countersign_demo_provider::tools::certification_request();
+    body["consultations"]["get_matching_sessions"] = json!({"track": "Spa"});
+    let (st, err) = s.admin("POST", "mcp/certifications", Some(body)).await;
+    assert_eq!(st, 400, "{err}");
+    assert_eq!(err["error"]["field"], "consultations.get_matching_sessions");
+    let mut body = countersign_demo_provider::tools::certification_request();
+    body["action"]["operation"] = json!("rename_car");
+    let (st, err) = s.admin("POST", "mcp/certifications", Some(body)).await;
+    assert_eq!(
+        (st, &err["error"]["field"]),
+        (400, &json!("action.operation"))
+    );
+    let mut body = countersign_demo_provider::tools::certification_request();
+    body.as_object_mut().unwrap().remove("action");
+    let (st, err) = s.admin("POST", "mcp/certifications", Some(body)).await;
+    assert_eq!((st, &err["error"]["field"]), (400, &json!("action")));
+    let mut body = countersign_demo_provider::tools::certification_request();
+    body["consultations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("get_session_laps");
+    let (st, run) = s.admin("POST", "mcp/certifications", Some(body)).await;
+    assert_eq!(st, 201);
+    assert_eq!(run["passed"], false);
+    let laps = check(&run, "consultation.get_session_laps.call");
+    assert_eq!(laps["status"], "failed");
+    assert!(
+        laps["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no sample arguments")
+    );
+    // Removed: nothing to certify.
+    assert_eq!(s.admin("DELETE", "mcp", None).await.0, 204);
+    let (st, err) = s.certify().await;
+    assert_eq!(
+        (st, &err["error"]["code"]),
+        (409, &json!("MCP_NOT_CONFIGURED"))
+    );
+    s.finish();
+}
