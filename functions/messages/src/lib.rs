@@ -208,6 +208,56 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
     })
 }
 
+/// The state of the admin API's certification routes, which this function serves
+/// because the run signs test proofs (decision 0026): the same stores, signer and URL
+/// rules as the chat, and a provider client that caches no `tools/list`.
+pub fn certification_state(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+) -> anyhow::Result<countersign_admin::api::AdminState> {
+    let settings = &config.aws;
+    let store = settings.store(sdk);
+    let url_policy = UrlPolicy {
+        allow_loopback_http: config.allow_loopback_provider,
+    };
+    let provider =
+        countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
+            timeout: CERTIFICATION_CALL_TIMEOUT.min(config.provider_timeout),
+            tools_ttl: Duration::ZERO,
+            url_policy,
+            ..countersign_provider_client::Settings::default()
+        })?;
+    Ok(countersign_admin::api::AdminState {
+        tenants: Arc::new(store.clone()),
+        conversations: Arc::new(store),
+        secrets: Arc::new(settings.secrets(sdk)),
+        signer: Arc::new(settings.signer(sdk)),
+        issuer: config.issuer.clone(),
+        url_policy,
+        resolver: Arc::new(countersign_admin::resolve::SystemResolver),
+        provider: Arc::new(provider),
+        ids: Arc::new(UlidIds::default()),
+        clock: Arc::new(SystemClock),
+    })
+}
+
+/// One certification call's limit (the whole run has its own, `certify::RUN_LIMIT`).
+const CERTIFICATION_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The function's whole router: the widget API, its files, and the admin API's
+/// certification routes.
+pub fn app(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<axum::Router> {
+    let chat = countersign_chat::api::router(state(sdk, config)?);
+    let certification =
+        countersign_admin::api::certification_router(certification_state(sdk, config)?);
+    Ok(chat.merge(certification))
+}
+
+/// The function's router, configured from the environment.
+pub fn app_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<axum::Router> {
+    app(sdk, &Config::from_env()?)
+}
+
 /// The messages API's state, configured from the environment.
 pub fn state_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<AppState> {
     state(sdk, &Config::from_env()?)

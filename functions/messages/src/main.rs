@@ -1,5 +1,6 @@
 //! The messages function: reads its configuration once, builds clients once, then serves
-//! the widget API (`countersign_chat::api`) through Lambda (when `AWS_LAMBDA_RUNTIME_API`
+//! the widget API (`countersign_chat::api`) and the admin API's certification routes
+//! (decision 0026) through Lambda (when `AWS_LAMBDA_RUNTIME_API`
 //! is set) or on a local port (`COUNTERSIGN_MESSAGES_ADDR`). Configuration:
 //! [`countersign_messages::Config`] (README "Configure").
 
@@ -10,6 +11,6 @@ async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_messages::Config::from_env()?;
     let sdk = aws_config::load_from_env().await;
-    let app = countersign_chat::api::router(countersign_messages::state(&sdk, &config)?);
+    let app = countersign_messages::app(&sdk, &config)?;
     Ok(countersign_http::serve::run(app, &config.addr, "messages API").await?)
 }

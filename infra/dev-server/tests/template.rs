@@ -106,6 +106,7 @@ fn every_route_is_in_the_template_and_the_other_way_round() {
         if binary == "countersign-messages" {
             in_code.extend(code_routes(&countersign_chat::api::ASSET_ROUTES));
             in_code.extend(code_routes(&countersign_chat::api::PREFLIGHT_ROUTES));
+            in_code.extend(code_routes(&countersign_admin::api::CERTIFICATION_ROUTES));
         }
         assert_eq!(in_template, in_code, "{binary}");
         all_template.extend(in_template);
@@ -191,7 +192,7 @@ async fn each_router_serves_exactly_its_declared_routes() {
     let routers = [
         (
             "countersign-messages",
-            countersign_chat::api::router(countersign_messages::state_from_env(&sdk).unwrap()),
+            countersign_messages::app_from_env(&sdk).unwrap(),
         ),
         (
             "countersign-admin",

@@ -583,8 +583,9 @@ pub const PATHS: [&str; 6] = [
     "/api/admin/tenants/{id}/mcp/certifications/latest",
 ];
 
-/// Every route (method, path) the router serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 9] = [
+/// Every route (method, path) [`router`] serves (the admin function): the SAM template
+/// is checked against it.
+pub const ROUTES: [(&str, &str); 7] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -592,9 +593,12 @@ pub const ROUTES: [(&str, &str); 9] = [
     ("POST", PATHS[1]),
     ("DELETE", PATHS[2]),
     ("GET", PATHS[3]),
-    ("POST", PATHS[4]),
-    ("GET", PATHS[5]),
 ];
+
+/// The routes of [`certification_router`]: the certification run signs test proofs with
+/// the platform's key, which only the messages function may use (issue 13), so these
+/// two routes of the admin API are served by the messages function (decision 0026).
+pub const CERTIFICATION_ROUTES: [(&str, &str); 2] = [("POST", PATHS[4]), ("GET", PATHS[5])];
 
 /// The admin API's OpenAPI document.
 #[derive(OpenApi)]
@@ -630,13 +634,20 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     AdminApi::openapi()
 }
 
-/// The admin API router.
-pub fn router(state: AdminState) -> Router {
-    let [mcp, widgets, widget, audit, certifications, latest] = PATHS;
+/// The certification routes of the admin API ([`CERTIFICATION_ROUTES`]).
+pub fn certification_router(state: AdminState) -> Router {
+    let [.., certifications, latest] = PATHS;
     Router::new()
-        .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
+        .with_state(state)
+}
+
+/// The admin API router (the admin function): everything but [`certification_router`].
+pub fn router(state: AdminState) -> Router {
+    let [mcp, widgets, widget, audit, ..] = PATHS;
+    Router::new()
+        .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(
             widgets,
             get(list_widget_credentials).post(create_widget_credential),

@@ -43,12 +43,25 @@ async fn c2_c3_c5_c11_put_get_and_refusals() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(body["configured"], false);
 
+    // H-4: actions cannot be enabled before a certification run of these settings; the
+    // refusal saves nothing.
     let (s, body) = send(
         app(),
         "PUT",
         &path,
         Some(key),
         Some(config("https://mcp.trackshare.example.com/mcp", true)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "CERTIFICATION_REQUIRED");
+    assert_eq!(body["error"]["field"], "actionPolicy.enabled");
+    let (s, body) = send(
+        app(),
+        "PUT",
+        &path,
+        Some(key),
+        Some(config("https://mcp.trackshare.example.com/mcp", false)),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{body}");
@@ -78,7 +91,7 @@ async fn c2_c3_c5_c11_put_get_and_refusals() {
         got["allowedTools"],
         json!(["get_user_uploads", "get_user_sessions"])
     );
-    assert_eq!(got["actionPolicy"]["enabled"], true);
+    assert_eq!(got["actionPolicy"]["enabled"], false);
     assert!(!got.to_string().contains("svc_secret_token_1"));
 
     // C-2, C-11: missing or wrong key → 401; another tenant's key → 404, no data.
@@ -225,7 +238,7 @@ async fn c11_failed_secret_write_leaves_the_configuration_unchanged() {
         "PUT",
         &path,
         Some(key),
-        Some(config("https://a.example.com/mcp", true)),
+        Some(config("https://a.example.com/mcp", false)),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
@@ -234,7 +247,7 @@ async fn c11_failed_secret_write_leaves_the_configuration_unchanged() {
         "PUT",
         &path,
         Some(key),
-        Some(config("https://b.example.com/mcp", true)),
+        Some(config("https://b.example.com/mcp", false)),
     )
     .await;
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
@@ -268,7 +281,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         "PUT",
         &path,
         Some(key),
-        Some(config("https://a.example.com/mcp", true)),
+        Some(config("https://a.example.com/mcp", false)),
     )
     .await;
 
@@ -324,7 +337,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
     let same_integration = json!({
         "serverUrl": "https://a.example.com/mcp", "serviceToken": "svc_secret_token_1",
         "allowedTools": ["get_user_uploads"],
-        "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
+        "actionPolicy": {"contractVersion": 1, "enabled": false, "operations": ["reassign_session_car"]}
     })
     .to_string();
     send(
@@ -351,7 +364,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         "PUT",
         &path,
         Some(key),
-        Some(config("https://b.example.com/mcp", true)),
+        Some(config("https://b.example.com/mcp", false)),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
@@ -463,7 +476,7 @@ async fn audit_records_every_change_without_secrets() {
         "PUT",
         &format!("{base}/mcp"),
         Some(key),
-        Some(config("https://mcp.trackshare.example.com/mcp", true)),
+        Some(config("https://mcp.trackshare.example.com/mcp", false)),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
@@ -481,7 +494,7 @@ async fn audit_records_every_change_without_secrets() {
         "serverUrl": "https://mcp2.trackshare.example.com/mcp",
         "serviceToken": "svc_secret_token_2",
         "allowedTools": ["get_user_uploads", "get_user_sessions"],
-        "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
+        "actionPolicy": {"contractVersion": 1, "enabled": false, "operations": ["reassign_session_car"]}
     });
     let (s, _) = send(
         app(),

@@ -179,7 +179,7 @@ async fn c8_only_action_relevant_saves_invalidate_and_an_unchanged_save_writes_n
             "serverUrl": url,
             "serviceToken": token,
             "allowedTools": tools,
-            "actionPolicy": {"contractVersion": 1, "enabled": true,
+            "actionPolicy": {"contractVersion": 1, "enabled": false,
                              "operations": ["reassign_session_car"]},
         })
     };

@@ -184,12 +184,26 @@ async fn real_answers_match_the_documented_schemas() {
     let widgets = "/api/admin/tenants/{id}/widget-credentials";
     let widget = "/api/admin/tenants/{id}/widget-credentials/{keyId}";
     let audit = "/api/admin/tenants/{id}/audit";
-    let valid = config("https://mcp.trackshare.example.com/mcp", true);
+    let valid = config("https://mcp.trackshare.example.com/mcp", false);
+    let certifications = "/api/admin/tenants/{id}/mcp/certifications";
+    let latest = "/api/admin/tenants/{id}/mcp/certifications/latest";
+    let run =
+        json!({"testUser": "u_test", "action": {"operation": "reassign_session_car"}}).to_string();
     /// Method, documented path, body, query string, another tenant's key.
     type Step<'a> = (&'a str, &'a str, Option<String>, &'a str, Option<&'a str>);
     let steps: Vec<Step<'_>> = vec![
         ("get", mcp, None, "", None),
         ("put", mcp, Some(valid.clone()), "", None),
+        ("get", latest, None, "", None),
+        ("post", certifications, Some(run.clone()), "", None),
+        (
+            "post",
+            certifications,
+            Some(json!({"testUser": "two words"}).to_string()),
+            "",
+            None,
+        ),
+        ("get", latest, None, "", None),
         ("get", mcp, None, "", None),
         ("put", mcp, Some("{not json".into()), "", None),
         (
@@ -245,7 +259,7 @@ async fn real_answers_match_the_documented_schemas() {
                 &format!("{method} {path} request"),
             );
         }
-        if method == "post" {
+        if method == "post" && path == widgets {
             key_id = answer["keyId"].as_str().unwrap().to_owned();
         }
         seen.insert(format!("{method} {path} {code}"));
@@ -264,6 +278,10 @@ async fn real_answers_match_the_documented_schemas() {
         "get /api/admin/tenants/{id}/audit 200",
         "get /api/admin/tenants/{id}/audit 400",
         "delete /api/admin/tenants/{id}/mcp 204",
+        "post /api/admin/tenants/{id}/mcp/certifications 201",
+        "post /api/admin/tenants/{id}/mcp/certifications 400",
+        "get /api/admin/tenants/{id}/mcp/certifications/latest 200",
+        "get /api/admin/tenants/{id}/mcp/certifications/latest 404",
     ] {
         assert!(
             seen.contains(expected),

@@ -204,7 +204,7 @@ impl Stack {
             .unwrap();
 
         // The admin API on loopback.
-        let admin = admin_router(AdminState {
+        let admin_state = AdminState {
             tenants: Arc::new(store.clone()),
             conversations: Arc::new(store.clone()),
             secrets: secrets.clone(),
@@ -228,7 +228,11 @@ impl Stack {
             ),
             ids: Arc::new(UlidIds::default()),
             clock: Arc::new(SystemClock),
-        });
+        };
+        // The messages function serves the certification routes (decision 0026); here
+        // they sit beside the rest of the admin API.
+        let admin = admin_router(admin_state.clone())
+            .merge(countersign_admin::api::certification_router(admin_state));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let admin_url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, admin).await });

@@ -49,7 +49,7 @@ pub(crate) async fn env(signing_key: bool) -> Env {
 }
 
 pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
-    router(AdminState {
+    let state = AdminState {
         tenants: Arc::new(env.store.clone()),
         conversations: Arc::new(env.store.clone()),
         secrets,
@@ -60,7 +60,9 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
         provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
-    })
+    };
+    // The whole admin API, as the two functions serve it between them (decision 0026).
+    router(state.clone()).merge(countersign_admin::api::certification_router(state))
 }
 
 /// DNS for the tests (no network): `*.internal-rebind.example.com` resolves to a
