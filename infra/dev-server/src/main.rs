@@ -191,22 +191,39 @@ async fn routers(
 async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result<site::Credential> {
     let http = reqwest::Client::new();
     let admin = format!("{}/api/admin/tenants/{}", demo.base, demo.tenant);
-    let res = http
-        .put(format!("{admin}/mcp"))
-        .bearer_auth(&demo.admin_key)
-        .json(&json!({
+    // As an administrator would (H-4): save with actions off, run the certification on
+    // the saved settings, then turn actions on.
+    let config = |enabled: bool| {
+        json!({
             "serverUrl": demo.demo_url,
             "serviceToken": service_token,
             "allowedTools": countersign_demo_provider::tools::CONSULTATIONS,
-            "actionPolicy": {"contractVersion": 1, "enabled": true, "operations": ["reassign_session_car"]}
-        }))
-        .send()
-        .await?;
-    anyhow::ensure!(
-        res.status().is_success(),
-        "configuring the demo tenant: {}",
-        res.text().await?
-    );
+            "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["reassign_session_car"]}
+        })
+    };
+    for (step, request) in [
+        (
+            "saving the demo tenant's MCP settings",
+            http.put(format!("{admin}/mcp")).json(&config(false)),
+        ),
+        (
+            "certifying the demo provider",
+            http.post(format!("{admin}/mcp/certifications"))
+                .json(&countersign_demo_provider::tools::certification_request()),
+        ),
+        (
+            "enabling the demo tenant's actions",
+            http.put(format!("{admin}/mcp")).json(&config(true)),
+        ),
+    ] {
+        let res = request.bearer_auth(&demo.admin_key).send().await?;
+        let status = res.status();
+        let body: Value = res.json().await.unwrap_or_default();
+        anyhow::ensure!(
+            status.is_success() && body["passed"] != false,
+            "{step}: HTTP {status} {body}"
+        );
+    }
     // The widget credential of the demo site's origin (decision 0025).
     let credential: Value = http
         .post(format!("{admin}/widget-credentials"))
