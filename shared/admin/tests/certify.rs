@@ -363,7 +363,7 @@ async fn h4_enabling_follows_the_latest_run_of_the_saved_settings() {
     let view = mcp::put(&e.state, &e.tenant, &config("tok-1", true))
         .await
         .unwrap();
-    assert_eq!(view.action_policy.unwrap().enabled, true);
+    assert!(view.action_policy.unwrap().enabled);
     let refused = mcp::put(&e.state, &e.tenant, &config("tok-2", true)).await;
     assert!(matches!(refused, Err(AdminError::CertificationRequired)));
 
