@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The widget's tests (W-7), part of the test command:
+# The widget's and the admin panel's tests (W-7; U-1 … U-3), part of the test command:
 # 1. widget/dist is exactly what widget/src builds (esbuild, pinned in package-lock.json);
 # 2. unit tests of the SDK's state logic and API client (Node's own test runner);
 # 3. browser tests: Debian's headless `chromium` (installed with apt-get when missing),
@@ -41,3 +41,9 @@ grep -q "Countersign is running" "$log" || { echo "the dev server did not start"
 (cd widget && DEMO_URL="http://127.0.0.1:$site_port/" ARTIFACTS="$artifacts" node --test --test-concurrency=1 test/browser.mjs)
 test -s "$artifacts/proposal-and-result.png"
 echo "widget: browser tests passed; screenshot $artifacts/proposal-and-result.png"
+# The /admin panel (U-1 … U-3, H-1, H-4), after the widget's: it changes the demo
+# tenant's settings.
+admin_key=$(sed -n 's/^ADMIN_KEY=//p' "$log")
+(cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" \
+  node --test --test-concurrency=1 test/panel.mjs)
+echo "panel: browser tests passed"

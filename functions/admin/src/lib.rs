@@ -71,7 +71,8 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Adm
     })?;
     Ok(AdminState {
         tenants: Arc::new(store.clone()),
-        conversations: Arc::new(store),
+        conversations: Arc::new(store.clone()),
+        sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),
         issuer: config.issuer.clone(),

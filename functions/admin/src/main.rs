@@ -9,6 +9,6 @@ async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_admin_fn::Config::from_env()?;
     let sdk = aws_config::load_from_env().await;
-    let app = countersign_admin::api::router(countersign_admin_fn::state(&sdk, &config)?);
+    let app = countersign_admin::app(countersign_admin_fn::state(&sdk, &config)?);
     Ok(countersign_http::serve::run(app, &config.addr, "admin API").await?)
 }

@@ -229,7 +229,8 @@ pub fn certification_state(
         })?;
     Ok(countersign_admin::api::AdminState {
         tenants: Arc::new(store.clone()),
-        conversations: Arc::new(store),
+        conversations: Arc::new(store.clone()),
+        sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),
         issuer: config.issuer.clone(),
@@ -248,8 +249,7 @@ const CERTIFICATION_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// certification routes.
 pub fn app(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<axum::Router> {
     let chat = countersign_chat::api::router(state(sdk, config)?);
-    let certification =
-        countersign_admin::api::certification_router(certification_state(sdk, config)?);
+    let certification = countersign_admin::certification_app(certification_state(sdk, config)?);
     Ok(chat.merge(certification))
 }
 

@@ -182,7 +182,7 @@ async fn routers(
     let gateway = countersign_gateway::router(countersign_gateway::wiring::from_env(sdk).await?);
     let config = messages_config(sdk, settings).await?;
     let messages = countersign_messages::app(sdk, &config)?;
-    let admin = countersign_admin::api::router(countersign_admin_fn::state_from_env(sdk)?);
+    let admin = countersign_admin::app(countersign_admin_fn::state_from_env(sdk)?);
     Ok(messages.merge(admin).merge(gateway))
 }
 

@@ -107,6 +107,10 @@ fn every_route_is_in_the_template_and_the_other_way_round() {
             in_code.extend(code_routes(&countersign_chat::api::ASSET_ROUTES));
             in_code.extend(code_routes(&countersign_chat::api::PREFLIGHT_ROUTES));
             in_code.extend(code_routes(&countersign_admin::api::CERTIFICATION_ROUTES));
+            in_code.extend(code_routes(&countersign_admin::panel::CERTIFICATION_ROUTES));
+        }
+        if binary == "countersign-admin" {
+            in_code.extend(code_routes(&countersign_admin::panel::ROUTES));
         }
         assert_eq!(in_template, in_code, "{binary}");
         all_template.extend(in_template);
@@ -196,7 +200,7 @@ async fn each_router_serves_exactly_its_declared_routes() {
         ),
         (
             "countersign-admin",
-            countersign_admin::api::router(countersign_admin_fn::state_from_env(&sdk).unwrap()),
+            countersign_admin::app(countersign_admin_fn::state_from_env(&sdk).unwrap()),
         ),
         ("countersign-gateway", countersign_gateway::router(gateway)),
     ];

@@ -7,9 +7,21 @@ pub mod audit;
 pub mod certify;
 pub mod keys;
 pub mod mcp;
+pub mod panel;
 mod state;
 pub mod tenants;
 pub mod widgets;
 
 pub use countersign_provider_client::resolve;
 pub use state::{AdminError, AdminState};
+
+/// Everything the admin function serves: the admin API and the `/admin` panel.
+pub fn app(state: AdminState) -> axum::Router {
+    api::router(state.clone()).merge(panel::router(state))
+}
+
+/// What the messages function serves for the admin side: the certification run, from
+/// the API and from the panel (decision 0026).
+pub fn certification_app(state: AdminState) -> axum::Router {
+    api::certification_router(state.clone()).merge(panel::certification_router(state))
+}

@@ -2,7 +2,8 @@
 
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, ProofSigner, Provider, Resolver, SecretStore, TenantStore,
+    Clock, ConversationStore, Ids, ProofSigner, Provider, Resolver, SecretStore, SessionStore,
+    TenantStore,
 };
 use std::sync::Arc;
 
@@ -23,6 +24,8 @@ pub struct AdminState {
     pub url_policy: UrlPolicy,
     /// D-5: resolves `serverUrl` hosts on save.
     pub resolver: Arc<dyn Resolver>,
+    /// Panel sessions (U-1).
+    pub sessions: Arc<dyn SessionStore>,
     /// The tenants' MCP servers (the certification run, H-1).
     pub provider: Arc<dyn Provider>,
     /// Fresh ids (widget credentials, audit records).

@@ -94,6 +94,7 @@ async fn env() -> Env {
     let state = AdminState {
         tenants: store.clone(),
         conversations: store.clone(),
+        sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
         issuer: "https://support.example.com/mcp-actions".into(),

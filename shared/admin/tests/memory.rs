@@ -35,7 +35,8 @@ async fn c9_a_new_widget_secret_is_never_cached_and_a_listing_carries_none() {
         .unwrap();
     let app = router(AdminState {
         tenants: store.clone(),
-        conversations: store,
+        conversations: store.clone(),
+        sessions: store,
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
         issuer: "https://support.example.com/mcp-actions".into(),
@@ -91,6 +92,7 @@ async fn admin() -> (
     let state = AdminState {
         tenants: store.clone(),
         conversations: store.clone(),
+        sessions: store.clone(),
         secrets: secrets.clone(),
         signer: Arc::new(FakeSigner::default()),
         issuer: "https://support.example.com/mcp-actions".into(),

@@ -12,8 +12,8 @@ use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
 use countersign_domain::ports::{
     Admission, AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
-    CreateProposalOutcome, NewMessage, RateLimiter, StoreError, StoredMcpConfig, Tenant,
-    TenantStore, TransitionOutcome, WidgetKey,
+    CreateProposalOutcome, NewMessage, PanelSession, RateLimiter, SessionStore, StoreError,
+    StoredMcpConfig, Tenant, TenantStore, TransitionOutcome, WidgetKey,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
@@ -48,6 +48,7 @@ struct State {
     widget_keys: HashMap<TenantId, BTreeMap<WidgetKeyId, WidgetKey>>,
     audit: HashMap<TenantId, BTreeMap<AuditId, AuditEntry>>,
     certifications: HashMap<TenantId, Certification>,
+    sessions: HashMap<Sha256Hex, PanelSession>,
     conversations: HashMap<(TenantId, CaseId), Conversation>,
     used_action_ids: HashSet<(TenantId, ActionId)>,
     /// Units spent per (tenant, bucket, window start).
@@ -739,5 +740,41 @@ impl TenantStore for MemoryStore {
             };
             AuditPage { items, next }
         })
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemoryStore {
+    async fn put_session(
+        &self,
+        id_hash: &Sha256Hex,
+        session: &PanelSession,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "put_session",
+            || (),
+            |s| {
+                s.sessions.insert(id_hash.clone(), session.clone());
+                Ok(())
+            },
+        )
+    }
+
+    async fn get_session(&self, id_hash: &Sha256Hex) -> Result<Option<PanelSession>, StoreError> {
+        yield_now().await;
+        self.read("get_session", |s| s.sessions.get(id_hash).cloned())
+    }
+
+    async fn delete_session(&self, id_hash: &Sha256Hex) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "delete_session",
+            || (),
+            |s| {
+                s.sessions.remove(id_hash);
+                Ok(())
+            },
+        )
     }
 }

@@ -52,6 +52,7 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
     let state = AdminState {
         tenants: Arc::new(env.store.clone()),
         conversations: Arc::new(env.store.clone()),
+        sessions: Arc::new(env.store.clone()),
         secrets,
         signer: env.signer.clone(),
         issuer: "https://support.example.com/mcp-actions".into(),

@@ -3,7 +3,7 @@
 //! Manager).
 
 use super::items::*;
-use super::{DynamoStore, Tx, build, values};
+use super::{DynamoStore, Tx, build, unavailable, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::certification::Certification;
@@ -11,8 +11,8 @@ use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{AuditId, OperationName, TenantId, ToolName, WidgetKeyId};
 use countersign_domain::ports::{
-    AuditEntry, AuditPage, StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
-    WidgetKey,
+    AuditEntry, AuditPage, PanelSession, SessionStore, StoreError, StoredMcpConfig, Tenant,
+    TenantStore, TransitionOutcome, WidgetKey,
 };
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
@@ -25,6 +25,9 @@ const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";
 const AUDIT_PREFIX: &str = "AUDIT#";
 /// The latest certification run (H-1), as one JSON document.
 const CERTIFICATION_SK: &str = "CERTIFICATION";
+/// A panel session (U-1): its own partition, keyed by the hash of its id.
+const SESSION_PREFIX: &str = "PANELSESSION#";
+const SESSION_SK: &str = "SESSION";
 /// Largest page of audit records one request may ask for.
 const MAX_AUDIT_PAGE: usize = 100;
 
@@ -508,4 +511,55 @@ fn widget_key(
             .map_err(|_| corrupt("created_at"))?,
         allowed_origins,
     })
+}
+
+/// Panel sessions: one item each, removed by the table's TTL a day after they end (they
+/// are refused from their `expires_at` on).
+#[async_trait]
+impl SessionStore for DynamoStore {
+    async fn put_session(
+        &self,
+        id_hash: &Sha256Hex,
+        session: &PanelSession,
+    ) -> Result<(), StoreError> {
+        let mut item = key(format!("{SESSION_PREFIX}{id_hash}"), SESSION_SK);
+        item.insert("tenant_id".into(), s(session.tenant.as_str()));
+        item.insert("key_hash".into(), s(session.key_hash.as_str()));
+        item.insert("expires_at".into(), s(session.expires_at.to_rfc3339()));
+        item.insert(TTL.into(), n(session.expires_at.unix_seconds() + 86_400));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn get_session(&self, id_hash: &Sha256Hex) -> Result<Option<PanelSession>, StoreError> {
+        let Some(i) = self
+            .get(format!("{SESSION_PREFIX}{id_hash}"), SESSION_SK)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(PanelSession {
+            tenant: TenantId::parse(get_s(&i, "tenant_id")?).map_err(|_| corrupt("tenant_id"))?,
+            key_hash: Sha256Hex::parse(get_s(&i, "key_hash")?).map_err(|_| corrupt("key_hash"))?,
+            expires_at: Timestamp::parse_utc(get_s(&i, "expires_at")?)
+                .map_err(|_| corrupt("expires_at"))?,
+        }))
+    }
+
+    async fn delete_session(&self, id_hash: &Sha256Hex) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("{SESSION_PREFIX}{id_hash}"), SESSION_SK)))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
 }

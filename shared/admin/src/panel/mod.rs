@@ -1,0 +1,763 @@
+//! The `/admin` panel (U-1 … U-3): server-rendered pages over the same use cases as the
+//! admin API (`mcp`, `widgets`, `certify`, the audit trail), never a second
+//! implementation of them. Forms post and redirect; the only script is the panel's own
+//! copy buttons. Every page is `no-store` under a strict Content-Security-Policy.
+//!
+//! The admin function serves [`router`]; the messages function serves
+//! [`certification_router`] (the run signs test proofs, decision 0026).
+
+pub mod session;
+pub mod views;
+
+use crate::certify::{self, CertifyRequest, TestAction};
+use crate::mcp;
+use crate::state::{AdminError, AdminState, store_down};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use countersign_domain::certification::{Certification, CertifiedSubject};
+use countersign_domain::ids::{AuditId, OperationName, ToolName, UserId};
+use countersign_domain::ports::{ProviderContext, StoredMcpConfig, Tenant};
+use maud::Markup;
+use serde_json::{Map, Value, json};
+use session::{Session, SignInError};
+use std::collections::HashMap;
+use views::{Errors, McpForm, McpPage, ToolChoice};
+
+/// Every route of [`router`]: the SAM template is checked against it.
+pub const ROUTES: [(&str, &str); 12] = [
+    ("GET", "/admin"),
+    ("POST", "/admin/login"),
+    ("POST", "/admin/logout"),
+    ("GET", "/admin/mcp"),
+    ("POST", "/admin/mcp"),
+    ("POST", "/admin/mcp/remove"),
+    ("GET", "/admin/widgets"),
+    ("POST", "/admin/widgets"),
+    ("POST", "/admin/widgets/{key_id}/revoke"),
+    ("POST", "/admin/widgets/{key_id}/replace"),
+    ("GET", "/admin/audit"),
+    ("GET", "/admin/static/{file}"),
+];
+
+/// The route of [`certification_router`].
+pub const CERTIFICATION_ROUTES: [(&str, &str); 1] = [("POST", "/admin/certification")];
+
+/// The panel's Content-Security-Policy: its own stylesheet and script, forms to itself.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
+    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+const CSS: &str = include_str!("panel.css");
+const JS: &str = include_str!("panel.js");
+
+/// The panel as the admin function serves it.
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route("/admin", get(home))
+        .route("/admin/login", post(login))
+        .route("/admin/logout", post(logout))
+        .route("/admin/mcp", get(mcp_page).post(mcp_save))
+        .route("/admin/mcp/remove", post(mcp_remove))
+        .route("/admin/widgets", get(widgets_page).post(widget_create))
+        .route("/admin/widgets/{key_id}/revoke", post(widget_revoke))
+        .route("/admin/widgets/{key_id}/replace", post(widget_replace))
+        .route("/admin/audit", get(audit_page))
+        .route("/admin/static/{file}", get(static_file))
+        .with_state(state)
+}
+
+/// The panel's certification form target (the messages function).
+pub fn certification_router(state: AdminState) -> Router {
+    Router::new()
+        .route("/admin/certification", post(certification))
+        .with_state(state)
+}
+
+/// A page with the panel's security headers.
+fn html(status: StatusCode, markup: Markup) -> Response {
+    let mut res = (status, markup.into_string()).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    secure_headers(h);
+    res
+}
+
+fn secure_headers(h: &mut HeaderMap) {
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+}
+
+/// 503: a platform service failed (the cause is logged, never shown).
+pub(crate) fn unavailable(e: &AdminError) -> Response {
+    tracing::warn!(error = %e, "panel request failed");
+    html(
+        StatusCode::SERVICE_UNAVAILABLE,
+        views::message(
+            "Unavailable",
+            None,
+            "A platform service is unavailable; nothing was changed. Try again shortly.",
+        ),
+    )
+}
+
+/// 403: a change without the session's form token or from another origin (U-1).
+pub(crate) fn refused_cross_site() -> Response {
+    html(
+        StatusCode::FORBIDDEN,
+        views::message(
+            "Refused",
+            None,
+            "This request did not come from the panel's own pages and was refused; nothing was changed.",
+        ),
+    )
+}
+
+fn see_other(to: &str) -> Response {
+    let mut res = Redirect::to(to).into_response();
+    secure_headers(res.headers_mut());
+    res
+}
+
+/// The body of a form post.
+struct Form(Vec<(String, String)>);
+
+impl Form {
+    fn parse(body: &[u8]) -> Self {
+        Self(url::form_urlencoded::parse(body).into_owned().collect())
+    }
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn all(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn lines(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .unwrap_or("")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The query string's parameters (a malformed one is simply absent).
+fn query(uri: &Uri) -> HashMap<String, String> {
+    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// An admin error as the fields it names.
+fn errors_of(e: &AdminError) -> Errors {
+    match e {
+        AdminError::Invalid { errors, .. } => errors.iter().cloned().collect(),
+        AdminError::SigningUnavailable | AdminError::CertificationRequired => {
+            [("actionPolicy.enabled".to_owned(), e.to_string())].into()
+        }
+        other => [(String::new(), other.to_string())].into(),
+    }
+}
+
+async fn home(session: Result<Session, Response>) -> Response {
+    match session {
+        Ok(_) => see_other("/admin/mcp"),
+        Err(_) => html(StatusCode::OK, views::sign_in(None)),
+    }
+}
+
+async fn login(State(state): State<AdminState>, headers: HeaderMap, body: Bytes) -> Response {
+    if !session::same_origin(&headers) {
+        return refused_cross_site();
+    }
+    let form = Form::parse(&body);
+    match session::sign_in(&state, form.get("key").unwrap_or("")).await {
+        Ok(cookie) => {
+            let mut res = see_other("/admin/mcp");
+            res.headers_mut().insert(header::SET_COOKIE, cookie);
+            res
+        }
+        Err(SignInError::WrongKey) => html(
+            session::WRONG_KEY_STATUS,
+            views::sign_in(Some("That admin key is not valid.")),
+        ),
+        Err(SignInError::Unavailable(res)) => res,
+    }
+}
+
+async fn logout(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    if let Err(res) = session.end(&state).await {
+        return res;
+    }
+    let mut res = see_other("/admin");
+    res.headers_mut()
+        .insert(header::SET_COOKIE, session::set_cookie(&state, "", 0));
+    res
+}
+
+/// The saved configuration and the latest run.
+async fn saved(
+    state: &AdminState,
+    tenant: &Tenant,
+) -> Result<(Option<StoredMcpConfig>, Option<Certification>), AdminError> {
+    let stored = mcp::current(state, tenant).await?;
+    let run = state
+        .tenants
+        .latest_certification(&tenant.id)
+        .await
+        .map_err(store_down)?;
+    Ok((stored, run))
+}
+
+fn form_of(stored: Option<&StoredMcpConfig>) -> McpForm {
+    let Some(s) = stored else {
+        return McpForm::default();
+    };
+    let c = &s.config;
+    McpForm {
+        server_url: c.server_url.to_string(),
+        audience: c.audience.clone().unwrap_or_default(),
+        allowed_tools: c.allowed_tools.iter().map(ToString::to_string).collect(),
+        operations: c
+            .action_policy
+            .operations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        enabled: c.action_policy.enabled,
+    }
+}
+
+/// Why actions cannot be enabled on the saved settings now, if they cannot (C-6, H-4).
+fn enable_blocked(
+    view: &mcp::McpView,
+    stored: Option<&StoredMcpConfig>,
+    run: Option<&Certification>,
+) -> Option<&'static str> {
+    if view.action_verification.is_none() {
+        return Some("The platform has no signing key installed: actions cannot be enabled (C-6).");
+    }
+    let certified =
+        stored.is_some_and(|s| run.is_some_and(|r| r.certifies(&CertifiedSubject::of(s))));
+    (!certified).then_some(
+        "Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings (H-4).",
+    )
+}
+
+/// The live tools of the saved server, as the consultation picker shows them (H-2: a
+/// write, an operation or an action tool cannot be chosen).
+async fn live_tools(
+    state: &AdminState,
+    tenant: &Tenant,
+    stored: &StoredMcpConfig,
+) -> Result<Vec<ToolChoice>, String> {
+    let token = mcp::token_of(state, tenant, Some(stored))
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no service token is saved")?;
+    let ctx = ProviderContext {
+        tenant: tenant.id.clone(),
+        user: UserId::parse("countersign-admin-panel").map_err(|e| e.to_string())?,
+        conversation: state.ids.case_id(),
+        server_url: stored.config.server_url.clone(),
+        service_token: token,
+        config_version: stored.version,
+    };
+    let tools = state
+        .provider
+        .list_tools(&ctx)
+        .await
+        .map_err(|e| format!("your server's tools/list failed: {e}"))?;
+    let config = &stored.config;
+    Ok(tools
+        .iter()
+        .map(|t| {
+            let name = t.name.as_str();
+            let hints = t.descriptor.get("annotations");
+            let hint = |h: &str| hints.and_then(|a| a.get(h)).and_then(Value::as_bool);
+            let writes = hint("readOnlyHint") == Some(false)
+                || (hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true));
+            let action = ["prepare_action", "execute_action", "get_action_status"].contains(&name)
+                || config
+                    .action_policy
+                    .operations
+                    .iter()
+                    .any(|o| o.as_str() == name);
+            let blocked = if action {
+                Some("an operation or action tool: confirmed writes only".to_owned())
+            } else if writes {
+                Some("annotated as a write: cannot be a consultation".to_owned())
+            } else {
+                None
+            };
+            ToolChoice {
+                name: name.to_owned(),
+                description: t
+                    .descriptor
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                allowed: blocked.is_none()
+                    && config.allowed_tools.iter().any(|a| a.as_str() == name),
+                blocked,
+            }
+        })
+        .collect())
+}
+
+async fn mcp_page(State(state): State<AdminState>, session: Session, uri: Uri) -> Response {
+    let q = query(&uri);
+    let notice = match q.get("done").map(String::as_str) {
+        Some("saved") => Some("Saved."),
+        Some("removed") => Some("The connector was removed; actions stopped."),
+        _ => None,
+    };
+    render_mcp(
+        &state,
+        &session,
+        None,
+        Errors::new(),
+        q.contains_key("tools"),
+        notice,
+        StatusCode::OK,
+    )
+    .await
+}
+
+/// The Tenant MCP page, with `form` (else the saved values) and `errors`.
+async fn render_mcp(
+    state: &AdminState,
+    session: &Session,
+    form: Option<McpForm>,
+    mut errors: Errors,
+    load_tools: bool,
+    notice: Option<&str>,
+    status: StatusCode,
+) -> Response {
+    let (stored, run) = match saved(state, &session.tenant).await {
+        Ok(s) => s,
+        Err(e) => return unavailable(&e),
+    };
+    let view = match mcp::view(state, stored.as_ref()).await {
+        Ok(v) => v,
+        Err(e) => return unavailable(&e),
+    };
+    let tools = match (&stored, load_tools) {
+        (Some(s), true) => match live_tools(state, &session.tenant, s).await {
+            Ok(t) => Some(t),
+            Err(why) => {
+                errors.insert("allowedTools".into(), why);
+                None
+            }
+        },
+        _ => None,
+    };
+    let form = form.unwrap_or_else(|| form_of(stored.as_ref()));
+    let certification = stored
+        .as_ref()
+        .zip(run.as_ref())
+        .map(|(s, r)| (r, r.certifies(&CertifiedSubject::of(s))));
+    let page = McpPage {
+        session,
+        view: &view,
+        form: &form,
+        errors: &errors,
+        tools: tools.as_deref(),
+        enable_blocked: enable_blocked(&view, stored.as_ref(), run.as_ref()),
+        certification,
+        notice,
+    };
+    html(status, views::mcp(&page))
+}
+
+async fn mcp_save(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
+    tools.extend(form.lines("allowedToolsText"));
+    let operations: Vec<String> = form
+        .get("operations")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let values = McpForm {
+        server_url: form.get("serverUrl").unwrap_or("").trim().to_owned(),
+        audience: form.get("audience").unwrap_or("").trim().to_owned(),
+        allowed_tools: tools.clone(),
+        operations: operations.join(", "),
+        enabled: form.get("enabled") == Some("true"),
+    };
+    // The token field is write-only: left empty, the saved token is kept.
+    let mut token = form.get("serviceToken").unwrap_or("").to_owned();
+    if token.is_empty() {
+        let kept = match mcp::current(&state, &session.tenant).await {
+            Ok(stored) => mcp::token_of(&state, &session.tenant, stored.as_ref()).await,
+            Err(e) => Err(e),
+        };
+        match kept {
+            Ok(Some(t)) => token = t.expose().to_owned(),
+            Ok(None) => {}
+            Err(e) => return unavailable(&e),
+        }
+    }
+    let mut body = json!({
+        "serverUrl": values.server_url,
+        "serviceToken": token,
+        "allowedTools": tools,
+        "actionPolicy": {"contractVersion": 1, "enabled": values.enabled, "operations": operations},
+    });
+    if !values.audience.is_empty() {
+        body["audience"] = json!(values.audience);
+    }
+    match mcp::put(&state, &session.tenant, &body).await {
+        Ok(_) => see_other("/admin/mcp?done=saved"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let status = match e {
+                AdminError::Invalid { .. } => StatusCode::BAD_REQUEST,
+                _ => StatusCode::CONFLICT,
+            };
+            render_mcp(
+                &state,
+                &session,
+                Some(values),
+                errors_of(&e),
+                false,
+                None,
+                status,
+            )
+            .await
+        }
+    }
+}
+
+async fn mcp_remove(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    match mcp::delete(&state, &session.tenant).await {
+        Ok(()) => see_other("/admin/mcp?done=removed"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            render_mcp(
+                &state,
+                &session,
+                None,
+                errors_of(&e),
+                false,
+                None,
+                StatusCode::CONFLICT,
+            )
+            .await
+        }
+    }
+}
+
+async fn render_widgets(
+    state: &AdminState,
+    session: &Session,
+    new_secret: Option<(&countersign_domain::ports::WidgetKey, &str)>,
+    errors: &Errors,
+    status: StatusCode,
+) -> Response {
+    match crate::widgets::list(state, &session.tenant).await {
+        Ok(keys) => html(status, views::widgets(session, &keys, new_secret, errors)),
+        Err(e) => unavailable(&e),
+    }
+}
+
+async fn widgets_page(State(state): State<AdminState>, session: Session) -> Response {
+    render_widgets(&state, &session, None, &Errors::new(), StatusCode::OK).await
+}
+
+async fn widget_create(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    let origins = form.lines("origins");
+    match crate::widgets::create(&state, &session.tenant, &origins).await {
+        Ok((key, secret)) => {
+            render_widgets(
+                &state,
+                &session,
+                Some((&key, secret.expose())),
+                &Errors::new(),
+                StatusCode::CREATED,
+            )
+            .await
+        }
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let mut errors = errors_of(&e);
+            if let Some(m) = errors.remove("") {
+                errors.insert("allowedOrigins".into(), m);
+            }
+            let errors = errors
+                .into_iter()
+                .map(|(f, m)| {
+                    if f.starts_with("allowedOrigins") {
+                        ("allowedOrigins".to_owned(), m)
+                    } else {
+                        (f, m)
+                    }
+                })
+                .collect();
+            render_widgets(&state, &session, None, &errors, StatusCode::BAD_REQUEST).await
+        }
+    }
+}
+
+async fn widget_revoke(
+    State(state): State<AdminState>,
+    session: Session,
+    Path(key_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    match crate::widgets::revoke(&state, &session.tenant, &key_id).await {
+        Ok(()) => see_other("/admin/widgets"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            render_widgets(
+                &state,
+                &session,
+                None,
+                &errors_of(&e),
+                StatusCode::NOT_FOUND,
+            )
+            .await
+        }
+    }
+}
+
+/// U-3 "replace": a new credential with the same origins, then the old one revoked.
+async fn widget_replace(
+    State(state): State<AdminState>,
+    session: Session,
+    Path(key_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    let keys = match crate::widgets::list(&state, &session.tenant).await {
+        Ok(k) => k,
+        Err(e) => return unavailable(&e),
+    };
+    let Some(old) = keys.iter().find(|k| k.id.as_str() == key_id) else {
+        let errors = errors_of(&AdminError::NoSuchCredential);
+        return render_widgets(&state, &session, None, &errors, StatusCode::NOT_FOUND).await;
+    };
+    let (key, secret) =
+        match crate::widgets::create(&state, &session.tenant, &old.allowed_origins).await {
+            Ok(created) => created,
+            Err(e) => return unavailable(&e),
+        };
+    let mut errors = Errors::new();
+    if let Err(e) = crate::widgets::revoke(&state, &session.tenant, old.id.as_str()).await {
+        errors.insert(String::new(), format!("The new credential was created, but the old one could not be revoked ({e}): revoke it below."));
+    }
+    render_widgets(
+        &state,
+        &session,
+        Some((&key, secret.expose())),
+        &errors,
+        StatusCode::CREATED,
+    )
+    .await
+}
+
+async fn audit_page(State(state): State<AdminState>, session: Session, uri: Uri) -> Response {
+    let q = query(&uri);
+    let cursor = q
+        .get("cursor")
+        .and_then(|c| AuditId::parse(c.as_str()).ok());
+    match state
+        .tenants
+        .list_audit(&session.tenant.id, cursor.as_ref(), 20)
+        .await
+    {
+        Ok(page) => html(StatusCode::OK, views::audit(&session, &page)),
+        Err(e) => unavailable(&store_down(e)),
+    }
+}
+
+async fn static_file(Path(file): Path<String>) -> Response {
+    let (body, kind) = match file.as_str() {
+        "panel.css" => (CSS, "text/css; charset=utf-8"),
+        "panel.js" => (JS, "text/javascript; charset=utf-8"),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    let mut res = body.into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
+}
+
+/// The certification run started from the panel (H-1), served by the messages function.
+async fn certification(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = Form::parse(&body);
+    if let Err(res) = session.guard(&headers, form.get("csrf")) {
+        return res;
+    }
+    let request = match certification_request(&form) {
+        Ok(r) => r,
+        Err(errors) => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                views::certification_result(&session, None, &errors),
+            );
+        }
+    };
+    match certify::run(&state, &session.tenant, &request).await {
+        Ok(run) => {
+            let current = match mcp::current(&state, &session.tenant).await {
+                Ok(s) => s.is_some_and(|s| run.certifies(&CertifiedSubject::of(&s))),
+                Err(e) => return unavailable(&e),
+            };
+            html(
+                StatusCode::OK,
+                views::certification_result(&session, Some((&run, current)), &Errors::new()),
+            )
+        }
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            views::certification_result(&session, None, &errors_of(&e)),
+        ),
+    }
+}
+
+/// The run's request from the panel's form; errors by field.
+fn certification_request(form: &Form) -> Result<CertifyRequest, Errors> {
+    let mut errors = Errors::new();
+    let test_user = UserId::parse(form.get("testUser").unwrap_or("").trim())
+        .map_err(|e| errors.insert("testUser".into(), e.to_string()))
+        .ok();
+    let object = |field: &str, errors: &mut Errors| -> Option<Map<String, Value>> {
+        let raw = form.get(field).unwrap_or("").trim();
+        let raw = if raw.is_empty() { "{}" } else { raw };
+        match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => {
+                errors.insert(field.into(), "must be a JSON object".into());
+                None
+            }
+        }
+    };
+    let samples = object("consultations", &mut errors);
+    let mut consultations = std::collections::BTreeMap::new();
+    for (tool, args) in samples.unwrap_or_default() {
+        match (ToolName::parse(tool.as_str()), args) {
+            (Ok(_), Value::Object(a)) => {
+                consultations.insert(tool, a);
+            }
+            _ => {
+                errors.insert(
+                    format!("consultations.{tool}"),
+                    "a tool name with a JSON object of arguments".into(),
+                );
+            }
+        }
+    }
+    let action = match form.get("operation") {
+        None => None,
+        Some(op) => {
+            let operation = OperationName::parse(op)
+                .map_err(|e| errors.insert("action.operation".into(), e.to_string()))
+                .ok();
+            let arguments = object("arguments", &mut errors);
+            operation
+                .zip(arguments)
+                .map(|(operation, arguments)| TestAction {
+                    operation,
+                    arguments,
+                })
+        }
+    };
+    match test_user {
+        Some(test_user) if errors.is_empty() => Ok(CertifyRequest {
+            test_user,
+            consultations,
+            action,
+        }),
+        _ => Err(errors),
+    }
+}

@@ -1,0 +1,359 @@
+//! The panel's pages, rendered on the server with `maud` (every interpolated value is
+//! HTML-escaped; there is no raw HTML from data). No inline script or style: the CSP
+//! allows only the panel's own files.
+
+use super::session::Session;
+use crate::mcp::McpView;
+use countersign_domain::certification::{Certification, CheckStatus};
+use countersign_domain::ports::{AuditPage, WidgetKey};
+use maud::{DOCTYPE, Markup, html};
+use std::collections::BTreeMap;
+
+/// Field name → the message shown next to it (`""` for the form as a whole).
+pub type Errors = BTreeMap<String, String>;
+
+/// The shell of every page.
+pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Countersign admin" }
+                link rel="stylesheet" href="/admin/static/panel.css";
+                script src="/admin/static/panel.js" defer {}
+            }
+            body {
+                header {
+                    strong { "Countersign admin" }
+                    @if let Some(s) = session {
+                        nav aria-label="Sections" {
+                            a href="/admin/mcp" { "Tenant MCP" }
+                            a href="/admin/widgets" { "Widget credentials" }
+                            a href="/admin/audit" { "Audit trail" }
+                        }
+                        span.tenant { (s.tenant.name) " (" (s.tenant.id) ")" }
+                        form method="post" action="/admin/logout" {
+                            input type="hidden" name="csrf" value=(s.csrf);
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main { h1 { (title) } (body) }
+            }
+        }
+    }
+}
+
+/// An error next to a field, if any.
+fn error_for(errors: &Errors, field: &str) -> Markup {
+    html! {
+        @if let Some(m) = errors.get(field) {
+            p.error role="alert" data-field=(field) { (m) }
+        }
+    }
+}
+
+/// The sign-in page.
+pub fn sign_in(error: Option<&str>) -> Markup {
+    page(
+        "Sign in",
+        None,
+        html! {
+            p { "Configure your tenant integration: sign in with your tenant admin key (" code { "tsk_…" } ")." }
+            form method="post" action="/admin/login" {
+                label for="key" { "Admin key" }
+                input #key type="password" name="key" autocomplete="off" required;
+                @if let Some(e) = error { p.error role="alert" { (e) } }
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+/// A tool of the provider's live `tools/list`, as the consultation picker shows it.
+#[derive(Debug, Clone)]
+pub struct ToolChoice {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Whether it is allowed now.
+    pub allowed: bool,
+    /// Why it cannot be a consultation (it writes, or is an action tool), if so.
+    pub blocked: Option<String>,
+}
+
+/// The values of the Tenant MCP form.
+#[derive(Debug, Clone, Default)]
+pub struct McpForm {
+    /// `serverUrl`.
+    pub server_url: String,
+    /// `audience` (empty: the `serverUrl`).
+    pub audience: String,
+    /// The consultations.
+    pub allowed_tools: Vec<String>,
+    /// The operations, comma-separated.
+    pub operations: String,
+    /// Actions on.
+    pub enabled: bool,
+}
+
+/// What the Tenant MCP page shows besides the form.
+#[derive(Debug)]
+pub struct McpPage<'a> {
+    /// The signed-in administrator.
+    pub session: &'a Session,
+    /// The saved configuration (and the key to install).
+    pub view: &'a McpView,
+    /// The form's values.
+    pub form: &'a McpForm,
+    /// Errors by field.
+    pub errors: &'a Errors,
+    /// The live tools, once loaded.
+    pub tools: Option<&'a [ToolChoice]>,
+    /// Why enabling is not possible now, if it is not.
+    pub enable_blocked: Option<&'a str>,
+    /// The latest certification run and whether it covers the saved settings.
+    pub certification: Option<(&'a Certification, bool)>,
+    /// A notice after a change.
+    pub notice: Option<&'a str>,
+}
+
+/// Integration settings → Tenant MCP (U-2) and the certification (H-1).
+pub fn mcp(p: &McpPage<'_>) -> Markup {
+    let f = p.form;
+    let configured = p.view.configured;
+    let body = html! {
+        @if let Some(n) = p.notice { p.notice role="status" { (n) } }
+        (error_for(p.errors, ""))
+        form #mcp method="post" action="/admin/mcp" {
+            input type="hidden" name="csrf" value=(p.session.csrf);
+            label for="serverUrl" { "Server URL" }
+            input #serverUrl type="url" name="serverUrl" value=(f.server_url) required;
+            (error_for(p.errors, "serverUrl"))
+            label for="serviceToken" { "Service token" }
+            input #serviceToken type="password" name="serviceToken" autocomplete="off"
+                placeholder=(if configured { "unchanged (write-only)" } else { "required" });
+            (error_for(p.errors, "serviceToken"))
+            label for="audience" { "Proof audience (optional; default: the server URL)" }
+            input #audience type="text" name="audience" value=(f.audience);
+            (error_for(p.errors, "audience"))
+            fieldset {
+                legend { "Consultations the model may call" }
+                @if let Some(tools) = p.tools {
+                    @for t in tools {
+                        div.tool {
+                            input type="checkbox" name="allowedTools" value=(t.name) id=(format!("tool-{}", t.name))
+                                checked[t.allowed] disabled[t.blocked.is_some()];
+                            label for=(format!("tool-{}", t.name)) { code { (t.name) } " — " (t.description) }
+                            @if let Some(why) = &t.blocked { span.blocked { (why) } }
+                        }
+                    }
+                } @else {
+                    label for="allowedToolsText" { "One tool name per line (or load the tools from your server)" }
+                    textarea #allowedToolsText name="allowedToolsText" rows="6" {
+                        @for t in &f.allowed_tools { (t) "\n" }
+                    }
+                }
+                (error_for(p.errors, "allowedTools"))
+            }
+            @if configured && p.tools.is_none() {
+                p { a #loadTools href="/admin/mcp?tools=1" { "Load tools from your server" } }
+            }
+            label for="operations" { "Operations (comma-separated)" }
+            input #operations type="text" name="operations" value=(f.operations);
+            (error_for(p.errors, "actionPolicy.operations"))
+            div.enable {
+                input #enabled type="checkbox" name="enabled" value="true" checked[f.enabled]
+                    disabled[p.enable_blocked.is_some() && !f.enabled];
+                label for="enabled" { "Actions enabled (writes need the person's confirmation)" }
+                @if let Some(why) = p.enable_blocked { p.hint #enableBlocked { (why) } }
+                (error_for(p.errors, "actionPolicy.enabled"))
+            }
+            button type="submit" { "Save" }
+        }
+        @if let Some(key) = &p.view.action_verification {
+            section #install {
+                h2 { "Install on your server" }
+                dl {
+                    dt { "keyId" } dd { code #keyId { (key.key_id) } button type="button" data-copy="keyId" { "Copy" } }
+                    dt { "Issuer" } dd { code #issuer { (key.issuer) } button type="button" data-copy="issuer" { "Copy" } }
+                    @if let Some(url) = &p.view.server_url {
+                        @let audience = p.view.audience.clone().flatten().unwrap_or_else(|| url.clone());
+                        dt { "Audience" } dd { code #audienceValue { (audience) } button type="button" data-copy="audienceValue" { "Copy" } }
+                    }
+                    dt { "Public key" } dd { pre #publicKey { (key.public_key_pem) } button type="button" data-copy="publicKey" { "Copy" } }
+                }
+            }
+        } @else {
+            p.hint { "The platform has no signing key yet: actions cannot be enabled (C-6)." }
+        }
+        @if configured {
+            (certification_section(p))
+            section #remove {
+                h2 { "Remove the connector" }
+                form method="post" action="/admin/mcp/remove" {
+                    input type="hidden" name="csrf" value=(p.session.csrf);
+                    input #confirmRemove type="checkbox" name="confirm" value="yes" required;
+                    label for="confirmRemove" { "Actions stop and pending proposals are cancelled" }
+                    button type="submit" { "Remove" }
+                }
+            }
+        }
+    };
+    page("Tenant MCP", Some(p.session), body)
+}
+
+fn certification_section(p: &McpPage<'_>) -> Markup {
+    let operations: Vec<&str> = p
+        .form
+        .operations
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    html! {
+        section #certification {
+            h2 { "Certification" }
+            p { "Checks the saved settings against your server: consultations with your sample arguments, and that every bad proof is refused. Nothing is executed." }
+            form method="post" action="/admin/certification" {
+                input type="hidden" name="csrf" value=(p.session.csrf);
+                label for="testUser" { "Test user (X-MCP-User-Id)" }
+                input #testUser type="text" name="testUser" required;
+                label for="samples" { "Sample arguments per consultation (JSON object by tool name)" }
+                textarea #samples name="consultations" rows="4" { "{}" }
+                @if !operations.is_empty() {
+                    label for="operation" { "Operation to prepare" }
+                    select #operation name="operation" {
+                        @for o in &operations { option value=(o) { (o) } }
+                    }
+                    label for="arguments" { "Its test arguments (JSON object)" }
+                    textarea #arguments name="arguments" rows="3" { "{}" }
+                }
+                button type="submit" { "Run the certification" }
+            }
+            @if let Some((run, current)) = p.certification {
+                (run_table(run, current))
+            }
+        }
+    }
+}
+
+/// A run's result, check by check.
+pub fn run_table(run: &Certification, current: bool) -> Markup {
+    let verdict = if run.passed() { "passed" } else { "failed" };
+    html! {
+        div #run data-passed=(run.passed()) {
+            p.verdict { "Latest run " strong #verdict { (verdict) } " at " (run.at) " (test user " code { (run.test_user) } ", configuration version " (run.subject.config_version) ")"
+                @if !current { " — it does not cover the settings saved now: run it again" } }
+            table {
+                thead { tr { th { "Check" } th { "Requirement" } th { "Result" } th { "Reason" } } }
+                tbody {
+                    @for c in &run.checks {
+                        @let status = match c.status { CheckStatus::Passed => "passed", CheckStatus::Failed => "failed", CheckStatus::Skipped => "skipped" };
+                        tr class=(status) data-check=(c.id) {
+                            td { code { (c.id) } } td { (c.requirement) } td { (status) } td { (c.reason) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The page after a run started from the panel (served by the messages function).
+pub fn certification_result(
+    session: &Session,
+    run: Option<(&Certification, bool)>,
+    errors: &Errors,
+) -> Markup {
+    let body = html! {
+        (error_for(errors, ""))
+        @for (field, message) in errors.iter().filter(|(f, _)| !f.is_empty()) {
+            p.error role="alert" data-field=(field) { (field) ": " (message) }
+        }
+        @if let Some((run, current)) = run { (run_table(run, current)) }
+        p { a href="/admin/mcp#certification" { "Back to the Tenant MCP settings" } }
+    };
+    page("Certification", Some(session), body)
+}
+
+/// Widget credentials (U-3).
+pub fn widgets(
+    session: &Session,
+    keys: &[WidgetKey],
+    new_secret: Option<(&WidgetKey, &str)>,
+    errors: &Errors,
+) -> Markup {
+    let body = html! {
+        (error_for(errors, ""))
+        @if let Some((key, secret)) = new_secret {
+            section #newSecret role="status" {
+                h2 { "New credential " code { (key.id) } }
+                p { "Store this secret in your backend now: it is shown this once." }
+                pre #secretValue { (secret) }
+                button type="button" data-copy="secretValue" { "Copy" }
+            }
+        }
+        table #credentials {
+            thead { tr { th { "keyId" } th { "Created" } th { "Allowed origins" } th { "" } } }
+            tbody {
+                @for k in keys {
+                    tr data-key=(k.id) {
+                        td { code { (k.id) } }
+                        td { (k.created_at) }
+                        td { @for o in &k.allowed_origins { code { (o) } " " } }
+                        td {
+                            form method="post" action=(format!("/admin/widgets/{}/replace", k.id)) {
+                                input type="hidden" name="csrf" value=(session.csrf);
+                                button type="submit" { "Replace" }
+                            }
+                            form method="post" action=(format!("/admin/widgets/{}/revoke", k.id)) {
+                                input type="hidden" name="csrf" value=(session.csrf);
+                                button type="submit" { "Revoke" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Create a credential" }
+        form #createWidget method="post" action="/admin/widgets" {
+            input type="hidden" name="csrf" value=(session.csrf);
+            label for="origins" { "Allowed origins, one per line (e.g. https://shop.example.com)" }
+            textarea #origins name="origins" rows="3" {}
+            (error_for(errors, "allowedOrigins"))
+            button type="submit" { "Create" }
+        }
+    };
+    page("Widget credentials", Some(session), body)
+}
+
+/// The audit trail, newest first (U-3).
+pub fn audit(session: &Session, page_of: &AuditPage) -> Markup {
+    let body = html! {
+        table #audit {
+            thead { tr { th { "When" } th { "Who" } th { "What" } th { "Changes" } } }
+            tbody {
+                @for a in &page_of.items {
+                    tr { td { (a.at) } td { code { (a.actor) } } td { code.action { (a.action) } } td { code { (a.changes.to_string()) } } }
+                }
+            }
+        }
+        @if let Some(next) = &page_of.next {
+            p { a #older href=(format!("/admin/audit?cursor={next}")) { "Older" } }
+        }
+    };
+    page("Audit trail", Some(session), body)
+}
+
+/// A refused or failed request.
+pub fn message(title: &str, session: Option<&Session>, text: &str) -> Markup {
+    page(
+        title,
+        session,
+        html! { p.error role="alert" { (text) } p { a href="/admin" { "Back" } } },
+    )
+}

@@ -1,0 +1,504 @@
+//! The `/admin` panel over HTTP on in-memory ports (U-1 … U-3): sessions, the two
+//! cross-site guards, escaping, security headers, the write-only token. The browser
+//! drives it in `widget/test/panel.mjs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use async_trait::async_trait;
+use axum::body::Body;
+use countersign_admin::api::AdminState;
+use countersign_admin::{mcp, tenants};
+use countersign_domain::config::{UrlPolicy, service_token_secret_name};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ports::{Resolver, SecretStore, Tenant, TenantStore};
+use countersign_domain::texts::Language;
+use countersign_testkit::{
+    FakeSigner, MemorySecrets, MemoryStore, ScriptedProvider, SeqIds, TestClock,
+};
+use http::{Request, StatusCode, header};
+use serde_json::json;
+use std::net::IpAddr;
+use std::sync::Arc;
+use tower::ServiceExt as _;
+
+struct Public;
+
+#[async_trait]
+impl Resolver for Public {
+    async fn resolve(&self, _: &str, _: u16) -> std::io::Result<Vec<IpAddr>> {
+        Ok(vec![IpAddr::from([93, 184, 216, 34])])
+    }
+}
+
+struct Env {
+    state: AdminState,
+    store: Arc<MemoryStore>,
+    secrets: Arc<MemorySecrets>,
+    tenant: Tenant,
+    key: String,
+}
+
+async fn env(local: bool, name: &str) -> Env {
+    let clock = Arc::new(TestClock::default());
+    let ids = Arc::new(SeqIds::new(clock.clone()));
+    let store = Arc::new(MemoryStore::default());
+    let secrets = Arc::new(MemorySecrets::default());
+    let registered = tenants::register(&*store, &*ids, &*clock, name, Language::En)
+        .await
+        .unwrap();
+    let state = AdminState {
+        tenants: store.clone(),
+        conversations: store.clone(),
+        sessions: store.clone(),
+        secrets: secrets.clone(),
+        signer: Arc::new(FakeSigner::default()),
+        issuer: "https://support.example.com/mcp-actions".into(),
+        url_policy: UrlPolicy {
+            allow_loopback_http: local,
+        },
+        resolver: Arc::new(Public),
+        provider: Arc::new(ScriptedProvider::default()),
+        ids,
+        clock,
+    };
+    Env {
+        state,
+        store,
+        secrets,
+        tenant: registered.tenant,
+        key: registered.admin_key.expose().to_owned(),
+    }
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: String,
+}
+
+async fn send(
+    e: &Env,
+    method: &str,
+    uri: &str,
+    cookie: Option<&str>,
+    form: Option<&str>,
+    origin: Option<&str>,
+) -> Answer {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::HOST, "panel.example.com");
+    if let Some(c) = cookie {
+        req = req.header(header::COOKIE, c);
+    }
+    if let Some(o) = origin {
+        req = req.header(header::ORIGIN, o);
+    }
+    let req = match form {
+        Some(f) => req
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(f.to_owned())),
+        None => req.body(Body::empty()),
+    }
+    .unwrap();
+    let res = countersign_admin::app(e.state.clone())
+        .oneshot(req)
+        .await
+        .unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8(bytes.to_vec()).unwrap(),
+    }
+}
+
+fn enc(v: &str) -> String {
+    url::form_urlencoded::byte_serialize(v.as_bytes()).collect()
+}
+
+/// Signs in; returns the `Cookie` header value and the page's form token.
+async fn sign_in(e: &Env) -> (String, String) {
+    let a = send(
+        e,
+        "POST",
+        "/admin/login",
+        None,
+        Some(&format!("key={}", enc(&e.key))),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let set = a.headers[header::SET_COOKIE].to_str().unwrap().to_owned();
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let page = send(e, "GET", "/admin/mcp", Some(&cookie), None, None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let csrf = page
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    (cookie, csrf)
+}
+
+fn mcp_form(csrf: &str, url: &str, token: &str) -> String {
+    format!(
+        "csrf={}&serverUrl={}&serviceToken={}&allowedToolsText=get_user_cars%0Aget_user_sessions&operations=reassign_session_car",
+        enc(csrf),
+        enc(url),
+        enc(token)
+    )
+}
+
+/// U-1: a wrong key is 401 and opens nothing; the right one gets a random id in an
+/// HttpOnly, SameSite=Strict, Secure `__Host-` cookie (plain on the local stack); only
+/// the id's hash is stored.
+#[tokio::test]
+async fn u1_sign_in_exchanges_the_key_for_a_strict_cookie() {
+    let e = env(false, "A").await;
+    let wrong = send(
+        &e,
+        "POST",
+        "/admin/login",
+        None,
+        Some("key=tsk_wrong"),
+        None,
+    )
+    .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.get(header::SET_COOKIE).is_none());
+    assert!(wrong.body.contains("not valid"));
+    let a = send(
+        &e,
+        "POST",
+        "/admin/login",
+        None,
+        Some(&format!("key={}", enc(&e.key))),
+        None,
+    )
+    .await;
+    let set = a.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(set.starts_with("__Host-countersign-admin="), "{set}");
+    for attr in [
+        "HttpOnly",
+        "SameSite=Strict",
+        "Secure",
+        "Path=/",
+        "Max-Age=1800",
+    ] {
+        assert!(set.contains(attr), "{attr} in {set}");
+    }
+    assert!(!set.contains(&e.key), "the cookie is not the key");
+    let id = set.split(';').next().unwrap().split_once('=').unwrap().1;
+    let hashed = countersign_domain::ports::SessionStore::get_session(
+        &*e.store,
+        &Sha256Hex::digest(id.as_bytes()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(hashed.unwrap().tenant, e.tenant.id);
+
+    let local = env(true, "B").await;
+    let a = send(
+        &local,
+        "POST",
+        "/admin/login",
+        None,
+        Some(&format!("key={}", enc(&local.key))),
+        None,
+    )
+    .await;
+    let set = a.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(
+        set.starts_with("countersign-admin=") && !set.contains("Secure"),
+        "{set}"
+    );
+}
+
+/// U-1: every page carries the strict CSP and is never cached; without a session the
+/// pages send to sign-in.
+#[tokio::test]
+async fn u1_pages_are_no_store_under_a_strict_csp() {
+    let e = env(false, "A").await;
+    let (cookie, _) = sign_in(&e).await;
+    for uri in ["/admin", "/admin/mcp", "/admin/widgets", "/admin/audit"] {
+        let a = send(&e, "GET", uri, Some(&cookie), None, None).await;
+        let a = if a.status == StatusCode::SEE_OTHER {
+            send(
+                &e,
+                "GET",
+                a.headers[header::LOCATION].to_str().unwrap(),
+                Some(&cookie),
+                None,
+                None,
+            )
+            .await
+        } else {
+            a
+        };
+        assert_eq!(a.status, StatusCode::OK, "{uri}");
+        let csp = a.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(
+            csp.contains("default-src 'none'")
+                && csp.contains("script-src 'self'")
+                && !csp.contains("unsafe"),
+            "{csp}"
+        );
+        assert_eq!(a.headers[header::CACHE_CONTROL], "no-store");
+        assert!(!a.body.contains("<script>"), "no inline script on {uri}");
+        assert!(!a.body.contains(" style="), "no inline style on {uri}");
+    }
+    for uri in ["/admin/mcp", "/admin/widgets", "/admin/audit"] {
+        let a = send(&e, "GET", uri, None, None, None).await;
+        assert_eq!(
+            (a.status, a.headers[header::LOCATION].to_str().unwrap()),
+            (StatusCode::SEE_OTHER, "/admin")
+        );
+    }
+}
+
+/// U-1: a change without the session's form token, or from another origin even with it,
+/// is refused with 403 and saves nothing.
+#[tokio::test]
+async fn u1_cross_site_changes_are_refused_and_save_nothing() {
+    let e = env(false, "A").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let url = "https://mcp.example.com/mcp";
+    for (form, origin) in [
+        (mcp_form("forged", url, "tok"), None),
+        (mcp_form("", url, "tok").replace("csrf=&", ""), None),
+        (
+            mcp_form(&csrf, url, "tok"),
+            Some("https://evil.example.com"),
+        ),
+        (
+            mcp_form(&csrf, url, "tok"),
+            Some("http://panel.example.com:8080"),
+        ),
+    ] {
+        let a = send(&e, "POST", "/admin/mcp", Some(&cookie), Some(&form), origin).await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{form} {origin:?}");
+    }
+    assert!(
+        e.store
+            .get_mcp_config(&e.tenant.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The panel's own origin, with the token: saved.
+    let a = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(&csrf, url, "tok")),
+        Some("https://panel.example.com"),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    assert!(
+        e.store
+            .get_mcp_config(&e.tenant.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// U-1: sign-out deletes the session (the same cookie no longer works); rotating the
+/// admin key ends the sessions it opened.
+#[tokio::test]
+async fn u1_sign_out_and_key_rotation_end_the_session() {
+    let e = env(false, "A").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let out = send(
+        &e,
+        "POST",
+        "/admin/logout",
+        Some(&cookie),
+        Some(&format!("csrf={}", enc(&csrf))),
+        None,
+    )
+    .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(
+        out.headers[header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let again = send(&e, "GET", "/admin/mcp", Some(&cookie), None, None).await;
+    assert_eq!(
+        again.status,
+        StatusCode::SEE_OTHER,
+        "the old cookie is dead"
+    );
+
+    let (cookie, _) = sign_in(&e).await;
+    let (_, new_hash) = countersign_admin::keys::generate();
+    let audit = countersign_admin::audit::entry(
+        e.state.ids.as_ref(),
+        e.state.clock.as_ref(),
+        "operator",
+        "adminKey.rotate",
+        json!({}),
+    );
+    e.store
+        .set_admin_key_hash(&e.tenant.id, &new_hash, &audit)
+        .await
+        .unwrap();
+    let after = send(&e, "GET", "/admin/mcp", Some(&cookie), None, None).await;
+    assert_eq!(
+        after.status,
+        StatusCode::SEE_OTHER,
+        "a rotated key ends its sessions"
+    );
+}
+
+/// U-2: the token is write-only: never in a page, and left empty it is kept; an API error
+/// is shown next to the field it names; data is escaped.
+#[tokio::test]
+async fn u2_the_token_is_write_only_and_errors_sit_by_their_field() {
+    let e = env(false, "<script>alert(1)</script>").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let url = "https://mcp.example.com/mcp";
+    send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(&csrf, url, "svc_secret_1")),
+        None,
+    )
+    .await;
+    let page = send(&e, "GET", "/admin/mcp", Some(&cookie), None, None).await;
+    assert!(
+        !page.body.contains("svc_secret_1"),
+        "the token is never shown"
+    );
+    assert!(!page.body.contains("<script>alert"), "data is escaped");
+    assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // Saved again with the token field empty: the same token stays (no new version).
+    let a = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(&csrf, "https://mcp2.example.com/mcp", "")),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let name = service_token_secret_name(&e.tenant.id);
+    let (token, version) = e.secrets.get_current(&name).await.unwrap().unwrap();
+    assert_eq!((token.expose(), version.as_str()), ("svc_secret_1", "v1"));
+    // A refused save names the field; H-4 refuses enabling before a run.
+    let bad = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(&csrf, "http://x.example.com/mcp", "")),
+        None,
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.body.contains("data-field=\"serverUrl\""),
+        "{}",
+        bad.body
+    );
+    let on = format!("{}&enabled=true", mcp_form(&csrf, url, ""));
+    let refused = send(&e, "POST", "/admin/mcp", Some(&cookie), Some(&on), None).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    assert!(refused.body.contains("data-field=\"actionPolicy.enabled\""));
+    assert!(
+        !mcp::current(&e.state, &e.tenant)
+            .await
+            .unwrap()
+            .unwrap()
+            .config
+            .action_policy
+            .enabled
+    );
+}
+
+/// U-3: a new widget secret is shown once, on a `no-store` page; the listing never shows
+/// it; revoke removes the credential.
+#[tokio::test]
+async fn u3_a_widget_secret_is_shown_once() {
+    let e = env(false, "A").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let form = format!(
+        "csrf={}&origins={}",
+        enc(&csrf),
+        enc("https://shop.example.com")
+    );
+    let created = send(
+        &e,
+        "POST",
+        "/admin/widgets",
+        Some(&cookie),
+        Some(&form),
+        None,
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(created.headers[header::CACHE_CONTROL], "no-store");
+    let secret = created
+        .body
+        .split("id=\"secretValue\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(secret.starts_with("wsk_"));
+    let list = send(&e, "GET", "/admin/widgets", Some(&cookie), None, None).await;
+    assert!(!list.body.contains(&secret));
+    let key = countersign_admin::widgets::list(&e.state, &e.tenant)
+        .await
+        .unwrap()
+        .remove(0);
+    let revoke = format!("/admin/widgets/{}/revoke", key.id);
+    let a = send(
+        &e,
+        "POST",
+        &revoke,
+        Some(&cookie),
+        Some(&format!("csrf={}", enc(&csrf))),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER);
+    assert!(
+        countersign_admin::widgets::list(&e.state, &e.tenant)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let bad = send(
+        &e,
+        "POST",
+        "/admin/widgets",
+        Some(&cookie),
+        Some(&format!("csrf={}&origins=ftp%3A%2F%2Fx", enc(&csrf))),
+        None,
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.body.contains("data-field=\"allowedOrigins\""),
+        "{}",
+        bad.body
+    );
+}

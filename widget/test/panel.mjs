@@ -1,0 +1,180 @@
+// U-1 … U-3, H-1, H-4: the /admin panel in a real headless Chromium, on the local run
+// (the dev server with its demo tenant, already certified and enabled by the run
+// command). Kept beside the widget's browser tests to share their pinned driver.
+//
+//   BASE_URL=http://127.0.0.1:8700 SITE_URL=http://127.0.0.1:8701/ ADMIN_KEY=tsk_… \
+//     node --test test/panel.mjs
+//
+// Runs after the widget's tests: it changes the demo tenant's settings.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.BASE_URL || "http://127.0.0.1:8700";
+const SITE = process.env.SITE_URL || "http://127.0.0.1:8701/";
+const KEY = process.env.ADMIN_KEY;
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+let browser;
+let ctx;
+let page;
+const consoleErrors = [];
+// Statuses the tests provoke on purpose (the browser logs each as a console error).
+const expected = [/status of 401/, /status of 403/];
+
+function watch(p) {
+  p.on("console", (m) => {
+    if (m.type() === "error" && !expected.some((e) => e.test(m.text()))) consoleErrors.push(`${m.text()} @ ${p.url()}`);
+  });
+  p.on("pageerror", (e) => consoleErrors.push(`pageerror: ${e.message}`));
+}
+
+before(async () => {
+  assert.ok(KEY && KEY.startsWith("tsk_"), "ADMIN_KEY is set");
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  // bypassCSP only so that the cross-site test can build its form on the demo site.
+  ctx = await browser.newContext({ bypassCSP: true });
+  page = await ctx.newPage();
+  watch(page);
+});
+
+after(async () => {
+  await browser?.close();
+  assert.deepEqual(consoleErrors, [], "no page logged an error");
+});
+
+const field = (name) => page.locator(`p.error[data-field="${name}"]`);
+
+test("U-1: a wrong key is refused; the right one signs in; the key is not kept by the browser", async () => {
+  const res = await page.goto(`${BASE}/admin`);
+  assert.equal(res.status(), 200);
+  assert.match(res.headers()["content-security-policy"], /script-src 'self'/);
+  await page.fill("#key", "tsk_wrong");
+  await page.click("button[type=submit]");
+  assert.match(await page.locator("p.error").innerText(), /not valid/);
+  await page.fill("#key", KEY);
+  await Promise.all([page.waitForURL(`${BASE}/admin/mcp`), page.click("button[type=submit]")]);
+  assert.equal(await page.locator("h1").innerText(), "Tenant MCP");
+  const cookies = await ctx.cookies(BASE);
+  assert.equal(cookies.length, 1);
+  assert.equal(cookies[0].httpOnly, true);
+  assert.equal(cookies[0].sameSite, "Strict");
+  assert.ok(!cookies[0].value.includes("tsk_"), "the session id is not the key");
+  const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+  assert.ok(!stored.includes("tsk_"), "nothing readable by script holds the key");
+});
+
+test("U-2: load tools, choose consultations (writes cannot be chosen), save", async () => {
+  await page.goto(`${BASE}/admin/mcp`);
+  await Promise.all([page.waitForURL(/tools=1/), page.click("#loadTools")]);
+  assert.equal(await page.locator("#tool-get_user_cars").isChecked(), true);
+  assert.equal(await page.locator("#tool-reassign_session_car").isDisabled(), true, "the direct write cannot be chosen");
+  assert.equal(await page.locator("#tool-prepare_action").isDisabled(), true);
+  assert.equal(await page.locator("#tool-get_matching_sessions").isChecked(), false);
+  await page.uncheck("#tool-get_download_status");
+  await page.uncheck("#enabled");
+  await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);
+  assert.equal(await page.locator("p.notice").innerText(), "Saved.");
+  assert.equal(await page.locator("#enabled").isChecked(), false);
+  assert.ok(!(await page.locator("#allowedToolsText").inputValue()).includes("get_download_status"));
+  // The key to install, ready to copy.
+  assert.match(await page.locator("#publicKey").innerText(), /BEGIN PUBLIC KEY/);
+  assert.ok((await page.locator("#keyId").innerText()).length > 20);
+  // An error from the API is shown next to the field it names.
+  await page.fill("#serverUrl", "http://not-allowed.example.com/mcp");
+  await page.click("#mcp button[type=submit]");
+  assert.ok((await field("serverUrl").innerText()).length > 0, "the URL's error is next to it");
+});
+
+test("H-1, H-4: run the certification from the panel, then enable actions", async () => {
+  await page.goto(`${BASE}/admin/mcp`);
+  await page.fill("#testUser", "u_alice");
+  await page.fill("#samples", JSON.stringify({
+    get_user_uploads: {}, get_upload_file_details: { uploadId: "up_a1" }, get_user_sessions: {},
+    get_session_laps: { sessionId: "ses_a1" }, get_user_cars: {}, get_error_diagnosis: { code: "E_TRUNCATED" },
+  }));
+  await page.selectOption("#operation", "reassign_session_car");
+  await page.fill("#arguments", JSON.stringify({ sessionId: "ses_a2", carId: "car_a3" }));
+  await Promise.all([page.waitForURL(`${BASE}/admin/certification`), page.click("#certification button[type=submit]")]);
+  assert.equal(await page.locator("#verdict").innerText(), "passed");
+  assert.equal(await page.locator("tr.failed").count(), 0);
+  assert.equal(await page.locator('tr[data-check="proof.alg_none"] td:nth-child(3)').innerText(), "passed");
+  await page.click("text=Back to the Tenant MCP settings");
+  assert.equal(await page.locator("#enableBlocked").count(), 0, "nothing blocks enabling");
+  await page.check("#enabled");
+  await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);
+  assert.equal(await page.locator("#enabled").isChecked(), true);
+  // H-4 in the panel: new operations with actions on are refused next to the field.
+  await page.fill("#operations", "reassign_session_car, rename_car");
+  await page.click("#mcp button[type=submit]");
+  assert.match(await field("actionPolicy.enabled").innerText(), /certification/);
+});
+
+test("U-3: create a widget credential (secret shown once), replace and revoke it", async () => {
+  await page.goto(`${BASE}/admin/widgets`);
+  const before = await page.locator("#credentials tbody tr").count();
+  await page.fill("#origins", "https://shop.example.com");
+  await page.click("#createWidget button[type=submit]");
+  const secret = await page.locator("#secretValue").innerText();
+  assert.match(secret, /^wsk_/);
+  assert.equal(await page.locator("#credentials tbody tr").count(), before + 1);
+  await page.goto(`${BASE}/admin/widgets`);
+  assert.ok(!(await page.content()).includes(secret), "the secret is shown only once");
+  const row = page.locator("#credentials tbody tr").last();
+  const id = await row.getAttribute("data-key");
+  await row.getByRole("button", { name: "Replace" }).click();
+  assert.match(await page.locator("#secretValue").innerText(), /^wsk_/);
+  assert.equal(await page.locator(`tr[data-key="${id}"]`).count(), 0, "the replaced one is revoked");
+  const replaced = page.locator("#credentials tbody tr").last();
+  assert.match(await replaced.innerText(), /https:\/\/shop\.example\.com/, "the origins carry over");
+  await replaced.getByRole("button", { name: "Revoke" }).click();
+  await page.waitForURL(`${BASE}/admin/widgets`);
+  assert.equal(await page.locator("#credentials tbody tr").count(), before);
+});
+
+test("U-3: the audit trail shows the changes", async () => {
+  await page.goto(`${BASE}/admin/audit`);
+  const actions = await page.locator("#audit code.action").allInnerTexts();
+  for (const a of ["widgetCredential.revoke", "widgetCredential.create", "mcp.certify", "mcp.put"]) {
+    assert.ok(actions.includes(a), `${a} in ${actions}`);
+  }
+});
+
+test("U-1: a cross-site form post is refused and changes nothing", async () => {
+  const before = await page.goto(`${BASE}/admin/mcp`).then(() => page.locator("#enabled").isChecked());
+  const other = await ctx.newPage();
+  watch(other);
+  await other.goto(SITE);
+  const [res] = await Promise.all([
+    other.waitForNavigation(),
+    other.evaluate((target) => {
+      const f = document.createElement("form");
+      f.method = "post";
+      f.action = target;
+      for (const [k, v] of Object.entries({ serverUrl: "https://evil.example.com/mcp", allowedToolsText: "get_user_cars", operations: "", csrf: "forged" })) {
+        const i = document.createElement("input");
+        i.name = k;
+        i.value = v;
+        f.appendChild(i);
+      }
+      document.body.appendChild(f);
+      f.submit();
+    }, `${BASE}/admin/mcp`),
+  ]);
+  assert.equal(res.status(), 403);
+  assert.match(await other.locator("p.error").innerText(), /refused/);
+  await other.close();
+  await page.goto(`${BASE}/admin/mcp`);
+  assert.ok(!(await page.locator("#serverUrl").inputValue()).includes("evil"));
+  assert.equal(await page.locator("#enabled").isChecked(), before);
+});
+
+test("U-1: sign out ends the session", async () => {
+  await page.goto(`${BASE}/admin/mcp`);
+  await Promise.all([page.waitForURL(`${BASE}/admin`), page.click("header form button")]);
+  await page.goto(`${BASE}/admin/mcp`);
+  assert.equal(page.url(), `${BASE}/admin`);
+  assert.equal(await page.locator("h1").innerText(), "Sign in");
+});
