@@ -19,7 +19,7 @@ let ctx;
 let page;
 const consoleErrors = [];
 // Statuses the tests provoke on purpose (the browser logs each as a console error).
-const expected = [/status of 401/, /status of 403/];
+const expected = [/status of 400/, /status of 401/, /status of 403/, /status of 409/];
 
 function watch(p) {
   p.on("console", (m) => {

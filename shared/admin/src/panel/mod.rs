@@ -98,9 +98,10 @@ fn secure_headers(h: &mut HeaderMap) {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: with it Chromium sends `Origin: null` on the panel's own posts.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
 }
@@ -206,7 +207,7 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, body: Bytes)
             session::WRONG_KEY_STATUS,
             views::sign_in(Some("That admin key is not valid.")),
         ),
-        Err(SignInError::Unavailable(res)) => res,
+        Err(SignInError::Unavailable(e)) => unavailable(&e),
     }
 }
 
@@ -217,11 +218,11 @@ async fn logout(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
-    if let Err(res) = session.end(&state).await {
-        return res;
+    if let Err(e) = session.end(&state).await {
+        return unavailable(&e);
     }
     let mut res = see_other("/admin");
     res.headers_mut()
@@ -413,8 +414,8 @@ async fn mcp_save(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
     let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
     tools.extend(form.lines("allowedToolsText"));
@@ -484,8 +485,8 @@ async fn mcp_remove(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
     match mcp::delete(&state, &session.tenant).await {
         Ok(()) => see_other("/admin/mcp?done=removed"),
@@ -529,8 +530,8 @@ async fn widget_create(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
     let origins = form.lines("origins");
     match crate::widgets::create(&state, &session.tenant, &origins).await {
@@ -573,8 +574,8 @@ async fn widget_revoke(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
     match crate::widgets::revoke(&state, &session.tenant, &key_id).await {
         Ok(()) => see_other("/admin/widgets"),
@@ -601,8 +602,8 @@ async fn widget_replace(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
     let keys = match crate::widgets::list(&state, &session.tenant).await {
         Ok(k) => k,
@@ -674,8 +675,8 @@ async fn certification(
     body: Bytes,
 ) -> Response {
     let form = Form::parse(&body);
-    if let Err(res) = session.guard(&headers, form.get("csrf")) {
-        return res;
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
     }
     let request = match certification_request(&form) {
         Ok(r) => r,

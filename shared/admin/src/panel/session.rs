@@ -10,7 +10,7 @@
 //! the panel's own.
 
 use crate::keys;
-use crate::state::{AdminState, store_down};
+use crate::state::{AdminError, AdminState, store_down};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -100,22 +100,32 @@ impl FromRequestParts<AdminState> for Session {
 impl Session {
     /// U-1: a change is accepted only with the session's form token, and only from the
     /// panel's own origin when the browser names one.
-    pub fn guard(&self, headers: &HeaderMap, token: Option<&str>) -> Result<(), Response> {
+    pub fn guard(&self, headers: &HeaderMap, token: Option<&str>) -> Result<(), CrossSite> {
         let token_ok = token.is_some_and(|t| bool::from(t.as_bytes().ct_eq(self.csrf.as_bytes())));
         if token_ok && same_origin(headers) {
             Ok(())
         } else {
-            Err(super::refused_cross_site())
+            Err(CrossSite)
         }
     }
 
     /// Ends the session.
-    pub async fn end(&self, state: &AdminState) -> Result<(), Response> {
+    pub async fn end(&self, state: &AdminState) -> Result<(), AdminError> {
         state
             .sessions
             .delete_session(&self.id_hash)
             .await
-            .map_err(|e| super::unavailable(&store_down(e)))
+            .map_err(store_down)
+    }
+}
+
+/// A change refused as cross-site (U-1): answered 403.
+#[derive(Debug)]
+pub struct CrossSite;
+
+impl IntoResponse for CrossSite {
+    fn into_response(self) -> Response {
+        super::refused_cross_site()
     }
 }
 
@@ -142,7 +152,7 @@ pub enum SignInError {
     /// Not a valid admin key.
     WrongKey,
     /// A service failed.
-    Unavailable(Response),
+    Unavailable(AdminError),
 }
 
 /// U-1: checks `key` and opens a session; returns the `Set-Cookie` value.
@@ -151,7 +161,7 @@ pub async fn sign_in(state: &AdminState, key: &str) -> Result<HeaderValue, SignI
     if !key.starts_with(keys::PREFIX) {
         return Err(SignInError::WrongKey);
     }
-    let down = |e| SignInError::Unavailable(super::unavailable(&store_down(e)));
+    let down = |e| SignInError::Unavailable(store_down(e));
     let owner = state
         .tenants
         .tenant_by_admin_key_hash(&Sha256Hex::digest(key.as_bytes()))
