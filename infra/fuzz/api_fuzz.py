@@ -238,7 +238,7 @@ def check_nothing_rejected_stored(name, calls, env, table, failures):
         users = sum(1 for i in items if i.get("role") == "user")
         print(f"widget API: {len(accepted_messages)} messages accepted, {users} stored")
     else:
-        print(f"admin API: {len(accepted_urls)} configurations accepted")
+        print(f"{name} API: {len(accepted_urls)} configurations accepted")
     for item in items:
         if name == "widget" and item.get("role") == "user":
             if json.dumps(item.get("content")) not in accepted_messages:
