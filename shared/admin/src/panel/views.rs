@@ -174,6 +174,26 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             }
             button type="submit" { "Save" }
         }
+        (install_section(p))
+        @if configured {
+            (certification_section(p))
+            section #remove {
+                h2 { "Remove the connector" }
+                form method="post" action="/admin/mcp/remove" {
+                    input type="hidden" name="csrf" value=(p.session.csrf);
+                    input #confirmRemove type="checkbox" name="confirm" value="yes" required;
+                    label for="confirmRemove" { "Actions stop and pending proposals are cancelled" }
+                    button type="submit" { "Remove" }
+                }
+            }
+        }
+    };
+    page("Tenant MCP", Some(p.session), body)
+}
+
+/// The key, issuer and audience to install on the provider (C-5), ready to copy.
+fn install_section(p: &McpPage<'_>) -> Markup {
+    html! {
         @if let Some(key) = &p.view.action_verification {
             section #install {
                 h2 { "Install on your server" }
@@ -190,20 +210,7 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
         } @else {
             p.hint { "The platform has no signing key yet: actions cannot be enabled (C-6)." }
         }
-        @if configured {
-            (certification_section(p))
-            section #remove {
-                h2 { "Remove the connector" }
-                form method="post" action="/admin/mcp/remove" {
-                    input type="hidden" name="csrf" value=(p.session.csrf);
-                    input #confirmRemove type="checkbox" name="confirm" value="yes" required;
-                    label for="confirmRemove" { "Actions stop and pending proposals are cancelled" }
-                    button type="submit" { "Remove" }
-                }
-            }
-        }
-    };
-    page("Tenant MCP", Some(p.session), body)
+    }
 }
 
 fn certification_section(p: &McpPage<'_>) -> Markup {
