@@ -142,6 +142,13 @@ test("U-3: the audit trail shows the changes", async () => {
   }
 });
 
+test("Unsettled actions: the page lists none on a healthy provider", async () => {
+  await page.goto(`${BASE}/admin/mcp`);
+  await Promise.all([page.waitForURL(`${BASE}/admin/actions`), page.click("text=Unsettled actions")]);
+  assert.equal(await page.locator("h1").innerText(), "Unsettled actions");
+  assert.equal(await page.locator("#noUnsettled").count(), 1);
+});
+
 test("U-1: a cross-site form post is refused and changes nothing", async () => {
   const before = await page.goto(`${BASE}/admin/mcp`).then(() => page.locator("#enabled").isChecked());
   const other = await ctx.newPage();

@@ -61,6 +61,10 @@ impl From<AdminError> for ApiError {
             AdminError::NoCertification => {
                 ApiError::not_found(AdminError::NoCertification.to_string())
             }
+            AdminError::NoSuchAction => ApiError::not_found(AdminError::NoSuchAction.to_string()),
+            e @ AdminError::StillRunning(_) => {
+                ApiError::conflict("ACTION_STILL_RUNNING", e.to_string())
+            }
             AdminError::Conflict => {
                 ApiError::conflict("CONFLICT", AdminError::Conflict.to_string())
             }
@@ -343,6 +347,59 @@ pub struct CertificationView {
     pub checks: Vec<CheckView>,
 }
 
+/// An action whose outcome the provider never settled.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnsettledActionView {
+    /// Its conversation.
+    pub case_id: String,
+    /// The action.
+    pub action_id: String,
+    /// The person who confirmed it.
+    pub user_id: String,
+    /// The operation.
+    pub operation: String,
+    /// The summary the person confirmed.
+    pub summary: String,
+    /// `executing` or `unknown`.
+    pub state: String,
+    /// When it was confirmed (RFC 3339).
+    pub since: String,
+    /// Seconds since then.
+    pub age_seconds: i64,
+    /// Whether it may be settled now (`unknown`, or `executing` for over 120 s).
+    pub settleable: bool,
+}
+
+/// The tenant's unsettled actions, oldest first.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UnsettledActions {
+    /// The actions.
+    pub items: Vec<UnsettledActionView>,
+}
+
+/// `POST …/actions/{actionId}/settlement` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettlementInput {
+    /// The action's conversation.
+    #[schema(pattern = "^cas_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub case_id: String,
+    /// What your own system shows: `completed` or `failed`.
+    #[schema(pattern = "^(completed|failed)$")]
+    pub outcome: String,
+    /// Why (kept in the audit trail, not shown to the person): 1–500 characters.
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+}
+
+/// The settled action's state.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Settled {
+    /// `completed` or `failed`.
+    pub state: String,
+}
+
 /// Audit page size when `limit` is absent.
 pub const AUDIT_PAGE_DEFAULT: usize = 20;
 /// The largest `limit` of `GET audit`.
@@ -572,20 +629,78 @@ async fn certification_view(
     })
 }
 
+/// The tenant's actions whose outcome the provider never settled.
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/actions/unsettled", tag = "actions", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = UnsettledActions), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn list_unsettled(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<Json<UnsettledActions>, ApiError> {
+    let items = crate::unsettled::list(&state, &tenant)
+        .await?
+        .into_iter()
+        .map(|u| UnsettledActionView {
+            case_id: u.case.to_string(),
+            action_id: u.action_id.to_string(),
+            user_id: u.user,
+            operation: u.operation,
+            summary: u.summary,
+            state: u.state.as_str().to_owned(),
+            since: u.since.to_rfc3339(),
+            age_seconds: u.age_seconds,
+            settleable: u.settleable,
+        })
+        .collect();
+    Ok(Json(UnsettledActions { items }))
+}
+
+/// Records what your own system shows for an unsettled action: the person gets a fixed
+/// notice, the conversation is unblocked, the change is audited. Nothing is executed.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/actions/{actionId}/settlement", tag = "actions", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), ("actionId" = String, Path, description = "The action id")),
+    request_body = SettlementInput,
+    responses((status = 200, body = Settled), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn settle_action(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((_, action_id)): Path<(String, String)>,
+    Json(body): Json<SettlementInput, MAX_BODY_BYTES>,
+) -> Result<Json<Settled>, ApiError> {
+    use countersign_domain::ids::{ActionId, CaseId};
+    let action = ActionId::parse(action_id)
+        .map_err(|_| ApiError::not_found(AdminError::NoSuchAction.to_string()))?;
+    let case =
+        CaseId::parse(body.case_id).map_err(|e| ApiError::validation("caseId", e.to_string()))?;
+    let outcome = match body.outcome.as_str() {
+        "completed" => crate::unsettled::Outcome::Completed,
+        "failed" => crate::unsettled::Outcome::Failed,
+        _ => return Err(ApiError::validation("outcome", "`completed` or `failed`")),
+    };
+    let to =
+        crate::unsettled::settle(&state, &tenant, &case, &action, outcome, &body.reason).await?;
+    Ok(Json(Settled {
+        state: to.as_str().to_owned(),
+    }))
+}
+
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 6] = [
+pub const PATHS: [&str; 8] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
     "/api/admin/tenants/{id}/audit",
     "/api/admin/tenants/{id}/mcp/certifications",
     "/api/admin/tenants/{id}/mcp/certifications/latest",
+    "/api/admin/tenants/{id}/actions/unsettled",
+    "/api/admin/tenants/{id}/actions/{action_id}/settlement",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 7] = [
+pub const ROUTES: [(&str, &str); 9] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -593,6 +708,8 @@ pub const ROUTES: [(&str, &str); 7] = [
     ("POST", PATHS[1]),
     ("DELETE", PATHS[2]),
     ("GET", PATHS[3]),
+    ("GET", PATHS[6]),
+    ("POST", PATHS[7]),
 ];
 
 /// The routes of [`certification_router`]: the certification run signs test proofs with
@@ -605,8 +722,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 2] = [("POST", PATHS[4]), ("GET",
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -636,7 +753,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The certification routes of the admin API ([`CERTIFICATION_ROUTES`]).
 pub fn certification_router(state: AdminState) -> Router {
-    let [.., certifications, latest] = PATHS;
+    let (certifications, latest) = (PATHS[4], PATHS[5]);
     Router::new()
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
@@ -645,9 +762,11 @@ pub fn certification_router(state: AdminState) -> Router {
 
 /// The admin API router (the admin function): everything but [`certification_router`].
 pub fn router(state: AdminState) -> Router {
-    let [mcp, widgets, widget, audit, ..] = PATHS;
+    let [mcp, widgets, widget, audit, _, _, unsettled, settlement] = PATHS;
     Router::new()
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
+        .route(unsettled, get(list_unsettled))
+        .route(settlement, axum::routing::post(settle_action))
         .route(
             widgets,
             get(list_widget_credentials).post(create_widget_credential),

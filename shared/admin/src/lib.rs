@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod panel;
 mod state;
 pub mod tenants;
+pub mod unsettled;
 pub mod widgets;
 
 pub use countersign_provider_client::resolve;

@@ -72,6 +72,14 @@ pub enum AdminError {
     /// Another change came first (the configuration's version moved).
     #[error("the configuration changed meanwhile; reload and try again")]
     Conflict,
+    /// No unsettled action with that id in that conversation.
+    #[error("no such unsettled action (it may have been settled meanwhile)")]
+    NoSuchAction,
+    /// The action is `executing` and may still be running: not yet for the administrator.
+    #[error(
+        "the action started less than {0} seconds ago and may still be running; try again later"
+    )]
+    StillRunning(i64),
     /// No such widget credential.
     #[error("no such widget credential")]
     NoSuchCredential,

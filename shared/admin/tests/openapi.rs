@@ -204,6 +204,13 @@ async fn real_answers_match_the_documented_schemas() {
             None,
         ),
         ("get", latest, None, "", None),
+        (
+            "get",
+            "/api/admin/tenants/{id}/actions/unsettled",
+            None,
+            "",
+            None,
+        ),
         ("get", mcp, None, "", None),
         ("put", mcp, Some("{not json".into()), "", None),
         (
@@ -282,6 +289,7 @@ async fn real_answers_match_the_documented_schemas() {
         "post /api/admin/tenants/{id}/mcp/certifications 400",
         "get /api/admin/tenants/{id}/mcp/certifications/latest 200",
         "get /api/admin/tenants/{id}/mcp/certifications/latest 404",
+        "get /api/admin/tenants/{id}/actions/unsettled 200",
     ] {
         assert!(
             seen.contains(expected),

@@ -134,6 +134,36 @@ pub struct ConfirmWrite {
     pub message: NewMessage,
 }
 
+/// An action whose outcome is not settled, as the tenant's index lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsettledAction {
+    /// Its conversation.
+    pub case: CaseId,
+    /// The action.
+    pub action_id: ActionId,
+    /// When it was confirmed (it has been unsettled since).
+    pub since: Timestamp,
+}
+
+/// An administrator's settlement of an unsettled action.
+#[derive(Debug, Clone)]
+pub struct SettleByAdmin<'a> {
+    /// Tenant scope.
+    pub tenant: &'a TenantId,
+    /// The conversation.
+    pub case: &'a CaseId,
+    /// The action.
+    pub action_id: &'a ActionId,
+    /// Its state as read (`executing` or `unknown`).
+    pub from: ProposalState,
+    /// `completed` or `failed`.
+    pub to: ProposalState,
+    /// The fixed notice to the person.
+    pub notice: &'a NewMessage,
+    /// The audit record.
+    pub audit: &'a AuditEntry,
+}
+
 /// The conversation / proposal store. Every method is scoped by tenant: an id of another
 /// tenant behaves as absent.
 #[async_trait]
@@ -201,6 +231,18 @@ pub trait ConversationStore: Send + Sync {
         from: ProposalState,
         to: ProposalState,
         notice: Option<&NewMessage>,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// The tenant's actions whose outcome is not settled (`executing` or `unknown`),
+    /// oldest first: what the administrator may have to settle by hand.
+    async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError>;
+
+    /// An administrator records the outcome of an unsettled action: like
+    /// [`Self::transition`] (`from` is `executing` or `unknown`, `to` is `completed` or
+    /// `failed`), with the person's notice and the audit record in the same write.
+    async fn settle_by_admin(
+        &self,
+        settle: &SettleByAdmin<'_>,
     ) -> Result<TransitionOutcome, StoreError>;
 
     /// Closes a case (A-26: a closed case never executes); a pending proposal is cancelled

@@ -144,6 +144,25 @@ pub fn discarded_notice(lang: Language) -> &'static str {
     }
 }
 
+/// Shown when the tenant's administrator, having checked their own system, records the
+/// outcome of an action whose result the provider never gave.
+pub fn settled_by_admin_notice(lang: Language, completed: bool) -> &'static str {
+    match (lang, completed) {
+        (Language::En, true) => {
+            "The company checked the action that had no confirmed result: it was completed."
+        }
+        (Language::En, false) => {
+            "The company checked the action that had no confirmed result: it was not carried out. Nothing was changed."
+        }
+        (Language::Pt, true) => {
+            "A empresa verificou a ação que estava sem resultado confirmado: ela foi concluída."
+        }
+        (Language::Pt, false) => {
+            "A empresa verificou a ação que estava sem resultado confirmado: ela não foi realizada. Nada foi alterado."
+        }
+    }
+}
+
 /// C-8: shown when a configuration change invalidated a pending proposal.
 pub fn invalidated_notice(lang: Language) -> &'static str {
     match lang {

@@ -12,8 +12,9 @@ use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
 use countersign_domain::ports::{
     Admission, AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
-    CreateProposalOutcome, NewMessage, PanelSession, RateLimiter, SessionStore, StoreError,
-    StoredMcpConfig, Tenant, TenantStore, TransitionOutcome, WidgetKey,
+    CreateProposalOutcome, NewMessage, PanelSession, RateLimiter, SessionStore, SettleByAdmin,
+    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome, UnsettledAction,
+    WidgetKey,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
@@ -385,6 +386,53 @@ impl ConversationStore for MemoryStore {
                 Ok(TransitionOutcome::Applied)
             },
         )
+    }
+
+    async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
+        yield_now().await;
+        self.read("list_unsettled", |s| {
+            let mut all: Vec<UnsettledAction> = s
+                .conversations
+                .iter()
+                .filter(|((t, _), _)| t == tenant)
+                .flat_map(|((_, case), conv)| {
+                    conv.proposals
+                        .values()
+                        .filter(|p| p.state.blocks_preparation())
+                        .map(move |p| UnsettledAction {
+                            case: case.clone(),
+                            action_id: p.action_id.clone(),
+                            since: p
+                                .confirmation_message_id
+                                .as_ref()
+                                .and_then(|m| conv.messages.get(m))
+                                .map_or(p.prepared_at, |m| m.created_at),
+                        })
+                })
+                .collect();
+            all.sort_by_key(|u| u.since);
+            all
+        })
+    }
+
+    async fn settle_by_admin(
+        &self,
+        settle: &SettleByAdmin<'_>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let outcome = self
+            .transition(
+                settle.tenant,
+                settle.case,
+                settle.action_id,
+                settle.from,
+                settle.to,
+                Some(settle.notice),
+            )
+            .await?;
+        if outcome == TransitionOutcome::Applied {
+            self.lock().audit(settle.tenant, settle.audit);
+        }
+        Ok(outcome)
     }
 
     async fn close_case(

@@ -100,6 +100,18 @@ impl ConversationStore for Fake {
     ) -> Result<usize, StoreError> {
         Err(unavailable())
     }
+    async fn list_unsettled(
+        &self,
+        _: &TenantId,
+    ) -> Result<Vec<countersign_domain::ports::UnsettledAction>, StoreError> {
+        Err(unavailable())
+    }
+    async fn settle_by_admin(
+        &self,
+        _: &countersign_domain::ports::SettleByAdmin<'_>,
+    ) -> Result<countersign_domain::ports::TransitionOutcome, StoreError> {
+        Err(unavailable())
+    }
 }
 
 #[async_trait]

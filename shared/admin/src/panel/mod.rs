@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use views::{Errors, McpForm, McpPage, ToolChoice};
 
 /// Every route of [`router`]: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 12] = [
+pub const ROUTES: [(&str, &str); 14] = [
     ("GET", "/admin"),
     ("POST", "/admin/login"),
     ("POST", "/admin/logout"),
@@ -41,6 +41,8 @@ pub const ROUTES: [(&str, &str); 12] = [
     ("POST", "/admin/widgets/{key_id}/replace"),
     ("GET", "/admin/audit"),
     ("GET", "/admin/static/{file}"),
+    ("GET", "/admin/actions"),
+    ("POST", "/admin/actions/settle"),
 ];
 
 /// The route of [`certification_router`].
@@ -66,6 +68,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/widgets/{key_id}/replace", post(widget_replace))
         .route("/admin/audit", get(audit_page))
         .route("/admin/static/{file}", get(static_file))
+        .route("/admin/actions", get(unsettled_page))
+        .route("/admin/actions/settle", post(settle))
         .with_state(state)
 }
 
@@ -644,6 +648,68 @@ async fn audit_page(State(state): State<AdminState>, session: Session, uri: Uri)
     {
         Ok(page) => html(StatusCode::OK, views::audit(&session, &page)),
         Err(e) => unavailable(&store_down(e)),
+    }
+}
+
+async fn render_unsettled(
+    state: &AdminState,
+    session: &Session,
+    errors: &Errors,
+    notice: Option<&str>,
+    status: StatusCode,
+) -> Response {
+    match crate::unsettled::list(state, &session.tenant).await {
+        Ok(items) => html(status, views::unsettled(session, &items, errors, notice)),
+        Err(e) => unavailable(&e),
+    }
+}
+
+async fn unsettled_page(State(state): State<AdminState>, session: Session, uri: Uri) -> Response {
+    let notice = query(&uri)
+        .get("done")
+        .map(|_| "Recorded. The person was told, and the conversation is unblocked.");
+    render_unsettled(&state, &session, &Errors::new(), notice, StatusCode::OK).await
+}
+
+async fn settle(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use countersign_domain::ids::{ActionId, CaseId};
+    let form = Form::parse(&body);
+    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+        return refused.into_response();
+    }
+    let outcome = match form.get("outcome") {
+        Some("completed") => crate::unsettled::Outcome::Completed,
+        Some("failed") => crate::unsettled::Outcome::Failed,
+        _ => {
+            let errors = [(String::new(), "Choose what your system shows.".to_owned())].into();
+            return render_unsettled(&state, &session, &errors, None, StatusCode::BAD_REQUEST)
+                .await;
+        }
+    };
+    let ids = CaseId::parse(form.get("caseId").unwrap_or(""))
+        .ok()
+        .zip(ActionId::parse(form.get("actionId").unwrap_or("")).ok());
+    let Some((case, action)) = ids else {
+        let errors = errors_of(&AdminError::NoSuchAction);
+        return render_unsettled(&state, &session, &errors, None, StatusCode::NOT_FOUND).await;
+    };
+    let reason = form.get("reason").unwrap_or("");
+    match crate::unsettled::settle(&state, &session.tenant, &case, &action, outcome, reason).await {
+        Ok(_) => see_other("/admin/actions?done=1"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let status = match e {
+                AdminError::Invalid { .. } => StatusCode::BAD_REQUEST,
+                AdminError::NoSuchAction => StatusCode::NOT_FOUND,
+                _ => StatusCode::CONFLICT,
+            };
+            render_unsettled(&state, &session, &errors_of(&e), None, status).await
+        }
     }
 }
 

@@ -31,6 +31,7 @@ pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                         nav aria-label="Sections" {
                             a href="/admin/mcp" { "Tenant MCP" }
                             a href="/admin/widgets" { "Widget credentials" }
+                            a href="/admin/actions" { "Unsettled actions" }
                             a href="/admin/audit" { "Audit trail" }
                         }
                         span.tenant { (s.tenant.name) " (" (s.tenant.id) ")" }
@@ -363,4 +364,44 @@ pub fn message(title: &str, session: Option<&Session>, text: &str) -> Markup {
         session,
         html! { p.error role="alert" { (text) } p { a href="/admin" { "Back" } } },
     )
+}
+
+/// Unsettled actions: the administrator records what their own system shows.
+pub fn unsettled(
+    session: &Session,
+    items: &[crate::unsettled::Unsettled],
+    errors: &Errors,
+    notice: Option<&str>,
+) -> Markup {
+    let body = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        (error_for(errors, ""))
+        p { "Actions whose result your server never confirmed. Their conversations cannot start another action or be closed until settled. Check your own system, then record what it shows: the person is told, and nothing is executed again." }
+        @if items.is_empty() {
+            p #noUnsettled { "No unsettled actions." }
+        }
+        @for u in items {
+            section.unsettled data-action=(u.action_id) {
+                h2 { code { (u.operation) } " — " (u.state.as_str()) }
+                p { (u.summary) }
+                p.hint { "Person " code { (u.user) } ", conversation " code { (u.case) } ", action " code { (u.action_id) } ", confirmed " (u.since) " (" (u.age_seconds) " s ago)" }
+                @if u.settleable {
+                    form method="post" action="/admin/actions/settle" {
+                        input type="hidden" name="csrf" value=(session.csrf);
+                        input type="hidden" name="caseId" value=(u.case);
+                        input type="hidden" name="actionId" value=(u.action_id);
+                        label for=(format!("reason-{}", u.action_id)) { "Reason (kept in the audit trail)" }
+                        input id=(format!("reason-{}", u.action_id)) type="text" name="reason" required maxlength="500";
+                        (error_for(errors, "reason"))
+                        button type="submit" name="outcome" value="completed" { "It was completed" }
+                        " "
+                        button type="submit" name="outcome" value="failed" { "It was not carried out" }
+                    }
+                } @else {
+                    p.hint { "It may still be running: it can be settled 120 s after its confirmation." }
+                }
+            }
+        }
+    };
+    page("Unsettled actions", Some(session), body)
 }

@@ -2,8 +2,9 @@
 //! semantics:
 //!
 //! - it touches only items of its own conversation (the case, the proposal, the new
-//!   message), so confirmations in different conversations never conflict — C-8 is held
-//!   at preparation and at configuration change instead (decision 0019);
+//!   message) and the action's own entry in the tenant's unsettled index, so
+//!   confirmations in different conversations never conflict — C-8 is held at
+//!   preparation and at configuration change instead (decision 0019);
 //! - each attempt has its own client request token; a token is reused only to resend the
 //!   same items after an attempt whose outcome is unknown;
 //! - after an unknown outcome the proposal is read back (consistently): if this request's
@@ -30,7 +31,7 @@ enum ReadBack {
 
 impl DynamoStore {
     /// The items of the confirm transaction, in a fixed order: case slot (0), proposal
-    /// (1), confirming message (2).
+    /// (1), confirming message (2), the tenant's unsettled index entry (3).
     fn confirm_items(&self, w: &ConfirmWrite) -> Result<Vec<TransactWriteItem>, StoreError> {
         let pk = conv_pk(&w.tenant, &w.case);
         Ok(vec![
@@ -57,6 +58,14 @@ impl DynamoStore {
                 ]),
             )?,
             self.put_new(message_item(&w.tenant, &w.message))?,
+            // The tenant's index of unsettled actions (its own item: confirmations in
+            // different conversations still touch no common item).
+            self.put_unsettled(super::unsettled_item(
+                &w.tenant,
+                &w.case,
+                &w.action_id,
+                w.message.created_at,
+            ))?,
         ])
     }
 

@@ -16,17 +16,18 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, Update,
+    AttributeValue, CancellationReason, ConditionCheck, Delete, Put,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use countersign_domain::conversation::{Case, CaseStatus, Message};
 use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
 use countersign_domain::ports::{
     ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome, NewMessage,
-    StoreError, TransitionOutcome,
+    SettleByAdmin, StoreError, TransitionOutcome, UnsettledAction,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
+use countersign_domain::time::Timestamp;
 use items::*;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -516,67 +517,51 @@ impl ConversationStore for DynamoStore {
         to: ProposalState,
         notice: Option<&NewMessage>,
     ) -> Result<TransitionOutcome, StoreError> {
-        if !is_legal(from, to) {
-            return Err(StoreError::IllegalTransition { from, to });
-        }
-        let pk = conv_pk(tenant, case);
-        let ttl = if to.is_terminal() {
-            self.retention_ttl()
-        } else {
-            None
+        let step = Step {
+            tenant,
+            case,
+            action_id,
+            from,
+            to,
         };
-        for attempt in 0..MAX_ATTEMPTS {
-            let mut case_vals = values([
-                (":aid", s(action_id.as_str())),
-                (":from", s(from.as_str())),
-                (":to", s(to.as_str())),
-            ]);
-            let mut prop_vals = values([(":from", s(from.as_str())), (":to", s(to.as_str()))]);
-            let mut case_expr = "SET slot_state = :to".to_owned();
-            let mut prop_expr = "SET #state = :to".to_owned();
-            if let Some(t) = &ttl {
-                // P-3: once the slot is terminal, the conversation gets its retention.
-                case_vals.insert(":ttl".into(), t.clone());
-                prop_vals.insert(":ttl".into(), t.clone());
-                case_expr.push_str(", #ttl = :ttl");
-                prop_expr.push_str(", #ttl = :ttl");
-            }
-            if from == ProposalState::PendingConfirmation {
-                prop_expr.push_str("");
-            }
-            let mut tx = vec![
-                self.update(
-                    key(pk.as_str(), CASE_SK),
-                    case_expr,
-                    "slot_action = :aid AND slot_state = :from",
-                    case_vals,
-                )?,
-                self.update(
-                    key(pk.as_str(), prop_sk(action_id)),
-                    prop_expr,
-                    "#state = :from",
-                    prop_vals,
-                )?,
-            ];
-            if let Some(m) = notice {
-                tx.push(self.put_new(message_item(tenant, m))?);
-            }
-            match self.transact(tx).await? {
-                Tx::Committed => return Ok(TransitionOutcome::Applied),
-                Tx::Cancelled(reasons) => {
-                    if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
-                        backoff(attempt).await;
-                        continue;
-                    }
-                    let current = match reasons.get(1) {
-                        Some(r) if failed(Some(r)) => r.item().and_then(state_of),
-                        _ => Some(from),
-                    };
-                    return Ok(TransitionOutcome::Conflict { current });
-                }
-            }
-        }
-        Ok(TransitionOutcome::Conflict { current: None })
+        self.transition_with(&step, notice, None).await
+    }
+
+    async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :u)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(tenant_pk(tenant))),
+                (":u", s(UNSETTLED_PREFIX)),
+            ])));
+        let mut all = self
+            .query_all(query)
+            .await?
+            .iter()
+            .map(unsettled_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        all.sort_by_key(|u| u.since);
+        Ok(all)
+    }
+
+    async fn settle_by_admin(
+        &self,
+        settle: &SettleByAdmin<'_>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let step = Step {
+            tenant: settle.tenant,
+            case: settle.case,
+            action_id: settle.action_id,
+            from: settle.from,
+            to: settle.to,
+        };
+        let audit = self.put_new(tenants::audit_item(settle.tenant, settle.audit))?;
+        self.transition_with(&step, Some(settle.notice), Some(audit))
+            .await
     }
 
     async fn close_case(
@@ -889,5 +874,152 @@ impl DynamoStore {
     ) -> Result<Option<Proposal>, StoreError> {
         let item = self.get(conv_pk(tenant, case), prop_sk(action)).await?;
         item.as_ref().map(proposal_from).transpose()
+    }
+}
+
+/// One proposal move, for [`DynamoStore::transition_with`].
+struct Step<'a> {
+    tenant: &'a TenantId,
+    case: &'a CaseId,
+    action_id: &'a ActionId,
+    from: ProposalState,
+    to: ProposalState,
+}
+
+/// The tenant's index of unsettled actions: written by the confirm transaction, removed
+/// by the transition that settles the action (so the listing never scans conversations).
+pub(crate) const UNSETTLED_PREFIX: &str = "UNSETTLED#";
+
+/// The index item of an action confirmed at `since`.
+pub(crate) fn unsettled_item(
+    tenant: &TenantId,
+    case: &CaseId,
+    action_id: &ActionId,
+    since: Timestamp,
+) -> Item {
+    let mut i = key(tenant_pk(tenant), format!("{UNSETTLED_PREFIX}{action_id}"));
+    i.insert("case_id".into(), s(case.as_str()));
+    i.insert("action_id".into(), s(action_id.as_str()));
+    i.insert("since".into(), s(since.to_rfc3339()));
+    i
+}
+
+fn unsettled_from(i: &Item) -> Result<UnsettledAction, StoreError> {
+    Ok(UnsettledAction {
+        case: CaseId::parse(get_s(i, "case_id")?).map_err(|_| corrupt("case_id"))?,
+        action_id: ActionId::parse(get_s(i, "action_id")?).map_err(|_| corrupt("action_id"))?,
+        since: Timestamp::parse_utc(get_s(i, "since")?).map_err(|_| corrupt("since"))?,
+    })
+}
+
+impl DynamoStore {
+    /// [`ConversationStore::transition`], with one more item in the same write (the
+    /// administrator's audit record). Settling an unsettled action also removes it from
+    /// the tenant's index, in the same write.
+    async fn transition_with(
+        &self,
+        step: &Step<'_>,
+        notice: Option<&NewMessage>,
+        extra: Option<TransactWriteItem>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let Step {
+            tenant,
+            case,
+            action_id,
+            from,
+            to,
+        } = *step;
+        if !is_legal(from, to) {
+            return Err(StoreError::IllegalTransition { from, to });
+        }
+        let pk = conv_pk(tenant, case);
+        let ttl = if to.is_terminal() {
+            self.retention_ttl()
+        } else {
+            None
+        };
+        for attempt in 0..MAX_ATTEMPTS {
+            let mut case_vals = values([
+                (":aid", s(action_id.as_str())),
+                (":from", s(from.as_str())),
+                (":to", s(to.as_str())),
+            ]);
+            let mut prop_vals = values([(":from", s(from.as_str())), (":to", s(to.as_str()))]);
+            let mut case_expr = "SET slot_state = :to".to_owned();
+            let mut prop_expr = "SET #state = :to".to_owned();
+            if let Some(t) = &ttl {
+                // P-3: once the slot is terminal, the conversation gets its retention.
+                case_vals.insert(":ttl".into(), t.clone());
+                prop_vals.insert(":ttl".into(), t.clone());
+                case_expr.push_str(", #ttl = :ttl");
+                prop_expr.push_str(", #ttl = :ttl");
+            }
+            let mut tx = vec![
+                self.update(
+                    key(pk.as_str(), CASE_SK),
+                    case_expr,
+                    "slot_action = :aid AND slot_state = :from",
+                    case_vals,
+                )?,
+                self.update(
+                    key(pk.as_str(), prop_sk(action_id)),
+                    prop_expr,
+                    "#state = :from",
+                    prop_vals,
+                )?,
+            ];
+            if let Some(m) = notice {
+                tx.push(self.put_new(message_item(tenant, m))?);
+            }
+            if to.is_terminal() && from.blocks_preparation() {
+                tx.push(self.delete_unsettled(tenant, action_id)?);
+            }
+            tx.extend(extra.clone());
+            match self.transact(tx).await? {
+                Tx::Committed => return Ok(TransitionOutcome::Applied),
+                Tx::Cancelled(reasons) => {
+                    if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    let current = match reasons.get(1) {
+                        Some(r) if failed(Some(r)) => r.item().and_then(state_of),
+                        _ => Some(from),
+                    };
+                    return Ok(TransitionOutcome::Conflict { current });
+                }
+            }
+        }
+        Ok(TransitionOutcome::Conflict { current: None })
+    }
+
+    /// Writes an action's entry in the tenant's unsettled index (unconditionally: the
+    /// transaction's other conditions decide).
+    fn put_unsettled(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let p = build(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().put(p).build())
+    }
+
+    /// Removes an action from the tenant's unsettled index (nothing if absent).
+    fn delete_unsettled(
+        &self,
+        tenant: &TenantId,
+        action_id: &ActionId,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let d = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    tenant_pk(tenant),
+                    format!("{UNSETTLED_PREFIX}{action_id}"),
+                )))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().delete(d).build())
     }
 }

@@ -33,7 +33,7 @@ const MAX_AUDIT_PAGE: usize = 100;
 
 /// An audit record: same partition as the tenant, sorted by its time-ordered id, kept
 /// without TTL (an audit trail outlives conversations).
-fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
+pub(super) fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
     let mut i = key(tenant_pk(tenant), format!("{AUDIT_PREFIX}{}", a.id));
     i.insert("audit_id".into(), s(a.id.as_str()));
     i.insert("at".into(), s(a.at.to_rfc3339()));

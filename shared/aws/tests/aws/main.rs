@@ -18,3 +18,4 @@ mod kms;
 mod real_rules;
 mod secrets;
 mod tenants;
+mod unsettled;
