@@ -383,7 +383,7 @@ pub struct UnsettledActions {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettlementInput {
     /// The action's conversation.
-    #[schema(pattern = "^cas_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    #[schema(pattern = "^case_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
     pub case_id: String,
     /// What your own system shows: `completed` or `failed`.
     #[schema(pattern = "^(completed|failed)$")]
