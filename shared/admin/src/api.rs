@@ -367,8 +367,21 @@ pub struct UnsettledActionView {
     pub since: String,
     /// Seconds since then.
     pub age_seconds: i64,
+    /// Your server's last answer to `get_action_status` that settled nothing; `null`
+    /// when none was asked or recorded.
+    pub last_status_answer: Option<StatusAnswerView>,
     /// Whether it may be settled now (`unknown`, or `executing` for over 120 s).
     pub settleable: bool,
+}
+
+/// A status answer that settled nothing.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StatusAnswerView {
+    /// A non-final status (`executing`, `pending_confirmation`), `isError`, or
+    /// `no valid answer` (a timeout, a dropped connection, an answer breaking the contract).
+    pub answer: String,
+    /// When (RFC 3339).
+    pub at: String,
 }
 
 /// The tenant's unsettled actions, oldest first.
@@ -649,6 +662,10 @@ async fn list_unsettled(
             state: u.state.as_str().to_owned(),
             since: u.since.to_rfc3339(),
             age_seconds: u.age_seconds,
+            last_status_answer: u.last_status.map(|(answer, at)| StatusAnswerView {
+                answer,
+                at: at.to_rfc3339(),
+            }),
             settleable: u.settleable,
         })
         .collect();
@@ -723,7 +740,7 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 2] = [("POST", PATHS[4]), ("GET",
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
     paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]

@@ -39,6 +39,8 @@ pub struct Unsettled {
     pub since: Timestamp,
     /// Seconds since then.
     pub age_seconds: i64,
+    /// The provider's last status answer that settled nothing, and when.
+    pub last_status: Option<(String, Timestamp)>,
     /// Whether the administrator may settle it now.
     pub settleable: bool,
 }
@@ -85,6 +87,7 @@ pub async fn list(state: &AdminState, tenant: &Tenant) -> Result<Vec<Unsettled>,
             state: p.state,
             since: entry.since,
             age_seconds,
+            last_status: entry.last_status,
             settleable: p.state == ProposalState::Unknown || age_seconds >= SETTLE_AFTER_SECONDS,
         });
     }

@@ -219,7 +219,30 @@ impl Chat {
             .provider()
             .call_tool(&ctx, "get_action_status", &args, None)
             .await;
-        read_answer(answer, &p.action_id)
+        let answer = read_answer(answer, &p.action_id);
+        self.note_status(who, p, answer.as_ref()).await;
+        answer
+    }
+
+    /// Keeps, for the tenant's administrator, the provider's last status answer that
+    /// settles nothing (a final one settles the action, which removes its entry). A
+    /// failure to note it changes nothing for the person.
+    async fn note_status(&self, who: &Principal, p: &Proposal, answer: Option<&ActionAnswer>) {
+        let seen = match answer {
+            Some(ActionAnswer::Reported(r)) if r.status.is_terminal() => return,
+            Some(ActionAnswer::Reported(r)) => r.status.as_str(),
+            Some(ActionAnswer::ToolError) => "isError",
+            None => "no valid answer",
+        };
+        let now = self.parts.clock.now();
+        let noted = self
+            .parts
+            .conversations
+            .note_status(&who.tenant, &p.action_id, seen, now)
+            .await;
+        if let Err(e) = noted {
+            tracing::warn!(error = %e, "noting the last status answer failed");
+        }
     }
 
     /// Writes the outcome: `from` → `to`, with the message. If the state moved meanwhile

@@ -143,6 +143,9 @@ pub struct UnsettledAction {
     pub action_id: ActionId,
     /// When it was confirmed (it has been unsettled since).
     pub since: Timestamp,
+    /// The provider's last answer to `get_action_status` that settled nothing (a
+    /// non-final status, `isError`, or "no valid answer"), and when.
+    pub last_status: Option<(String, Timestamp)>,
 }
 
 /// An administrator's settlement of an unsettled action.
@@ -236,6 +239,16 @@ pub trait ConversationStore: Send + Sync {
     /// The tenant's actions whose outcome is not settled (`executing` or `unknown`),
     /// oldest first: what the administrator may have to settle by hand.
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError>;
+
+    /// Records on an unsettled action's index entry the provider's last status answer
+    /// that settled nothing (nothing when the entry is gone).
+    async fn note_status(
+        &self,
+        tenant: &TenantId,
+        action_id: &ActionId,
+        answer: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// An administrator records the outcome of an unsettled action: like
     /// [`Self::transition`] (`from` is `executing` or `unknown`, `to` is `completed` or

@@ -50,6 +50,8 @@ struct State {
     audit: HashMap<TenantId, BTreeMap<AuditId, AuditEntry>>,
     certifications: HashMap<TenantId, Certification>,
     sessions: HashMap<Sha256Hex, PanelSession>,
+    /// The last status answer noted per (tenant, action).
+    status_notes: HashMap<(TenantId, ActionId), (String, Timestamp)>,
     conversations: HashMap<(TenantId, CaseId), Conversation>,
     used_action_ids: HashSet<(TenantId, ActionId)>,
     /// Units spent per (tenant, bucket, window start).
@@ -407,12 +409,46 @@ impl ConversationStore for MemoryStore {
                                 .as_ref()
                                 .and_then(|m| conv.messages.get(m))
                                 .map_or(p.prepared_at, |m| m.created_at),
+                            last_status: s
+                                .status_notes
+                                .get(&(tenant.clone(), p.action_id.clone()))
+                                .cloned(),
                         })
                 })
                 .collect();
             all.sort_by_key(|u| u.since);
             all
         })
+    }
+
+    async fn note_status(
+        &self,
+        tenant: &TenantId,
+        action_id: &ActionId,
+        answer: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "note_status",
+            || (),
+            |s| {
+                let unsettled = s
+                    .conversations
+                    .iter()
+                    .filter(|((t, _), _)| t == tenant)
+                    .any(|(_, c)| {
+                        c.proposals
+                            .get(action_id)
+                            .is_some_and(|p| p.state.blocks_preparation())
+                    });
+                if unsettled {
+                    s.status_notes
+                        .insert((tenant.clone(), action_id.clone()), (answer.to_owned(), at));
+                }
+                Ok(())
+            },
+        )
     }
 
     async fn settle_by_admin(

@@ -106,6 +106,15 @@ impl ConversationStore for Fake {
     ) -> Result<Vec<countersign_domain::ports::UnsettledAction>, StoreError> {
         Err(unavailable())
     }
+    async fn note_status(
+        &self,
+        _: &TenantId,
+        _: &countersign_domain::ids::ActionId,
+        _: &str,
+        _: countersign_domain::time::Timestamp,
+    ) -> Result<(), StoreError> {
+        Err(unavailable())
+    }
     async fn settle_by_admin(
         &self,
         _: &countersign_domain::ports::SettleByAdmin<'_>,

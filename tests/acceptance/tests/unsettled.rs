@@ -29,6 +29,10 @@ async fn an_action_the_provider_never_settled_is_listed_and_settled_by_the_admin
     s.fault(json!({"fault": "drop_after_execute"}));
     let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
     assert!(texts(&m).contains(UNCERTAIN), "{m:?}");
+    // The person asks again; the provider's status answer is garbage: still unknown, and
+    // that answer is what the administrator sees.
+    s.fault(json!({"fault": "garbage"}));
+    s.say(&t, &case, "did it work?", None).await;
     s.fault(json!({"fault": "reset"}));
     let (_, listed) = s.admin("GET", "actions/unsettled", None).await;
     let items = listed["items"].as_array().unwrap();
@@ -39,6 +43,10 @@ async fn an_action_the_provider_never_settled_is_listed_and_settled_by_the_admin
         (&json!(case), &json!("unknown"), &json!(true))
     );
     assert_eq!(item["userId"], "u_alice");
+    assert_eq!(
+        item["lastStatusAnswer"]["answer"], "no valid answer",
+        "{item:#}"
+    );
     let action = item["actionId"].as_str().unwrap().to_owned();
     let calls = s.stats()["executeCalls"].clone();
 

@@ -385,6 +385,13 @@ pub fn unsettled(
                 h2 { code { (u.operation) } " — " (u.state.as_str()) }
                 p { (u.summary) }
                 p.hint { "Person " code { (u.user) } ", conversation " code { (u.case) } ", action " code { (u.action_id) } ", confirmed " (u.since) " (" (u.age_seconds) " s ago)" }
+                p.status {
+                    "Last status answer from your server: "
+                    @match &u.last_status {
+                        Some((answer, at)) => { code { (answer) } " at " (at) }
+                        None => { "none yet" }
+                    }
+                }
                 @if u.settleable {
                     form method="post" action="/admin/actions/settle" {
                         input type="hidden" name="csrf" value=(session.csrf);

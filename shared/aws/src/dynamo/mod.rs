@@ -548,6 +548,42 @@ impl ConversationStore for DynamoStore {
         Ok(all)
     }
 
+    async fn note_status(
+        &self,
+        tenant: &TenantId,
+        action_id: &ActionId,
+        answer: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(
+                tenant_pk(tenant),
+                format!("{UNSETTLED_PREFIX}{action_id}"),
+            )))
+            .update_expression("SET last_status = :s, last_status_at = :t")
+            .condition_expression("attribute_exists(pk)")
+            .set_expression_attribute_values(Some(values([
+                (":s", s(answer)),
+                (":t", s(at.to_rfc3339())),
+            ])))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(()),
+            // Settled meanwhile: nothing to note.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
     async fn settle_by_admin(
         &self,
         settle: &SettleByAdmin<'_>,
@@ -909,6 +945,13 @@ fn unsettled_from(i: &Item) -> Result<UnsettledAction, StoreError> {
         case: CaseId::parse(get_s(i, "case_id")?).map_err(|_| corrupt("case_id"))?,
         action_id: ActionId::parse(get_s(i, "action_id")?).map_err(|_| corrupt("action_id"))?,
         since: Timestamp::parse_utc(get_s(i, "since")?).map_err(|_| corrupt("since"))?,
+        last_status: match (get_s(i, "last_status"), get_s(i, "last_status_at")) {
+            (Ok(answer), Ok(at)) => Some((
+                answer.to_owned(),
+                Timestamp::parse_utc(at).map_err(|_| corrupt("last_status_at"))?,
+            )),
+            _ => None,
+        },
     })
 }
 

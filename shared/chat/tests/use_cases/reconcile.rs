@@ -66,6 +66,16 @@ async fn a44_a_non_final_status_keeps_it_unknown() {
     );
     h.say("did it work?").await;
     assert_eq!(h.state(&action), ProposalState::Unknown);
+    // Decision 0028: the administrator sees what the provider last answered.
+    let listed =
+        countersign_domain::ports::ConversationStore::list_unsettled(&*h.store, &h.who.tenant)
+            .await
+            .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0].last_status.as_ref().map(|(a, _)| a.as_str()),
+        Some("executing")
+    );
 }
 
 #[tokio::test]
