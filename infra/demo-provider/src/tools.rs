@@ -157,14 +157,19 @@ fn consultations() -> Vec<Value> {
             ),
             true,
         ),
-        tool(
-            MATCHING,
-            "Sessions of any person matching a track name. Grants access to others' data: never allowlist it.",
-            object(json!({"track": string()}), &["track"]),
-            object(json!({"sessions": {"type": "array"}}), &["sessions"]),
-            true,
-        ),
+        matching(),
     ]
+}
+
+/// The search across everyone's sessions: read-only, yet never to be allowlisted.
+fn matching() -> Value {
+    tool(
+        MATCHING,
+        "Sessions of any person matching a track name. Grants access to others' data: never allowlist it.",
+        object(json!({"track": string()}), &["track"]),
+        object(json!({"sessions": {"type": "array"}}), &["sessions"]),
+        true,
+    )
 }
 
 /// The writes: one that bypasses confirmation (never allowlist it) and the three reserved

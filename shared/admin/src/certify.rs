@@ -41,7 +41,7 @@ pub const UNTRUSTED_KEY: &str = include_str!("untrusted-key.pem");
 pub const RUN_LIMIT: Duration = Duration::from_secs(25);
 
 /// The three action tools of the contract and the argument each must declare.
-const ACTION_TOOLS: [(&str, &[&str]); 3] = [
+pub(crate) const ACTION_TOOLS: [(&str, &[&str]); 3] = [
     ("prepare_action", &["operation", "arguments"]),
     ("execute_action", &["actionId"]),
     ("get_action_status", &["actionId"]),
@@ -622,6 +622,26 @@ fn untrusted_jwk() -> Result<Value, ()> {
     serde_json::to_value(jwk).map_err(|_| ())
 }
 
+/// H-2: whether `name` is one of the configured operations or the contract's action
+/// tools (writes only through confirmation).
+pub(crate) fn is_action_tool(name: &str, config: &McpConfig) -> bool {
+    config
+        .action_policy
+        .operations
+        .iter()
+        .any(|o| o.as_str() == name)
+        || ACTION_TOOLS.iter().any(|(t, _)| *t == name)
+}
+
+/// H-2: whether the tool's annotations say it writes (`readOnlyHint: false`, or
+/// `destructiveHint: true` without `readOnlyHint: true`). No annotation is no claim.
+pub(crate) fn annotated_write(tool: &ProviderTool) -> bool {
+    let hints = tool.descriptor.get("annotations");
+    let hint = |h: &str| hints.and_then(|a| a.get(h)).and_then(Value::as_bool);
+    hint("readOnlyHint") == Some(false)
+        || (hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true))
+}
+
 /// H-2: a consultation is listed with an `outputSchema` and is not a write.
 fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<String, String> {
     let name = tool.name.as_str();
@@ -629,22 +649,12 @@ fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<String, String> {
     if tool.output_schema.is_none() {
         problems.push(format!("`{name}` declares no outputSchema: declare one, and answer structuredContent that matches it"));
     }
-    if config
-        .action_policy
-        .operations
-        .iter()
-        .any(|o| o.as_str() == name)
-        || ACTION_TOOLS.iter().any(|(t, _)| *t == name)
-    {
+    if is_action_tool(name, config) {
         problems.push(format!(
             "`{name}` is an operation or an action tool: it cannot be a consultation"
         ));
     }
-    let hints = tool.descriptor.get("annotations");
-    let hint = |h: &str| hints.and_then(|a| a.get(h)).and_then(Value::as_bool);
-    if hint("readOnlyHint") == Some(false)
-        || (hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true))
-    {
+    if annotated_write(tool) {
         problems.push(format!("`{name}` is annotated as a write (readOnlyHint false or destructiveHint true): a consultation must only read; remove it from allowedTools"));
     }
     if problems.is_empty() {

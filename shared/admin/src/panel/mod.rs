@@ -148,6 +148,16 @@ impl Form {
     fn parse(body: &[u8]) -> Self {
         Self(url::form_urlencoded::parse(body).into_owned().collect())
     }
+    /// A change's form, once the session's cross-site guard (U-1) let it through.
+    fn guarded(
+        session: &Session,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<Self, session::CrossSite> {
+        let form = Self::parse(body);
+        session.guard(headers, form.get("csrf"))?;
+        Ok(form)
+    }
     fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
@@ -221,8 +231,7 @@ async fn logout(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+    if let Err(refused) = Form::guarded(&session, &headers, &body) {
         return refused.into_response();
     }
     if let Err(e) = session.end(&state).await {
@@ -313,19 +322,10 @@ async fn live_tools(
         .iter()
         .map(|t| {
             let name = t.name.as_str();
-            let hints = t.descriptor.get("annotations");
-            let hint = |h: &str| hints.and_then(|a| a.get(h)).and_then(Value::as_bool);
-            let writes = hint("readOnlyHint") == Some(false)
-                || (hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true));
-            let action = ["prepare_action", "execute_action", "get_action_status"].contains(&name)
-                || config
-                    .action_policy
-                    .operations
-                    .iter()
-                    .any(|o| o.as_str() == name);
-            let blocked = if action {
+            // H-2: the same classification as the certification run's.
+            let blocked = if certify::is_action_tool(name, config) {
                 Some("an operation or action tool: confirmed writes only".to_owned())
-            } else if writes {
+            } else if certify::annotated_write(t) {
                 Some("annotated as a write: cannot be a consultation".to_owned())
             } else {
                 None
@@ -417,10 +417,10 @@ async fn mcp_save(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
-        return refused.into_response();
-    }
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
     let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
     tools.extend(form.lines("allowedToolsText"));
     let operations: Vec<String> = form
@@ -488,8 +488,7 @@ async fn mcp_remove(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+    if let Err(refused) = Form::guarded(&session, &headers, &body) {
         return refused.into_response();
     }
     match mcp::delete(&state, &session.tenant).await {
@@ -533,10 +532,10 @@ async fn widget_create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
-        return refused.into_response();
-    }
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
     let origins = form.lines("origins");
     match crate::widgets::create(&state, &session.tenant, &origins).await {
         Ok((key, secret)) => {
@@ -577,8 +576,7 @@ async fn widget_revoke(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+    if let Err(refused) = Form::guarded(&session, &headers, &body) {
         return refused.into_response();
     }
     match crate::widgets::revoke(&state, &session.tenant, &key_id).await {
@@ -605,8 +603,7 @@ async fn widget_replace(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
+    if let Err(refused) = Form::guarded(&session, &headers, &body) {
         return refused.into_response();
     }
     let keys = match crate::widgets::list(&state, &session.tenant).await {
@@ -678,10 +675,10 @@ async fn settle(
     body: Bytes,
 ) -> Response {
     use countersign_domain::ids::{ActionId, CaseId};
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
-        return refused.into_response();
-    }
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
     let outcome = match form.get("outcome") {
         Some("completed") => crate::unsettled::Outcome::Completed,
         Some("failed") => crate::unsettled::Outcome::Failed,
@@ -740,10 +737,10 @@ async fn certification(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = Form::parse(&body);
-    if let Err(refused) = session.guard(&headers, form.get("csrf")) {
-        return refused.into_response();
-    }
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
     let request = match certification_request(&form) {
         Ok(r) => r,
         Err(errors) => {
