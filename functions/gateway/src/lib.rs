@@ -15,14 +15,14 @@ use countersign_domain::ports::{Admission, Clock, ProviderContext, ProviderTool,
 use countersign_domain::secret::SecretString;
 use countersign_http::{ApiError, bearer};
 use countersign_tools::access::{self, Grant};
-use countersign_tools::builtins::{CallContext, Services};
+use countersign_tools::builtins::{CallContext, DESCRIBE_TOOL, Services};
 use countersign_tools::integration::IntegrationService;
 use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -114,6 +114,29 @@ impl std::fmt::Debug for Gateway {
 #[derive(Clone)]
 struct Handler(Arc<Gateway>);
 
+/// Whether `request` is `describe_tool` naming a tool that is not built in.
+fn describes_a_consultation(
+    registry: &Registry<CallContext>,
+    request: &CallToolRequestParams,
+) -> bool {
+    request.name == DESCRIBE_TOOL.name
+        && request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("name"))
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|name| registry.get(name).is_none())
+}
+
+/// The protocol versions the gateway implements and advertises (decision 0029): the two
+/// `initialize` eras and the stateless one. rmcp validates each request's version against
+/// this list, bounds `initialize` negotiation by it, and publishes it in `server/discover`.
+pub const PROTOCOL_VERSIONS: [ProtocolVersion; 3] = [
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
 fn grant_of(ctx: &RequestContext<RoleServer>) -> Result<Grant, McpError> {
     ctx.extensions
         .get::<http::request::Parts>()
@@ -124,6 +147,10 @@ fn grant_of(ctx: &RequestContext<RoleServer>) -> Result<Grant, McpError> {
 }
 
 impl ServerHandler for Handler {
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&PROTOCOL_VERSIONS)
+    }
+
     fn get_info(&self) -> InitializeResult {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(
@@ -171,6 +198,7 @@ impl ServerHandler for Handler {
             principal: grant.principal.clone(),
             case: grant.case.clone(),
             services: gateway.services.clone(),
+            consultations: Vec::new(),
         };
         // Built-ins never need the provider; anything else is looked up among the
         // tenant's allowlisted consultations.
@@ -178,8 +206,11 @@ impl ServerHandler for Handler {
         if !builtin && let Some(spent) = gateway.spend(&grant, &request.name).await? {
             return Ok(CallToolResponse::Complete(spent));
         }
+        // `describe_tool` of a name that is not built in describes a consultation, so it
+        // needs the list (cached); describing a built-in reaches nobody.
+        let needs_list = !builtin || describes_a_consultation(&gateway.registry, &request);
         let proxied = match &gateway.integration {
-            Some(_) if !builtin => gateway.proxied(&grant).await?,
+            Some(_) if needs_list => gateway.proxied(&grant).await?,
             _ => None,
         };
         let raw = match &gateway.integration {

@@ -76,7 +76,7 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
     let tenants: Arc<dyn TenantStore> = Arc::new(store.clone());
     let budget: Arc<dyn countersign_domain::ports::RateLimiter> = Arc::new(store.clone());
     Ok(Gateway {
-        registry: builtins::registry()?,
+        registry: builtins::consultation_registry()?,
         services: Services {
             conversations: Arc::new(store.clone()),
             tenants: tenants.clone(),

@@ -29,6 +29,7 @@ async fn g8_duration_metric_is_written_as_emf() {
             tenants: fake,
             actions: None,
         },
+        consultations: Vec::new(),
     };
     let r = builtins::registry().unwrap();
     r.call(

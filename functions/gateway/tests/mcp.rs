@@ -138,7 +138,7 @@ fn app_budgeted(
         secret_version: "v1".into(),
     });
     router(Gateway {
-        registry: builtins::registry().unwrap(),
+        registry: builtins::consultation_registry().unwrap(),
         services: Services {
             conversations: fake.clone(),
             tenants: fake.clone(),
@@ -250,16 +250,12 @@ async fn g3_tools_list_publishes_versions_on_every_protocol_version() {
         names.sort_unstable();
         assert_eq!(
             names,
-            vec![
-                "action_status",
-                "describe_tool",
-                "list_operations",
-                "prepare_action"
-            ]
+            vec!["action_status", "describe_tool", "list_operations"]
         );
         for t in tools {
             let version = match t["name"].as_str().unwrap() {
-                "list_operations" | "prepare_action" => "1.1.0",
+                "list_operations" => "1.1.0",
+                "describe_tool" => "2.0.0",
                 _ => "1.0.0",
             };
             assert_eq!(t["_meta"]["version"], version, "{t}");
@@ -286,7 +282,7 @@ async fn g1_tools_call_answers_the_envelope_and_unknown_tools_are_invalid_params
     assert_eq!(result["isError"], false, "{body}");
     assert_eq!(
         result["structuredContent"]["meta"],
-        json!({"tool": "describe_tool", "version": "1.0.0"})
+        json!({"tool": "describe_tool", "version": "2.0.0"})
     );
     let text = result["content"][0]["text"].as_str().unwrap();
     assert_eq!(
@@ -406,8 +402,7 @@ async fn g6_proxied_consultations_through_the_gateway() {
             "describe_tool",
             "get_user_cars",
             "get_user_uploads",
-            "list_operations",
-            "prepare_action"
+            "list_operations"
         ]
     );
     assert_eq!(
@@ -485,7 +480,7 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
     });
     let app = || {
         router(Gateway {
-            registry: builtins::registry().unwrap(),
+            registry: builtins::consultation_registry().unwrap(),
             services: Services {
                 conversations: fake.clone(),
                 tenants: fake.clone(),
@@ -577,4 +572,197 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
         "a direct write is not allowlisted: {body}"
     );
     assert_eq!(demo.stats()["stats"]["directWrites"], 0);
+}
+
+/// Issue 17, decision 0029: `server/discover` advertises exactly the versions the gateway
+/// implements; a request naming any other is refused with -32022 (2026-07-28) and
+/// `initialize` never agrees to one.
+#[tokio::test]
+async fn mcp_versions_advertised_are_exactly_the_implemented_ones() {
+    let (s, body) = post(
+        Some(&token()),
+        "2026-07-28",
+        rpc(1, "server/discover", json!({})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["result"]["supportedVersions"],
+        json!(["2025-06-18", "2025-11-25", "2026-07-28"])
+    );
+    assert_eq!(body["result"]["resultType"], "complete");
+    assert_eq!(body["result"]["capabilities"], json!({"tools": {}}));
+    // A version the gateway does not implement, in the request's own `_meta`.
+    let (_, body) = post(Some(&token()), "2024-11-05", list_with_meta("2024-11-05")).await;
+    assert_eq!(body["error"]["code"], -32022, "{body}");
+    // `initialize` from an older client is answered with an implemented version.
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let (_, body) = post(Some(&token()), "2024-11-05", init).await;
+    let agreed = body["result"]["protocolVersion"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        ["2025-06-18", "2025-11-25"].contains(&agreed),
+        "initialize agreed to {agreed}: {body}"
+    );
+}
+
+fn list_with_meta(version: &str) -> Value {
+    rpc(
+        2,
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {}}}),
+    )
+}
+
+/// Issue 17: every 2026-07-28 result carries `resultType` (built-ins, the list, and a
+/// proxied consultation's answer, which the provider did not frame that way); results of
+/// the `initialize` eras carry none.
+#[tokio::test]
+async fn mcp_2026_results_carry_result_type_and_earlier_ones_do_not() {
+    let provider: Arc<dyn Provider> = Arc::new(TrackShare {
+        seen_tokens: Mutex::default(),
+    });
+    let calls = [
+        rpc(1, "tools/list", json!({})),
+        rpc(
+            2,
+            "tools/call",
+            json!({"name": "action_status", "arguments": {}}),
+        ),
+        rpc(
+            3,
+            "tools/call",
+            json!({"name": "get_user_uploads", "arguments": {}}),
+        ),
+        rpc(
+            4,
+            "tools/call",
+            json!({"name": "get_user_cars", "arguments": {}}),
+        ),
+    ];
+    for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        for call in &calls {
+            let app = app_with(Some(provider.clone()));
+            let (s, body) = post_to(app, Some(&token()), version, call.clone()).await;
+            assert_eq!(s, StatusCode::OK, "{version} {call}: {body}");
+            let result_type = &body["result"]["resultType"];
+            if version == "2026-07-28" {
+                assert_eq!(result_type, "complete", "{version} {call}: {body}");
+            } else {
+                assert!(result_type.is_null(), "{version} {call}: {body}");
+            }
+        }
+    }
+}
+
+/// Issue 17: the 2026-07-28 headers are checked: `Mcp-Method` is required and must match
+/// the body (-32020), and so must `Mcp-Name` on `tools/call`.
+#[tokio::test]
+async fn mcp_2026_headers_must_match_the_body() {
+    let call = rpc(
+        1,
+        "tools/call",
+        json!({"name": "action_status", "arguments": {}}),
+    );
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut body = call.clone();
+    body["params"]["_meta"] = meta;
+    for headers in [
+        vec![],
+        vec![("mcp-method", "tools/list")],
+        vec![("mcp-method", "tools/call"), ("mcp-name", "describe_tool")],
+        vec![("mcp-method", "tools/call")],
+    ] {
+        let mut req = Request::post("/mcp")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("authorization", format!("Bearer {}", token()));
+        for (k, v) in &headers {
+            req = req.header(*k, *v);
+        }
+        let res = app()
+            .oneshot(req.body(Body::from(body.to_string())).unwrap())
+            .await
+            .unwrap();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["error"]["code"], -32020, "{headers:?}: {v}");
+    }
+}
+
+/// Issue 17: `describe_tool` describes every tool the conversation can call, a proxied
+/// consultation included (its descriptor exactly as `tools/list` shows it), and still
+/// refuses a tool outside the allowlist.
+#[tokio::test]
+async fn describe_tool_describes_proxied_consultations() {
+    let provider: Arc<dyn Provider> = Arc::new(TrackShare {
+        seen_tokens: Mutex::default(),
+    });
+    for version in ["2025-06-18", "2026-07-28"] {
+        let describe = |name: &str| {
+            rpc(
+                2,
+                "tools/call",
+                json!({"name": "describe_tool", "arguments": {"name": name}}),
+            )
+        };
+        let app = app_with(Some(provider.clone()));
+        let (_, listed) = post_to(
+            app,
+            Some(&token()),
+            version,
+            rpc(1, "tools/list", json!({})),
+        )
+        .await;
+        let published = listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "get_user_uploads")
+            .cloned()
+            .unwrap();
+        let app = app_with(Some(provider.clone()));
+        let (_, body) = post_to(app, Some(&token()), version, describe("get_user_uploads")).await;
+        let envelope = &body["result"]["structuredContent"];
+        assert_eq!(envelope["ok"], true, "{body}");
+        assert_eq!(envelope["data"], published, "{body}");
+        for refused in ["get_matching_sessions", "execute_action", "prepare_action"] {
+            let app = app_with(Some(provider.clone()));
+            let (_, body) = post_to(app, Some(&token()), version, describe(refused)).await;
+            let envelope = &body["result"]["structuredContent"];
+            assert_eq!(envelope["error"]["code"], "NOT_FOUND", "{refused}: {body}");
+        }
+    }
+}
+
+/// Issue 17, decision 0029: the gateway does not serve `prepare_action` (a proposal is
+/// presented only inside a chat turn): not listed, and calling it is an unknown tool.
+#[tokio::test]
+async fn prepare_action_is_not_served_by_the_gateway() {
+    for version in ["2025-06-18", "2026-07-28"] {
+        let (_, listed) = post(Some(&token()), version, rpc(1, "tools/list", json!({}))).await;
+        let names: Vec<&str> = listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["action_status", "describe_tool", "list_operations"]);
+        let call = rpc(
+            2,
+            "tools/call",
+            json!({"name": "prepare_action", "arguments": {"operation": "x", "arguments": {}}}),
+        );
+        let (_, body) = post(Some(&token()), version, call).await;
+        assert_eq!(body["error"]["code"], -32602, "{body}");
+    }
 }

@@ -181,7 +181,7 @@ fn dummy_sdk() -> aws_config::SdkConfig {
 async fn each_router_serves_exactly_its_declared_routes() {
     let sdk = dummy_sdk();
     let gateway = countersign_gateway::Gateway {
-        registry: countersign_tools::builtins::registry().unwrap(),
+        registry: countersign_tools::builtins::consultation_registry().unwrap(),
         services: countersign_tools::builtins::Services {
             conversations: Arc::new(countersign_tools::testing::Fake::default()),
             tenants: Arc::new(countersign_tools::testing::Fake::default()),

@@ -336,6 +336,7 @@ impl<'a> Turn<'a> {
                 tenants: self.chat.parts.tenants.clone(),
                 actions: Some(self.preparer.clone()),
             },
+            consultations: Vec::new(),
         };
         let proxied = self
             .connected

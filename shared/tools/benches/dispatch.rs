@@ -28,6 +28,7 @@ fn ctx() -> CallContext {
             tenants: fake,
             actions: None,
         },
+        consultations: Vec::new(),
     }
 }
 

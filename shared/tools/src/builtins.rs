@@ -63,6 +63,10 @@ pub struct CallContext {
     pub case: CaseId,
     /// Services.
     pub services: Services,
+    /// The published descriptors of the conversation's allowlisted consultations, as the
+    /// tenant's server lists them (so `describe_tool` describes every tool the caller can
+    /// call); filled by the integration service, empty where none were loaded.
+    pub consultations: Vec<Map<String, Value>>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -89,32 +93,31 @@ pub struct DescribeToolArgs {
     pub name: String,
 }
 
-/// A published tool descriptor (the same object `tools/list` publishes, G-3).
+/// A published tool descriptor: the same object `tools/list` publishes (G-3). A
+/// built-in always has every field; a consultation has what the tenant's server publishes
+/// (MCP requires only `name` and `inputSchema`).
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DescribedTool {
     /// Wire name.
     pub name: String,
     /// Title.
-    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Description.
-    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Input JSON Schema.
     pub input_schema: Value,
-    /// Output JSON Schema (the envelope).
-    pub output_schema: Value,
+    /// Output JSON Schema (for a built-in, the envelope).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// Hints.
-    pub annotations: Value,
-    /// `{version}`.
-    #[serde(rename = "_meta")]
-    pub meta: DescribedMeta,
-}
-
-/// `_meta` of a descriptor.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct DescribedMeta {
-    /// The tool's version.
-    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta` (a built-in's carries its `version`).
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
 }
 
 /// No arguments.
@@ -193,8 +196,8 @@ pub struct PreparedAction {
 pub const DESCRIBE_TOOL: ToolSpec = ToolSpec {
     name: "describe_tool",
     title: "Describe a tool",
-    description: "Describes one tool of this conversation. Returns the tool's published descriptor as `data`: `data.name`, `data.title`, `data.description`, `data.inputSchema`, `data.outputSchema`, `data.annotations` and `data._meta.version` (the same version every answer carries in `meta.version`).",
-    version: "1.0.0",
+    description: "Describes one tool this conversation can call: a built-in tool or one of the company's consultations. Returns the descriptor `tools/list` publishes as `data`: `data.name` and `data.inputSchema`, and when published `data.title`, `data.description`, `data.outputSchema`, `data.annotations` and `data._meta`. A built-in tool publishes all of them, with `data._meta.version` (the same version every answer carries in `meta.version`).",
+    version: "2.0.0",
     annotations: READ_ONLY,
 };
 
@@ -234,20 +237,28 @@ async fn describe_tool(
     inv: Invocation<CallContext>,
     args: DescribeToolArgs,
 ) -> Result<DescribedTool, ToolError> {
-    let published = inv.catalog.get(args.name.as_str()).ok_or_else(|| {
+    let name = args.name.as_str();
+    // Built-ins first: a consultation can never shadow one.
+    let published = inv.catalog.get(name).cloned().or_else(|| {
+        inv.ctx
+            .consultations
+            .iter()
+            .find(|d| d.get("name").and_then(Value::as_str) == Some(name))
+            .map(|d| Value::Object(d.clone()))
+    });
+    let published = published.ok_or_else(|| {
         ToolError::new(
             code::NOT_FOUND,
             format!(
                 "no tool named `{}`",
-                args.name.chars().take(128).collect::<String>()
+                name.chars().take(128).collect::<String>()
             ),
         )
         .details(serde_json::json!({"field": "name"}))
         .retryable(false)
         .hint("Use a name from tools/list.")
     })?;
-    serde_json::from_value(published.clone())
-        .map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))
+    serde_json::from_value(published).map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))
 }
 
 async fn list_operations(inv: Invocation<CallContext>, _: NoArgs) -> Result<Operations, ToolError> {
@@ -319,12 +330,20 @@ async fn prepare_action(
     actions.prepare(ctx, &args.operation, &args.arguments).await
 }
 
-/// The registry of built-in tools.
+/// The registry of built-in tools (the messages function's model turn).
 pub fn registry() -> Result<Registry<CallContext>, RegistryError> {
+    let mut r = consultation_registry()?;
+    r.register(PREPARE_ACTION, prepare_action)?;
+    Ok(r)
+}
+
+/// The built-in tools that read only: every tool but `prepare_action`. The gateway serves
+/// these (decision 0029: a proposal is presented only inside a chat turn, where the
+/// person sees it).
+pub fn consultation_registry() -> Result<Registry<CallContext>, RegistryError> {
     let mut r = Registry::new();
     r.register(DESCRIBE_TOOL, describe_tool)?;
     r.register(LIST_OPERATIONS, list_operations)?;
     r.register(ACTION_STATUS, action_status)?;
-    r.register(PREPARE_ACTION, prepare_action)?;
     Ok(r)
 }

@@ -24,7 +24,7 @@ use countersign_domain::ports::{
 };
 use countersign_domain::proposal::Proposal;
 use countersign_domain::secret::SecretString;
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ResultType};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -206,6 +206,8 @@ impl IntegrationService {
         match route(registry, tools, name) {
             Route::BuiltIn => {
                 let args = arguments.map_or(Value::Null, Value::Object);
+                let mut ctx = ctx;
+                ctx.consultations = tools.iter().map(|t| t.descriptor.clone()).collect();
                 registry
                     .call(ctx, name, args)
                     .await
@@ -215,10 +217,15 @@ impl IntegrationService {
                 let (pctx, _) = proxied?;
                 let args = arguments.unwrap_or_default();
                 let raw = crate::proxy::call(self.provider.as_ref(), pctx, tool, &args).await;
-                Some(serde_json::from_value(raw).unwrap_or_else(|_| {
+                let mut result: CallToolResult = serde_json::from_value(raw).unwrap_or_else(|_| {
                     let message = "The company's system answered with a malformed result.";
                     crate::proxy::violation(tool, message, Value::Null)
-                }))
+                });
+                // The answer passes through unchanged (G-6), but its framing is ours: a
+                // 2026-07-28 caller needs `resultType` on every result (rmcp removes it for
+                // earlier protocol versions), and the platform answers only complete ones.
+                result.result_type = Some(ResultType::COMPLETE);
+                Some(result)
             }
             Route::Unknown => None,
         }

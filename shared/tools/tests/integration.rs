@@ -279,6 +279,7 @@ async fn calls_route_to_built_ins_first_then_allowlisted_consultations_else_nowh
             tenants: env.store.clone(),
             actions: None,
         },
+        consultations: Vec::new(),
     };
     let unknown = env
         .service
@@ -306,4 +307,64 @@ async fn calls_route_to_built_ins_first_then_allowlisted_consultations_else_nowh
     assert_eq!(env.provider.calls_of("get_user_cars").len(), 1);
     let text = answer.content.first().and_then(|b| b.as_text()).unwrap();
     assert_eq!(text.text, "get_user_cars answered");
+}
+
+/// Issue 17: `describe_tool`, dispatched through the integration service (the model turn's
+/// path as well as the gateway's), describes the conversation's consultations with the
+/// descriptor the tenant's server published; a built-in of the same name wins.
+#[tokio::test]
+async fn describe_tool_describes_the_consultations_it_was_given() {
+    let env = Env::new();
+    env.save("https://a.example.com/mcp", "token-a").await;
+    let registry = registry().unwrap();
+    let proxied = vec![tool("get_user_cars")];
+    let c = env
+        .service
+        .current(&env.who, &env.case)
+        .await
+        .unwrap()
+        .unwrap();
+    let ctx = CallContext {
+        principal: env.who.clone(),
+        case: env.case.clone(),
+        services: Services {
+            conversations: env.store.clone(),
+            tenants: env.store.clone(),
+            actions: None,
+        },
+        consultations: Vec::new(),
+    };
+    let describe = |name: &str| Some(json!({"name": name}).as_object().unwrap().clone());
+    let answer = env
+        .service
+        .call(
+            &registry,
+            ctx.clone(),
+            Some((&c.ctx, &proxied)),
+            "describe_tool",
+            describe("get_user_cars"),
+        )
+        .await
+        .unwrap();
+    let envelope = answer.structured_content.unwrap();
+    assert_eq!(envelope["ok"], true, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        serde_json::Value::Object(proxied[0].descriptor.clone())
+    );
+    // Without the consultations (none loaded), the name is unknown.
+    let answer = env
+        .service
+        .call(
+            &registry,
+            ctx,
+            None,
+            "describe_tool",
+            describe("get_user_cars"),
+        )
+        .await
+        .unwrap();
+    let envelope = answer.structured_content.unwrap();
+    assert_eq!(envelope["error"]["code"], "NOT_FOUND", "{envelope}");
+    assert!(env.provider.calls().is_empty(), "describing calls nobody");
 }

@@ -108,6 +108,7 @@ fn ctx(fail: bool, enabled: bool) -> CallContext {
             tenants: fake,
             actions: None,
         },
+        consultations: Vec::new(),
     }
 }
 

@@ -1,0 +1,230 @@
+"""The interop suite (issue 17): official MCP clients of each era against the gateway.
+
+Run by infra/scripts/interop.sh inside with-local-aws.sh, after `cargo build`. It starts
+the local stack (`countersign-dev`: bootstrap, the demo tenant with the TrackShare demo
+provider, the gateway) on free loopback ports, opens a conversation through the widget API
+as the demo person, mints a gateway token for it with the operator CLI, and drives the
+gateway with five clients, pinned by interop.sh:
+
+- the TypeScript SDK v1 client (`@modelcontextprotocol/sdk`, the `initialize` handshake);
+- the TypeScript SDK v2 client (`@modelcontextprotocol/client`, `server/discover` probe);
+- the Python SDK 2.x client in its default mode (probe, then 2026-07-28) and in its
+  legacy mode (`initialize`);
+- the Inspector CLI.
+
+Each lists the tools, describes a built-in and a proxied consultation, calls each
+built-in, a proxied consultation, a failing call whose error envelope the client
+validates against the tool's outputSchema, and an unknown tool.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.join(ROOT, "infra", "interop")
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+CLI = os.path.join(TARGET, "debug", "countersign")
+DEV = os.path.join(TARGET, "debug", "countersign-dev")
+INSPECTOR = os.path.join(HERE, "node_modules", ".bin", "mcp-inspector")
+PYTHON = os.path.join(ROOT, ".venv", "interop", "bin", "python")
+PROXIED = "get_user_cars"
+BUILTINS = ["action_status", "describe_tool", "list_operations"]
+CONSULTATIONS = [
+    "get_download_status", "get_error_diagnosis", "get_session_laps", "get_upload_file_details",
+    "get_user_cars", "get_user_sessions", "get_user_uploads",
+]
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_stack(env):
+    """countersign-dev on free ports; returns (process, banner values)."""
+    ports = {k: free_port() for k in ("COUNTERSIGN_DEV_ADDR", "DEMO_PROVIDER_ADDR", "COUNTERSIGN_DEMO_SITE_ADDR")}
+    env.update({k: f"127.0.0.1:{p}" for k, p in ports.items()})
+    dev = subprocess.Popen([DEV], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    banner = {}
+    deadline = time.time() + 60
+    while time.time() < deadline and "WIDGET_JWT" not in banner:
+        line = dev.stdout.readline()
+        if not line:
+            break
+        m = re.match(r"^([A-Z_]+)=(\S+)$", line.strip())
+        if m:
+            banner[m.group(1)] = m.group(2)
+    if "WIDGET_JWT" not in banner:
+        dev.kill()
+        raise SystemExit("countersign-dev did not start: " + dev.stderr.read()[-2000:])
+    banner["BASE"] = f"http://{env['COUNTERSIGN_DEV_ADDR']}"
+    return dev, banner
+
+
+def open_case(base, jwt):
+    req = urllib.request.Request(
+        f"{base}/api/cases", data=b"{}", method="POST",
+        headers={"Authorization": f"Bearer {jwt}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as res:
+        return json.load(res)["caseId"]
+
+
+def run_client(cmd, env):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=HERE)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return None, p.stdout[-2000:] + p.stderr[-2000:]
+    return json.loads(lines[-1]), ""
+
+
+def check_sdk_client(label, out, version, listed):
+    """The common scenario, as an SDK client observed it."""
+    def step(name):
+        return out.get(name) or {"ok": False, "error": "missing"}
+
+    def value(name):
+        s = step(name)
+        check(s["ok"], f"{label}: {name} succeeds ({s.get('error', '')[:200]})")
+        return s.get("value") or {}
+
+    check(value("connect").get("protocolVersion") == version, f"{label}: speaks {version} ({step('connect')})")
+    names = step("list").get("value") or []
+    check(sorted(names) == sorted(BUILTINS + CONSULTATIONS), f"{label}: lists the built-ins and the allowed consultations ({names})")
+    d = value("describe_builtin")
+    check(d.get("structured", {}).get("data", {}).get("name") == "action_status", f"{label}: describes a built-in")
+    d = value("describe_proxied")
+    data = d.get("structured", {}).get("data")
+    check(d.get("isError") is False and data == listed.get(PROXIED), f"{label}: describes {PROXIED} as tools/list shows it")
+    ops = value("list_operations").get("structured", {}).get("data", {})
+    check(ops.get("actionsEnabled") is True and [i["operation"] for i in ops.get("items", [])] == ["reassign_session_car"],
+          f"{label}: list_operations ({ops})")
+    status = value("action_status").get("structured", {})
+    check(status.get("ok") is True and status.get("data") == {"proposal": None}, f"{label}: action_status ({status})")
+    cars = value("proxied").get("structured") or {}
+    check(len(cars.get("cars", [])) == 3, f"{label}: the proxied consultation answers ({cars})")
+    err = value("error_envelope")
+    check(err.get("isError") is True and err.get("structured", {}).get("error", {}).get("code") == "NOT_FOUND",
+          f"{label}: an error envelope, validated by the client against the outputSchema")
+    for name in ("unknown_tool", "prepare_action"):
+        s = step(name)
+        check(not s["ok"] and s.get("code") == -32602, f"{label}: {name} is an unknown tool, -32602 ({s})")
+
+
+def inspector(url, token, *args):
+    cmd = [INSPECTOR, "--cli", url, "--transport", "http", "--header", f"Authorization: Bearer {token}"]
+    p = subprocess.run(cmd + list(args) + ["--format", "json"], capture_output=True, text=True, timeout=120)
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        out = None
+    # The CLI prints {"result": <MCP result>}; an outputSchema validation failure prints an
+    # error instead, so reading result.structuredContent below also proves validation passed.
+    if isinstance(out, dict) and "result" in out:
+        out = out["result"]
+    return p.returncode, out or {}, p.stdout + p.stderr
+
+
+def check_inspector(url, token, listed):
+    call = lambda name, args: inspector(url, token, "--method", "tools/call", "--tool-name", name, "--tool-args-json", json.dumps(args))
+    code, out, raw = inspector(url, token, "--method", "tools/list")
+    check(code == 0 and sorted(t["name"] for t in out.get("tools", [])) == sorted(BUILTINS + CONSULTATIONS),
+          f"inspector: tools/list (exit {code}) {raw[:200]}")
+    versions = {"list_operations": "1.1.0", "describe_tool": "2.0.0", "action_status": "1.0.0"}
+    for t in out.get("tools", []):
+        if t["name"] in versions:
+            check(t.get("_meta", {}).get("version") == versions[t["name"]], f"inspector: {t['name']} publishes _meta.version")
+    for name, args, want in [
+        ("describe_tool", {"name": "list_operations"}, lambda sc: sc["data"]["name"] == "list_operations"),
+        ("describe_tool", {"name": PROXIED}, lambda sc: sc["data"] == listed.get(PROXIED)),
+        ("list_operations", {}, lambda sc: sc["data"]["actionsEnabled"] is True),
+        ("action_status", {}, lambda sc: sc["data"] == {"proposal": None}),
+        (PROXIED, {}, lambda sc: len(sc["cars"]) == 3),
+    ]:
+        code, out, raw = call(name, args)
+        sc = out.get("structuredContent") or {}
+        try:
+            good = want(sc)
+        except (KeyError, TypeError):
+            good = False
+        check(code == 0 and good, f"inspector: {name} {args} (exit {code}) {raw[:200] if not good else ''}")
+    for name, args, want in [
+        ("describe_tool", {"name": "no_such_tool"}, "NOT_FOUND"),
+        ("describe_tool", {"name": "x", "confirmed": True}, "VALIDATION_ERROR"),
+    ]:
+        code, out, raw = call(name, args)
+        sc = out.get("structuredContent") or {}
+        check(code == 5 and out.get("isError") is True and sc.get("error", {}).get("code") == want,
+              f"inspector: {name} {args} answers {want}, validated against the outputSchema (exit {code})")
+    # The Inspector checks a name against tools/list itself before calling.
+    for name in ("no_such_tool", "prepare_action"):
+        code, out, raw = call(name, {})
+        check(code == 5 and ("-32602" in raw or "tool_not_found" in raw),
+              f"inspector: {name} is an unknown tool (exit {code}) {raw[:200]}")
+    code, _, _ = inspector(url, "not-a-token", "--method", "tools/list")
+    check(code == 3, f"inspector: a bad token exits 3 (auth) (got {code})")
+
+
+def main():
+    assert os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://127.0.0.1:"), "run inside with-local-aws.sh"
+    suffix = uuid.uuid4().hex[:10]
+    env = dict(os.environ)
+    env.update({
+        "COUNTERSIGN_TABLE": f"interop-{suffix}",
+        "COUNTERSIGN_SIGNING_KEY": f"alias/interop-{suffix}",
+        "COUNTERSIGN_SECRET_PREFIX": f"interop-{suffix}/",
+        "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER": "1",
+        "RUST_LOG": "warn",
+    })
+    dev, banner = start_stack(env)
+    try:
+        case = open_case(banner["BASE"], banner["WIDGET_JWT"])
+        token = subprocess.run(
+            [CLI, "gateway-token", "--tenant", banner["TENANT"], "--user", "u_alice", "--case", case],
+            env=env, check=True, capture_output=True, text=True,
+        ).stdout.strip()
+        url = f"{banner['BASE']}/mcp"
+        code, out, raw = inspector(url, token, "--method", "tools/list")
+        listed = {t["name"]: t for t in out.get("tools", [])}
+        check(PROXIED in listed, f"the demo tenant's consultations are listed ({raw[:200]})")
+        clients = [
+            ("typescript-v1", ["node", "ts_client.mjs", "v1"], "2025-11-25"),
+            ("typescript-v2", ["node", "ts_client.mjs", "v2"], "2026-07-28"),
+            ("python-default", [PYTHON, "py_client.py", "auto"], "2026-07-28"),
+            ("python-legacy", [PYTHON, "py_client.py", "legacy"], "2025-11-25"),
+        ]
+        for label, cmd, version in clients:
+            out, err = run_client(cmd + [url, token, PROXIED], env)
+            check(out is not None, f"{label}: ran ({err})")
+            if out is not None:
+                check_sdk_client(label, out, version, listed)
+        check_inspector(url, token, listed)
+    finally:
+        dev.terminate()
+        dev.wait(timeout=10)
+    if failures:
+        print(f"{len(failures)} interop check(s) failed", file=sys.stderr)
+        sys.exit(1)
+    print("interop: all checks passed with 5 official clients")
+
+
+if __name__ == "__main__":
+    main()
