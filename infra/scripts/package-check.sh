@@ -4,7 +4,9 @@
 #    of the three functions, reporting each zip's size;
 # 2. one release `bootstrap` (the messages function) run against a local Lambda Runtime
 #    API emulator with a real API Gateway v2 event, asserting its response (401 with the
-#    typed error: no token).
+#    typed error: no token);
+# 3. each function's init time next to a hello-world `lambda_http` function's (issue 17),
+#    failing if any makes a network call at init.
 # cargo-lambda (PyPI, pinned) is installed into .venv/lambda on first use.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,7 +22,9 @@ export PATH="$venv/bin:$PATH"
 # cargo-lambda mishandles --target-dir; CARGO_TARGET_DIR works (FIELD-NOTES).
 export CARGO_TARGET_DIR="$root/target/lambda-build"
 bins=(countersign-messages countersign-admin countersign-gateway)
-args=()
+# hello-lambda: the cold-start yardstick (issue 17), built with the same profile, never
+# deployed.
+args=(--bin hello-lambda)
 for b in "${bins[@]}"; do args+=(--bin "$b"); done
 cargo lambda build --release --x86-64 --output-format zip "${args[@]}"
 echo
@@ -56,6 +60,12 @@ body = json.loads(resp["body"])
 assert body["error"]["code"] == "UNAUTHORIZED", body
 print("release bootstrap under the Runtime API emulator: POST /api/cases without a token -> 401 UNAUTHORIZED")
 PY
-# Issue 14: init time with each model adapter configured (no adapter calls anything at
-# init).
-python3 infra/lambda/init_time.py "$work/bootstrap" 7
+# Issues 14 and 17: each function's init time next to the hello-world's (no network call
+# at init; each model adapter configured in turn).
+for b in "${bins[@]}" hello-lambda; do
+  mkdir -p "$work/init/$b"
+  python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
+    "$CARGO_TARGET_DIR/lambda/$b/bootstrap.zip" "$work/init/$b"
+  chmod +x "$work/init/$b/bootstrap"
+done
+python3 infra/lambda/init_time.py "$work/init" 7

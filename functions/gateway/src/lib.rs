@@ -6,13 +6,15 @@
 //! the verified grant to the MCP handler through the request's extensions. The principal
 //! is therefore fixed by the token, never by arguments.
 
+pub mod token_key;
 pub mod wiring;
+
+pub use token_key::TokenKey;
 
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use countersign_domain::ports::{Admission, Clock, ProviderContext, ProviderTool, RateLimiter};
-use countersign_domain::secret::SecretString;
 use countersign_http::{ApiError, bearer};
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{CallContext, DESCRIBE_TOOL, Services};
@@ -35,8 +37,8 @@ pub struct Gateway {
     pub registry: Registry<CallContext>,
     /// Stores the tools use.
     pub services: Services,
-    /// Verifies access tokens (D-4).
-    pub token_key: SecretString,
+    /// Verifies access tokens (D-4); read on first use.
+    pub token_key: TokenKey,
     /// The clock tokens are checked against.
     pub clock: Arc<dyn Clock>,
     /// Host names the deployed API answers on (besides loopback), for rmcp's Host check;
@@ -247,7 +249,14 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
     let Some(token) = bearer(req.headers()) else {
         return ApiError::unauthorized("a bearer token is required").into_response();
     };
-    match access::verify(&gw.token_key, token, gw.clock.now()) {
+    let key = match gw.token_key.get().await {
+        Ok(key) => key,
+        Err(e) => {
+            return ApiError::unavailable("access tokens cannot be checked right now", &e)
+                .into_response();
+        }
+    };
+    match access::verify(key, token, gw.clock.now()) {
         Ok(grant) => {
             req.extensions_mut().insert(grant);
             next.run(req).await

@@ -1,12 +1,11 @@
 //! Building the gateway: its typed configuration, read once from the environment
 //! ([`Config`]), and the gateway built from it. What `main` and the local dev server share.
 
-use crate::Gateway;
-use anyhow::Context as _;
+use crate::{Gateway, TokenKey};
 use countersign_aws::AwsSettings;
 use countersign_aws::settings::{Env, EnvError, FromEnv};
 use countersign_aws::system::SystemClock;
-use countersign_domain::ports::{SecretStore, TenantStore};
+use countersign_domain::ports::TenantStore;
 use countersign_tools::access;
 use countersign_tools::builtins::{self, Services};
 use countersign_tools::integration::IntegrationService;
@@ -68,11 +67,8 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
     let settings = &config.aws;
     let store = settings.store(sdk);
     let secrets = settings.secrets(sdk);
-    let (token_key, _) = secrets
-        .get_current(access::SECRET_NAME)
-        .await
-        .context("reading the gateway token key")?
-        .context("the gateway token key is missing; run `countersign bootstrap`")?;
+    // Read on the first request, not here: no network call at init (issue 17).
+    let token_key = TokenKey::lazy(Arc::new(secrets.clone()), access::SECRET_NAME);
     let tenants: Arc<dyn TenantStore> = Arc::new(store.clone());
     let budget: Arc<dyn countersign_domain::ports::RateLimiter> = Arc::new(store.clone());
     Ok(Gateway {

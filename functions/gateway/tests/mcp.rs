@@ -121,6 +121,18 @@ fn app_budgeted(
     provider: Option<Arc<dyn Provider>>,
     budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
 ) -> axum::Router {
+    app_keyed(
+        provider,
+        budget,
+        countersign_gateway::TokenKey::fixed(key()),
+    )
+}
+
+fn app_keyed(
+    provider: Option<Arc<dyn Provider>>,
+    budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
+    token_key: countersign_gateway::TokenKey,
+) -> axum::Router {
     let fake = Arc::new(Fake::default());
     let config = validate_mcp_config(
         &json!({
@@ -144,7 +156,7 @@ fn app_budgeted(
             tenants: fake.clone(),
             actions: None,
         },
-        token_key: key(),
+        token_key,
         clock: Arc::new(SystemClock),
         allowed_hosts: vec![],
         integration: provider
@@ -486,7 +498,7 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
                 tenants: fake.clone(),
                 actions: None,
             },
-            token_key: key(),
+            token_key: countersign_gateway::TokenKey::fixed(key()),
             clock: Arc::new(SystemClock),
             allowed_hosts: vec![],
             budget: None,
@@ -765,4 +777,61 @@ async fn prepare_action_is_not_served_by_the_gateway() {
         let (_, body) = post(Some(&token()), version, call).await;
         assert_eq!(body["error"]["code"], -32602, "{body}");
     }
+}
+
+/// The token key's store: fails the first `fail` reads, then answers the key; counts reads.
+#[derive(Default)]
+struct KeyStore {
+    fail: std::sync::atomic::AtomicU32,
+    reads: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl SecretStore for KeyStore {
+    async fn put(&self, _: &str, _: &SecretString) -> Result<String, SecretError> {
+        unreachable!("the gateway never writes secrets")
+    }
+    async fn get_current(&self, name: &str) -> Result<Option<(SecretString, String)>, SecretError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        assert_eq!(name, access::SECRET_NAME);
+        self.reads.fetch_add(1, SeqCst);
+        if self.fail.load(SeqCst) > 0 {
+            self.fail.fetch_sub(1, SeqCst);
+            return Err(SecretError::Unavailable("connection reset by peer".into()));
+        }
+        Ok(Some((key(), "v1".into())))
+    }
+    async fn get_version(&self, _: &str, _: &str) -> Result<Option<SecretString>, SecretError> {
+        unreachable!()
+    }
+    async fn delete(&self, _: &str) -> Result<(), SecretError> {
+        unreachable!()
+    }
+}
+
+/// Issue 17 (cold start): the token key is read on the first request, not when the gateway
+/// is built; a failed read is a typed 503 without its cause and is tried again next time;
+/// once read, it is kept.
+#[tokio::test]
+async fn the_token_key_is_read_lazily_once_and_a_failure_is_retried() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let store = Arc::new(KeyStore::default());
+    store.fail.store(1, SeqCst);
+    let lazy = countersign_gateway::TokenKey::lazy(store.clone(), access::SECRET_NAME);
+    let app = app_keyed(None, None, lazy);
+    assert_eq!(store.reads.load(SeqCst), 0, "nothing is read at init");
+    let list = rpc(1, "tools/list", json!({}));
+    let (s, body) = post_to(app.clone(), Some(&token()), "2025-06-18", list.clone()).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+    assert!(!body.to_string().contains("connection reset"), "{body}");
+    for _ in 0..3 {
+        let (s, body) = post_to(app.clone(), Some(&token()), "2025-06-18", list.clone()).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+    }
+    assert_eq!(
+        store.reads.load(SeqCst),
+        2,
+        "one failed read, then one read kept"
+    );
 }

@@ -187,7 +187,9 @@ async fn each_router_serves_exactly_its_declared_routes() {
             tenants: Arc::new(countersign_tools::testing::Fake::default()),
             actions: None,
         },
-        token_key: countersign_domain::secret::SecretString::new("k".repeat(32)),
+        token_key: countersign_gateway::TokenKey::fixed(
+            countersign_domain::secret::SecretString::new("k".repeat(32)),
+        ),
         clock: Arc::new(countersign_aws::system::SystemClock),
         allowed_hosts: Vec::new(),
         integration: None,

@@ -1,0 +1,68 @@
+//! The key that verifies gateway access tokens (D-4), read on first use and kept for the
+//! life of the process: the function makes no network call at init (issue 17's cold start),
+//! and a container reads the secret once, not once per request.
+
+use countersign_domain::ports::SecretStore;
+use countersign_domain::secret::SecretString;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// Why the key could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenKeyError {
+    /// The secret does not exist (the deployment was not bootstrapped).
+    #[error("the gateway token key is missing; run `countersign bootstrap`")]
+    Missing,
+    /// The secret store failed.
+    #[error("reading the gateway token key: {0}")]
+    Store(String),
+}
+
+/// Where the key comes from.
+pub struct TokenKey {
+    source: Option<(Arc<dyn SecretStore>, String)>,
+    cell: OnceCell<SecretString>,
+}
+
+impl std::fmt::Debug for TokenKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenKey")
+            .field("loaded", &self.cell.initialized())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenKey {
+    /// A key known up front (tests, tools).
+    pub fn fixed(key: SecretString) -> Self {
+        Self {
+            source: None,
+            cell: OnceCell::new_with(Some(key)),
+        }
+    }
+
+    /// The current version of secret `name`, read on the first request that needs it. A
+    /// failed read is not kept: the next request tries again.
+    pub fn lazy(secrets: Arc<dyn SecretStore>, name: &str) -> Self {
+        Self {
+            source: Some((secrets, name.to_owned())),
+            cell: OnceCell::new(),
+        }
+    }
+
+    /// The key.
+    pub async fn get(&self) -> Result<&SecretString, TokenKeyError> {
+        self.cell
+            .get_or_try_init(|| async {
+                let Some((secrets, name)) = &self.source else {
+                    return Err(TokenKeyError::Missing);
+                };
+                match secrets.get_current(name).await {
+                    Ok(Some((key, _))) => Ok(key),
+                    Ok(None) => Err(TokenKeyError::Missing),
+                    Err(e) => Err(TokenKeyError::Store(e.to_string())),
+                }
+            })
+            .await
+    }
+}
