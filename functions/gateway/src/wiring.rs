@@ -74,7 +74,7 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
     Ok(Gateway {
         registry: builtins::consultation_registry()?,
         services: Services {
-            conversations: Arc::new(store.clone()),
+            conversations: Arc::new(store),
             tenants: tenants.clone(),
             actions: None,
         },
