@@ -11,20 +11,7 @@ async fn main() -> anyhow::Result<()> {
     let config = countersign_gateway::wiring::Config::from_env()?;
     let sdk = aws_config::load_from_env().await;
     let gateway = countersign_gateway::wiring::gateway(&sdk, &config).await?;
-    // G-8: metrics leave as CloudWatch Embedded Metric Format lines on stdout, flushed
-    // after every request (so each Lambda invocation writes its own document).
-    let metrics = metrics_cloudwatch_embedded::Builder::new()
-        .cloudwatch_namespace("Countersign")
-        .init()
-        .map_err(|e| anyhow::anyhow!("installing the EMF metrics recorder: {e}"))?;
-    let app = router(gateway).layer(axum::middleware::from_fn(
-        move |req: axum::extract::Request, next: axum::middleware::Next| async move {
-            let res = next.run(req).await;
-            if let Err(e) = metrics.flush(std::io::stdout()) {
-                tracing::warn!(error = %e, "flushing metrics failed");
-            }
-            res
-        },
-    ));
+    // G-8: metrics as CloudWatch EMF, flushed after every request.
+    let app = countersign_http::emf::with_emf_metrics(router(gateway))?;
     Ok(countersign_http::serve::run(app, &config.addr, "gateway").await?)
 }

@@ -11,6 +11,7 @@ async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_messages::Config::from_env()?;
     let sdk = aws_config::load_from_env().await;
-    let app = countersign_messages::app(&sdk, &config)?;
+    // G-8: metrics (tool calls, proposal outcomes, confirm latency) as CloudWatch EMF.
+    let app = countersign_http::emf::with_emf_metrics(countersign_messages::app(&sdk, &config)?)?;
     Ok(countersign_http::serve::run(app, &config.addr, "messages API").await?)
 }

@@ -470,6 +470,7 @@ impl Chat {
             )
             .await?;
         if outcome == TransitionOutcome::Applied {
+            crate::metrics::proposal_outcome(to);
             out.push(notice);
         }
         Ok(outcome)

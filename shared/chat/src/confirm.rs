@@ -20,6 +20,7 @@ impl Chat {
         out: &mut Vec<NewMessage>,
     ) -> Result<(), ChatError> {
         let lang = view.language;
+        let started = std::time::Instant::now();
         let checked = check_confirmation(
             Some(&p),
             &ConfirmingMessage {
@@ -50,7 +51,9 @@ impl Chat {
                 let mut executing = p;
                 executing.state = ProposalState::Executing;
                 executing.confirmation_message_id = Some(authorized.message_id.clone());
-                self.execute(who, lang, executing, &authorized, out).await
+                let outcome = self.execute(who, lang, executing, &authorized, out).await?;
+                crate::metrics::confirm_latency(started, outcome);
+                Ok(())
             }
             TransitionOutcome::Conflict { current: None } => {
                 // The store kept losing races: keep the proposal, ask to try again.

@@ -80,6 +80,7 @@ fn created_ms(id: &MessageId) -> Option<u64> {
 
 impl Chat {
     /// Steps 3–5 of the confirm path: sign, call `execute_action` once, record the outcome.
+    /// Returns the state it ended in.
     pub(crate) async fn execute(
         &self,
         who: &Principal,
@@ -87,7 +88,7 @@ impl Chat {
         p: Proposal,
         authorized: &Authorized,
         out: &mut Vec<NewMessage>,
-    ) -> Result<(), ChatError> {
+    ) -> Result<ProposalState, ChatError> {
         let (to, answer) = match self.send_execute(who, &p, authorized).await {
             // no answer, an invalid one or a non-terminal one → unknown.
             Ok(answer) => {
@@ -99,7 +100,8 @@ impl Chat {
         };
         let m = self.outcome_message(lang, &p.case, to, answer.as_ref());
         self.settle(who, &p, ProposalState::Executing, to, m, out)
-            .await
+            .await?;
+        Ok(to)
     }
 
     /// Opens the connection, signs the proof, and sends `execute_action` once, in that
@@ -283,6 +285,7 @@ impl Chat {
             false
         };
         if applied {
+            crate::metrics::proposal_outcome(to);
             out.push(message);
         }
         Ok(())

@@ -8,6 +8,7 @@ pub mod chat;
 mod confirm;
 pub mod cors;
 mod execute;
+pub mod metrics;
 pub mod model;
 mod prepare;
 pub mod tool_names;

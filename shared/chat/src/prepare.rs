@@ -179,10 +179,13 @@ impl TurnPreparer {
                 ProposalState::PendingConfirmation,
                 ProposalState::Superseded,
             );
-            store
+            let outcome = store
                 .transition(tenant, &ctx.case, &active.action_id, from, to, None)
                 .await
                 .map_err(|e| from_store(TOOL, &e))?;
+            if outcome == countersign_domain::ports::TransitionOutcome::Applied {
+                crate::metrics::proposal_outcome(to);
+            }
         }
         Ok(())
     }
@@ -253,7 +256,12 @@ impl TurnPreparer {
             .await
             .map_err(|e| from_store(TOOL, &e))?;
         match outcome {
-            CreateProposalOutcome::Applied { .. } => Ok(()),
+            CreateProposalOutcome::Applied { superseded } => {
+                if superseded.is_some() {
+                    crate::metrics::proposal_outcome(ProposalState::Superseded);
+                }
+                Ok(())
+            }
             CreateProposalOutcome::Blocked { .. } => Err(blocked()),
             CreateProposalOutcome::ActionIdReused => Err(contract_error(&[
                 "the actionId was used before (A-14)".to_owned(),

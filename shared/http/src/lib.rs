@@ -8,7 +8,9 @@
 //!   handler never sees raw bytes or a query string.
 //! - [`bearer`]: the `Authorization: Bearer …` credential, parsed in one place.
 //! - [`serve`]: how a function runs its router, in Lambda or on a local port.
+//! - [`emf`]: the functions' metrics as CloudWatch EMF (G-8).
 
+pub mod emf;
 mod error;
 mod extract;
 pub mod serve;

@@ -576,6 +576,11 @@ impl Stack {
             .clone()
     }
 
+    /// What the messages process wrote so far (logs and EMF metric documents, G-8).
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     /// Stops the messages process and scans everything it logged: no proof, service
     /// token, admin key, widget secret or widget token may appear (A-34, security).
     pub fn finish(mut self) {

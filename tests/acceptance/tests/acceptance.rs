@@ -1002,3 +1002,42 @@ async fn t17_configuration_change_invalidates_pending_proposals() {
     assert_eq!(stat(&s, "executeCalls"), 0);
     s.finish();
 }
+
+/// G-8 (issue 17): the messages function writes its metrics as CloudWatch EMF on stdout:
+/// the turn's tool calls (`mcp_tool_duration_seconds{tool, error_type}`), how proposals end
+/// (`proposals_total{outcome}`) and how long a confirmation took
+/// (`confirm_duration_seconds{outcome}`).
+#[tokio::test]
+async fn g8_the_messages_function_writes_tool_proposal_and_confirm_metrics_as_emf() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let done = propose_and_confirm(&s, &t, &case, "ses_a2", "car_a3").await;
+    assert!(texts(&done).contains("Action completed"), "{done:?}");
+    let docs: Vec<Value> = s
+        .output()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|d| d.get("_aws").is_some())
+        .collect();
+    let metric = |name: &str, label: &str, value: &str| {
+        docs.iter().any(|d| {
+            let cw = &d["_aws"]["CloudWatchMetrics"][0];
+            cw["Namespace"] == "Countersign"
+                && cw["Metrics"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["Name"] == name))
+                && d[label] == value
+        })
+    };
+    assert!(
+        metric("mcp_tool_duration_seconds", "tool", "prepare_action"),
+        "{docs:?}"
+    );
+    assert!(metric("proposals_total", "outcome", "executed"), "{docs:?}");
+    assert!(
+        metric("confirm_duration_seconds", "outcome", "executed"),
+        "{docs:?}"
+    );
+    s.finish();
+}
