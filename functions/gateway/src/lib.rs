@@ -191,7 +191,7 @@ impl ServerHandler for Handler {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let grant = grant_of(&ctx)?;
@@ -220,19 +220,19 @@ impl ServerHandler for Handler {
                 let proxied = proxied.as_ref().map(|(c, t)| (c, t.as_slice()));
                 let (registry, name) = (&gateway.registry, request.name.as_ref());
                 integration
-                    .call(registry, call_ctx, proxied, name, request.arguments.clone())
+                    .call(registry, call_ctx, proxied, name, request.arguments.take())
                     .await
             }
             None if builtin => {
                 let args = request
                     .arguments
-                    .clone()
+                    .take()
                     .map_or(serde_json::Value::Null, serde_json::Value::Object);
                 gateway
                     .registry
                     .call(call_ctx, &request.name, args)
                     .await
-                    .map(|sealed| sealed.to_call_tool_result())
+                    .map(countersign_tools::envelope::Sealed::into_call_tool_result)
             }
             None => None,
         };

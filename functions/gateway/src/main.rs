@@ -3,6 +3,11 @@
 
 use countersign_gateway::router;
 
+// The allocator every function uses (issue 17: many small, short-lived allocations per
+// request; mimalloc serves them at a fraction of glibc malloc's cost).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use countersign_aws::settings::FromEnv as _;
 
 #[tokio::main]

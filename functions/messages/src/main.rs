@@ -6,6 +6,11 @@
 
 use countersign_aws::settings::FromEnv as _;
 
+// The allocator every function uses (issue 17: many small, short-lived allocations per
+// request; mimalloc serves them at a fraction of glibc malloc's cost).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();

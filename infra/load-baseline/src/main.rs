@@ -7,6 +7,10 @@
 use axum::http::header::CONTENT_TYPE;
 use axum::routing::post;
 
+// The same allocator as the functions, so the comparison measures the work done.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);

@@ -120,6 +120,22 @@ pub struct DescribedTool {
     pub meta: Option<Map<String, Value>>,
 }
 
+/// `describe_tool`'s data: a descriptor already in its published form; its schema is
+/// [`DescribedTool`]'s.
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub struct Described(pub Value);
+
+impl JsonSchema for Described {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        DescribedTool::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        DescribedTool::json_schema(generator)
+    }
+}
+
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -236,29 +252,36 @@ pub const PREPARE_ACTION: ToolSpec = ToolSpec {
 async fn describe_tool(
     inv: Invocation<CallContext>,
     args: DescribeToolArgs,
-) -> Result<DescribedTool, ToolError> {
+) -> Result<Described, ToolError> {
     let name = args.name.as_str();
-    // Built-ins first: a consultation can never shadow one.
-    let published = inv.catalog.get(name).cloned().or_else(|| {
-        inv.ctx
-            .consultations
-            .iter()
-            .find(|d| d.get("name").and_then(Value::as_str) == Some(name))
-            .map(|d| Value::Object(d.clone()))
-    });
-    let published = published.ok_or_else(|| {
-        ToolError::new(
-            code::NOT_FOUND,
-            format!(
-                "no tool named `{}`",
-                name.chars().take(128).collect::<String>()
-            ),
-        )
-        .details(serde_json::json!({"field": "name"}))
-        .retryable(false)
-        .hint("Use a name from tools/list.")
-    })?;
-    serde_json::from_value(published).map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))
+    // Built-ins first: a consultation can never shadow one. Theirs is the
+    // registry's own descriptor, passed on as it is.
+    if let Some(published) = inv.catalog.get(name) {
+        return Ok(Described(published.clone()));
+    }
+    let consultation = inv
+        .ctx
+        .consultations
+        .iter()
+        .find(|d| d.get("name").and_then(Value::as_str) == Some(name))
+        .ok_or_else(|| {
+            ToolError::new(
+                code::NOT_FOUND,
+                format!(
+                    "no tool named `{}`",
+                    name.chars().take(128).collect::<String>()
+                ),
+            )
+            .details(serde_json::json!({"field": "name"}))
+            .retryable(false)
+            .hint("Use a name from tools/list.")
+        })?;
+    // A tenant's descriptor is read against the shape `data` promises.
+    let read: DescribedTool = serde_json::from_value(Value::Object(consultation.clone()))
+        .map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))?;
+    serde_json::to_value(read)
+        .map(Described)
+        .map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))
 }
 
 async fn list_operations(inv: Invocation<CallContext>, _: NoArgs) -> Result<Operations, ToolError> {

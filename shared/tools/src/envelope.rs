@@ -79,34 +79,48 @@ impl Sealed {
     /// The MCP `CallToolResult`: `content` (images, then the text), the
     /// `structuredContent`, and `isError`.
     pub fn to_call_tool_result(&self) -> CallToolResult {
+        self.clone().into_call_tool_result()
+    }
+
+    /// [`Self::to_call_tool_result`], moving the envelope instead of copying it (the
+    /// dispatch path: an answer is sealed once and sent once).
+    pub fn into_call_tool_result(self) -> CallToolResult {
         let mut content: Vec<ContentBlock> = self
             .images
-            .iter()
-            .map(|i| ContentBlock::image(i.data.clone(), i.mime_type.clone()))
+            .into_iter()
+            .map(|i| ContentBlock::image(i.data, i.mime_type))
             .collect();
-        content.push(ContentBlock::text(self.text.clone()));
+        content.push(ContentBlock::text(self.text));
         let mut r = if self.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
         };
-        r.structured_content = Some(self.structured.clone());
+        r.structured_content = Some(self.structured);
         r
     }
 }
 
-fn envelope(meta: &Meta, outcome: &Result<Success, ToolError>) -> Value {
+/// The envelope of `outcome`; moves the handler's `data` in rather than copying it.
+fn envelope(meta: &Meta, outcome: Result<Value, &ToolError>) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("ok".into(), Value::Bool(outcome.is_ok()));
     match outcome {
-        Ok(s) => json!({"ok": true, "data": s.data, "meta": meta}),
-        Err(e) => json!({"ok": false, "error": e, "meta": meta}),
-    }
+        Ok(data) => m.insert("data".into(), data),
+        Err(e) => m.insert("error".into(), json!(e)),
+    };
+    m.insert("meta".into(), json!(meta));
+    Value::Object(m)
 }
 
 /// Seals a handler's outcome (G-2). The text is serialised from the structured object, so
 /// the two can never differ (G-1); an answer over [`MAX_TEXT_BYTES`] is replaced by a
 /// `RESPONSE_TOO_LARGE` error envelope (G-7).
 pub fn seal(meta: &Meta, outcome: Result<Success, ToolError>) -> Sealed {
-    let structured = envelope(meta, &outcome);
+    let (is_error, images, structured) = match outcome {
+        Ok(s) => (false, s.images, envelope(meta, Ok(s.data))),
+        Err(e) => (true, Vec::new(), envelope(meta, Err(&e))),
+    };
     let text = structured.to_string();
     if text.len() > MAX_TEXT_BYTES {
         let too_large = ToolError::new(
@@ -118,12 +132,11 @@ pub fn seal(meta: &Meta, outcome: Result<Success, ToolError>) -> Sealed {
         .hint("Ask for less: narrow the query or use paging arguments.");
         return seal(meta, Err(too_large));
     }
-    let is_error = outcome.is_err();
     Sealed {
         structured,
         text,
         is_error,
-        images: outcome.map(|s| s.images).unwrap_or_default(),
+        images,
     }
 }
 

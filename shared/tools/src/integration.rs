@@ -211,7 +211,7 @@ impl IntegrationService {
                 registry
                     .call(ctx, name, args)
                     .await
-                    .map(|sealed| sealed.to_call_tool_result())
+                    .map(crate::envelope::Sealed::into_call_tool_result)
             }
             Route::Proxied(tool) => {
                 let (pctx, _) = proxied?;
