@@ -82,6 +82,13 @@ test("U-2: load tools, choose consultations (writes cannot be chosen), save", as
   // The key to install, ready to copy.
   assert.match(await page.locator("#publicKey").innerText(), /BEGIN PUBLIC KEY/);
   assert.ok((await page.locator("#keyId").innerText()).length > 20);
+  // K-1: the published keys, as the JWKS lists them, with their status.
+  const kid = await page.locator("#keyId").innerText();
+  assert.equal(await page.locator(`#publishedKeys tr[data-kid="${kid}"] td.status`).innerText(), "active");
+  const jwks = await (await fetch(`${BASE}/.well-known/jwks.json`)).json();
+  const rows = await page.locator("#publishedKeys tbody tr").count();
+  assert.equal(rows, jwks.keys.length);
+  assert.ok(jwks.keys.some((k) => k.kid === kid));
   // An error from the API is shown next to the field it names.
   await page.fill("#serverUrl", "http://not-allowed.example.com/mcp");
   await page.click("#mcp button[type=submit]");

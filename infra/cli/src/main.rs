@@ -6,6 +6,9 @@ use clap::{Parser, Subcommand};
 use countersign_aws::AwsSettings;
 use std::io::Write as _;
 
+mod audit;
+mod keys;
+
 #[derive(Debug, Parser)]
 #[command(name = "countersign", version, about = "Countersign operator CLI")]
 struct Cli {
@@ -36,10 +39,27 @@ enum TenantCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Walk every hash chain of the tenant's audit trail and name the first broken link
+    /// (exit status 1 when one is broken).
+    Verify {
+        /// Tenant id (`ten_…`).
+        #[arg(long)]
+        tenant: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
     /// Register and manage tenants (C-1).
     #[command(subcommand)]
     Tenant(TenantCommand),
+    /// Check a tenant's audit trail (L-2).
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Rotate the proof signing key with overlap (K-2): list, announce, activate, retire.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
     /// Create the DynamoDB table, the KMS signing key and its alias when missing
     /// (idempotent). Names come from COUNTERSIGN_TABLE / COUNTERSIGN_SIGNING_KEY.
     Bootstrap {
@@ -113,6 +133,12 @@ async fn main() -> anyhow::Result<()> {
             )?;
         }
         Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
+        Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
+        Command::Audit(AuditCommand::Verify { tenant }) => {
+            if !audit::verify(tenant, &sdk, &settings).await? {
+                std::process::exit(1);
+            }
+        }
         Command::GatewayToken {
             tenant,
             user,

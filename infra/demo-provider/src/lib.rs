@@ -32,6 +32,8 @@ pub struct DemoConfig {
     pub audience: String,
     /// Installed verification keys: `(kid, public key PEM)`.
     pub keys: Vec<(String, String)>,
+    /// The platform's JWKS URL: keys are followed from it (K-2), next to `keys`.
+    pub jwks_url: Option<String>,
     /// Session-based with SSE answers instead of stateless JSON.
     pub session_mode: bool,
     /// Proposal lifetime (at most 5 minutes).
@@ -51,6 +53,7 @@ impl DemoConfig {
             issuer: issuer.into(),
             audience: audience.into(),
             keys: Vec::new(),
+            jwks_url: None,
             session_mode: false,
             proposal_ttl: Duration::from_secs(240),
         }

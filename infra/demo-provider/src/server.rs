@@ -78,6 +78,22 @@ fn claimed_iat(token: &str) -> Option<i64> {
         .as_i64()
 }
 
+/// The `kid` of a compact JWS's header.
+fn header_kid(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let header = token.split('.').next()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header)
+        .ok()?;
+    Some(
+        serde_json::from_slice::<Value>(&bytes)
+            .ok()?
+            .get("kid")?
+            .as_str()?
+            .to_owned(),
+    )
+}
+
 /// The running demo: its state, shared with the HTTP handlers.
 #[derive(Debug)]
 pub struct Demo {
@@ -87,6 +103,10 @@ pub struct Demo {
     /// Fault switches.
     pub faults: Mutex<Faults>,
     keys: Mutex<Vec<(String, String)>>,
+    /// The platform's JWKS, when followed (one cache for the process).
+    jwks: Option<Arc<countersign_provider_kit::Jwks>>,
+    /// The `kid` of every proof that verified, in order (test evidence for K-2).
+    pub verified_kids: Mutex<Vec<String>>,
     guard: InMemoryReplayGuard,
     /// The identity and auth headers of the last `tools/call` (test evidence for A-11).
     pub last_call: Mutex<Option<Value>>,
@@ -102,10 +122,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Demo {
     fn verifier(&self) -> Option<Verifier> {
         let keys = lock(&self.keys).clone();
-        if keys.is_empty() {
+        if keys.is_empty() && self.jwks.is_none() {
             return None;
         }
         let mut v = Verifier::new(&self.config.issuer, &self.config.audience);
+        if let Some(jwks) = &self.jwks {
+            v = v.with_jwks(jwks.clone());
+        }
         for (kid, pem) in keys {
             v = v.with_key(kid, &pem).ok()?;
         }
@@ -181,7 +204,10 @@ impl Demo {
             .verify_and_consume(&token, &expected, &self.guard, at)
             .await
         {
-            Ok(_) => lock(&self.store).execute(who, action_id, now),
+            Ok(_) => {
+                lock(&self.verified_kids).push(header_kid(&token).unwrap_or_default());
+                lock(&self.store).execute(who, action_id, now)
+            }
             Err(e) => {
                 refuse(e == ProofRejection::Replayed);
                 tracing::info!(reason = %e, "confirmation refused");
@@ -551,6 +577,11 @@ fn change_session_car(store: &mut Store, session: &str) -> bool {
 pub fn router(config: DemoConfig) -> (axum::Router, Arc<Demo>) {
     let demo = Arc::new(Demo {
         keys: Mutex::new(config.keys.clone()),
+        jwks: config
+            .jwks_url
+            .as_ref()
+            .map(|url| Arc::new(countersign_provider_kit::Jwks::new(url))),
+        verified_kids: Mutex::new(Vec::new()),
         config,
         store: Mutex::new(Store::default()),
         faults: Mutex::new(Faults::default()),

@@ -2,8 +2,8 @@
 //!
 //! Runs inside `infra/scripts/run.sh`, which starts the local AWS emulator and exports
 //! its endpoint. Then: bootstraps the table, signing key and gateway token key; registers
-//! a demo tenant; starts the TrackShare demo provider on loopback with the platform's
-//! public key installed; serves the messages, admin and gateway routers on one port; and,
+//! a demo tenant; starts the TrackShare demo provider on loopback, following the
+//! platform's JWKS; serves the messages, admin and gateway routers on one port; and,
 //! through that port like a tenant administrator would, connects TrackShare (the seven
 //! consultations, `reassign_session_car` enabled) and creates a widget credential. It
 //! prints the URLs, a widget JWT for the demo person and the demo admin key.
@@ -16,11 +16,9 @@ use anyhow::Context as _;
 use countersign_admin::tenants;
 use countersign_aws::AwsSettings;
 use countersign_aws::dynamo::DynamoStore;
-use countersign_aws::kms::KmsProofSigner;
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_demo_provider::DemoConfig;
 use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
-use countersign_domain::ports::ProofSigner;
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::Language;
 use serde_json::{Value, json};
@@ -78,8 +76,7 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let tenant = registered.tenant.id.clone();
-    let (demo_url, service_token) =
-        start_demo_provider(&sdk, &settings, &tenant, demo_addr).await?;
+    let (demo_url, service_token) = start_demo_provider(&tenant, demo_addr, addr).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
@@ -115,29 +112,23 @@ fn address(name: &str, default: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("{name} must be an address such as {default}"))
 }
 
-/// TrackShare on loopback, with the platform's public key installed as its engineers
-/// would. Returns its URL and service token.
+/// TrackShare on loopback, following the platform's JWKS (served on `platform_addr`) as
+/// its engineers would set it up (K-2). Returns its URL and service token.
 async fn start_demo_provider(
-    sdk: &aws_config::SdkConfig,
-    settings: &AwsSettings,
     tenant: &TenantId,
     demo_addr: SocketAddr,
+    platform_addr: SocketAddr,
 ) -> anyhow::Result<(String, String)> {
-    let signer = KmsProofSigner::new(
-        KmsProofSigner::client(sdk, None),
-        settings.signing_key.clone(),
-    );
-    let key = signer
-        .verification_key()
-        .await
-        .context("reading the signing key")?;
     let demo_url = format!("http://{demo_addr}/mcp");
     let service_token = format!("svc_demo_{}", ulid::Ulid::new().to_string().to_lowercase());
     let issuer = std::env::var("COUNTERSIGN_ISSUER")
         .unwrap_or_else(|_| countersign_messages::DEFAULT_ISSUER.into());
     let mut demo = DemoConfig::new(service_token.clone(), issuer, demo_url.clone());
     demo.tenant_id = Some(tenant.to_string());
-    demo.keys = vec![(key.key_id, key.public_key_pem)];
+    demo.jwks_url = Some(format!(
+        "http://{platform_addr}{}",
+        countersign_admin::jwks::JWKS_PATH
+    ));
     countersign_demo_provider::spawn(demo, demo_addr)
         .await
         .with_context(|| format!("starting the demo provider on {demo_addr}"))?;

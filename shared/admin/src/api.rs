@@ -562,6 +562,17 @@ async fn list_audit(
     Ok(Json(AuditPage { items, next_cursor }))
 }
 
+/// Verifies the audit trail's hash chains (L-2) and names the first broken link.
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/audit/verification", tag = "audit", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = crate::audit::Verification), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn verify_audit(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<Json<crate::audit::Verification>, ApiError> {
+    Ok(Json(crate::audit::verify(&state, &tenant.id).await?))
+}
+
 /// Runs the provider certification on the saved configuration (H-1 … H-3) and stores it.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/certifications", tag = "mcp", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = CertificationInput,
@@ -702,9 +713,30 @@ async fn settle_action(
     }))
 }
 
+/// The platform's signing keys as a JWK Set (K-1): public, cacheable for the key ring's
+/// cache time. An empty set while no signing key is installed.
+#[utoipa::path(get, path = "/.well-known/jwks.json", tag = "keys", security(()),
+    responses((status = 200, description = "RFC 7517 JWK Set (application/jwk-set+json): keys with kty, use, alg, kid, n, e"),
+        (status = 503, body = ErrorBody)))]
+async fn jwks(State(state): State<AdminState>) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let keys = crate::jwks::published(&state).await?;
+    // With no key installed there is nothing to cache for long: one is expected soon.
+    let max_age = keys.as_ref().map_or(60, |k| k.cache_seconds);
+    let body = crate::jwks::document(keys.as_ref()).to_string();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
+            (header::CACHE_CONTROL, format!("public, max-age={max_age}")),
+        ],
+        body,
+    )
+        .into_response())
+}
+
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 8] = [
+pub const PATHS: [&str; 10] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -713,11 +745,13 @@ pub const PATHS: [&str; 8] = [
     "/api/admin/tenants/{id}/mcp/certifications/latest",
     "/api/admin/tenants/{id}/actions/unsettled",
     "/api/admin/tenants/{id}/actions/{action_id}/settlement",
+    crate::jwks::JWKS_PATH,
+    "/api/admin/tenants/{id}/audit/verification",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 9] = [
+pub const ROUTES: [(&str, &str); 11] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -727,6 +761,8 @@ pub const ROUTES: [(&str, &str); 9] = [
     ("GET", PATHS[3]),
     ("GET", PATHS[6]),
     ("POST", PATHS[7]),
+    ("GET", PATHS[8]),
+    ("GET", PATHS[9]),
 ];
 
 /// The routes of [`certification_router`]: the certification run signs test proofs with
@@ -739,8 +775,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 2] = [("POST", PATHS[4]), ("GET",
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage)),
+    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, jwks),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -779,8 +815,21 @@ pub fn certification_router(state: AdminState) -> Router {
 
 /// The admin API router (the admin function): everything but [`certification_router`].
 pub fn router(state: AdminState) -> Router {
-    let [mcp, widgets, widget, audit, _, _, unsettled, settlement] = PATHS;
+    let [
+        mcp,
+        widgets,
+        widget,
+        audit,
+        _,
+        _,
+        unsettled,
+        settlement,
+        jwks_path,
+        verification,
+    ] = PATHS;
     Router::new()
+        .route(jwks_path, get(jwks))
+        .route(verification, get(verify_audit))
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(unsettled, get(list_unsettled))
         .route(settlement, axum::routing::post(settle_action))

@@ -48,3 +48,67 @@ pub fn by_admin(
         changes,
     )
 }
+
+/// The verifier's answer (L-2), as the API and the CLI show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    /// Every chain verifies.
+    pub verified: bool,
+    /// Chained records checked.
+    pub records: usize,
+    /// Chains checked (the configuration's and one per conversation with proposals).
+    pub chains: usize,
+    /// Records from before the chain existed (not covered).
+    pub unchained: usize,
+    /// The first broken link, or `null`.
+    pub first_broken: Option<BrokenLink>,
+    /// SHA-256 over every chain's head: keep it; a later run over the same records gives
+    /// the same value, and any change to a record covered by it changes it.
+    pub digest: String,
+}
+
+/// Where a chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokenLink {
+    /// `tenant` (configuration) or `case:<caseId>`.
+    pub chain: String,
+    /// The sequence number of the first record that does not verify.
+    pub seq: u64,
+    /// Its record id, when it exists.
+    pub record_id: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Walks every chain of `tenant`'s audit trail (L-2).
+pub async fn verify(
+    state: &crate::AdminState,
+    tenant: &countersign_domain::ids::TenantId,
+) -> Result<Verification, crate::AdminError> {
+    let trail = state
+        .tenants
+        .audit_trail(tenant)
+        .await
+        .map_err(crate::state::store_down)?;
+    let report = countersign_domain::audit_chain::verify(
+        tenant.as_str(),
+        &trail.records,
+        &trail.heads,
+        trail.unchained,
+    );
+    Ok(Verification {
+        verified: report.broken.is_none(),
+        records: report.records,
+        chains: report.chains,
+        unchained: report.unchained,
+        first_broken: report.broken.map(|b| BrokenLink {
+            chain: b.chain,
+            seq: b.seq,
+            record_id: b.id,
+            reason: b.reason.to_owned(),
+        }),
+        digest: report.digest,
+    })
+}

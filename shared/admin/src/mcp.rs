@@ -28,6 +28,10 @@ pub struct ActionVerification {
     pub issuer: String,
     /// The public key (SPKI PEM).
     pub public_key_pem: String,
+    /// Every key the JWKS (`/.well-known/jwks.json`) publishes now, with its status: the
+    /// active one above, a next one announced before it signs, and previous ones whose
+    /// proofs may still be valid (K-1, K-2).
+    pub keys: Vec<crate::jwks::PublishedKeyView>,
 }
 
 /// The action policy as shown.
@@ -85,11 +89,16 @@ pub async fn view(
     state: &AdminState,
     stored: Option<&StoredMcpConfig>,
 ) -> Result<McpView, AdminError> {
-    let action_verification = verification(state).await?.map(|k| ActionVerification {
+    let (key, published) = tokio::try_join!(verification(state), crate::jwks::published(state))?;
+    let action_verification = key.map(|k| ActionVerification {
         key_id: k.key_id,
         algorithm: "RS256".into(),
         issuer: state.issuer.clone(),
         public_key_pem: k.public_key_pem,
+        keys: published
+            .as_ref()
+            .map(crate::jwks::views)
+            .unwrap_or_default(),
     });
     let c = stored.map(|s| &s.config);
     Ok(McpView {

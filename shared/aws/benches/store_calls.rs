@@ -135,6 +135,7 @@ async fn main() {
         signing_key: Some(format!("alias/cs-bench-{suffix}")),
         secret_prefix: format!("cs-bench-{suffix}/"),
         retention_days: Some(30),
+        ..AwsSettings::default()
     };
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await
@@ -338,15 +339,15 @@ async fn main() {
         )
         .await,
     );
-    signer.key_id().await.unwrap();
+    let kid = signer.key_id().await.unwrap();
     results.push(
         measure(
             "kms sign_rs256 (key cached)",
             &calls,
             || async {},
             |()| {
-                let signer = &signer;
-                async move { signer.sign_rs256(b"header.payload").await.unwrap() }
+                let (signer, kid) = (&signer, &kid);
+                async move { signer.sign_rs256(kid, b"header.payload").await.unwrap() }
             },
         )
         .await,

@@ -241,6 +241,23 @@ pub async fn ensure_signing_key(
                 .is_some_and(|s| s.is_not_found_exception()) => {}
         Err(e) => return Err(err("describing the signing key")(e)),
     }
+    let id = create_signing_key(client, users).await?;
+    client
+        .create_alias()
+        .alias_name(alias)
+        .target_key_id(&id)
+        .send()
+        .await
+        .map_err(err("creating the signing key alias"))?;
+    Ok((id, true))
+}
+
+/// Creates an RSA_2048 SIGN_VERIFY key for proofs, with [`signing_key_policy`] when
+/// `users` are given; returns its key id. No alias is created or moved.
+pub async fn create_signing_key(
+    client: &aws_sdk_kms::Client,
+    users: Option<&KeyUsers>,
+) -> Result<String, BootstrapError> {
     let policy = users
         .map(signing_key_policy)
         .transpose()?
@@ -254,18 +271,10 @@ pub async fn ensure_signing_key(
         .send()
         .await
         .map_err(err("creating the signing key"))?;
-    let id = created
+    Ok(created
         .key_metadata()
         .map(|m| m.key_id().to_owned())
-        .unwrap_or_default();
-    client
-        .create_alias()
-        .alias_name(alias)
-        .target_key_id(&id)
-        .send()
-        .await
-        .map_err(err("creating the signing key alias"))?;
-    Ok((id, true))
+        .unwrap_or_default())
 }
 
 /// The gateway token key's name under the secret prefix (see `countersign_tools::access`).
@@ -328,6 +337,17 @@ pub async fn bootstrap_with(
         Some(alias) if alias.starts_with("alias/") => {
             let kms = aws_sdk_kms::Client::new(sdk);
             let (id, created) = ensure_signing_key(&kms, alias, users).await?;
+            // The first key of a new deployment goes straight into the key ring (K-1).
+            let store = settings.store(sdk);
+            crate::rotation::Rotation::new(&kms, &store, alias)
+                .adopt_alias_key(
+                    countersign_domain::time::Timestamp::from_unix_seconds(
+                        crate::rotation::unix_now(),
+                    )
+                    .map_err(err("reading the clock"))?,
+                )
+                .await
+                .map_err(err("registering the signing key in the key ring"))?;
             (Some(id), created)
         }
         // A key id or ARN names a key made elsewhere (the SAM template): nothing to create.

@@ -1,16 +1,23 @@
 //! The KMS adapter of the proof signer: `Sign` with `RSASSA_PKCS1_V1_5_SHA_256` and
 //! `MessageType: RAW` (KMS hashes the signing input itself; the JWS signing input is far
-//! below the 4,096-byte RAW limit). The public key is fetched once per process and cached;
-//! `kid` is its RFC 7638 JWK thumbprint.
+//! below the 4,096-byte RAW limit). `kid` is the key's RFC 7638 JWK thumbprint. The key
+//! is followed through its alias across rotations (K-2).
 
 use crate::calls::CallLog;
+use crate::dynamo::DynamoStore;
 use async_trait::async_trait;
 use aws_sdk_kms::Client;
 use aws_sdk_kms::primitives::Blob;
 use aws_sdk_kms::types::{MessageType, SigningAlgorithmSpec};
 use countersign_domain::jwk::{JwkError, rsa_public_key, spki_pem};
-use countersign_domain::ports::{ProofSigner, SignerError, VerificationKey};
-use tokio::sync::OnceCell;
+use countersign_domain::keyring::{KeyRing, KeyStatus};
+use countersign_domain::ports::{
+    ProofSigner, PublishedKey, PublishedKeys, SignerError, VerificationKey,
+};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 /// RFC 7638 thumbprint of an RSA JWK from its base64url `n` and `e` (the domain's).
 pub use countersign_domain::jwk::rsa_jwk_thumbprint;
@@ -18,6 +25,10 @@ pub use countersign_domain::jwk::rsa_jwk_thumbprint;
 /// The public half of the signing key, in the forms tenants install.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublicKeyInfo {
+    /// JWK `n` (base64url).
+    pub n: String,
+    /// JWK `e` (base64url).
+    pub e: String,
     /// RFC 7638 thumbprint (the proofs' `kid`).
     pub kid: String,
     /// SPKI PEM.
@@ -41,29 +52,149 @@ pub fn public_key_info(der: &[u8]) -> Result<PublicKeyInfo, KeyFormatError> {
     let pem = spki_pem(der);
     let jwk =
         serde_json::json!({"kty": "RSA", "n": n, "e": e, "alg": "RS256", "use": "sig", "kid": kid});
-    Ok(PublicKeyInfo { kid, pem, jwk })
+    Ok(PublicKeyInfo {
+        n,
+        e,
+        kid,
+        pem,
+        jwk,
+    })
 }
 
 /// Signs proofs with a KMS asymmetric key. The private key never leaves KMS.
-#[derive(Debug)]
+///
+/// The configured key is usually an alias, which a rotation moves (K-2). The signer
+/// resolves it to the key's ARN and thumbprint, signs with that ARN (never with the
+/// alias, which could move between reading the public key and signing), and looks again
+/// in the background once its answer is older than the refresh interval, so a process that
+/// cached the old key notices the switch without a call on the confirm path.
+#[derive(Debug, Clone)]
 pub struct KmsProofSigner {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     client: Client,
     key: Option<String>,
-    public: OnceCell<PublicKeyInfo>,
+    refresh: Duration,
+    /// The key the alias named when last looked at.
+    current: RwLock<Option<Resolved>>,
+    /// Every key this process has resolved, by thumbprint: `sign_rs256` signs with the
+    /// one the header names.
+    arns: RwLock<HashMap<String, String>>,
+    refreshing: AtomicBool,
+    /// Serialises the first resolution (no thundering herd on a cold start).
+    first: tokio::sync::Mutex<()>,
+    ring: Option<DynamoStore>,
+}
+
+#[derive(Debug, Clone)]
+struct Resolved {
+    info: PublicKeyInfo,
+    at: Instant,
 }
 
 fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> SignerError {
     SignerError::Unavailable(Box::new(e))
 }
 
+/// The default interval after which a process looks at its signing key's alias again.
+pub const DEFAULT_REFRESH: Duration =
+    Duration::from_secs(countersign_domain::keyring::SIGNER_REFRESH_MAX_SECONDS.unsigned_abs());
+
+/// A key resolved from KMS: its ARN and public forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KmsKey {
+    /// The key's ARN (what `GetPublicKey` names, even when asked through an alias).
+    pub arn: String,
+    /// Its public forms.
+    pub public: PublicKeyInfo,
+}
+
+/// Why a key cannot sign proofs.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyCheckError {
+    /// KMS could not be asked.
+    #[error("KMS: {0}")]
+    Kms(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No such key.
+    #[error("no such KMS key: {0}")]
+    NotFound(String),
+    /// The key is not an RSA_2048 SIGN_VERIFY key that signs RSASSA_PKCS1_V1_5_SHA_256.
+    #[error("the KMS key is not an RSA_2048 SIGN_VERIFY key for RSASSA_PKCS1_V1_5_SHA_256")]
+    Unsuitable,
+    /// Its public key could not be read.
+    #[error(transparent)]
+    Format(#[from] KeyFormatError),
+}
+
+/// Reads key `id` (an id, ARN or alias) from KMS and checks that it can sign proofs.
+pub async fn read_key(client: &Client, id: &str) -> Result<KmsKey, KeyCheckError> {
+    use aws_sdk_kms::types::{KeySpec, KeyUsageType};
+    let out = match client.get_public_key().key_id(id).send().await {
+        Ok(out) => out,
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_not_found_exception()) =>
+        {
+            return Err(KeyCheckError::NotFound(id.to_owned()));
+        }
+        Err(e) => return Err(KeyCheckError::Kms(Box::new(e))),
+    };
+    // KMS names all three; the emulator leaves some out, so only what is named is held
+    // against the key (the DER below must be an RSA key in any case).
+    let algorithms = out.signing_algorithms();
+    let suitable = out.key_spec.as_ref().is_none_or(|k| *k == KeySpec::Rsa2048)
+        && out
+            .key_usage
+            .as_ref()
+            .is_none_or(|u| *u == KeyUsageType::SignVerify)
+        && (algorithms.is_empty()
+            || algorithms.contains(&SigningAlgorithmSpec::RsassaPkcs1V15Sha256));
+    let (Some(arn), Some(der), true) = (out.key_id, out.public_key, suitable) else {
+        return Err(KeyCheckError::Unsuitable);
+    };
+    Ok(KmsKey {
+        arn,
+        public: public_key_info(der.as_ref())?,
+    })
+}
+
 impl KmsProofSigner {
     /// A signer for `key` (id, ARN or `alias/…`); `None` means no key is installed.
     pub fn new(client: Client, key: Option<String>) -> Self {
         Self {
-            client,
-            key,
-            public: OnceCell::new(),
+            inner: Arc::new(Inner {
+                client,
+                key,
+                refresh: DEFAULT_REFRESH,
+                current: RwLock::new(None),
+                arns: RwLock::new(HashMap::new()),
+                refreshing: AtomicBool::new(false),
+                first: tokio::sync::Mutex::new(()),
+                ring: None,
+            }),
         }
+    }
+
+    /// Looks at the alias again after `refresh` (at most
+    /// [`countersign_domain::keyring::SIGNER_REFRESH_MAX_SECONDS`], which the retirement
+    /// rule counts on). Call before sharing the signer.
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.refresh = refresh.min(DEFAULT_REFRESH);
+        }
+        self
+    }
+
+    /// Publishes the key ring stored in `store` (K-1) next to the signing key. Call
+    /// before sharing the signer.
+    pub fn with_ring(mut self, store: DynamoStore) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.ring = Some(store);
+        }
+        self
     }
 
     /// Builds the SDK client from the shared AWS configuration, optionally counting calls.
@@ -76,42 +207,82 @@ impl KmsProofSigner {
     }
 
     fn key(&self) -> Result<&str, SignerError> {
-        self.key.as_deref().ok_or(SignerError::NotConfigured)
+        self.inner.key.as_deref().ok_or(SignerError::NotConfigured)
     }
 
-    /// The public key, fetched from KMS on first use and then cached for the process.
-    pub async fn public_key(&self) -> Result<&PublicKeyInfo, SignerError> {
-        let key = self.key()?;
-        self.public
-            .get_or_try_init(|| async {
-                let out = match self.client.get_public_key().key_id(key).send().await {
-                    Ok(out) => out,
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|s| s.is_not_found_exception()) =>
-                    {
-                        return Err(SignerError::NotConfigured);
-                    }
-                    Err(e) => return Err(unavailable(e)),
-                };
-                let der = out.public_key.ok_or(SignerError::NotConfigured)?;
-                public_key_info(der.as_ref()).map_err(unavailable)
-            })
-            .await
+    /// Asks KMS which key the configured id names now, and remembers it.
+    async fn resolve(&self) -> Result<PublicKeyInfo, SignerError> {
+        let key = match read_key(&self.inner.client, self.key()?).await {
+            Ok(k) => k,
+            Err(KeyCheckError::NotFound(_)) => return Err(SignerError::NotConfigured),
+            Err(e) => return Err(unavailable(e)),
+        };
+        write(&self.inner.arns).insert(key.public.kid.clone(), key.arn);
+        *write(&self.inner.current) = Some(Resolved {
+            info: key.public.clone(),
+            at: Instant::now(),
+        });
+        Ok(key.public)
     }
+
+    /// The public key that signs now: resolved on first use, then cached and looked at
+    /// again in the background once older than the refresh interval.
+    pub async fn public_key(&self) -> Result<PublicKeyInfo, SignerError> {
+        let cached = read(&self.inner.current).clone();
+        if let Some(r) = cached {
+            if r.at.elapsed() >= self.inner.refresh {
+                self.refresh_in_background();
+            }
+            return Ok(r.info);
+        }
+        let _first = self.inner.first.lock().await;
+        if let Some(r) = read(&self.inner.current).clone() {
+            return Ok(r.info);
+        }
+        self.resolve().await
+    }
+
+    fn refresh_in_background(&self) {
+        if self.inner.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = this.resolve().await {
+                // The cached key keeps signing; the next call tries again.
+                tracing::warn!(error = %e, "could not look at the signing key again");
+            }
+            this.inner.refreshing.store(false, Ordering::Release);
+        });
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[async_trait]
 impl ProofSigner for KmsProofSigner {
     async fn key_id(&self) -> Result<String, SignerError> {
-        Ok(self.public_key().await?.kid.clone())
+        Ok(self.public_key().await?.kid)
     }
 
-    async fn sign_rs256(&self, signing_input: &[u8]) -> Result<Vec<u8>, SignerError> {
+    async fn sign_rs256(&self, kid: &str, signing_input: &[u8]) -> Result<Vec<u8>, SignerError> {
+        self.key()?;
+        let arn = read(&self.inner.arns).get(kid).cloned().ok_or_else(|| {
+            SignerError::Unavailable(format!("no resolved signing key {kid}").into())
+        })?;
         let out = self
+            .inner
             .client
             .sign()
-            .key_id(self.key()?)
+            .key_id(arn)
             .message(Blob::new(signing_input))
             .message_type(MessageType::Raw)
             .signing_algorithm(SigningAlgorithmSpec::RsassaPkcs1V15Sha256)
@@ -124,8 +295,59 @@ impl ProofSigner for KmsProofSigner {
     async fn verification_key(&self) -> Result<VerificationKey, SignerError> {
         let p = self.public_key().await?;
         Ok(VerificationKey {
-            key_id: p.kid.clone(),
-            public_key_pem: p.pem.clone(),
+            key_id: p.kid,
+            public_key_pem: p.pem,
+        })
+    }
+
+    /// The ring's published keys, plus the key the alias names if the ring lacks it (a
+    /// deployment that never ran `keys`, or an alias moved by hand): the key that signs
+    /// is always published.
+    async fn published_keys(&self) -> Result<PublishedKeys, SignerError> {
+        // Not the cached answer when it is old: a stale cache would publish a retired key
+        // again (this path is not the confirm path, and the document is cached anyway).
+        let cached = read(&self.inner.current).clone();
+        let signing = match cached {
+            Some(r) if r.at.elapsed() < self.inner.refresh => Ok(r.info),
+            _ if self.inner.key.is_none() => Err(SignerError::NotConfigured),
+            _ => self.resolve().await,
+        };
+        let signing = match signing {
+            Ok(k) => Some(k),
+            Err(SignerError::NotConfigured) => None,
+            Err(e) => return Err(e),
+        };
+        let ring = match &self.inner.ring {
+            Some(store) => store.key_ring().await.map_err(unavailable)?.ring,
+            None => KeyRing::default(),
+        };
+        let mut keys: Vec<PublishedKey> = ring
+            .published()
+            .map(|k| PublishedKey {
+                key: VerificationKey {
+                    key_id: k.kid.clone(),
+                    public_key_pem: k.pem.clone(),
+                },
+                status: k.status,
+            })
+            .collect();
+        if let Some(k) = signing
+            && !keys.iter().any(|p| p.key.key_id == k.kid)
+        {
+            keys.push(PublishedKey {
+                key: VerificationKey {
+                    key_id: k.kid,
+                    public_key_pem: k.pem,
+                },
+                status: KeyStatus::Active,
+            });
+        }
+        if keys.is_empty() {
+            return Err(SignerError::NotConfigured);
+        }
+        Ok(PublishedKeys {
+            cache_seconds: ring.cache_seconds,
+            keys,
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod bootstrap;
 pub mod calls;
 pub mod dynamo;
 pub mod kms;
+pub mod rotation;
 pub mod secrets;
 pub mod settings;
 pub mod system;
@@ -42,5 +43,7 @@ impl AwsSettings {
     pub fn signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
         let client = kms::KmsProofSigner::client(sdk, None);
         kms::KmsProofSigner::new(client, self.signing_key.clone())
+            .with_refresh(self.signing_key_refresh)
+            .with_ring(self.store(sdk))
     }
 }

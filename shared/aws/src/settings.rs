@@ -145,6 +145,9 @@ pub struct AwsSettings {
     /// Days a conversation is kept after its last proposal became terminal
     /// (`COUNTERSIGN_RETENTION_DAYS`; unset or 0 keeps conversations forever). P-3.
     pub retention_days: Option<u32>,
+    /// How long a process signs with the key it resolved before looking at the alias
+    /// again (`COUNTERSIGN_SIGNING_KEY_REFRESH_SECS`, default and most 60; K-2).
+    pub signing_key_refresh: Duration,
 }
 
 /// The default alias of the action signing key.
@@ -157,17 +160,19 @@ impl Default for AwsSettings {
             signing_key: Some(DEFAULT_SIGNING_KEY_ALIAS.to_owned()),
             secret_prefix: "countersign/".to_owned(),
             retention_days: None,
+            signing_key_refresh: crate::kms::DEFAULT_REFRESH,
         }
     }
 }
 
 impl AwsSettings {
     /// Every environment variable these settings read.
-    pub const ENV: [&'static str; 4] = [
+    pub const ENV: [&'static str; 5] = [
         "COUNTERSIGN_TABLE",
         "COUNTERSIGN_SIGNING_KEY",
         "COUNTERSIGN_SECRET_PREFIX",
         "COUNTERSIGN_RETENTION_DAYS",
+        "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS",
     ];
 
     /// Reads the settings from the process environment.
@@ -198,6 +203,12 @@ impl AwsSettings {
                 .string("COUNTERSIGN_SECRET_PREFIX")
                 .unwrap_or(d.secret_prefix),
             retention_days: retention.filter(|d| *d > 0),
+            signing_key_refresh: env
+                .seconds(
+                    "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS",
+                    d.signing_key_refresh.as_secs(),
+                )?
+                .min(d.signing_key_refresh),
         })
     }
 }

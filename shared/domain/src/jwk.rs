@@ -136,6 +136,31 @@ pub fn spki_pem(spki_der: &[u8]) -> String {
     pem
 }
 
+/// The DER inside a `PUBLIC KEY` PEM (the inverse of [`spki_pem`]); the bytes are not
+/// checked: read them with [`rsa_public_key`].
+pub fn pem_der(pem: &str) -> Result<Vec<u8>, JwkError> {
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+        .collect();
+    STANDARD.decode(body).map_err(|_| JwkError::Truncated)
+}
+
+/// The JWK (RFC 7517) of an RSA `PUBLIC KEY` PEM for RS256 signatures, with `kid`.
+pub fn rsa_jwk(pem: &str, kid: &str) -> Result<serde_json::Value, JwkError> {
+    let der = pem_der(pem)?;
+    let key = rsa_public_key(&der)?;
+    Ok(serde_json::json!({
+        "kty": "RSA",
+        "use": "sig",
+        "alg": "RS256",
+        "kid": kid,
+        "n": key.n_b64url(),
+        "e": key.e_b64url(),
+    }))
+}
+
 const INTEGER: u8 = 0x02;
 const BIT_STRING: u8 = 0x03;
 const NULL: u8 = 0x05;
@@ -321,6 +346,24 @@ rwIDAQAB
         assert_eq!(key.e_b64url(), "AQAB");
         assert_eq!(rsa_thumbprint(&der).unwrap(), OPENSSL_THUMBPRINT);
         assert_eq!(spki_pem(&der), OPENSSL_PEM);
+    }
+
+    #[test]
+    fn a_pem_gives_its_jwk() {
+        let jwk = rsa_jwk(OPENSSL_PEM, OPENSSL_THUMBPRINT).unwrap();
+        assert_eq!(jwk["kid"], OPENSSL_THUMBPRINT);
+        assert_eq!(
+            rsa_jwk_thumbprint(jwk["n"].as_str().unwrap(), jwk["e"].as_str().unwrap()),
+            OPENSSL_THUMBPRINT
+        );
+        assert_eq!(pem_der(&spki_pem(&openssl_der())).unwrap(), openssl_der());
+        assert!(
+            rsa_jwk(
+                "-----BEGIN PUBLIC KEY-----\nTEST\n-----END PUBLIC KEY-----\n",
+                "k"
+            )
+            .is_err()
+        );
     }
 
     #[test]

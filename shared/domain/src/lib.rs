@@ -19,6 +19,7 @@
 //! - fixed texts (D-6): [`texts`]
 //! - ports: [`ports`]
 
+pub mod audit_chain;
 pub mod certification;
 pub mod config;
 pub mod confirmation;
@@ -27,6 +28,7 @@ pub mod conversation;
 pub mod hash;
 pub mod ids;
 pub mod jwk;
+pub mod keyring;
 pub mod net;
 pub mod outcome;
 pub mod ports;

@@ -470,6 +470,21 @@ pub trait TenantStore: Send + Sync {
         before: Option<&crate::ids::AuditId>,
         limit: usize,
     ) -> Result<AuditPage, StoreError>;
+    /// Every audit record of the tenant with its chain fields, and every chain's stored
+    /// head (L-2), for the verifier. A store without chains reports every record as
+    /// unchained.
+    async fn audit_trail(&self, tenant: &TenantId) -> Result<AuditTrail, StoreError>;
+}
+
+/// A tenant's whole audit trail as stored (L-2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditTrail {
+    /// The chained records, in no particular order.
+    pub records: Vec<crate::audit_chain::ChainedRecord>,
+    /// Each chain's head.
+    pub heads: std::collections::BTreeMap<String, crate::audit_chain::Head>,
+    /// Records from before the chain existed.
+    pub unchained: usize,
 }
 
 /// A signed-in administrator's panel session (U-1). Stored under the SHA-256 of its
@@ -548,16 +563,50 @@ pub struct VerificationKey {
     pub public_key_pem: String,
 }
 
+/// One key of the JWKS (K-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedKey {
+    /// Its `kid` and PEM.
+    pub key: VerificationKey,
+    /// Announced, active or previous.
+    pub status: crate::keyring::KeyStatus,
+}
+
+/// The JWKS's content (K-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedKeys {
+    /// `Cache-Control: max-age`, seconds.
+    pub cache_seconds: i64,
+    /// The keys, oldest first; exactly one is active.
+    pub keys: Vec<PublishedKey>,
+}
+
 /// Signs proofs. The private key never leaves the implementation (KMS).
 #[async_trait]
 pub trait ProofSigner: Send + Sync {
-    /// The `kid` of the signing key.
+    /// The `kid` of the key that signs now (it may change between calls: a rotation).
     async fn key_id(&self) -> Result<String, SignerError>;
-    /// The RS256 (RSASSA-PKCS1-v1_5 with SHA-256) signature of `signing_input`.
-    async fn sign_rs256(&self, signing_input: &[u8]) -> Result<Vec<u8>, SignerError>;
-    /// The public key, for tenants to install (C-5).
+    /// The RS256 (RSASSA-PKCS1-v1_5 with SHA-256) signature of `signing_input` with the
+    /// key whose thumbprint is `kid` (one [`Self::key_id`] returned), so that the header's
+    /// `kid` always names the key that signed, even when the active key switches between
+    /// the two calls.
+    async fn sign_rs256(&self, kid: &str, signing_input: &[u8]) -> Result<Vec<u8>, SignerError>;
+    /// The public key that signs now, for tenants to install (C-5).
     async fn verification_key(&self) -> Result<VerificationKey, SignerError> {
         Err(SignerError::NotConfigured)
+    }
+    /// Every key that verifies proofs, or soon will (K-1): the active one, an announced
+    /// one and previous ones whose proofs may still be valid; and the JWKS cache time.
+    /// By default, the signing key alone.
+    async fn published_keys(&self) -> Result<PublishedKeys, SignerError> {
+        let key = self.verification_key().await?;
+        Ok(PublishedKeys {
+            cache_seconds: crate::keyring::DEFAULT_CACHE_SECONDS,
+            keys: vec![PublishedKey {
+                status: crate::keyring::KeyStatus::Active,
+                key,
+            }],
+        })
     }
 }
 

@@ -217,8 +217,8 @@ pub async fn sign_proof(
     claims: &ProofClaims,
 ) -> Result<Proof, ProofError> {
     let kid = signer.key_id().await?;
-    let unsigned = UnsignedProof::new(&ProofHeader::new(kid), claims);
-    let signature = signer.sign_rs256(unsigned.signing_input()).await?;
+    let unsigned = UnsignedProof::new(&ProofHeader::new(kid.clone()), claims);
+    let signature = signer.sign_rs256(&kid, unsigned.signing_input()).await?;
     unsigned.finish(&signature)
 }
 
@@ -239,7 +239,12 @@ mod tests {
         async fn key_id(&self) -> Result<String, SignerError> {
             Ok("kid-1".into())
         }
-        async fn sign_rs256(&self, signing_input: &[u8]) -> Result<Vec<u8>, SignerError> {
+        async fn sign_rs256(
+            &self,
+            kid: &str,
+            signing_input: &[u8],
+        ) -> Result<Vec<u8>, SignerError> {
+            assert_eq!(kid, "kid-1");
             self.seen.lock().unwrap().push(signing_input.to_vec());
             Ok(vec![0xAB; 256])
         }

@@ -34,9 +34,13 @@ pub enum ProofRejection {
     /// `typ` is not `support-action+jwt`.
     #[error("the proof type is not support-action+jwt")]
     Type,
-    /// `kid` is missing or not an installed key.
+    /// `kid` is missing or not an installed key (nor in the JWKS, fetched again).
     #[error("the proof's key is not installed here")]
     UnknownKey,
+    /// `kid` is not known and the JWKS could not be fetched: not executed; the platform
+    /// or the network may be down.
+    #[error("the platform's keys could not be fetched")]
+    KeysUnavailable,
     /// The header carries a key or a key location.
     #[error("the proof header carries {0}; embedded keys are never accepted")]
     EmbeddedKey(&'static str),
@@ -105,6 +109,7 @@ struct TrustedKey {
 /// audience.
 pub struct Verifier {
     keys: Vec<TrustedKey>,
+    jwks: Option<std::sync::Arc<crate::jwks::Jwks>>,
     issuer: String,
     audience: String,
     leeway: i64,
@@ -117,6 +122,7 @@ impl std::fmt::Debug for Verifier {
                 "kids",
                 &self.keys.iter().map(|k| &k.kid).collect::<Vec<_>>(),
             )
+            .field("jwks", &self.jwks)
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
             .finish()
@@ -131,10 +137,12 @@ pub struct KeyError;
 impl Verifier {
     /// A verifier for `issuer` (the `issuer` shown in the admin page's actionVerification)
     /// and `audience` (your configured audience, or your `serverUrl`). Install at least one
-    /// key with [`Verifier::with_key`].
+    /// key with [`Verifier::with_key`] or follow the platform's JWKS with
+    /// [`Verifier::with_jwks`].
     pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
         Self {
             keys: Vec::new(),
+            jwks: None,
             issuer: issuer.into(),
             audience: audience.into(),
             leeway: DEFAULT_LEEWAY_SECONDS,
@@ -156,6 +164,16 @@ impl Verifier {
         Ok(self)
     }
 
+    /// Follows the platform's JWKS (K-2): keys are fetched from it, cached, and fetched
+    /// again when a proof names one not yet known, so a key rotation needs nothing from
+    /// you. Keys installed with [`Verifier::with_key`] are looked at first. Only
+    /// [`Verifier::verify_and_consume`] and [`Verifier::verify_fetching`] fetch;
+    /// [`Verifier::verify`] uses what is cached.
+    pub fn with_jwks(mut self, jwks: std::sync::Arc<crate::jwks::Jwks>) -> Self {
+        self.jwks = Some(jwks);
+        self
+    }
+
     /// Clock tolerance in seconds (default 5; at most 30).
     pub fn with_leeway(mut self, seconds: i64) -> Self {
         self.leeway = seconds.clamp(0, 30);
@@ -170,7 +188,47 @@ impl Verifier {
         expected: &ExpectedAction<'_>,
         now: i64,
     ) -> Result<VerifiedProof, ProofRejection> {
-        let key = self.check_header(token)?;
+        let kid = self.check_header(token)?;
+        let key = self
+            .installed(&kid)
+            .or_else(|| self.jwks.as_ref().and_then(|j| j.cached(&kid)))
+            .ok_or(ProofRejection::UnknownKey)?;
+        self.verify_with(token, &key, expected, now)
+    }
+
+    /// [`Verifier::verify`], fetching the JWKS when the proof's `kid` is not known yet
+    /// (or the cached set is stale).
+    pub async fn verify_fetching(
+        &self,
+        token: &str,
+        expected: &ExpectedAction<'_>,
+        now: i64,
+    ) -> Result<VerifiedProof, ProofRejection> {
+        let kid = self.check_header(token)?;
+        let key = match (self.installed(&kid), &self.jwks) {
+            (Some(k), _) => k,
+            (None, Some(jwks)) => jwks.key(&kid).await?,
+            (None, None) => return Err(ProofRejection::UnknownKey),
+        };
+        self.verify_with(token, &key, expected, now)
+    }
+
+    /// A key installed with [`Verifier::with_key`].
+    fn installed(&self, kid: &str) -> Option<DecodingKey> {
+        self.keys
+            .iter()
+            .find(|k| k.kid == kid)
+            .map(|k| k.key.clone())
+    }
+
+    /// Everything after the header: signature, issuer, audience, times, bindings.
+    fn verify_with(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        expected: &ExpectedAction<'_>,
+        now: i64,
+    ) -> Result<VerifiedProof, ProofRejection> {
         let mut validation = Validation::new(Algorithm::RS256);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
@@ -234,7 +292,7 @@ impl Verifier {
         guard: &dyn ReplayGuard,
         now: i64,
     ) -> Result<VerifiedProof, ProofRejection> {
-        let proof = self.verify(token, expected, now)?;
+        let proof = self.verify_fetching(token, expected, now).await?;
         match guard
             .consume(&proof.claims.jti, proof.claims.exp, now)
             .await
@@ -245,8 +303,8 @@ impl Verifier {
         }
     }
 
-    /// The header rules; returns the installed key named by `kid`.
-    fn check_header(&self, token: &str) -> Result<&DecodingKey, ProofRejection> {
+    /// The header rules; returns the `kid`.
+    fn check_header(&self, token: &str) -> Result<String, ProofRejection> {
         let mut parts = token.split('.');
         let (Some(header), Some(_), Some(_), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -278,14 +336,10 @@ impl Verifier {
         {
             return Err(ProofRejection::Malformed("unexpected header field"));
         }
-        let kid = header
+        header
             .get("kid")
             .and_then(Value::as_str)
-            .ok_or(ProofRejection::UnknownKey)?;
-        self.keys
-            .iter()
-            .find(|k| k.kid == kid)
-            .map(|k| &k.key)
+            .map(str::to_owned)
             .ok_or(ProofRejection::UnknownKey)
     }
 }

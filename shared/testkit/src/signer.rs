@@ -51,8 +51,13 @@ impl ProofSigner for FakeSigner {
         Ok(Self::KEY_ID.to_owned())
     }
 
-    async fn sign_rs256(&self, signing_input: &[u8]) -> Result<Vec<u8>, SignerError> {
+    async fn sign_rs256(&self, kid: &str, signing_input: &[u8]) -> Result<Vec<u8>, SignerError> {
         self.check("sign")?;
+        if kid != Self::KEY_ID {
+            return Err(SignerError::Unavailable(
+                format!("fake signer: no key {kid}").into(),
+            ));
+        }
         self.signed.fetch_add(1, Ordering::SeqCst);
         Ok(Sha256Hex::digest(signing_input)
             .as_str()

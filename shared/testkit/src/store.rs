@@ -825,6 +825,19 @@ impl TenantStore for MemoryStore {
             AuditPage { items, next }
         })
     }
+
+    /// The in-memory store keeps no chains (tamper evidence is the DynamoDB adapter's,
+    /// tested against the emulator): every record is reported as unchained.
+    async fn audit_trail(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
+        yield_now().await;
+        self.read("audit_trail", |s| countersign_domain::ports::AuditTrail {
+            unchained: s.audit.get(tenant).map_or(0, |a| a.len()),
+            ..Default::default()
+        })
+    }
 }
 
 #[async_trait]

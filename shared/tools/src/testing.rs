@@ -222,4 +222,10 @@ impl TenantStore for Fake {
     ) -> Result<countersign_domain::ports::AuditPage, StoreError> {
         Err(unavailable())
     }
+    async fn audit_trail(
+        &self,
+        _: &TenantId,
+    ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
+        Err(unavailable())
+    }
 }

@@ -45,6 +45,11 @@ pub struct Options {
     pub function_timeout_secs: u64,
     /// The model adapter of the messages process (M-6).
     pub model: ModelWire,
+    /// The demo provider follows the platform's JWKS (K-2) instead of a key installed
+    /// by hand.
+    pub follow_jwks: bool,
+    /// `COUNTERSIGN_SIGNING_KEY_REFRESH_SECS` of the messages process, when set.
+    pub signing_key_refresh_secs: Option<u64>,
 }
 
 /// Which model adapter the messages process runs. With an adapter, a local model
@@ -72,6 +77,8 @@ impl Default for Options {
             provider_timeout_secs: 3,
             function_timeout_secs: 29,
             model: ModelWire::Scripted,
+            follow_jwks: false,
+            signing_key_refresh_secs: None,
         }
     }
 }
@@ -170,6 +177,7 @@ impl Stack {
             signing_key: Some(format!("alias/cs-e2e-{suffix}")),
             secret_prefix: format!("cs-e2e-{suffix}/"),
             retention_days: None,
+            ..AwsSettings::default()
         };
         countersign_aws::bootstrap::bootstrap(&sdk, &settings)
             .await
@@ -179,26 +187,41 @@ impl Stack {
             SecretsManagerStore::client(&sdk, None),
             settings.secret_prefix.clone(),
         ));
-        let signer = Arc::new(KmsProofSigner::new(
-            KmsProofSigner::client(&sdk, None),
-            settings.signing_key.clone(),
-        ));
+        let signer = Arc::new(
+            KmsProofSigner::new(
+                KmsProofSigner::client(&sdk, None),
+                settings.signing_key.clone(),
+            )
+            .with_refresh(Duration::from_secs(
+                options.signing_key_refresh_secs.unwrap_or(60),
+            ))
+            .with_ring(store.clone()),
+        );
         let ids = UlidIds::default();
         let registered = tenants::register(&store, &ids, &SystemClock, "TrackShare", Language::En)
             .await
             .unwrap();
         let tenant = registered.tenant.id.clone();
 
+        // The admin API's address (its JWKS is what a JWKS-following provider reads).
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_url = format!("http://{}", listener.local_addr().unwrap());
+
         // The demo provider, with the platform's public key installed (as a tenant would
-        // from actionVerification).
+        // from actionVerification), or following the JWKS.
         let demo_addr = free_addr();
         let demo_url = format!("http://{demo_addr}/mcp");
         let service_token = format!("svc_trackshare_{suffix}");
         let mut demo_config = DemoConfig::new(service_token.clone(), ISSUER, demo_url.clone());
         demo_config.tenant_id = Some(tenant.to_string());
         demo_config.proposal_ttl = options.proposal_ttl;
-        let key = signer.verification_key().await.unwrap();
-        demo_config.keys = vec![(key.key_id, key.public_key_pem)];
+        if options.follow_jwks {
+            demo_config.jwks_url =
+                Some(format!("{admin_url}{}", countersign_admin::jwks::JWKS_PATH));
+        } else {
+            let key = signer.verification_key().await.unwrap();
+            demo_config.keys = vec![(key.key_id, key.public_key_pem)];
+        }
         let (_, demo) = countersign_demo_provider::spawn(demo_config, demo_addr)
             .await
             .unwrap();
@@ -234,8 +257,6 @@ impl Stack {
         // they sit beside the rest of the admin API.
         let admin = countersign_admin::app(admin_state.clone())
             .merge(countersign_admin::certification_app(admin_state));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let admin_url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, admin).await });
 
         let http = reqwest::Client::new();
@@ -275,6 +296,12 @@ impl Stack {
             ),
             ("RUST_LOG".to_owned(), "info".to_owned()),
         ];
+        if let Some(secs) = options.signing_key_refresh_secs {
+            env.push((
+                "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS".to_owned(),
+                secs.to_string(),
+            ));
+        }
         let (model, model_env) = model_service(options.model, &sdk, &settings).await;
         env.extend(model_env);
         let mut stack = Self {

@@ -206,6 +206,16 @@ fn install_section(p: &McpPage<'_>) -> Markup {
                         dt { "Audience" } dd { code #audienceValue { (audience) } button type="button" data-copy="audienceValue" { "Copy" } }
                     }
                     dt { "Public key" } dd { pre #publicKey { (key.public_key_pem) } button type="button" data-copy="publicKey" { "Copy" } }
+                    dt { "JWKS" } dd { code #jwksPath { (crate::jwks::JWKS_PATH) } " on this host: follow it and key rotations need nothing from you" }
+                }
+                h3 { "Published keys" }
+                table #publishedKeys {
+                    thead { tr { th { "keyId" } th { "Status" } } }
+                    tbody {
+                        @for k in &key.keys {
+                            tr data-kid=(k.key_id) { td { code { (k.key_id) } } td.status { (k.status) } }
+                        }
+                    }
                 }
             }
         } @else {

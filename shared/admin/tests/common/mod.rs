@@ -31,6 +31,7 @@ pub(crate) async fn env(signing_key: bool) -> Env {
         signing_key: signing_key.then(|| format!("alias/cs-api-{suffix}")),
         secret_prefix: format!("cs-api-{suffix}/"),
         retention_days: None,
+        ..AwsSettings::default()
     };
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await

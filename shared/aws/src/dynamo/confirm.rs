@@ -10,11 +10,23 @@
 //! - after an unknown outcome the proposal is read back (consistently): if this request's
 //!   message is the recorded confirmation, the write committed and the caller carries on.
 
+use super::chain::ChainRef;
 use super::items::*;
 use super::{DynamoStore, MAX_ATTEMPTS, Sent, Tx, any_conflict, backoff, failed, values};
 use aws_sdk_dynamodb::types::TransactWriteItem;
-use countersign_domain::ports::{ConfirmWrite, StoreError, TransitionOutcome};
+use countersign_domain::audit_chain::Head;
+use countersign_domain::ports::{AuditEntry, ConfirmWrite, StoreError, TransitionOutcome};
 use countersign_domain::proposal::ProposalState;
+
+/// The ULID inside the confirming message's id (`msg_<ULID>`).
+fn message_ulid(w: &ConfirmWrite) -> Result<ulid::Ulid, StoreError> {
+    w.message
+        .id
+        .as_str()
+        .strip_prefix("msg_")
+        .and_then(|u| ulid::Ulid::from_string(u).ok())
+        .ok_or_else(|| corrupt("message id"))
+}
 
 /// How many times one attempt whose outcome is unknown is resent with its own token.
 const UNKNOWN_RESENDS: u32 = 1;
@@ -30,11 +42,40 @@ enum ReadBack {
 }
 
 impl DynamoStore {
+    /// L-1: confirmed by the person, executing from now. Its id is the confirming
+    /// message's ULID and its time the message's, so that a resend under the same token
+    /// carries the very same items.
+    fn confirm_entry(w: &ConfirmWrite) -> Result<AuditEntry, StoreError> {
+        super::tenants::life_entry(
+            message_ulid(w)?,
+            w.message.created_at,
+            "person",
+            "confirmed",
+            serde_json::json!({
+                "actionId": w.action_id.as_str(),
+                "caseId": w.case.as_str(),
+                "from": ProposalState::PendingConfirmation.as_str(),
+                "to": ProposalState::Executing.as_str(),
+                "confirmationMessageId": w.message.id.as_str(),
+                "presentedMessageId": w.presented_message_id.as_str(),
+            }),
+        )
+    }
+
     /// The items of the confirm transaction, in a fixed order: case slot (0), proposal
-    /// (1), confirming message (2), the tenant's unsettled index entry (3).
-    fn confirm_items(&self, w: &ConfirmWrite) -> Result<Vec<TransactWriteItem>, StoreError> {
+    /// (1), confirming message (2), the tenant's unsettled index entry (3), then the
+    /// confirmation's audit record and the conversation chain's head (L-1, L-2), built on
+    /// `head` (known from the conversation's Query: no read of its own).
+    fn confirm_items(
+        &self,
+        w: &ConfirmWrite,
+        head: &Head,
+    ) -> Result<(Vec<TransactWriteItem>, Head), StoreError> {
+        let chain = ChainRef::case(&w.tenant, &w.case);
+        let (audit, next) =
+            self.chain_items(&chain, head, std::slice::from_ref(&Self::confirm_entry(w)?))?;
         let pk = conv_pk(&w.tenant, &w.case);
-        Ok(vec![
+        let items = vec![
             self.update(
                 key(pk.as_str(), CASE_SK),
                 "SET slot_state = :exec".to_owned(),
@@ -66,7 +107,11 @@ impl DynamoStore {
                 &w.action_id,
                 w.message.created_at,
             ))?,
-        ])
+        ]
+        .into_iter()
+        .chain(audit)
+        .collect();
+        Ok((items, next))
     }
 
     /// P-2's lock: of any number of concurrent calls at most one is `Applied`.
@@ -74,15 +119,27 @@ impl DynamoStore {
         &self,
         w: &ConfirmWrite,
     ) -> Result<TransitionOutcome, StoreError> {
+        let chain = ChainRef::case(&w.tenant, &w.case);
         for attempt in 0..MAX_ATTEMPTS {
             // A fresh token per attempt: an attempt that follows a definite cancellation
             // is a new request, not a resend.
             let token = ulid::Ulid::new().to_string();
-            let reasons = match self.send_resending(w, &token).await? {
-                Ok(Tx::Committed) => return Ok(TransitionOutcome::Applied),
+            let head = self.head(&chain).await?;
+            let (items, next) = self.confirm_items(w, &head)?;
+            let head_index = items.len() - 1;
+            let reasons = match self.send_resending(w, &items, &token).await? {
+                Ok(Tx::Committed) => {
+                    self.remember_head(&chain, next);
+                    return Ok(TransitionOutcome::Applied);
+                }
                 Ok(Tx::Cancelled(reasons)) => reasons,
                 Err(current) => return Ok(TransitionOutcome::Conflict { current }),
             };
+            // Another record of this conversation came first: build on its head.
+            if self.head_moved(&chain, &reasons, head_index) {
+                backoff(attempt).await;
+                continue;
+            }
             if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
                 backoff(attempt).await;
                 continue;
@@ -119,11 +176,12 @@ impl DynamoStore {
     async fn send_resending(
         &self,
         w: &ConfirmWrite,
+        items: &[TransactWriteItem],
         token: &str,
     ) -> Result<Result<Tx, Option<ProposalState>>, StoreError> {
         let mut resends = 0;
         loop {
-            let error = match self.send_tx(self.confirm_items(w)?, Some(token)).await {
+            let error = match self.send_tx(items.to_vec(), Some(token)).await {
                 Sent::Known(tx) => return Ok(Ok(tx)),
                 Sent::Refused(e) => return Err(e),
                 Sent::Unknown(e) => e,

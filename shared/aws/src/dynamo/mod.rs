@@ -5,8 +5,10 @@
 //! proposal is one `TransactWriteItems` whose conditions on the slot and on the proposal's
 //! state *are* the lock: of any number of concurrent confirmations, at most one commits.
 
+mod chain;
 mod confirm;
 mod items;
+mod keyring;
 mod limits;
 mod tenants;
 
@@ -29,6 +31,7 @@ use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
 use countersign_domain::time::Timestamp;
 use items::*;
+pub use keyring::StoredRing;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -43,6 +46,8 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     retention_seconds: Option<i64>,
+    /// Audit chain heads last seen (a hint; see `chain`).
+    heads: std::sync::Arc<std::sync::Mutex<HashMap<String, countersign_domain::audit_chain::Head>>>,
 }
 
 fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
@@ -128,6 +133,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             retention_seconds: retention_days.map(|d| i64::from(d) * 86_400),
+            heads: std::sync::Arc::default(),
         }
     }
 
@@ -171,6 +177,26 @@ impl DynamoStore {
                 .build(),
         )?;
         Ok(TransactWriteItem::builder().update(u).build())
+    }
+
+    /// L-1: the record of a proposal's step `event` (`{from, to}` and the ids in
+    /// `changes`), by the platform, now.
+    fn life(
+        &self,
+        event: &str,
+        changes: serde_json::Value,
+    ) -> Result<countersign_domain::ports::AuditEntry, StoreError> {
+        let now = Timestamp::from_unix_millis(
+            i64::try_from(
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_millis(),
+            )
+            .unwrap_or(i64::MAX),
+        )
+        .map_err(|_| corrupt("clock"))?;
+        tenants::life_entry(ulid::Ulid::new(), now, "platform", event, changes)
     }
 
     fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
@@ -263,24 +289,31 @@ impl DynamoStore {
             .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
             // Terminal proposals stay in the partition as history; only the case and the
             // (at most one, P-2) non-terminal proposal are returned.
-            .filter_expression("sk = :case OR #state IN (:p, :e, :u)")
+            // The conversation's audit chain head comes along (L-2): the confirm path
+            // appends to the chain without a read of its own.
+            .filter_expression("sk = :case OR sk = :head OR #state IN (:p, :e, :u)")
             .expression_attribute_names("#state", "state")
             .set_expression_attribute_values(Some(values([
                 (":pk", s(conv_pk(tenant, case))),
                 (":a", s(ACTIVE_PREFIX)),
                 (":case", s(CASE_SK)),
+                (":head", s(tenants::CASE_HEAD_SK)),
                 (":p", s(ProposalState::PendingConfirmation.as_str())),
                 (":e", s(ProposalState::Executing.as_str())),
                 (":u", s(ProposalState::Unknown.as_str())),
             ])));
         let mut case_item = None;
         let mut proposals = Vec::new();
+        let mut head = countersign_domain::audit_chain::Head::default();
         for item in self.query_all(query).await? {
-            if opt_s(&item, SK) == Some(CASE_SK) {
-                case_item = Some(item);
-            } else {
-                proposals.push(item);
+            match opt_s(&item, SK) {
+                Some(CASE_SK) => case_item = Some(item),
+                Some(tenants::CASE_HEAD_SK) => head = chain::head_from(&item),
+                _ => proposals.push(item),
             }
+        }
+        if case_item.is_some() {
+            self.remember_head(&chain::ChainRef::case(tenant, case), head);
         }
         Ok((case_item, proposals))
     }
@@ -474,7 +507,11 @@ impl ConversationStore for DynamoStore {
             };
             let lang = case_from(&case_item)?.1;
             let plan = self.proposal_tx(proposal, presentation, seen.as_ref(), lang)?;
-            match self.transact(plan.items).await? {
+            let chain = chain::ChainRef::case(&proposal.tenant, &proposal.case);
+            match self
+                .transact_chained(&chain, plan.items, &plan.entries)
+                .await?
+            {
                 Tx::Committed => {
                     let superseded = plan.superseded;
                     return Ok(CreateProposalOutcome::Applied { superseded });
@@ -595,8 +632,7 @@ impl ConversationStore for DynamoStore {
             from: settle.from,
             to: settle.to,
         };
-        let audit = self.put_new(tenants::audit_item(settle.tenant, settle.audit))?;
-        self.transition_with(&step, Some(settle.notice), Some(audit))
+        self.transition_with(&step, Some(settle.notice), Some(settle.audit))
             .await
     }
 
@@ -621,8 +657,9 @@ impl ConversationStore for DynamoStore {
                     current: Some(state),
                 });
             }
-            let tx = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
-            match self.transact(tx).await? {
+            let (tx, entries) = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
+            let chain = chain::ChainRef::case(tenant, case);
+            match self.transact_chained(&chain, tx, &entries).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
                 Tx::Cancelled(_) => backoff(attempt).await,
             }
@@ -717,6 +754,8 @@ fn slot_for_preparation(
 /// The transaction that stores a proposal, and where its guards sit in it.
 struct ProposalTx {
     items: Vec<TransactWriteItem>,
+    /// L-1 records, appended to the conversation's chain (L-2).
+    entries: Vec<countersign_domain::ports::AuditEntry>,
     superseded: Option<ActionId>,
     proposal_index: usize,
     guard_index: usize,
@@ -816,8 +855,39 @@ impl DynamoStore {
             fence_index = Some(items.len());
             items.push(self.settings_fence(&proposal.tenant, proposal.config_version, sv)?);
         }
+        // L-1: prepared and presented (one write), and the predecessor's end.
+        let mut entries = vec![tenants::life_entry(
+            ulid::Ulid::new(),
+            proposal.prepared_at,
+            "model",
+            "prepared",
+            serde_json::json!({
+                "actionId": proposal.action_id.as_str(),
+                "userId": proposal.user.as_str(),
+                "caseId": proposal.case.as_str(),
+                "operation": proposal.operation.as_str(),
+                "summaryHash": proposal.summary_hash.as_str(),
+                "argumentsHash": proposal.arguments_hash.as_str(),
+                "presentedMessageId": proposal.presented.message_id.as_str(),
+                "expiresAt": proposal.expires_at.to_rfc3339(),
+                "to": ProposalState::PendingConfirmation.as_str(),
+            }),
+        )?];
+        if let Some(old) = &superseded {
+            entries.push(self.life(
+                ProposalState::Superseded.as_str(),
+                serde_json::json!({
+                    "actionId": old.as_str(),
+                    "caseId": proposal.case.as_str(),
+                    "from": ProposalState::PendingConfirmation.as_str(),
+                    "to": ProposalState::Superseded.as_str(),
+                    "by": proposal.action_id.as_str(),
+                }),
+            )?);
+        }
         Ok(ProposalTx {
             items,
+            entries,
             superseded,
             proposal_index,
             guard_index,
@@ -859,7 +929,13 @@ impl DynamoStore {
         case: &CaseId,
         seen: Option<&(String, String)>,
         seen_state: Option<ProposalState>,
-    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+    ) -> Result<
+        (
+            Vec<TransactWriteItem>,
+            Vec<countersign_domain::ports::AuditEntry>,
+        ),
+        StoreError,
+    > {
         let pk = conv_pk(tenant, case);
         let mut vals = values([(":open", s("open")), (":closed", s("closed"))]);
         let mut expr = "SET #status = :closed".to_owned();
@@ -881,10 +957,21 @@ impl DynamoStore {
             expr.push_str(", #ttl = :ttl");
         }
         let mut tx = vec![self.update(key(pk.as_str(), CASE_SK), expr, condition, vals)?];
+        let mut entries = Vec::new();
         if let Some(old) = &pending {
             tx.push(self.end_pending_update(&pk, old, ProposalState::Cancelled)?);
+            entries.push(self.life(
+                ProposalState::Cancelled.as_str(),
+                serde_json::json!({
+                    "actionId": old.as_str(),
+                    "caseId": case.as_str(),
+                    "from": ProposalState::PendingConfirmation.as_str(),
+                    "to": ProposalState::Cancelled.as_str(),
+                    "reason": "conversation closed",
+                }),
+            )?);
         }
-        Ok(tx)
+        Ok((tx, entries))
     }
 }
 
@@ -963,7 +1050,7 @@ impl DynamoStore {
         &self,
         step: &Step<'_>,
         notice: Option<&NewMessage>,
-        extra: Option<TransactWriteItem>,
+        extra: Option<&countersign_domain::ports::AuditEntry>,
     ) -> Result<TransitionOutcome, StoreError> {
         let Step {
             tenant,
@@ -1017,8 +1104,18 @@ impl DynamoStore {
             if to.is_terminal() && from.blocks_preparation() {
                 tx.push(self.delete_unsettled(tenant, action_id)?);
             }
-            tx.extend(extra.clone());
-            match self.transact(tx).await? {
+            let mut entries = vec![self.life(
+                to.as_str(),
+                serde_json::json!({
+                    "actionId": action_id.as_str(),
+                    "caseId": case.as_str(),
+                    "from": from.as_str(),
+                    "to": to.as_str(),
+                }),
+            )?];
+            entries.extend(extra.cloned());
+            let chain = chain::ChainRef::case(tenant, case);
+            match self.transact_chained(&chain, tx, &entries).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
                 Tx::Cancelled(reasons) => {
                     if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {

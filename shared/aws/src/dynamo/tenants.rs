@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::certification::Certification;
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{AuditId, OperationName, TenantId, ToolName, WidgetKeyId};
+use countersign_domain::ids::{AuditId, CaseId, OperationName, TenantId, ToolName, WidgetKeyId};
 use countersign_domain::ports::{
     AuditEntry, AuditPage, PanelSession, SessionStore, StoreError, StoredMcpConfig, Tenant,
     TenantStore, TransitionOutcome, WidgetKey,
@@ -41,6 +41,67 @@ pub(super) fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
     i.insert("action".into(), s(a.action.as_str()));
     i.insert("changes".into(), s(a.changes.to_string()));
     i
+}
+
+/// L-1: one step of a proposal's life as an audit entry of the conversation's chain,
+/// written in the same transaction as the step. `id_source` is a ULID of the step (a
+/// fresh one, or the confirming message's, so that a resent confirm transaction carries
+/// the very same item). Never a proof or a secret: ids, states, hashes and times only.
+pub(super) fn life_entry(
+    id_source: ulid::Ulid,
+    at: Timestamp,
+    actor: &str,
+    event: &str,
+    changes: serde_json::Value,
+) -> Result<AuditEntry, StoreError> {
+    let id = AuditId::parse(format!("aud_{id_source}")).map_err(|_| corrupt("audit_id"))?;
+    Ok(AuditEntry {
+        id,
+        at,
+        actor: actor.to_owned(),
+        action: format!("proposal.{event}"),
+        changes,
+    })
+}
+
+/// The head item of a tenant's configuration chain (L-2).
+pub(super) const AUDIT_HEAD_SK: &str = "AUDITHEAD";
+/// The head item of a conversation's chain (L-2), in the conversation's partition.
+pub(super) const CASE_HEAD_SK: &str = "A#AUDIT";
+
+/// An audit record with its chain fields (L-2).
+pub(super) fn chained_audit_item(
+    tenant: &TenantId,
+    a: &AuditEntry,
+    record: &countersign_domain::audit_chain::ChainedRecord,
+    hash: &str,
+) -> Item {
+    let mut i = audit_item(tenant, a);
+    i.insert("chain".into(), s(record.chain.as_str()));
+    i.insert("chain_seq".into(), n(i128::from(record.seq)));
+    i.insert("chain_prev".into(), s(record.prev.as_str()));
+    i.insert("chain_hash".into(), s(hash));
+    i
+}
+
+/// A stored audit item as a chained record, or `None` for a record from before the
+/// chain existed.
+pub(super) fn chained_from(
+    i: &Item,
+) -> Result<Option<countersign_domain::audit_chain::ChainedRecord>, StoreError> {
+    let Some(chain) = opt_s(i, "chain") else {
+        return Ok(None);
+    };
+    Ok(Some(countersign_domain::audit_chain::ChainedRecord {
+        id: get_s(i, "audit_id")?.to_owned(),
+        chain: chain.to_owned(),
+        seq: get_n(i, "chain_seq")?,
+        prev: opt_s(i, "chain_prev").unwrap_or_default().to_owned(),
+        at: get_s(i, "at")?.to_owned(),
+        actor: get_s(i, "actor")?.to_owned(),
+        action: get_s(i, "action")?.to_owned(),
+        changes: get_s(i, "changes")?.to_owned(),
+    }))
 }
 
 fn audit_from(i: &Item) -> Result<AuditEntry, StoreError> {
@@ -253,9 +314,15 @@ impl TenantStore for DynamoStore {
             )?,
             TransactWriteItem::builder().delete(delete).build(),
             self.put_new(admin_key_item(hash, id))?,
-            self.put_new(audit_item(id, audit))?,
         ];
-        match self.transact(tx).await? {
+        match self
+            .transact_chained(
+                &super::chain::ChainRef::tenant(id),
+                tx,
+                std::slice::from_ref(audit),
+            )
+            .await?
+        {
             Tx::Committed => Ok(TransitionOutcome::Applied),
             // Another rotation came first; the caller may retry.
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
@@ -285,11 +352,15 @@ impl TenantStore for DynamoStore {
                 .set_item(Some(item))
                 .build(),
         )?;
-        let tx = vec![
-            TransactWriteItem::builder().put(put).build(),
-            self.put_new(audit_item(tenant, audit))?,
-        ];
-        match self.transact(tx).await? {
+        let tx = vec![TransactWriteItem::builder().put(put).build()];
+        match self
+            .transact_chained(
+                &super::chain::ChainRef::tenant(tenant),
+                tx,
+                std::slice::from_ref(audit),
+            )
+            .await?
+        {
             Tx::Committed => Ok(()),
             Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
                 "audit record {} already exists",
@@ -323,11 +394,15 @@ impl TenantStore for DynamoStore {
             "origins".into(),
             s(serde_json::Value::from(k.allowed_origins.clone()).to_string()),
         );
-        let tx = vec![
-            self.put_new(item)?,
-            self.put_new(audit_item(tenant, audit))?,
-        ];
-        match self.transact(tx).await? {
+        let tx = vec![self.put_new(item)?];
+        match self
+            .transact_chained(
+                &super::chain::ChainRef::tenant(tenant),
+                tx,
+                std::slice::from_ref(audit),
+            )
+            .await?
+        {
             Tx::Committed => Ok(()),
             Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
                 "widget key {} already exists",
@@ -381,11 +456,15 @@ impl TenantStore for DynamoStore {
                 .condition_expression("attribute_exists(pk)")
                 .build(),
         )?;
-        let tx = vec![
-            TransactWriteItem::builder().delete(delete).build(),
-            self.put_new(audit_item(tenant, audit))?,
-        ];
-        match self.transact(tx).await? {
+        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
+        match self
+            .transact_chained(
+                &super::chain::ChainRef::tenant(tenant),
+                tx,
+                std::slice::from_ref(audit),
+            )
+            .await?
+        {
             Tx::Committed => Ok(TransitionOutcome::Applied),
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
@@ -405,11 +484,15 @@ impl TenantStore for DynamoStore {
                 .expression_attribute_values(":v", n(expected))
                 .build(),
         )?;
-        let tx = vec![
-            TransactWriteItem::builder().delete(delete).build(),
-            self.put_new(audit_item(id, audit))?,
-        ];
-        match self.transact(tx).await? {
+        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
+        match self
+            .transact_chained(
+                &super::chain::ChainRef::tenant(id),
+                tx,
+                std::slice::from_ref(audit),
+            )
+            .await?
+        {
             Tx::Committed => Ok(TransitionOutcome::Applied),
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
@@ -436,12 +519,61 @@ impl TenantStore for DynamoStore {
             TransactWriteItem::builder()
                 .put(build(put.build())?)
                 .build(),
-            self.put_new(audit_item(id, audit))?,
         ];
-        match self.transact(tx).await? {
+        match self
+            .transact_chained(
+                &super::chain::ChainRef::tenant(id),
+                tx,
+                std::slice::from_ref(audit),
+            )
+            .await?
+        {
             Tx::Committed => Ok(TransitionOutcome::Applied),
             Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
         }
+    }
+
+    async fn audit_trail(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(tenant_pk(tenant))),
+                (":a", s(AUDIT_PREFIX)),
+            ])));
+        let mut trail = countersign_domain::ports::AuditTrail::default();
+        for item in self.query_all(query).await? {
+            match chained_from(&item)? {
+                Some(r) => trail.records.push(r),
+                None => trail.unchained += 1,
+            }
+        }
+        // Every chain's head: the tenant's, and each conversation's that has records.
+        let mut chains: std::collections::BTreeSet<String> =
+            trail.records.iter().map(|r| r.chain.clone()).collect();
+        chains.insert(countersign_domain::audit_chain::TENANT_CHAIN.to_owned());
+        for chain in chains {
+            let (pk, sk) = match chain.strip_prefix("case:") {
+                Some(case) => {
+                    let case = CaseId::parse(case).map_err(|_| corrupt("chain"))?;
+                    (conv_pk(tenant, &case), CASE_HEAD_SK)
+                }
+                None if chain == countersign_domain::audit_chain::TENANT_CHAIN => {
+                    (tenant_pk(tenant), AUDIT_HEAD_SK)
+                }
+                None => return Err(corrupt("chain")),
+            };
+            if let Some(item) = self.get(pk, sk).await? {
+                trail.heads.insert(chain, super::chain::head_from(&item));
+            }
+        }
+        Ok(trail)
     }
 
     async fn list_audit(

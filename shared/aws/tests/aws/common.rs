@@ -31,6 +31,7 @@ pub async fn env() -> Env {
         signing_key: Some(format!("alias/cs-test-{suffix}")),
         secret_prefix: format!("cs-test-{suffix}/"),
         retention_days: Some(30),
+        ..AwsSettings::default()
     };
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await

@@ -103,6 +103,122 @@ async fn a31_kms_proof_verifies_with_an_independent_rs256_verifier() {
     assert!(decode::<ProofClaims>(&tampered, &decoding, &validation).is_err());
 }
 
+/// K-2: after the alias moves (a rotation's activation), the signer keeps signing with
+/// the key it resolved until it looks again, then with the new one; the header's `kid`
+/// always names the key that signed, so every proof verifies with the key it names.
+#[tokio::test]
+async fn k2_the_signer_follows_its_alias_and_each_kid_names_the_key_that_signed() {
+    use countersign_aws::kms::read_key;
+    let env = env().await;
+    let kms = KmsProofSigner::client(&env.sdk, None);
+    let alias = env.settings.signing_key.clone().unwrap();
+    let signer = KmsProofSigner::new(kms.clone(), Some(alias.clone()))
+        .with_refresh(std::time::Duration::ZERO);
+    let claims = {
+        let store = env.store();
+        let case = env.open_case(&store, &env.tenant()).await;
+        let (mut p, _) = env.proposal(&case, "act_rot", 1);
+        let confirm = env.ids.message_id();
+        p.state = ProposalState::Executing;
+        p.confirmation_message_id = Some(confirm.clone());
+        let auth = Authorized {
+            action_id: p.action_id.clone(),
+            message_id: confirm,
+            presented_message_id: p.presented.message_id.clone(),
+        };
+        let ctx = ProofContext {
+            issuer: ISS,
+            audience: AUD,
+            jti: "jti-rot",
+            now: countersign_aws::system::SystemClock.now(),
+        };
+        ProofClaims::for_confirmation(&p, &auth, &ctx).unwrap()
+    };
+    let verifies = |proof: &str, pem: &str| {
+        let mut v = Validation::new(Algorithm::RS256);
+        v.set_issuer(&[ISS]);
+        v.set_audience(&[AUD]);
+        decode::<ProofClaims>(
+            proof,
+            &DecodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
+            &v,
+        )
+        .is_ok()
+    };
+    let old = read_key(&kms, &alias).await.unwrap();
+    let first = sign_proof(&signer, &claims).await.unwrap();
+    assert_eq!(
+        decode_header(first.expose()).unwrap().kid,
+        Some(old.public.kid.clone())
+    );
+
+    let id = countersign_aws::bootstrap::create_signing_key(&kms, None)
+        .await
+        .unwrap();
+    let new = read_key(&kms, &id).await.unwrap();
+    kms.update_alias()
+        .alias_name(&alias)
+        .target_key_id(&new.arn)
+        .send()
+        .await
+        .unwrap();
+    // The process notices in the background (its refresh interval is 0 here).
+    let mut kid = signer.key_id().await.unwrap();
+    for _ in 0..100 {
+        if kid == new.public.kid {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        kid = signer.key_id().await.unwrap();
+    }
+    assert_eq!(
+        kid, new.public.kid,
+        "the signer never noticed the alias moved"
+    );
+    let second = sign_proof(&signer, &claims).await.unwrap();
+    assert_eq!(
+        decode_header(second.expose()).unwrap().kid,
+        Some(new.public.kid.clone())
+    );
+    assert!(verifies(second.expose(), &new.public.pem));
+    assert!(!verifies(second.expose(), &old.public.pem));
+    assert!(verifies(first.expose(), &old.public.pem));
+    // A header built with the old kid just before the switch is still signed by the old
+    // key, never by the new one under the old name.
+    let signature = signer.sign_rs256(&old.public.kid, b"a.b").await.unwrap();
+    let direct = kms
+        .sign()
+        .key_id(&old.arn)
+        .message(aws_sdk_kms::primitives::Blob::new(&b"a.b"[..]))
+        .message_type(aws_sdk_kms::types::MessageType::Raw)
+        .signing_algorithm(aws_sdk_kms::types::SigningAlgorithmSpec::RsassaPkcs1V15Sha256)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(Some(signature), direct.signature.map(|b| b.into_inner()));
+    // An unknown kid is not signed at all.
+    assert!(signer.sign_rs256("unknown", b"a.b").await.is_err());
+}
+
+/// K-2: two operators changing the key ring at once cannot lose a change: a put against
+/// a version that moved writes nothing.
+#[tokio::test]
+async fn k2_a_key_ring_change_against_a_moved_version_writes_nothing() {
+    let env = env().await;
+    let store = env.store();
+    let stored = store.key_ring().await.unwrap();
+    // The bootstrap installed the alias's key as the first active key.
+    assert_eq!(stored.ring.keys.len(), 1);
+    assert!(stored.version >= 1);
+    let mut a = stored.ring.clone();
+    a.set_cache_seconds(10).unwrap();
+    let mut b = stored.ring.clone();
+    b.set_cache_seconds(20).unwrap();
+    assert!(store.put_key_ring(&a, stored.version).await.unwrap());
+    assert!(!store.put_key_ring(&b, stored.version).await.unwrap());
+    assert_eq!(store.key_ring().await.unwrap().ring.cache_seconds, 10);
+}
+
 /// C-5: no key configured, or an alias that does not exist, is "not configured".
 #[tokio::test]
 async fn c5_missing_signing_key_is_not_configured() {
@@ -114,7 +230,7 @@ async fn c5_missing_signing_key_is_not_configured() {
         Err(SignerError::NotConfigured)
     ));
     assert!(matches!(
-        none.sign_rs256(b"x").await,
+        none.sign_rs256("kid", b"x").await,
         Err(SignerError::NotConfigured)
     ));
     let missing = KmsProofSigner::new(client, Some("alias/cs-test-does-not-exist".into()));

@@ -10,6 +10,7 @@
     clippy::panic
 )]
 
+mod audit;
 mod common;
 mod concurrency;
 mod dynamo;

@@ -1,0 +1,157 @@
+//! `countersign keys …`: the signing key rotation with overlap (K-2). The order rules
+//! live in `countersign_domain::keyring`; this is their command line.
+
+use anyhow::Context as _;
+use clap::Subcommand;
+use countersign_aws::AwsSettings;
+use countersign_aws::bootstrap::KeyUsers;
+use countersign_aws::rotation::{Rotation, unix_now};
+use countersign_domain::time::Timestamp;
+use std::io::Write as _;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysCommand {
+    /// Show every key of the ring (status, kid, KMS ARN, times) and the key the alias
+    /// names now.
+    List,
+    /// Publish a next key in the JWKS without signing with it. Give an existing KMS key
+    /// (`--key`) or let the command create one (`--create`).
+    Announce {
+        /// An RSA_2048 SIGN_VERIFY KMS key (id or ARN).
+        #[arg(long, conflicts_with = "create", required_unless_present = "create")]
+        key: Option<String>,
+        /// Create the key, with the deployment's key policy when the role ARNs are given.
+        #[arg(long)]
+        create: bool,
+        /// The messages function's role ARN (only it may sign).
+        #[arg(long, requires = "create")]
+        signer_role_arn: Option<String>,
+        /// The admin function's role ARN (reads the public key).
+        #[arg(long, requires = "signer_role_arn")]
+        reader_role_arn: Option<String>,
+    },
+    /// Make the announced key sign: moves the alias to it; the active key stays published
+    /// as `previous`. Refused until the key has been published for the JWKS cache time.
+    Activate {
+        /// The announced key's kid.
+        #[arg(long)]
+        kid: String,
+    },
+    /// Withdraw a key from the JWKS. Refused for the active key and, for a previous key,
+    /// until every proof it signed has expired and every JWKS cache has its successor.
+    Retire {
+        /// The key's kid.
+        #[arg(long)]
+        kid: String,
+    },
+    /// Set the JWKS cache time (`Cache-Control: max-age`, seconds; default 300).
+    CacheTime {
+        /// Seconds, 0 to 86400.
+        #[arg(long)]
+        seconds: i64,
+    },
+}
+
+pub(crate) async fn run(
+    cmd: KeysCommand,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<()> {
+    let alias = settings
+        .signing_key
+        .as_deref()
+        .context("COUNTERSIGN_SIGNING_KEY is empty: no signing key to rotate")?;
+    let kms = countersign_aws::kms::KmsProofSigner::client(sdk, None);
+    let store = settings.store(sdk);
+    let rotation = Rotation::new(&kms, &store, alias);
+    let now = Timestamp::from_unix_seconds(unix_now())?;
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        KeysCommand::List => {
+            rotation.adopt_alias_key(now).await?;
+            let view = rotation.list().await?;
+            writeln!(out, "JWKS cache time {} s", view.ring.cache_seconds)?;
+            for k in &view.ring.keys {
+                let signing = if view.alias_kid.as_deref() == Some(k.kid.as_str()) {
+                    "  <- alias"
+                } else {
+                    ""
+                };
+                writeln!(
+                    out,
+                    "{:<9} {}  {}  announced {}{}{}{}{signing}",
+                    k.status.as_str(),
+                    k.kid,
+                    k.arn,
+                    at(Some(k.announced_at)),
+                    stamp(" activated ", k.activated_at),
+                    stamp(" deactivated ", k.deactivated_at),
+                    stamp(" retired ", k.retired_at),
+                )?;
+            }
+        }
+        KeysCommand::Announce {
+            key,
+            create,
+            signer_role_arn,
+            reader_role_arn,
+        } => {
+            let key = match (key, create) {
+                (Some(k), _) => k,
+                (None, _) => {
+                    let users = signer_role_arn.map(|signer| KeyUsers {
+                        signer,
+                        reader: reader_role_arn,
+                    });
+                    let id = rotation.create(users.as_ref()).await?;
+                    writeln!(out, "created KMS key {id}")?;
+                    id
+                }
+            };
+            let kid = rotation.announce(&key, now).await?;
+            let ring = rotation.list().await?.ring;
+            writeln!(out, "announced {kid}")?;
+            writeln!(
+                out,
+                "it is published now; activate it after {} s: countersign keys activate --kid {kid}",
+                ring.cache_seconds
+            )?;
+        }
+        KeysCommand::Activate { kid } => {
+            rotation.activate(&kid, now).await?;
+            let ring = rotation.list().await?.ring;
+            writeln!(out, "{kid} signs new proofs (within 60 s in every process)")?;
+            if let Some(previous) = ring
+                .keys
+                .iter()
+                .rfind(|k| k.status == countersign_domain::keyring::KeyStatus::Previous)
+            {
+                writeln!(
+                    out,
+                    "retire the previous key after {} s: countersign keys retire --kid {}",
+                    ring.retire_hold_seconds(),
+                    previous.kid
+                )?;
+            }
+        }
+        KeysCommand::Retire { kid } => {
+            rotation.retire(&kid, now).await?;
+            writeln!(out, "{kid} is no longer published")?;
+        }
+        KeysCommand::CacheTime { seconds } => {
+            rotation.set_cache_seconds(seconds).await?;
+            writeln!(out, "JWKS cache time {seconds} s")?;
+        }
+    }
+    Ok(())
+}
+
+fn at(t: Option<i64>) -> String {
+    t.and_then(|s| Timestamp::from_unix_seconds(s).ok())
+        .map(|t| t.to_rfc3339())
+        .unwrap_or_default()
+}
+
+fn stamp(label: &str, t: Option<i64>) -> String {
+    t.map(|_| format!("{label}{}", at(t))).unwrap_or_default()
+}

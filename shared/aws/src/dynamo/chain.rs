@@ -1,0 +1,211 @@
+//! L-2 in the table: each audit record is appended to its chain in the same
+//! `TransactWriteItems` as the change it records, with the chain's head item updated
+//! under a condition on the head it was built on. Two chains per conversation-free
+//! concern (decision 0031): the tenant's configuration (`TENANT#<t>` / `AUDITHEAD`) and
+//! each conversation (`CONV#<t>#<c>` / `A#AUDIT`, read by the conversation's one Query,
+//! so the confirm path learns its head without a call of its own).
+//!
+//! Heads are cached per process as a hint only: a stale one fails the head's condition,
+//! nothing is written, and the write is built again on the head read back.
+
+use super::items::*;
+use super::tenants::{AUDIT_HEAD_SK, CASE_HEAD_SK, chained_audit_item};
+use super::{DynamoStore, MAX_ATTEMPTS, Tx, backoff, failed, values};
+use aws_sdk_dynamodb::types::TransactWriteItem;
+use countersign_domain::audit_chain::{self, ChainedRecord, Head, TENANT_CHAIN};
+use countersign_domain::ids::{CaseId, TenantId};
+use countersign_domain::ports::{AuditEntry, StoreError};
+
+/// Heads kept per process before the cache is emptied (a hint, never a source of truth).
+const MAX_CACHED_HEADS: usize = 50_000;
+
+/// One chain of one tenant, and where its head lives.
+#[derive(Debug, Clone)]
+pub(crate) struct ChainRef {
+    pub(crate) tenant: TenantId,
+    pub(crate) chain: String,
+    head_pk: String,
+    head_sk: &'static str,
+}
+
+impl ChainRef {
+    /// The tenant's configuration changes.
+    pub(crate) fn tenant(tenant: &TenantId) -> Self {
+        Self {
+            tenant: tenant.clone(),
+            chain: TENANT_CHAIN.to_owned(),
+            head_pk: tenant_pk(tenant),
+            head_sk: AUDIT_HEAD_SK,
+        }
+    }
+
+    /// One conversation's proposals.
+    pub(crate) fn case(tenant: &TenantId, case: &CaseId) -> Self {
+        Self {
+            tenant: tenant.clone(),
+            chain: audit_chain::case_chain(case.as_str()),
+            head_pk: conv_pk(tenant, case),
+            head_sk: CASE_HEAD_SK,
+        }
+    }
+
+    fn cache_key(&self) -> String {
+        format!("{}/{}", self.tenant, self.chain)
+    }
+}
+
+/// The head stored in a head item.
+pub(crate) fn head_from(item: &Item) -> Head {
+    Head {
+        seq: get_n(item, "chain_seq").unwrap_or(0),
+        hash: opt_s(item, "chain_hash").unwrap_or_default().to_owned(),
+    }
+}
+
+/// `entry` as a record of `chain` (chain fields filled by [`audit_chain::append`]).
+fn record_of(chain: &str, entry: &AuditEntry) -> ChainedRecord {
+    ChainedRecord {
+        id: entry.id.to_string(),
+        chain: chain.to_owned(),
+        seq: 0,
+        prev: String::new(),
+        at: entry.at.to_rfc3339(),
+        actor: entry.actor.clone(),
+        action: entry.action.clone(),
+        changes: entry.changes.to_string(),
+    }
+}
+
+impl DynamoStore {
+    fn heads(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Head>> {
+        self.heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Remembers a head read with other items (the conversation's Query).
+    pub(crate) fn remember_head(&self, chain: &ChainRef, head: Head) {
+        let mut heads = self.heads();
+        if heads.len() >= MAX_CACHED_HEADS {
+            heads.clear();
+        }
+        heads.insert(chain.cache_key(), head);
+    }
+
+    fn forget_head(&self, chain: &ChainRef) {
+        self.heads().remove(&chain.cache_key());
+    }
+
+    /// The chain's head: the cached one, else a consistent read.
+    pub(crate) async fn head(&self, chain: &ChainRef) -> Result<Head, StoreError> {
+        if let Some(h) = self.heads().get(&chain.cache_key()).cloned() {
+            return Ok(h);
+        }
+        let head = self
+            .get(chain.head_pk.as_str(), chain.head_sk)
+            .await?
+            .as_ref()
+            .map(head_from)
+            .unwrap_or_default();
+        self.remember_head(chain, head.clone());
+        Ok(head)
+    }
+
+    /// The items that append `entries` to `chain` after `head`: one put per record, then
+    /// the head's conditional update (last). Returns them and the head after them.
+    pub(crate) fn chain_items(
+        &self,
+        chain: &ChainRef,
+        head: &Head,
+        entries: &[AuditEntry],
+    ) -> Result<(Vec<TransactWriteItem>, Head), StoreError> {
+        let tenant = chain.tenant.as_str();
+        let mut items = Vec::with_capacity(entries.len() + 1);
+        let mut next = head.clone();
+        for entry in entries {
+            let (record, after) =
+                audit_chain::append(tenant, &next, record_of(&chain.chain, entry));
+            items.push(self.put_new(chained_audit_item(
+                &chain.tenant,
+                entry,
+                &record,
+                &after.hash,
+            ))?);
+            next = after;
+        }
+        let mut vals = values([
+            (":seq", n(i128::from(next.seq))),
+            (":hash", s(next.hash.as_str())),
+        ]);
+        let condition = if head.seq == 0 {
+            "attribute_not_exists(pk)"
+        } else {
+            vals.insert(":prev".into(), n(i128::from(head.seq)));
+            "chain_seq = :prev"
+        };
+        items.push(self.update(
+            key(chain.head_pk.as_str(), chain.head_sk),
+            "SET chain_seq = :seq, chain_hash = :hash".to_owned(),
+            condition,
+            vals,
+        )?);
+        Ok((items, next))
+    }
+
+    /// Whether a cancellation was the head's alone (another record came first): then the
+    /// caller builds the write again on the fresh head.
+    pub(crate) fn head_moved(
+        &self,
+        chain: &ChainRef,
+        reasons: &[aws_sdk_dynamodb::types::CancellationReason],
+        head_index: usize,
+    ) -> bool {
+        let moved = failed(reasons.get(head_index))
+            && reasons
+                .iter()
+                .enumerate()
+                .all(|(i, r)| i == head_index || !failed(Some(r)));
+        if moved {
+            self.forget_head(chain);
+        }
+        moved
+    }
+
+    /// `items`, with `entries` appended to `chain`, in one transaction; rebuilt on the
+    /// fresh head when only the head moved. A cancellation for any other reason is
+    /// returned as it is (the chain's items come after the caller's, whose indices hold).
+    pub(super) async fn transact_chained(
+        &self,
+        chain: &ChainRef,
+        items: Vec<TransactWriteItem>,
+        entries: &[AuditEntry],
+    ) -> Result<Tx, StoreError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let head = self.head(chain).await?;
+            let (extra, next) = self.chain_items(chain, &head, entries)?;
+            let mut tx = items.clone();
+            tx.extend(extra);
+            let head_index = tx.len() - 1;
+            match self.transact(tx).await? {
+                Tx::Committed => {
+                    self.remember_head(chain, next);
+                    return Ok(Tx::Committed);
+                }
+                Tx::Cancelled(reasons) => {
+                    if self.head_moved(chain, &reasons, head_index) {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    // The head may be stale too: read it next time.
+                    if failed(reasons.get(head_index)) {
+                        self.forget_head(chain);
+                    }
+                    return Ok(Tx::Cancelled(reasons));
+                }
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the audit chain's head kept moving".into(),
+        ))
+    }
+}

@@ -1,0 +1,217 @@
+//! Signing key rotation with overlap (K-2), for the operator CLI: announce a next key
+//! (published, not signing), activate it (the alias moves to it; the old key stays
+//! published), retire the old one once its proofs have expired. The order rules are the
+//! domain's [`KeyRing`]; this module reads KMS, moves the alias and stores the ring.
+
+use crate::bootstrap::{BootstrapError, KeyUsers, create_signing_key};
+use crate::dynamo::DynamoStore;
+use crate::kms::{KeyCheckError, KmsKey, read_key};
+use countersign_domain::keyring::{KeyRing, NewKey, RingError};
+use countersign_domain::ports::StoreError;
+use countersign_domain::time::Timestamp;
+
+/// Why a rotation step did nothing (or, for [`RotationError::AliasMovedRingStale`], only
+/// half of it).
+#[derive(Debug, thiserror::Error)]
+pub enum RotationError {
+    /// The key ring's rules refuse this order.
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    /// The KMS key cannot sign proofs, or does not exist.
+    #[error(transparent)]
+    Key(#[from] KeyCheckError),
+    /// The table could not be read or written.
+    #[error("the key ring could not be read or stored")]
+    Store(#[from] StoreError),
+    /// KMS refused to move the alias.
+    #[error("KMS could not move {alias}")]
+    Alias {
+        /// The alias.
+        alias: String,
+        /// Why.
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Creating a key failed.
+    #[error(transparent)]
+    Create(#[from] BootstrapError),
+    /// The configured signing key is not an alias: nothing can be moved.
+    #[error("COUNTERSIGN_SIGNING_KEY must be an alias (alias/…) to rotate; it is {0}")]
+    NotAnAlias(String),
+    /// Others kept changing the ring.
+    #[error("the key ring kept changing; run the command again")]
+    Busy,
+    /// The alias moved to the new key but the ring could not record it: the new key is
+    /// published (announced) and signs; run `keys activate` again to record it.
+    #[error(
+        "the alias now names key {kid}, but the key ring could not record it; run `keys activate --kid {kid}` again"
+    )]
+    AliasMovedRingStale {
+        /// The key now signing.
+        kid: String,
+    },
+}
+
+/// Seconds since the epoch, now.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The operator's rotation steps over one deployment's KMS, table and alias.
+#[derive(Debug)]
+pub struct Rotation<'a> {
+    kms: &'a aws_sdk_kms::Client,
+    store: &'a DynamoStore,
+    alias: &'a str,
+}
+
+/// What `keys list` shows: the ring, and which key the alias names now.
+#[derive(Debug, Clone)]
+pub struct RingView {
+    /// The stored ring.
+    pub ring: KeyRing,
+    /// The `kid` of the key the alias names (the one that signs), if it exists.
+    pub alias_kid: Option<String>,
+}
+
+const ATTEMPTS: usize = 4;
+
+fn new_key(k: KmsKey) -> NewKey {
+    NewKey {
+        kid: k.public.kid,
+        arn: k.arn,
+        n: k.public.n,
+        e: k.public.e,
+        pem: k.public.pem,
+    }
+}
+
+impl<'a> Rotation<'a> {
+    /// Steps for the key behind `alias` (the functions' `COUNTERSIGN_SIGNING_KEY`).
+    pub fn new(kms: &'a aws_sdk_kms::Client, store: &'a DynamoStore, alias: &'a str) -> Self {
+        Self { kms, store, alias }
+    }
+
+    /// Reads the ring, applies `change`, stores it if nobody changed it meanwhile
+    /// (retried on a fresh read otherwise: the rules are checked again).
+    async fn change<T>(
+        &self,
+        mut change: impl FnMut(&mut KeyRing) -> Result<T, RingError>,
+    ) -> Result<(T, KeyRing), RotationError> {
+        for _ in 0..ATTEMPTS {
+            let stored = self.store.key_ring().await?;
+            let mut ring = stored.ring;
+            let out = change(&mut ring)?;
+            if self.store.put_key_ring(&ring, stored.version).await? {
+                return Ok((out, ring));
+            }
+        }
+        Err(RotationError::Busy)
+    }
+
+    /// The ring and the alias's key.
+    pub async fn list(&self) -> Result<RingView, RotationError> {
+        let ring = self.store.key_ring().await?.ring;
+        let alias_kid = match read_key(self.kms, self.alias).await {
+            Ok(k) => Some(k.public.kid),
+            Err(KeyCheckError::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(RingView { ring, alias_kid })
+    }
+
+    /// An empty ring gets the alias's key as its active key (a new deployment, or one
+    /// from before the ring existed). `true` when it was added.
+    pub async fn adopt_alias_key(&self, now: Timestamp) -> Result<bool, RotationError> {
+        if !self.store.key_ring().await?.ring.keys.is_empty() {
+            return Ok(false);
+        }
+        let key = new_key(read_key(self.kms, self.alias).await?);
+        let added = self
+            .change(|ring| {
+                if ring.keys.is_empty() {
+                    ring.install_first(key.clone(), now)?;
+                    Ok(true)
+                } else {
+                    Ok(false)
+                }
+            })
+            .await?;
+        Ok(added.0)
+    }
+
+    /// Creates a new KMS key for proofs (with the deployment's key policy when `users`
+    /// are given) and returns its id. It is not announced.
+    pub async fn create(&self, users: Option<&KeyUsers>) -> Result<String, RotationError> {
+        Ok(create_signing_key(self.kms, users).await?)
+    }
+
+    /// Publishes KMS key `key_id` as the next key. Returns its `kid`.
+    pub async fn announce(&self, key_id: &str, now: Timestamp) -> Result<String, RotationError> {
+        self.adopt_alias_key(now).await?;
+        let key = new_key(read_key(self.kms, key_id).await?);
+        let kid = key.kid.clone();
+        self.change(|ring| ring.announce(key.clone(), now)).await?;
+        Ok(kid)
+    }
+
+    /// The announced key `kid` starts signing: the alias moves to it, the active key
+    /// becomes previous (still published).
+    pub async fn activate(&self, kid: &str, now: Timestamp) -> Result<(), RotationError> {
+        if !self.alias.starts_with("alias/") {
+            return Err(RotationError::NotAnAlias(self.alias.to_owned()));
+        }
+        // Check the order first: nothing moves if the ring refuses it.
+        let mut ring = self.store.key_ring().await?.ring;
+        ring.activate(kid, now)?;
+        let arn = ring.get(kid).map(|k| k.arn.clone()).unwrap_or_default();
+        // The alias first: the key it moves to is already published, so a process that
+        // picks it up at once signs proofs every JWKS-following provider can verify.
+        self.kms
+            .update_alias()
+            .alias_name(self.alias)
+            .target_key_id(&arn)
+            .send()
+            .await
+            .map_err(|e| RotationError::Alias {
+                alias: self.alias.to_owned(),
+                cause: Box::new(e),
+            })?;
+        match self.change(|ring| ring.activate(kid, now)).await {
+            Ok(_) => Ok(()),
+            Err(RotationError::Store(_) | RotationError::Busy | RotationError::Ring(_)) => {
+                Err(RotationError::AliasMovedRingStale {
+                    kid: kid.to_owned(),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Withdraws `kid` from the JWKS (a previous key whose proofs have all expired, or an
+    /// announced key that never signed).
+    pub async fn retire(&self, kid: &str, now: Timestamp) -> Result<(), RotationError> {
+        if let Ok(current) = read_key(self.kms, self.alias).await
+            && current.public.kid == kid
+        {
+            // The alias still names it (a half-finished activation): it signs.
+            return Err(RingError::WrongState {
+                kid: kid.to_owned(),
+                status: "named by the alias",
+                need: "activate another key first; only an announced or previous key can be retired",
+            }
+            .into());
+        }
+        self.change(|ring| ring.retire(kid, now)).await?;
+        Ok(())
+    }
+
+    /// Sets the JWKS cache time (seconds).
+    pub async fn set_cache_seconds(&self, seconds: i64) -> Result<(), RotationError> {
+        self.change(|ring| ring.set_cache_seconds(seconds)).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,270 @@
+//! L-1, L-2 on the emulator: each step of a proposal's life is an audit record written in
+//! the same transaction as the step, every record is hash-chained, a process whose cached
+//! chain head is stale rebuilds its write instead of forking the chain, the confirm write
+//! learns its head from the conversation's Query (no call of its own), and a record
+//! altered or removed in the table is found by the verifier, which names it.
+
+use crate::common::{Env, env};
+use countersign_aws::dynamo::DynamoStore;
+use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify};
+use countersign_domain::ports::{
+    ConversationStore, CreateProposalOutcome, TenantStore, TransitionOutcome,
+};
+use countersign_domain::proposal::ProposalState;
+
+async fn check(
+    store: &DynamoStore,
+    tenant: &countersign_domain::ids::TenantId,
+) -> countersign_domain::audit_chain::Report {
+    let trail = store.audit_trail(tenant).await.unwrap();
+    verify(
+        tenant.as_str(),
+        &trail.records,
+        &trail.heads,
+        trail.unchained,
+    )
+}
+
+/// A life: configured, prepared, superseded by a second preparation, confirmed,
+/// completed — every step recorded and chained.
+async fn life(
+    env: &Env,
+    store: &DynamoStore,
+) -> (
+    countersign_domain::ids::TenantId,
+    countersign_domain::conversation::Case,
+) {
+    let tenant = env.tenant();
+    env.configure(store, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(store, &tenant).await;
+    let (p1, m1) = env.proposal(&case, "act_life_1", 1);
+    let (p2, m2) = env.proposal(&case, "act_life_2", 1);
+    for (p, m) in [(&p1, &m1), (&p2, &m2)] {
+        let created = store.create_proposal(p, m).await.unwrap();
+        assert!(
+            matches!(created, CreateProposalOutcome::Applied { .. }),
+            "{created:?}"
+        );
+    }
+    store.load(&tenant, &case.id).await.unwrap();
+    let w = env.confirm_write(&p2, &p2.presented.message_id);
+    assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
+    let done = store
+        .transition(
+            &tenant,
+            &case.id,
+            &p2.action_id,
+            ProposalState::Executing,
+            ProposalState::Completed,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, TransitionOutcome::Applied);
+    (tenant, case)
+}
+
+#[tokio::test]
+async fn l1_l2_each_step_is_recorded_chained_and_verifies() {
+    let env = env().await;
+    let store = env.fresh_store().await;
+    let (tenant, case) = life(&env, &store).await;
+    let page = store.list_audit(&tenant, None, 100).await.unwrap();
+    let mut actions: Vec<&str> = page.items.iter().map(|a| a.action.as_str()).collect();
+    actions.sort_unstable();
+    assert_eq!(
+        actions,
+        [
+            "mcp.put",
+            "proposal.completed",
+            "proposal.confirmed",
+            "proposal.prepared",
+            "proposal.prepared",
+            "proposal.superseded"
+        ]
+    );
+    // L-1: never a proof or a secret — ids, states and hashes only.
+    let confirmed = page
+        .items
+        .iter()
+        .find(|a| a.action == "proposal.confirmed")
+        .unwrap();
+    assert_eq!(confirmed.actor, "person");
+    assert_eq!(confirmed.changes["to"], "executing");
+    assert_eq!(confirmed.changes["actionId"], "act_life_2");
+    let text =
+        serde_json::to_string(&page.items.iter().map(|a| &a.changes).collect::<Vec<_>>()).unwrap();
+    assert!(
+        !text.contains("svc_token_123") && !text.contains("eyJ"),
+        "{text}"
+    );
+
+    let report = check(&store, &tenant).await;
+    assert_eq!(report.broken, None, "{report:?}");
+    assert_eq!((report.records, report.chains, report.unchained), (6, 2, 0));
+    let trail = store.audit_trail(&tenant).await.unwrap();
+    assert_eq!(trail.heads[TENANT_CHAIN].seq, 1);
+    assert_eq!(trail.heads[&case_chain(case.id.as_str())].seq, 5);
+}
+
+/// L-2: a record changed in the table (here the confirmation's `changes`, as someone with
+/// write access to the table would) and a record deleted are both found and named.
+#[tokio::test]
+async fn l2_a_record_altered_or_removed_in_the_table_is_found() {
+    let env = env().await;
+    let store = env.fresh_store().await;
+    let (tenant, case) = life(&env, &store).await;
+    let before = check(&store, &tenant).await;
+    assert_eq!(before.broken, None);
+    let trail = store.audit_trail(&tenant).await.unwrap();
+    let confirmed = trail
+        .records
+        .iter()
+        .find(|r| r.action == "proposal.confirmed")
+        .unwrap()
+        .clone();
+    let raw = aws_sdk_dynamodb::Client::new(&env.sdk);
+    let key = |id: &str| {
+        std::collections::HashMap::from([
+            (
+                "pk".to_owned(),
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("TENANT#{tenant}")),
+            ),
+            (
+                "sk".to_owned(),
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("AUDIT#{id}")),
+            ),
+        ])
+    };
+    let altered = confirmed.changes.replace("act_life_2", "act_life_1");
+    assert_ne!(altered, confirmed.changes);
+    raw.update_item()
+        .table_name(store.table())
+        .set_key(Some(key(&confirmed.id)))
+        .update_expression("SET changes = :c")
+        .expression_attribute_values(":c", aws_sdk_dynamodb::types::AttributeValue::S(altered))
+        .send()
+        .await
+        .unwrap();
+    let after = check(&store, &tenant).await;
+    let broken = after.broken.expect("the altered record is found");
+    assert_eq!(broken.chain, case_chain(case.id.as_str()));
+    assert_eq!(broken.seq, confirmed.seq);
+    assert_eq!(broken.id.as_deref(), Some(confirmed.id.as_str()));
+
+    // Put it back: intact again. Then remove the configuration's record.
+    raw.update_item()
+        .table_name(store.table())
+        .set_key(Some(key(&confirmed.id)))
+        .update_expression("SET changes = :c")
+        .expression_attribute_values(
+            ":c",
+            aws_sdk_dynamodb::types::AttributeValue::S(confirmed.changes.clone()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(check(&store, &tenant).await.broken, None);
+    let config = trail
+        .records
+        .iter()
+        .find(|r| r.chain == TENANT_CHAIN)
+        .unwrap();
+    raw.delete_item()
+        .table_name(store.table())
+        .set_key(Some(key(&config.id)))
+        .send()
+        .await
+        .unwrap();
+    let broken = check(&store, &tenant)
+        .await
+        .broken
+        .expect("the removed record is found");
+    assert_eq!((broken.chain.as_str(), broken.seq), (TENANT_CHAIN, 1));
+}
+
+/// Two processes with their own head caches write to one conversation's chain: the one
+/// whose cached head is stale rebuilds its write; the chain never forks.
+#[tokio::test]
+async fn l2_a_stale_cached_head_is_rebuilt_never_forked() {
+    let env = env().await;
+    let a = env.fresh_store().await;
+    let b = DynamoStore::new(
+        DynamoStore::client(&env.sdk, None),
+        a.table(),
+        env.settings.retention_days,
+    );
+    let tenant = env.tenant();
+    env.configure(&a, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&a, &tenant).await;
+    let (p1, m1) = env.proposal(&case, "act_fork_1", 1);
+    a.create_proposal(&p1, &m1).await.unwrap();
+    // `a` caches head 1; `b` supersedes p1 (heads 2, 3) behind its back.
+    a.load(&tenant, &case.id).await.unwrap();
+    let (p2, m2) = env.proposal(&case, "act_fork_2", 1);
+    assert!(matches!(
+        b.create_proposal(&p2, &m2).await.unwrap(),
+        CreateProposalOutcome::Applied { .. }
+    ));
+    // `a` confirms p2 with its stale head: rebuilt on the fresh one.
+    let w = env.confirm_write(&p2, &p2.presented.message_id);
+    assert_eq!(a.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
+    // And `b` (head 3 cached, now 4) settles it.
+    let done = b
+        .transition(
+            &tenant,
+            &case.id,
+            &p2.action_id,
+            ProposalState::Executing,
+            ProposalState::Failed,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, TransitionOutcome::Applied);
+    let report = check(&a, &tenant).await;
+    assert_eq!(report.broken, None, "{report:?}");
+    let trail = a.audit_trail(&tenant).await.unwrap();
+    assert_eq!(trail.heads[&case_chain(case.id.as_str())].seq, 5);
+}
+
+/// The confirm path's cost: the confirmation's record and the head's update ride in the
+/// confirm transaction, and the head comes with the conversation's Query — a process
+/// that never saw this conversation makes no call for it.
+#[tokio::test]
+async fn l2_the_confirm_write_adds_no_call() {
+    let env = env().await;
+    let setup = env.fresh_store().await;
+    let tenant = env.tenant();
+    env.configure(&setup, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&setup, &tenant).await;
+    let (p, m) = env.proposal(&case, "act_cost_1", 1);
+    setup.create_proposal(&p, &m).await.unwrap();
+    // Another process: an empty head cache.
+    let other = DynamoStore::new(
+        DynamoStore::client(&env.sdk, Some(&env.calls)),
+        setup.table(),
+        env.settings.retention_days,
+    );
+    env.calls.reset();
+    other.load(&tenant, &case.id).await.unwrap();
+    let w = env.confirm_write(&p, &p.presented.message_id);
+    assert_eq!(other.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
+    let done = other
+        .transition(
+            &tenant,
+            &case.id,
+            &p.action_id,
+            ProposalState::Executing,
+            ProposalState::Completed,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, TransitionOutcome::Applied);
+    let calls = env.calls.snapshot();
+    assert_eq!(calls.get("Query"), Some(&1), "{calls:?}");
+    assert_eq!(calls.get("TransactWriteItems"), Some(&2), "{calls:?}");
+    assert_eq!(calls.get("GetItem"), None, "{calls:?}");
+    assert_eq!(check(&other, &tenant).await.broken, None);
+}

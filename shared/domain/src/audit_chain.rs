@@ -1,0 +1,326 @@
+//! Tamper evidence for the audit trail (L-2): records are hash-chained as they are
+//! written, and a verifier walks the chains and names the first broken link.
+//!
+//! A tenant's trail is a small set of chains, each with its own head item, so that no
+//! item is shared by the tenant's conversations (decision 0019; decision 0031):
+//! - `tenant`: configuration changes (the admin API, the CLI);
+//! - `case:<caseId>`: the life of every proposal of one conversation (L-1) and the
+//!   administrator's settlements in it.
+//!
+//! Record `n` of a chain carries `seq = n` (from 1) and `prev` = the hash of record
+//! `n − 1` (empty for the first); its own hash covers the tenant, the chain, `seq`,
+//! `prev` and every field of the record as stored. The head item holds the last `seq` and
+//! hash. A checkpoint is the digest of every head, in chain order.
+
+use sha2::{Digest, Sha256};
+
+/// The chain of configuration changes.
+pub const TENANT_CHAIN: &str = "tenant";
+
+/// The chain of a conversation's proposals.
+pub fn case_chain(case: &str) -> String {
+    format!("case:{case}")
+}
+
+/// A chain's last link.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Head {
+    /// The last record's `seq` (0: empty chain).
+    pub seq: u64,
+    /// The last record's hash (empty: empty chain).
+    pub hash: String,
+}
+
+/// One audit record as stored, with its chain fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainedRecord {
+    /// The record id (`aud_…`).
+    pub id: String,
+    /// Which chain.
+    pub chain: String,
+    /// Its place in the chain, from 1.
+    pub seq: u64,
+    /// The previous record's hash.
+    pub prev: String,
+    /// RFC 3339 time, as stored.
+    pub at: String,
+    /// Who.
+    pub actor: String,
+    /// What.
+    pub action: String,
+    /// The changes, as the stored JSON text.
+    pub changes: String,
+}
+
+impl ChainedRecord {
+    /// SHA-256 (hex) over the tenant and every field, each length-prefixed so that no two
+    /// records can be made to hash alike by moving text between fields.
+    pub fn hash(&self, tenant: &str) -> String {
+        let mut h = Sha256::new();
+        let seq = self.seq.to_string();
+        for field in [
+            tenant,
+            &self.chain,
+            &seq,
+            &self.prev,
+            &self.id,
+            &self.at,
+            &self.actor,
+            &self.action,
+            &self.changes,
+        ] {
+            h.update((field.len() as u64).to_be_bytes());
+            h.update(field.as_bytes());
+        }
+        hex(&h.finalize())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The chain fields a new record gets after `head`, and the head after it.
+pub fn append(tenant: &str, head: &Head, mut record: ChainedRecord) -> (ChainedRecord, Head) {
+    record.seq = head.seq + 1;
+    record.prev = head.hash.clone();
+    let hash = record.hash(tenant);
+    let next = Head {
+        seq: record.seq,
+        hash,
+    };
+    (record, next)
+}
+
+/// The first broken link found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broken {
+    /// The chain.
+    pub chain: String,
+    /// The first `seq` that does not verify (the record that is missing, altered, or whose
+    /// predecessor was altered).
+    pub seq: u64,
+    /// The record's id, when it exists.
+    pub id: Option<String>,
+    /// What is wrong.
+    pub reason: &'static str,
+}
+
+/// What the verifier found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Chained records checked.
+    pub records: usize,
+    /// Chains checked.
+    pub chains: usize,
+    /// Records from before the chain existed (not covered).
+    pub unchained: usize,
+    /// The first broken link, in chain order; `None` when every chain verifies.
+    pub broken: Option<Broken>,
+    /// SHA-256 (hex) over every head (`chain seq hash` lines, chains sorted): what a
+    /// checkpoint signs.
+    pub digest: String,
+}
+
+/// Verifies `records` (any order) against the stored `heads` (chain → head). Checks, per
+/// chain in name order: `seq` runs 1, 2, … without gaps or repeats; each `prev` is the
+/// hash of the record before; the last record's hash and `seq` are the head's. A chain
+/// with a head but no records, or records but no head, is broken too.
+pub fn verify(
+    tenant: &str,
+    records: &[ChainedRecord],
+    heads: &std::collections::BTreeMap<String, Head>,
+    unchained: usize,
+) -> Report {
+    use std::collections::BTreeMap;
+    let mut chains: BTreeMap<&str, Vec<&ChainedRecord>> = BTreeMap::new();
+    for r in records {
+        chains.entry(r.chain.as_str()).or_default().push(r);
+    }
+    for chain in heads.keys() {
+        chains.entry(chain.as_str()).or_default();
+    }
+    let mut broken = None;
+    for (chain, list) in &mut chains {
+        list.sort_by_key(|r| r.seq);
+        if let Some(b) = check_chain(tenant, chain, list, heads.get(*chain)) {
+            broken = Some(b);
+            break;
+        }
+    }
+    let mut h = Sha256::new();
+    for (chain, head) in heads {
+        h.update(format!("{chain} {} {}\n", head.seq, head.hash).as_bytes());
+    }
+    Report {
+        records: records.len(),
+        chains: chains.len(),
+        unchained,
+        broken,
+        digest: hex(&h.finalize()),
+    }
+}
+
+fn check_chain(
+    tenant: &str,
+    chain: &str,
+    list: &[&ChainedRecord],
+    head: Option<&Head>,
+) -> Option<Broken> {
+    let broken = |seq: u64, id: Option<&str>, reason| Broken {
+        chain: chain.to_owned(),
+        seq,
+        id: id.map(str::to_owned),
+        reason,
+    };
+    let mut prev = String::new();
+    for (i, r) in list.iter().enumerate() {
+        let expected = i as u64 + 1;
+        if r.seq != expected {
+            let reason = if r.seq < expected {
+                "a sequence number appears twice"
+            } else {
+                "a record is missing"
+            };
+            return Some(broken(expected, None, reason));
+        }
+        if r.prev != prev {
+            return Some(broken(
+                r.seq.saturating_sub(1).max(1),
+                list.get(i.wrapping_sub(1)).map(|p| p.id.as_str()),
+                if r.seq == 1 {
+                    "the first record does not start the chain"
+                } else {
+                    "the record was altered (its successor holds another hash)"
+                },
+            ));
+        }
+        prev = r.hash(tenant);
+    }
+    let last = list.last();
+    match (head, last) {
+        (None, None) => None,
+        (None, Some(r)) => Some(broken(r.seq, Some(&r.id), "the chain has no head")),
+        (Some(h), None) => Some(broken(
+            1,
+            None,
+            if h.seq == 0 {
+                "the chain's head is empty"
+            } else {
+                "a record is missing"
+            },
+        )),
+        (Some(h), Some(r)) if h.seq != r.seq => Some(broken(
+            r.seq + 1,
+            None,
+            "a record is missing (the head is further on)",
+        )),
+        (Some(h), Some(r)) if h.hash != prev => Some(broken(
+            r.seq,
+            Some(&r.id),
+            "the record was altered (the head holds another hash)",
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn record(chain: &str, i: u32) -> ChainedRecord {
+        ChainedRecord {
+            id: format!("aud_{i}"),
+            chain: chain.into(),
+            seq: 0,
+            prev: String::new(),
+            at: "2026-12-01T10:00:00Z".into(),
+            actor: "platform".into(),
+            action: "proposal.prepared".into(),
+            changes: format!(r#"{{"n":{i}}}"#),
+        }
+    }
+
+    fn trail() -> (Vec<ChainedRecord>, BTreeMap<String, Head>) {
+        let mut records = Vec::new();
+        let mut heads = BTreeMap::new();
+        for chain in [TENANT_CHAIN.to_owned(), case_chain("case_1")] {
+            let mut head = Head::default();
+            for i in 0..4 {
+                let (r, h) = append("ten_1", &head, record(&chain, i));
+                records.push(r);
+                head = h;
+            }
+            heads.insert(chain, head);
+        }
+        (records, heads)
+    }
+
+    #[test]
+    fn l2_an_untouched_trail_verifies() {
+        let (records, heads) = trail();
+        let report = verify("ten_1", &records, &heads, 0);
+        assert_eq!(report.broken, None);
+        assert_eq!((report.records, report.chains), (8, 2));
+        // The digest moves with any head.
+        let mut other = heads;
+        other.get_mut(TENANT_CHAIN).unwrap().seq += 1;
+        assert_ne!(verify("ten_1", &records, &other, 0).digest, report.digest);
+    }
+
+    /// L-2: any change to any field of any record, a deletion, or a reordering is found,
+    /// and the report names the first broken link.
+    #[test]
+    fn l2_every_alteration_is_found() {
+        let (records, heads) = trail();
+        for at in 0..records.len() {
+            for field in 0..5 {
+                let mut altered = records.clone();
+                let r = &mut altered[at];
+                match field {
+                    0 => r.changes.push(' '),
+                    1 => r.actor = "adminKey:0000".into(),
+                    2 => r.at = "2026-12-01T10:00:01Z".into(),
+                    3 => r.action = "proposal.failed".into(),
+                    _ => r.id.push('x'),
+                }
+                let report = verify("ten_1", &altered, &heads, 0);
+                let b = report.broken.expect("an altered record is found");
+                assert_eq!(b.chain, records[at].chain);
+                assert_eq!(b.seq, records[at].seq, "the altered record is named");
+            }
+            let mut deleted = records.clone();
+            deleted.remove(at);
+            assert!(verify("ten_1", &deleted, &heads, 0).broken.is_some());
+        }
+        // The same records under another tenant do not verify.
+        assert!(verify("ten_2", &records, &heads, 0).broken.is_some());
+        // A whole chain deleted (its head left) or a head deleted.
+        let only_tenant: Vec<_> = records
+            .iter()
+            .filter(|r| r.chain == TENANT_CHAIN)
+            .cloned()
+            .collect();
+        assert!(verify("ten_1", &only_tenant, &heads, 0).broken.is_some());
+        let mut headless = heads;
+        headless.remove(TENANT_CHAIN);
+        assert!(verify("ten_1", &records, &headless, 0).broken.is_some());
+    }
+
+    #[test]
+    fn hashes_are_field_separated() {
+        let mut a = record("tenant", 1);
+        let mut b = a.clone();
+        a.actor = "ab".into();
+        a.action = "c".into();
+        b.actor = "a".into();
+        b.action = "bc".into();
+        assert_ne!(a.hash("t"), b.hash("t"));
+    }
+}
