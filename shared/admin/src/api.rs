@@ -69,6 +69,9 @@ impl From<AdminError> for ApiError {
                 ApiError::conflict("CONFLICT", AdminError::Conflict.to_string())
             }
             AdminError::NoSuchCredential => ApiError::not_found("no such widget credential"),
+            e @ AdminError::AuditBroken { .. } => {
+                ApiError::conflict("AUDIT_CHAIN_BROKEN", e.to_string())
+            }
             e @ AdminError::Unavailable { .. } => ApiError::unavailable(e.to_string(), &e),
             AdminError::Unfinished(cause) => {
                 tracing::warn!(%cause, "cancelling invalidated proposals failed");
@@ -573,6 +576,20 @@ async fn verify_audit(
     Ok(Json(crate::audit::verify(&state, &tenant.id).await?))
 }
 
+/// Signs a checkpoint of the audit trail's heads (L-2), after verifying every chain.
+/// Served by the messages function, which alone may use the signing key (decision 0026).
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/audit/checkpoints", tag = "audit", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 201, body = crate::audit::SignedCheckpoint), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn post_checkpoint(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<(StatusCode, Json<crate::audit::SignedCheckpoint>), ApiError> {
+    let signed = crate::audit::checkpoint(&state, &tenant.id).await?;
+    Ok((StatusCode::CREATED, Json(signed)))
+}
+
 /// Runs the provider certification on the saved configuration (H-1 … H-3) and stores it.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/certifications", tag = "mcp", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = CertificationInput,
@@ -736,7 +753,7 @@ async fn jwks(State(state): State<AdminState>) -> Result<axum::response::Respons
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 10] = [
+pub const PATHS: [&str; 11] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -747,6 +764,7 @@ pub const PATHS: [&str; 10] = [
     "/api/admin/tenants/{id}/actions/{action_id}/settlement",
     crate::jwks::JWKS_PATH,
     "/api/admin/tenants/{id}/audit/verification",
+    "/api/admin/tenants/{id}/audit/checkpoints",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
@@ -768,15 +786,16 @@ pub const ROUTES: [(&str, &str); 11] = [
 /// The routes of [`certification_router`]: the certification run signs test proofs with
 /// the platform's key, which only the messages function may use (issue 13), so these
 /// two routes of the admin API are served by the messages function (decision 0026).
-pub const CERTIFICATION_ROUTES: [(&str, &str); 2] = [("POST", PATHS[4]), ("GET", PATHS[5])];
+pub const CERTIFICATION_ROUTES: [(&str, &str); 3] =
+    [("POST", PATHS[4]), ("GET", PATHS[5]), ("POST", PATHS[10])];
 
 /// The admin API's OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, jwks),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink)),
+    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks),
+    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -806,10 +825,11 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The certification routes of the admin API ([`CERTIFICATION_ROUTES`]).
 pub fn certification_router(state: AdminState) -> Router {
-    let (certifications, latest) = (PATHS[4], PATHS[5]);
+    let (certifications, latest, checkpoints) = (PATHS[4], PATHS[5], PATHS[10]);
     Router::new()
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
+        .route(checkpoints, axum::routing::post(post_checkpoint))
         .with_state(state)
 }
 
@@ -826,6 +846,7 @@ pub fn router(state: AdminState) -> Router {
         settlement,
         jwks_path,
         verification,
+        _,
     ] = PATHS;
     Router::new()
         .route(jwks_path, get(jwks))

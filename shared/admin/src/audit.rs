@@ -112,3 +112,67 @@ pub async fn verify(
         digest: report.digest,
     })
 }
+
+/// A signed checkpoint of the trail (L-2), as the API returns it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedCheckpoint {
+    /// Compact RS256 JWS (`typ: countersign-audit-checkpoint+jwt`, `kid` in the JWKS) of
+    /// `{iss, tenantId, iat, records, chains, digest}`. Keep it: it proves what the trail
+    /// held at `iat`.
+    pub checkpoint: String,
+    /// The digest of every chain's head it signs.
+    pub digest: String,
+    /// Chained records covered.
+    pub records: usize,
+    /// Chains covered.
+    pub chains: usize,
+    /// RFC 3339.
+    pub signed_at: String,
+}
+
+/// Verifies the trail and, when every chain is intact, signs a checkpoint of its heads
+/// with the platform's signing key (the messages function's: decision 0026).
+pub async fn checkpoint(
+    state: &crate::AdminState,
+    tenant: &countersign_domain::ids::TenantId,
+) -> Result<SignedCheckpoint, crate::AdminError> {
+    use countersign_domain::ports::SignerError;
+    let v = verify(state, tenant).await?;
+    if let Some(b) = v.first_broken {
+        return Err(crate::AdminError::AuditBroken {
+            chain: b.chain,
+            seq: b.seq,
+        });
+    }
+    let now = state.clock.now();
+    let claims = countersign_domain::audit_chain::CheckpointClaims {
+        iss: state.issuer.clone(),
+        tenant_id: tenant.to_string(),
+        iat: now.unix_seconds(),
+        records: v.records,
+        chains: v.chains,
+        digest: v.digest.clone(),
+    };
+    let checkpoint = match countersign_domain::audit_chain::sign_checkpoint(
+        state.signer.as_ref(),
+        &claims,
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(SignerError::NotConfigured) => return Err(crate::AdminError::SigningUnavailable),
+        Err(e) => {
+            return Err(crate::AdminError::unavailable("the signing service")(
+                Box::new(e),
+            ));
+        }
+    };
+    Ok(SignedCheckpoint {
+        checkpoint,
+        digest: v.digest,
+        records: v.records,
+        chains: v.chains,
+        signed_at: now.to_rfc3339(),
+    })
+}

@@ -83,6 +83,16 @@ pub enum AdminError {
     /// No such widget credential.
     #[error("no such widget credential")]
     NoSuchCredential,
+    /// L-2: a chain of the audit trail is broken; no checkpoint is signed over it.
+    #[error(
+        "the audit trail's chain {chain} is broken at record {seq}; no checkpoint is signed over a broken chain"
+    )]
+    AuditBroken {
+        /// The chain.
+        chain: String,
+        /// The first record that does not verify.
+        seq: u64,
+    },
     /// The change was saved, but the proposals it invalidates could not all be cancelled
     /// (C-8); saving again (even unchanged) finishes it.
     #[error(

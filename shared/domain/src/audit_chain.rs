@@ -228,6 +228,49 @@ fn check_chain(
     }
 }
 
+/// The header `typ` of a signed checkpoint (never a proof's: providers refuse it).
+pub const CHECKPOINT_TYPE: &str = "countersign-audit-checkpoint+jwt";
+
+/// What a signed checkpoint states: at `iat`, `tenantId`'s trail had `records` chained
+/// records in `chains` chains whose heads digest to `digest`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointClaims {
+    /// The platform (the proofs' issuer).
+    pub iss: String,
+    /// The tenant.
+    pub tenant_id: String,
+    /// When (unix seconds).
+    pub iat: i64,
+    /// Chained records covered.
+    pub records: usize,
+    /// Chains covered.
+    pub chains: usize,
+    /// [`Report::digest`].
+    pub digest: String,
+}
+
+/// A compact RS256 JWS of `claims`, signed through the platform's signer (verifiable with
+/// the JWKS, K-1), typed [`CHECKPOINT_TYPE`].
+pub async fn sign_checkpoint(
+    signer: &dyn crate::ports::ProofSigner,
+    claims: &CheckpointClaims,
+) -> Result<String, crate::ports::SignerError> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let kid = signer.key_id().await?;
+    let header = serde_json::json!({"alg": "RS256", "typ": CHECKPOINT_TYPE, "kid": kid});
+    let claims = serde_json::to_vec(claims)
+        .map_err(|e| crate::ports::SignerError::Unavailable(Box::new(e)))?;
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims)
+    );
+    let signature = signer.sign_rs256(&kid, input.as_bytes()).await?;
+    Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature)))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

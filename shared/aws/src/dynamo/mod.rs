@@ -752,6 +752,29 @@ fn slot_for_preparation(
 }
 
 /// The transaction that stores a proposal, and where its guards sit in it.
+/// L-1: a proposal prepared and presented (one write), by the model for its person.
+fn prepared_entry(
+    proposal: &Proposal,
+) -> Result<countersign_domain::ports::AuditEntry, StoreError> {
+    tenants::life_entry(
+        ulid::Ulid::new(),
+        proposal.prepared_at,
+        "model",
+        "prepared",
+        serde_json::json!({
+            "actionId": proposal.action_id.as_str(),
+            "userId": proposal.user.as_str(),
+            "caseId": proposal.case.as_str(),
+            "operation": proposal.operation.as_str(),
+            "summaryHash": proposal.summary_hash.as_str(),
+            "argumentsHash": proposal.arguments_hash.as_str(),
+            "presentedMessageId": proposal.presented.message_id.as_str(),
+            "expiresAt": proposal.expires_at.to_rfc3339(),
+            "to": ProposalState::PendingConfirmation.as_str(),
+        }),
+    )
+}
+
 struct ProposalTx {
     items: Vec<TransactWriteItem>,
     /// L-1 records, appended to the conversation's chain (L-2).
@@ -856,23 +879,7 @@ impl DynamoStore {
             items.push(self.settings_fence(&proposal.tenant, proposal.config_version, sv)?);
         }
         // L-1: prepared and presented (one write), and the predecessor's end.
-        let mut entries = vec![tenants::life_entry(
-            ulid::Ulid::new(),
-            proposal.prepared_at,
-            "model",
-            "prepared",
-            serde_json::json!({
-                "actionId": proposal.action_id.as_str(),
-                "userId": proposal.user.as_str(),
-                "caseId": proposal.case.as_str(),
-                "operation": proposal.operation.as_str(),
-                "summaryHash": proposal.summary_hash.as_str(),
-                "argumentsHash": proposal.arguments_hash.as_str(),
-                "presentedMessageId": proposal.presented.message_id.as_str(),
-                "expiresAt": proposal.expires_at.to_rfc3339(),
-                "to": ProposalState::PendingConfirmation.as_str(),
-            }),
-        )?];
+        let mut entries = vec![prepared_entry(proposal)?];
         if let Some(old) = &superseded {
             entries.push(self.life(
                 ProposalState::Superseded.as_str(),
@@ -1046,6 +1053,22 @@ impl DynamoStore {
     /// [`ConversationStore::transition`], with one more item in the same write (the
     /// administrator's audit record). Settling an unsettled action also removes it from
     /// the tenant's index, in the same write.
+    /// L-1: the record of a step `from → to`.
+    fn step_entry(
+        &self,
+        step: &Step<'_>,
+    ) -> Result<countersign_domain::ports::AuditEntry, StoreError> {
+        self.life(
+            step.to.as_str(),
+            serde_json::json!({
+                "actionId": step.action_id.as_str(),
+                "caseId": step.case.as_str(),
+                "from": step.from.as_str(),
+                "to": step.to.as_str(),
+            }),
+        )
+    }
+
     async fn transition_with(
         &self,
         step: &Step<'_>,
@@ -1104,15 +1127,7 @@ impl DynamoStore {
             if to.is_terminal() && from.blocks_preparation() {
                 tx.push(self.delete_unsettled(tenant, action_id)?);
             }
-            let mut entries = vec![self.life(
-                to.as_str(),
-                serde_json::json!({
-                    "actionId": action_id.as_str(),
-                    "caseId": case.as_str(),
-                    "from": from.as_str(),
-                    "to": to.as_str(),
-                }),
-            )?];
+            let mut entries = vec![self.step_entry(step)?];
             entries.extend(extra.cloned());
             let chain = chain::ChainRef::case(tenant, case);
             match self.transact_chained(&chain, tx, &entries).await? {

@@ -1,0 +1,137 @@
+//! L-2 through the admin API on the emulator: the verification names the first broken
+//! link of a trail altered in the table; a checkpoint is signed only over an intact
+//! trail, with the platform's key, and verifies with the JWKS (K-1).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use countersign_admin::tenants;
+use countersign_aws::system::{SystemClock, UlidIds};
+use countersign_domain::ports::{ProofSigner, TenantStore};
+use countersign_domain::texts::Language;
+use http::StatusCode;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+mod common;
+use common::*;
+
+#[tokio::test]
+async fn l2_verification_and_signed_checkpoints() {
+    let env = env(true).await;
+    let a = tenants::register(
+        &env.store,
+        &UlidIds::default(),
+        &SystemClock,
+        "A",
+        Language::En,
+    )
+    .await
+    .unwrap();
+    let key = a.admin_key.expose();
+    let base = format!("/api/admin/tenants/{}", a.tenant.id);
+    let app = || app(&env, env.secrets.clone());
+    // Saved twice, unchanged the second time.
+    for _ in 0..2 {
+        let body = config("https://mcp.trackshare.example.com/mcp", false);
+        let (status, body) =
+            send(app(), "PUT", &format!("{base}/mcp"), Some(key), Some(body)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, v) = send(
+        app(),
+        "GET",
+        &format!("{base}/audit/verification"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["records"], 1, "an unchanged save writes nothing: {v}");
+
+    // A checkpoint over the intact trail, verifiable with the JWKS key that signed it.
+    let (status, c) = send(
+        app(),
+        "POST",
+        &format!("{base}/audit/checkpoints"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{c}");
+    assert_eq!(c["digest"], v["digest"]);
+    let jws = c["checkpoint"].as_str().unwrap();
+    let header = jsonwebtoken::decode_header(jws).unwrap();
+    assert_eq!(
+        header.typ.as_deref(),
+        Some("countersign-audit-checkpoint+jwt")
+    );
+    let (status, jwks) = send(app(), "GET", "/.well-known/jwks.json", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let jwk = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| Some(k["kid"].as_str().unwrap()) == header.kid.as_deref())
+        .expect("the checkpoint's kid is in the JWKS");
+    let decoding =
+        DecodingKey::from_rsa_components(jwk["n"].as_str().unwrap(), jwk["e"].as_str().unwrap())
+            .unwrap();
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.validate_exp = false;
+    validation.required_spec_claims.clear();
+    let claims = jsonwebtoken::decode::<Value>(jws, &decoding, &validation)
+        .unwrap()
+        .claims;
+    assert_eq!(claims["tenantId"], a.tenant.id.as_str());
+    assert_eq!(claims["digest"], v["digest"]);
+    assert_eq!(
+        env.signer.verification_key().await.unwrap().key_id,
+        header.kid.unwrap()
+    );
+
+    // The configuration's record altered in the table: named, and no checkpoint signed.
+    let trail = env.store.audit_trail(&a.tenant.id).await.unwrap();
+    let record = &trail.records[0];
+    aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await)
+        .update_item()
+        .table_name(env.store.table())
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("TENANT#{}", a.tenant.id)),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("AUDIT#{}", record.id)),
+        )
+        .update_expression("SET actor = :a")
+        .expression_attribute_values(
+            ":a",
+            aws_sdk_dynamodb::types::AttributeValue::S("operator".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, v) = send(
+        app(),
+        "GET",
+        &format!("{base}/audit/verification"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["verified"], false, "{v}");
+    assert_eq!(v["firstBroken"]["chain"], "tenant");
+    assert_eq!(v["firstBroken"]["seq"], 1);
+    assert_eq!(v["firstBroken"]["recordId"], record.id.as_str());
+    let (status, refused) = send(
+        app(),
+        "POST",
+        &format!("{base}/audit/checkpoints"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["code"], "AUDIT_CHAIN_BROKEN");
+}
