@@ -133,5 +133,5 @@ async fn l2_verification_and_signed_checkpoints() {
     )
     .await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
-    assert_eq!(refused["code"], "AUDIT_CHAIN_BROKEN");
+    assert_eq!(refused["error"]["code"], "AUDIT_CHAIN_BROKEN");
 }

@@ -50,6 +50,8 @@ pub struct Options {
     pub follow_jwks: bool,
     /// `COUNTERSIGN_SIGNING_KEY_REFRESH_SECS` of the messages process, when set.
     pub signing_key_refresh_secs: Option<u64>,
+    /// The key ring's JWKS cache time, set before anything reads the JWKS.
+    pub jwks_cache_seconds: Option<i64>,
 }
 
 /// Which model adapter the messages process runs. With an adapter, a local model
@@ -79,6 +81,7 @@ impl Default for Options {
             model: ModelWire::Scripted,
             follow_jwks: false,
             signing_key_refresh_secs: None,
+            jwks_cache_seconds: None,
         }
     }
 }
@@ -183,6 +186,14 @@ impl Stack {
             .await
             .unwrap();
         let store = DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None);
+        if let Some(seconds) = options.jwks_cache_seconds {
+            let kms = KmsProofSigner::client(&sdk, None);
+            let alias = settings.signing_key.clone().unwrap();
+            countersign_aws::rotation::Rotation::new(&kms, &store, &alias)
+                .set_cache_seconds(seconds)
+                .await
+                .unwrap();
+        }
         let secrets = Arc::new(SecretsManagerStore::new(
             SecretsManagerStore::client(&sdk, None),
             settings.secret_prefix.clone(),

@@ -1127,8 +1127,11 @@ impl DynamoStore {
             if to.is_terminal() && from.blocks_preparation() {
                 tx.push(self.delete_unsettled(tenant, action_id)?);
             }
-            let mut entries = vec![self.step_entry(step)?];
-            entries.extend(extra.cloned());
+            // An administrator's settlement record is itself the step's record.
+            let entries = match extra {
+                Some(e) => vec![e.clone()],
+                None => vec![self.step_entry(step)?],
+            };
             let chain = chain::ChainRef::case(tenant, case);
             match self.transact_chained(&chain, tx, &entries).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
