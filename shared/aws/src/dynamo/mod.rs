@@ -275,6 +275,22 @@ impl DynamoStore {
         }
     }
 
+    /// Every item of the tenant's partition whose sort key starts with `prefix`: one
+    /// consistent Query, followed across pages.
+    async fn tenant_items(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(tenant_pk(tenant))),
+                (":prefix", s(prefix)),
+            ])));
+        self.query_all(query).await
+    }
+
     /// The case item and the conversation's non-terminal proposal items (one Query).
     async fn read_conversation(
         &self,
@@ -565,18 +581,8 @@ impl ConversationStore for DynamoStore {
     }
 
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :u)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(tenant_pk(tenant))),
-                (":u", s(UNSETTLED_PREFIX)),
-            ])));
         let mut all = self
-            .query_all(query)
+            .tenant_items(tenant, UNSETTLED_PREFIX)
             .await?
             .iter()
             .map(unsettled_from)
@@ -677,19 +683,9 @@ impl ConversationStore for DynamoStore {
     ) -> Result<usize, StoreError> {
         // Consistent: every proposal whose creation committed before this call is here
         // (a proposal created after it was fenced by its own condition on the settings).
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(tenant_pk(tenant))),
-                (":p", s(PENDING_PREFIX)),
-            ])));
         let now = epoch_now();
         let mut cancelled = 0;
-        for item in self.query_all(query).await? {
+        for item in self.tenant_items(tenant, PENDING_PREFIX).await? {
             let r = registration_from(&item)?;
             let current =
                 keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv);

@@ -423,17 +423,7 @@ impl TenantStore for DynamoStore {
     }
 
     async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :w)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(tenant_pk(tenant))),
-                (":w", s(WIDGET_KEY_PREFIX)),
-            ])));
-        self.query_all(query)
+        self.tenant_items(tenant, WIDGET_KEY_PREFIX)
             .await?
             .iter()
             .map(widget_key)
@@ -537,18 +527,8 @@ impl TenantStore for DynamoStore {
         &self,
         tenant: &TenantId,
     ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(tenant_pk(tenant))),
-                (":a", s(AUDIT_PREFIX)),
-            ])));
         let mut trail = countersign_domain::ports::AuditTrail::default();
-        for item in self.query_all(query).await? {
+        for item in self.tenant_items(tenant, AUDIT_PREFIX).await? {
             match chained_from(&item)? {
                 Some(r) => trail.records.push(r),
                 None => trail.unchained += 1,

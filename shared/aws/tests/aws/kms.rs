@@ -14,6 +14,28 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 const ISS: &str = "https://support.example.com/mcp-actions";
 const AUD: &str = "https://mcp.trackshare.example.com/mcp";
 
+/// The claims of a proof for a proposal `action` just confirmed in a new conversation.
+async fn executing_claims(env: &crate::common::Env, action: &str, jti: &str) -> ProofClaims {
+    let store = env.store();
+    let case = env.open_case(&store, &env.tenant()).await;
+    let (mut p, _) = env.proposal(&case, action, 1);
+    let confirm = env.ids.message_id();
+    p.state = ProposalState::Executing;
+    p.confirmation_message_id = Some(confirm.clone());
+    let auth = Authorized {
+        action_id: p.action_id.clone(),
+        message_id: confirm,
+        presented_message_id: p.presented.message_id.clone(),
+    };
+    let ctx = ProofContext {
+        issuer: ISS,
+        audience: AUD,
+        jti,
+        now: countersign_aws::system::SystemClock.now(),
+    };
+    ProofClaims::for_confirmation(&p, &auth, &ctx).unwrap()
+}
+
 /// A-31 … A-33: a proof signed through KMS verifies with `jsonwebtoken` using the PEM the
 /// adapter exports; changing one byte of the payload breaks it; the public key is fetched
 /// once per process.
@@ -23,30 +45,7 @@ async fn a31_kms_proof_verifies_with_an_independent_rs256_verifier() {
     let client = KmsProofSigner::client(&env.sdk, Some(&env.calls));
     let signer = KmsProofSigner::new(client, env.settings.signing_key.clone());
 
-    let store = env.store();
-    let tenant = env.tenant();
-    let case = env.open_case(&store, &tenant).await;
-    let (mut p, _) = env.proposal(&case, "act_kms", 1);
-    let confirm = env.ids.message_id();
-    p.state = ProposalState::Executing;
-    p.confirmation_message_id = Some(confirm.clone());
-    let auth = Authorized {
-        action_id: p.action_id.clone(),
-        message_id: confirm,
-        presented_message_id: p.presented.message_id.clone(),
-    };
-    let now = countersign_aws::system::SystemClock.now();
-    let claims = ProofClaims::for_confirmation(
-        &p,
-        &auth,
-        &ProofContext {
-            issuer: ISS,
-            audience: AUD,
-            jti: "jti-kms-1",
-            now,
-        },
-    )
-    .unwrap();
+    let claims = executing_claims(&env, "act_kms", "jti-kms-1").await;
 
     env.calls.reset();
     let proof = sign_proof(&signer, &claims).await.unwrap();
@@ -114,26 +113,7 @@ async fn k2_the_signer_follows_its_alias_and_each_kid_names_the_key_that_signed(
     let alias = env.settings.signing_key.clone().unwrap();
     let signer = KmsProofSigner::new(kms.clone(), Some(alias.clone()))
         .with_refresh(std::time::Duration::ZERO);
-    let claims = {
-        let store = env.store();
-        let case = env.open_case(&store, &env.tenant()).await;
-        let (mut p, _) = env.proposal(&case, "act_rot", 1);
-        let confirm = env.ids.message_id();
-        p.state = ProposalState::Executing;
-        p.confirmation_message_id = Some(confirm.clone());
-        let auth = Authorized {
-            action_id: p.action_id.clone(),
-            message_id: confirm,
-            presented_message_id: p.presented.message_id.clone(),
-        };
-        let ctx = ProofContext {
-            issuer: ISS,
-            audience: AUD,
-            jti: "jti-rot",
-            now: countersign_aws::system::SystemClock.now(),
-        };
-        ProofClaims::for_confirmation(&p, &auth, &ctx).unwrap()
-    };
+    let claims = executing_claims(&env, "act_rot", "jti-rot").await;
     let verifies = |proof: &str, pem: &str| {
         let mut v = Validation::new(Algorithm::RS256);
         v.set_issuer(&[ISS]);
