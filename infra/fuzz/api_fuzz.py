@@ -178,9 +178,11 @@ def main():
             '[[operations]]\ninclude-path = "/api/admin/tenants/{id}/mcp"\ninclude-method = "PUT"\n'
             'checks.positive_data_acceptance.enabled = false\n'
         ) % tenant
-        # The certification routes of the admin API are served by the messages function
-        # (decision 0026), so they are fuzzed there.
-        certification = ["--include-path-regex", "certifications"]
+        # The certification routes of the admin API, and the audit checkpoints (both
+        # sign with the platform's key), are served by the messages function (decision
+        # 0026), so they are fuzzed there.
+        signing_paths = "certifications|audit/checkpoints"
+        certification = ["--include-path-regex", signing_paths]
         # Whether a run's body is accepted depends on the saved configuration (its tools
         # and operations), which no schema can say.
         certification_config = (
@@ -189,7 +191,7 @@ def main():
         )
         for name, spec, base, token, config, select in [
             ("admin", "docs/admin-api.openapi.json", admin, admin_key, admin_config,
-             ["--exclude-path-regex", "certifications"]),
+             ["--exclude-path-regex", signing_paths]),
             ("certification", "docs/admin-api.openapi.json", messages, admin_key,
              admin_config + certification_config, certification),
             ("widget", "docs/widget-api.openapi.json", messages, jwt, "", []),

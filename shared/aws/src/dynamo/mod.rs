@@ -1049,11 +1049,16 @@ impl DynamoStore {
     /// [`ConversationStore::transition`], with one more item in the same write (the
     /// administrator's audit record). Settling an unsettled action also removes it from
     /// the tenant's index, in the same write.
-    /// L-1: the record of a step `from → to`.
+    /// L-1: the record of a step `from → to`: an administrator's settlement record is
+    /// itself the step's record; otherwise one by the platform.
     fn step_entry(
         &self,
         step: &Step<'_>,
+        settlement: Option<&countersign_domain::ports::AuditEntry>,
     ) -> Result<countersign_domain::ports::AuditEntry, StoreError> {
+        if let Some(e) = settlement {
+            return Ok(e.clone());
+        }
         self.life(
             step.to.as_str(),
             serde_json::json!({
@@ -1123,11 +1128,7 @@ impl DynamoStore {
             if to.is_terminal() && from.blocks_preparation() {
                 tx.push(self.delete_unsettled(tenant, action_id)?);
             }
-            // An administrator's settlement record is itself the step's record.
-            let entries = match extra {
-                Some(e) => vec![e.clone()],
-                None => vec![self.step_entry(step)?],
-            };
+            let entries = [self.step_entry(step, extra)?];
             let chain = chain::ChainRef::case(tenant, case);
             match self.transact_chained(&chain, tx, &entries).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
