@@ -67,29 +67,7 @@ pub(crate) async fn run(
     let now = Timestamp::from_unix_seconds(unix_now())?;
     let mut out = std::io::stdout().lock();
     match cmd {
-        KeysCommand::List => {
-            rotation.adopt_alias_key(now).await?;
-            let view = rotation.list().await?;
-            writeln!(out, "JWKS cache time {} s", view.ring.cache_seconds)?;
-            for k in &view.ring.keys {
-                let signing = if view.alias_kid.as_deref() == Some(k.kid.as_str()) {
-                    "  <- alias"
-                } else {
-                    ""
-                };
-                writeln!(
-                    out,
-                    "{:<9} {}  {}  announced {}{}{}{}{signing}",
-                    k.status.as_str(),
-                    k.kid,
-                    k.arn,
-                    at(Some(k.announced_at)),
-                    stamp(" activated ", k.activated_at),
-                    stamp(" deactivated ", k.deactivated_at),
-                    stamp(" retired ", k.retired_at),
-                )?;
-            }
-        }
+        KeysCommand::List => list(&rotation, now, &mut out).await?,
         KeysCommand::Announce {
             key,
             create,
@@ -142,6 +120,37 @@ pub(crate) async fn run(
             rotation.set_cache_seconds(seconds).await?;
             writeln!(out, "JWKS cache time {seconds} s")?;
         }
+    }
+    Ok(())
+}
+
+/// `keys list`: the ring (adopting the alias's key into an empty one) and which key the
+/// alias names.
+async fn list(
+    rotation: &Rotation<'_>,
+    now: Timestamp,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
+    rotation.adopt_alias_key(now).await?;
+    let view = rotation.list().await?;
+    writeln!(out, "JWKS cache time {} s", view.ring.cache_seconds)?;
+    for k in &view.ring.keys {
+        let signing = if view.alias_kid.as_deref() == Some(k.kid.as_str()) {
+            "  <- alias"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "{:<9} {}  {}  announced {}{}{}{}{signing}",
+            k.status.as_str(),
+            k.kid,
+            k.arn,
+            at(Some(k.announced_at)),
+            stamp(" activated ", k.activated_at),
+            stamp(" deactivated ", k.deactivated_at),
+            stamp(" retired ", k.retired_at),
+        )?;
     }
     Ok(())
 }

@@ -99,39 +99,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Bootstrap {
             signer_role_arn,
             reader_role_arn,
-        } => {
-            let users = signer_role_arn.map(|signer| countersign_aws::bootstrap::KeyUsers {
-                signer,
-                reader: reader_role_arn,
-            });
-            let r = countersign_aws::bootstrap::bootstrap_with(&sdk, &settings, users.as_ref())
-                .await
-                .context("bootstrap")?;
-            let mut out = std::io::stdout().lock();
-            writeln!(
-                out,
-                "table {} ({})",
-                r.table,
-                if r.table_created { "created" } else { "exists" }
-            )?;
-            match r.signing_key_id {
-                Some(id) => writeln!(
-                    out,
-                    "signing key {id} ({})",
-                    if r.key_created { "created" } else { "exists" }
-                )?,
-                None => writeln!(out, "no signing key configured")?,
-            }
-            writeln!(
-                out,
-                "gateway token key ({})",
-                if r.gateway_key_created {
-                    "created"
-                } else {
-                    "exists"
-                }
-            )?;
-        }
+        } => bootstrap(signer_role_arn, reader_role_arn, &sdk, &settings).await?,
         Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
         Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
         Command::Audit(AuditCommand::Verify { tenant }) => {
@@ -170,6 +138,47 @@ async fn main() -> anyhow::Result<()> {
             writeln!(std::io::stdout().lock(), "{token}")?;
         }
     }
+    Ok(())
+}
+
+/// `bootstrap`: creates what is missing and says what it found.
+async fn bootstrap(
+    signer_role_arn: Option<String>,
+    reader_role_arn: Option<String>,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<()> {
+    let users = signer_role_arn.map(|signer| countersign_aws::bootstrap::KeyUsers {
+        signer,
+        reader: reader_role_arn,
+    });
+    let r = countersign_aws::bootstrap::bootstrap_with(sdk, settings, users.as_ref())
+        .await
+        .context("bootstrap")?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "table {} ({})",
+        r.table,
+        if r.table_created { "created" } else { "exists" }
+    )?;
+    match r.signing_key_id {
+        Some(id) => writeln!(
+            out,
+            "signing key {id} ({})",
+            if r.key_created { "created" } else { "exists" }
+        )?,
+        None => writeln!(out, "no signing key configured")?,
+    }
+    writeln!(
+        out,
+        "gateway token key ({})",
+        if r.gateway_key_created {
+            "created"
+        } else {
+            "exists"
+        }
+    )?;
     Ok(())
 }
 

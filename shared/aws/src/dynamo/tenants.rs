@@ -114,6 +114,23 @@ fn audit_from(i: &Item) -> Result<AuditEntry, StoreError> {
     })
 }
 
+impl DynamoStore {
+    /// Commits `tx` with its configuration audit record appended to the tenant's chain
+    /// in the same transaction (issue 5, L-2). `false` when a condition of `tx` failed.
+    async fn commit_audited(
+        &self,
+        tenant: &TenantId,
+        tx: Vec<TransactWriteItem>,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let chain = super::chain::ChainRef::tenant(tenant);
+        let tx = self
+            .transact_chained(&chain, tx, std::slice::from_ref(audit))
+            .await?;
+        Ok(matches!(tx, Tx::Committed))
+    }
+}
+
 /// The index item from an admin key's hash to its tenant (C-2).
 fn admin_key_pk(hash: &Sha256Hex) -> String {
     format!("ADMINKEY#{hash}")
@@ -315,17 +332,11 @@ impl TenantStore for DynamoStore {
             TransactWriteItem::builder().delete(delete).build(),
             self.put_new(admin_key_item(hash, id))?,
         ];
-        match self
-            .transact_chained(
-                &super::chain::ChainRef::tenant(id),
-                tx,
-                std::slice::from_ref(audit),
-            )
-            .await?
-        {
-            Tx::Committed => Ok(TransitionOutcome::Applied),
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
             // Another rotation came first; the caller may retry.
-            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+            Ok(TransitionOutcome::Conflict { current: None })
         }
     }
 
@@ -353,19 +364,13 @@ impl TenantStore for DynamoStore {
                 .build(),
         )?;
         let tx = vec![TransactWriteItem::builder().put(put).build()];
-        match self
-            .transact_chained(
-                &super::chain::ChainRef::tenant(tenant),
-                tx,
-                std::slice::from_ref(audit),
-            )
-            .await?
-        {
-            Tx::Committed => Ok(()),
-            Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
+        if self.commit_audited(tenant, tx, audit).await? {
+            Ok(())
+        } else {
+            Err(StoreError::Corrupt(format!(
                 "audit record {} already exists",
                 audit.id
-            ))),
+            )))
         }
     }
 
@@ -395,19 +400,13 @@ impl TenantStore for DynamoStore {
             s(serde_json::Value::from(k.allowed_origins.clone()).to_string()),
         );
         let tx = vec![self.put_new(item)?];
-        match self
-            .transact_chained(
-                &super::chain::ChainRef::tenant(tenant),
-                tx,
-                std::slice::from_ref(audit),
-            )
-            .await?
-        {
-            Tx::Committed => Ok(()),
-            Tx::Cancelled(_) => Err(StoreError::Corrupt(format!(
+        if self.commit_audited(tenant, tx, audit).await? {
+            Ok(())
+        } else {
+            Err(StoreError::Corrupt(format!(
                 "widget key {} already exists",
                 k.id
-            ))),
+            )))
         }
     }
 
@@ -447,16 +446,10 @@ impl TenantStore for DynamoStore {
                 .build(),
         )?;
         let tx = vec![TransactWriteItem::builder().delete(delete).build()];
-        match self
-            .transact_chained(
-                &super::chain::ChainRef::tenant(tenant),
-                tx,
-                std::slice::from_ref(audit),
-            )
-            .await?
-        {
-            Tx::Committed => Ok(TransitionOutcome::Applied),
-            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        if self.commit_audited(tenant, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
         }
     }
 
@@ -475,16 +468,10 @@ impl TenantStore for DynamoStore {
                 .build(),
         )?;
         let tx = vec![TransactWriteItem::builder().delete(delete).build()];
-        match self
-            .transact_chained(
-                &super::chain::ChainRef::tenant(id),
-                tx,
-                std::slice::from_ref(audit),
-            )
-            .await?
-        {
-            Tx::Committed => Ok(TransitionOutcome::Applied),
-            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
         }
     }
 
@@ -510,16 +497,10 @@ impl TenantStore for DynamoStore {
                 .put(build(put.build())?)
                 .build(),
         ];
-        match self
-            .transact_chained(
-                &super::chain::ChainRef::tenant(id),
-                tx,
-                std::slice::from_ref(audit),
-            )
-            .await?
-        {
-            Tx::Committed => Ok(TransitionOutcome::Applied),
-            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
         }
     }
 
