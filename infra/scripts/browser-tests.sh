@@ -10,13 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "installing Debian's chromium with apt-get" >&2
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
-fi
-(cd widget && npm ci --no-audit --no-fund --silent)
+infra/scripts/install.sh chromium widget
 (cd widget && node build.mjs --check)
 (cd widget && node --test test/state.test.mjs)
 

@@ -7,18 +7,6 @@
 # with-local-aws.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+"$root/infra/scripts/install.sh" interop
 cd "$root/infra/interop"
-stamp=node_modules/.countersign-lock
-if ! cmp -s package-lock.json "$stamp" 2>/dev/null; then
-  # `npm install` honours package-lock.json (pinned); `npm ci` refuses this lock over an
-  # optional platform-only dependency it lists differently.
-  npm install --no-audit --no-fund --loglevel=error
-  cp package-lock.json "$stamp"
-fi
-venv="$root/.venv/interop"
-if ! cmp -s requirements.txt "$venv/.countersign-requirements" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt
-  cp requirements.txt "$venv/.countersign-requirements"
-fi
 python3 "$root/infra/interop/interop_test.py"

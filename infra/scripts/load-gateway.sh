@@ -21,14 +21,14 @@ rounds=${3:-3}
 if ! command -v wrk >/dev/null; then
   if [ "$(id -u)" = 0 ]; then apt-get install -y -q wrk >/dev/null; else sudo apt-get install -y -q wrk >/dev/null; fi
 fi
-if [ ! -d infra/interop/node_modules/@modelcontextprotocol/sdk ]; then
-  (cd infra/interop && npm install --no-audit --no-fund --loglevel=error)
-fi
-cargo build -q --release --locked -p countersign-gateway -p countersign-cli -p countersign-load-baseline
+infra/scripts/install.sh interop
+# The run's one release build (issue 26), with the CLI and the bare server added.
+infra/scripts/build-release.sh --bin countersign --bin bare-mcp >&2
+rel=target/lambda-build/x86_64-unknown-linux-gnu/release
 suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
 export COUNTERSIGN_TABLE="load-$suffix" COUNTERSIGN_SIGNING_KEY="alias/load-$suffix" COUNTERSIGN_SECRET_PREFIX="load-$suffix/" RUST_LOG=error
-target/release/countersign bootstrap >/dev/null
-token=$(target/release/countersign gateway-token --tenant ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R --user driver-42 --case case_01JDZ6Y5X1QW9T3V7N2K4M8P0R --ttl 900)
+$rel/countersign bootstrap >/dev/null
+token=$($rel/countersign gateway-token --tenant ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R --user driver-42 --case case_01JDZ6Y5X1QW9T3V7N2K4M8P0R --ttl 900)
 key=$("$root/.venv/moto/bin/python" -c 'import boto3, sys; print(boto3.client("secretsmanager").get_secret_value(SecretId=sys.argv[1])["SecretString"])' "${COUNTERSIGN_SECRET_PREFIX}platform/gateway-token-key")
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 work=$(mktemp -d)
@@ -46,7 +46,7 @@ PY
 }
 body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_tool","arguments":{"name":"action_status"}}}'
 gw_port=$(free_port)
-COUNTERSIGN_GATEWAY_ADDR="127.0.0.1:$gw_port" target/release/countersign-gateway >/dev/null 2>&1 &
+COUNTERSIGN_GATEWAY_ADDR="127.0.0.1:$gw_port" $rel/countersign-gateway >/dev/null 2>&1 &
 pids+=($!)
 wait_port "$gw_port"
 # The gateway's answer is the bare server's fixed body and the TypeScript server's envelope.
@@ -54,7 +54,7 @@ curl -sf "http://127.0.0.1:$gw_port/mcp" -H "Authorization: Bearer $token" -H 'C
   -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' -d "$body" > "$work/answer.json"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]; assert r["structuredContent"]["ok"]; json.dump(r["structuredContent"], open(sys.argv[2],"w"))' "$work/answer.json" "$work/envelope.json"
 bare_port=$(free_port)
-target/release/bare-mcp "127.0.0.1:$bare_port" "$work/answer.json" &
+$rel/bare-mcp "127.0.0.1:$bare_port" "$work/answer.json" &
 pids+=($!)
 ts_port=$(free_port)
 (cd infra/interop && exec node ts_server.mjs "$ts_port" "$key" "$work/envelope.json") &

@@ -14,7 +14,9 @@ secs=${1:-15}
 conns=${2:-8}
 confirms=${3:-40}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
-cargo build -q --release --locked -p countersign-dev-server --bin countersign-dev
+# The run's one release build (issue 26), with the dev server added.
+infra/scripts/build-release.sh --bin countersign-dev >&2
+rel=target/lambda-build/x86_64-unknown-linux-gnu/release
 suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 demo=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -22,7 +24,7 @@ export COUNTERSIGN_TABLE="load-$suffix" COUNTERSIGN_SIGNING_KEY="alias/load-$suf
   COUNTERSIGN_SECRET_PREFIX="load-$suffix/" COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 RUST_LOG=error \
   COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$demo"
 out=$(mktemp)
-target/release/countersign-dev >"$out" 2>/dev/null &
+$rel/countersign-dev >"$out" 2>/dev/null &
 dev=$!
 trap 'kill $dev 2>/dev/null || true; rm -f "$out"' EXIT
 for _ in $(seq 100); do grep -q '^WIDGET_JWT=' "$out" && break; sleep 0.2; done

@@ -7,26 +7,14 @@
 #    typed error: no token);
 # 3. each function's init time next to a hello-world `lambda_http` function's (issue 17),
 #    failing if any makes a network call at init.
-# cargo-lambda (PyPI, pinned) is installed into .venv/lambda on first use.
+# The binaries come from infra/scripts/build-release.sh (cargo-lambda, pinned, prebuilt).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-CARGO_LAMBDA_VERSION=1.9.2
-venv="$root/.venv/lambda"
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('cargo-lambda') != '$CARGO_LAMBDA_VERSION')" 2>/dev/null; then
-  echo "installing cargo-lambda==$CARGO_LAMBDA_VERSION into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
-fi
-export PATH="$venv/bin:$PATH"
-# cargo-lambda mishandles --target-dir; CARGO_TARGET_DIR works (FIELD-NOTES).
-export CARGO_TARGET_DIR="$root/target/lambda-build"
+# The run's one release build (a no-op when the test command already made it).
+infra/scripts/build-release.sh
+CARGO_TARGET_DIR="$root/target/lambda-build"
 bins=(countersign-messages countersign-admin countersign-gateway)
-# hello-lambda: the cold-start yardstick (issue 17), built with the same profile, never
-# deployed.
-args=(--bin hello-lambda)
-for b in "${bins[@]}"; do args+=(--bin "$b"); done
-cargo lambda build --release --x86-64 --output-format zip "${args[@]}"
 echo
 echo "Lambda packages (x86_64):"
 for b in "${bins[@]}"; do

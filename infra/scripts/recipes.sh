@@ -7,9 +7,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 venv="$root/.venv/recipes"
-if ! "$venv/bin/python" -c "import jwt, cryptography" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r docs/recipes/requirements.txt
-fi
+infra/scripts/install.sh recipes
 "$venv/bin/python" docs/recipes/test_vectors.py
-(cd docs/recipes && npm ci --no-audit --no-fund --silent && node test-vectors.mjs)
+(cd docs/recipes && node test-vectors.mjs)

@@ -13,15 +13,8 @@
 # KMS too, so nothing here depends on that bug.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-MOTO_VERSION=5.2.5
 venv="$root/.venv/moto"
-
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$MOTO_VERSION')" 2>/dev/null \
-   || [ ! -x "$venv/bin/moto_server" ]; then
-  echo "installing moto[server]==$MOTO_VERSION into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
-fi
+"$root/infra/scripts/install.sh" moto
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -63,5 +56,5 @@ export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 unset AWS_PROFILE
 export COUNTERSIGN_LOCAL_AWS=1
-echo "local AWS (moto $MOTO_VERSION) at $AWS_ENDPOINT_URL" >&2
+echo "local AWS (moto) at $AWS_ENDPOINT_URL" >&2
 "$@"

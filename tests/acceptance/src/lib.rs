@@ -139,11 +139,16 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The messages binary, built once per test run (a no-op when the test command already
-/// built it), so the suite never runs a stale binary.
+/// The messages binary, built once per test process so the suite never runs a stale
+/// binary; skipped when the test command says it built every binary just before
+/// (`COUNTERSIGN_BINS_BUILT`): nextest runs each test in its own process, and a cargo call
+/// per test would serialise them on cargo's build-directory lock.
 fn messages_binary() -> PathBuf {
     static BUILD: Once = Once::new();
     BUILD.call_once(|| {
+        if std::env::var_os("COUNTERSIGN_BINS_BUILT").is_some() {
+            return;
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .args([
