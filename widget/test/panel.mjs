@@ -95,6 +95,23 @@ test("U-2: load tools, choose consultations (writes cannot be chosen), save", as
   assert.ok((await field("serverUrl").innerText()).length > 0, "the URL's error is next to it");
 });
 
+test("V-1: a tool that declares itself a write cannot be saved as a consultation", async () => {
+  await page.goto(`${BASE}/admin/mcp`);
+  const saved = await page.locator("#allowedToolsText").inputValue();
+  // The demo's direct write (readOnlyHint false), typed in, with no operation of that name
+  // (so only V-1's vetting of the server's live tools/list can refuse it).
+  await page.fill("#allowedToolsText", `${saved}\nreassign_session_car`);
+  await page.fill("#operations", "");
+  await page.uncheck("#enabled");
+  await page.click("#mcp button[type=submit]");
+  const error = await field("allowedTools").innerText();
+  assert.match(error, /reassign_session_car/);
+  assert.match(error, /not declared read-only/);
+  // Nothing was saved.
+  await page.goto(`${BASE}/admin/mcp`);
+  assert.equal(await page.locator("#allowedToolsText").inputValue(), saved);
+});
+
 test("H-1, H-4: run the certification from the panel, then enable actions", async () => {
   await page.goto(`${BASE}/admin/mcp`);
   await page.fill("#testUser", "u_alice");

@@ -71,6 +71,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Adm
     })?;
     Ok(AdminState {
         tenants: Arc::new(store.clone()),
+        leases: Arc::new(store.clone()),
         conversations: Arc::new(store.clone()),
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),

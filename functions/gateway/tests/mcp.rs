@@ -53,7 +53,7 @@ fn tool(name: &str) -> ProviderTool {
     let schema = json!({"type": "object", "required": ["uploads"], "properties": {"uploads": {"type": "array"}}});
     ProviderTool {
         name: ToolName::parse(name).unwrap(),
-        descriptor: json!({"name": name, "description": "provider tool", "inputSchema": {"type": "object"}, "outputSchema": schema})
+        descriptor: json!({"name": name, "description": "provider tool", "inputSchema": {"type": "object"}, "outputSchema": schema, "annotations": {"readOnlyHint": true}})
             .as_object()
             .unwrap()
             .clone(),

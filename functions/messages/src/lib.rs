@@ -229,6 +229,7 @@ pub fn certification_state(
         })?;
     Ok(countersign_admin::api::AdminState {
         tenants: Arc::new(store.clone()),
+        leases: Arc::new(store.clone()),
         conversations: Arc::new(store.clone()),
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),

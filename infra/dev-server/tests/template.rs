@@ -274,9 +274,46 @@ fn statements(policy_holder: &Yaml) -> Vec<&Yaml> {
 fn resources_for(f: &Yaml, action: &str) -> Vec<String> {
     statements(&f["Properties"]["Policies"])
         .into_iter()
+        .filter(|s| s["Effect"].as_str() != Some("Deny"))
         .filter(|s| scalars(&s["Action"]).iter().any(|a| a == action))
         .flat_map(|s| scalars(&s["Resource"]))
         .collect()
+}
+
+/// V-5: no function's role may write the signing key ring (the `PLATFORM` partition): each
+/// role that may write the table carries an explicit Deny of every write action on items
+/// whose partition key is `PLATFORM`, so no Allow added later can open it.
+#[test]
+fn v5_no_function_role_may_write_the_key_ring() {
+    const WRITES: [&str; 4] = [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+    ];
+    let (t, _) = template();
+    for binary in FUNCTIONS {
+        let f = function(&t, binary);
+        let all = statements(&f["Properties"]["Policies"]);
+        let writes_table = all.iter().any(|s| {
+            s["Effect"].as_str() == Some("Allow")
+                && scalars(&s["Resource"]).iter().any(|r| r == "Table.Arn")
+                && scalars(&s["Action"])
+                    .iter()
+                    .any(|a| WRITES.contains(&a.as_str()) || a == "dynamodb:*")
+        });
+        assert!(writes_table, "{binary} writes the table");
+        let denied = all.iter().any(|s| {
+            let condition = &s["Condition"]["ForAnyValue:StringEquals"]["dynamodb:LeadingKeys"];
+            s["Effect"].as_str() == Some("Deny")
+                && scalars(&s["Resource"]) == ["Table.Arn"]
+                && WRITES
+                    .iter()
+                    .all(|w| scalars(&s["Action"]).iter().any(|a| a == w))
+                && scalars(condition) == ["PLATFORM"]
+        });
+        assert!(denied, "{binary} may write the key ring");
+    }
 }
 
 /// Issue 13: only the messages function's role may sign (the key policy names it, and no

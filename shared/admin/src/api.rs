@@ -44,6 +44,33 @@ impl From<AdminError> for ApiError {
                     .collect();
                 ApiError::validation(field, message).with_errors(errors)
             }
+            AdminError::NotConsultations(errors) => {
+                let message = crate::state::first_message(&errors).to_owned();
+                let errors = errors
+                    .into_iter()
+                    .map(|(field, message)| FieldError { field, message })
+                    .collect();
+                ApiError::new(StatusCode::BAD_REQUEST, "NOT_A_CONSULTATION", message)
+                    .with_field("allowedTools")
+                    .with_errors(errors)
+            }
+            e @ AdminError::ProviderUnreachable(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "PROVIDER_UNREACHABLE",
+                e.to_string(),
+            )
+            .with_field("serverUrl"),
+            AdminError::Busy {
+                what,
+                retry_after_secs,
+            } => {
+                let message = AdminError::Busy {
+                    what,
+                    retry_after_secs,
+                }
+                .to_string();
+                ApiError::conflict("ALREADY_RUNNING", message).with_retry_after(retry_after_secs)
+            }
             AdminError::SigningUnavailable => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ACTION_SIGNING_UNAVAILABLE",
@@ -144,7 +171,9 @@ pub struct McpConfigInput {
     #[schema(write_only, min_length = 1, max_length = 4096)]
     service_token: String,
     /// The consultations the model may call (C-4): tool names of 1–128 characters of
-    /// `[A-Za-z0-9_.-]`.
+    /// `[A-Za-z0-9_.-]`, each listed by the server's `tools/list` with
+    /// `annotations.readOnlyHint: true`, not `destructiveHint: true`, and not an operation
+    /// (V-1).
     #[schema(min_items = 1, max_items = 100)]
     allowed_tools: Vec<ToolNameInput>,
     /// The action policy (C-7: disabled when absent).
@@ -433,12 +462,15 @@ async fn get_mcp(
     Ok(Json(mcp::view(&state, stored.as_ref()).await?))
 }
 
-/// Saves the configuration (C-3 … C-8, D-5).
+/// Saves the configuration (C-3 … C-8, D-5). V-1: the server's live `tools/list` is read
+/// with the body's URL and token; an allowed tool that is not a consultation is 400
+/// `NOT_A_CONSULTATION` (each tool named in `errors`), a server that cannot be read 422
+/// `PROVIDER_UNREACHABLE`; neither saves anything.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = McpConfigInput,
     responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn put_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -565,10 +597,12 @@ async fn list_audit(
     Ok(Json(AuditPage { items, next_cursor }))
 }
 
-/// Verifies the audit trail's hash chains (L-2) and names the first broken link.
+/// Verifies the audit trail's hash chains (L-2) and names the first broken link. One
+/// verification in flight per tenant (V-7: 409 `ALREADY_RUNNING` with `Retry-After`).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit/verification", tag = "audit", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = crate::audit::Verification), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = crate::audit::Verification), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn verify_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -82,8 +82,23 @@ pub struct BrokenLink {
     pub reason: String,
 }
 
-/// Walks every chain of `tenant`'s audit trail (L-2).
+/// The longest a verification or a checkpoint may hold its tenant's lease (V-7): a
+/// function's timeout, with room.
+const HOLD_SECS: i64 = 60;
+
+/// Walks every chain of `tenant`'s audit trail (L-2); one verification in flight per
+/// tenant (V-7).
 pub async fn verify(
+    state: &crate::AdminState,
+    tenant: &countersign_domain::ids::TenantId,
+) -> Result<Verification, crate::AdminError> {
+    crate::lease::one_at_a_time(state, tenant, "verification", HOLD_SECS, async {
+        verify_chains(state, tenant).await
+    })
+    .await
+}
+
+async fn verify_chains(
     state: &crate::AdminState,
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<Verification, crate::AdminError> {
@@ -137,8 +152,19 @@ pub async fn checkpoint(
     state: &crate::AdminState,
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<SignedCheckpoint, crate::AdminError> {
+    // V-7: one checkpoint in flight per tenant (its verification runs under this lease).
+    crate::lease::one_at_a_time(state, tenant, "checkpoint", HOLD_SECS, async {
+        checkpoint_held(state, tenant).await
+    })
+    .await
+}
+
+async fn checkpoint_held(
+    state: &crate::AdminState,
+    tenant: &countersign_domain::ids::TenantId,
+) -> Result<SignedCheckpoint, crate::AdminError> {
     use countersign_domain::ports::SignerError;
-    let v = verify(state, tenant).await?;
+    let v = verify_chains(state, tenant).await?;
     if let Some(b) = v.first_broken {
         return Err(crate::AdminError::AuditBroken {
             chain: b.chain,

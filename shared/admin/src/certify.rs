@@ -29,6 +29,7 @@ use countersign_domain::prepare::{PreparedAction, parse_prepare_answer};
 use countersign_domain::proof::{PROOF_TYPE, Proof, ProofClaims, sign_proof};
 use countersign_domain::proposal::RemoteStatus;
 use countersign_domain::tool_result::ToolResult;
+use countersign_domain::vetting;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -70,6 +71,19 @@ pub struct TestAction {
 /// H-1: runs every check on the saved configuration and stores the result with the
 /// configuration it checked (and an audit record).
 pub async fn run(
+    state: &AdminState,
+    tenant: &Tenant,
+    request: &CertifyRequest,
+) -> Result<Certification, AdminError> {
+    // V-7: one run in flight per tenant; the lease outlives the run's own limit.
+    let hold = i64::try_from(RUN_LIMIT.as_secs()).unwrap_or(25) + 35;
+    crate::lease::one_at_a_time(state, &tenant.id, "certification run", hold, async {
+        run_held(state, tenant, request).await
+    })
+    .await
+}
+
+async fn run_held(
     state: &AdminState,
     tenant: &Tenant,
     request: &CertifyRequest,
@@ -622,26 +636,6 @@ fn untrusted_jwk() -> Result<Value, ()> {
     serde_json::to_value(jwk).map_err(|_| ())
 }
 
-/// H-2: whether `name` is one of the configured operations or the contract's action
-/// tools (writes only through confirmation).
-pub(crate) fn is_action_tool(name: &str, config: &McpConfig) -> bool {
-    config
-        .action_policy
-        .operations
-        .iter()
-        .any(|o| o.as_str() == name)
-        || ACTION_TOOLS.iter().any(|(t, _)| *t == name)
-}
-
-/// H-2: whether the tool's annotations say it writes (`readOnlyHint: false`, or
-/// `destructiveHint: true` without `readOnlyHint: true`). No annotation is no claim.
-pub(crate) fn annotated_write(tool: &ProviderTool) -> bool {
-    let hints = tool.descriptor.get("annotations");
-    let hint = |h: &str| hints.and_then(|a| a.get(h)).and_then(Value::as_bool);
-    hint("readOnlyHint") == Some(false)
-        || (hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true))
-}
-
 /// H-2: a consultation is listed with an `outputSchema` and is not a write.
 fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<String, String> {
     let name = tool.name.as_str();
@@ -649,13 +643,11 @@ fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<String, String> {
     if tool.output_schema.is_none() {
         problems.push(format!("`{name}` declares no outputSchema: declare one, and answer structuredContent that matches it"));
     }
-    if is_action_tool(name, config) {
+    // H-2 by V-1's rule, the one the save and the run time apply.
+    if let Some(why) = vetting::refusal(tool, &config.action_policy.operations) {
         problems.push(format!(
-            "`{name}` is an operation or an action tool: it cannot be a consultation"
+            "`{name}` {why}: a consultation must only read; remove it from allowedTools"
         ));
-    }
-    if annotated_write(tool) {
-        problems.push(format!("`{name}` is annotated as a write (readOnlyHint false or destructiveHint true): a consultation must only read; remove it from allowedTools"));
     }
     if problems.is_empty() {
         Ok(format!(

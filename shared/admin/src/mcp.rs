@@ -7,12 +7,14 @@ use crate::state::{AdminError, AdminState, secrets_down, store_down};
 use countersign_domain::certification::CertifiedSubject;
 use countersign_domain::config::{McpConfig, service_token_secret_name, validate_mcp_config};
 use countersign_domain::conversation::{Message, MessageKind, Role};
-use countersign_domain::ids::CaseId;
+use countersign_domain::ids::{CaseId, UserId};
 use countersign_domain::ports::{
-    SignerError, StoredMcpConfig, Tenant, TransitionOutcome, VerificationKey,
+    ProviderContext, ProviderError, SignerError, StoredMcpConfig, Tenant, TransitionOutcome,
+    VerificationKey,
 };
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::{self, Language};
+use countersign_domain::vetting;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -142,6 +144,13 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     if config.action_policy.enabled {
         certified(state, tenant, current.as_ref(), &config, token_changed).await?;
     }
+    vet(
+        state,
+        tenant,
+        &config,
+        current.as_ref().map_or(0, |c| c.version),
+    )
+    .await?;
     let stored = match &current {
         Some(c) if !token_changed && same_fields(&c.config, &config) => c.clone(),
         _ => save(state, tenant, current.as_ref(), config, token_changed).await?,
@@ -177,6 +186,83 @@ async fn certified(
     match run {
         Some(run) if run.certifies(&CertifiedSubject::of(&saving)) => Ok(()),
         _ => Err(AdminError::CertificationRequired),
+    }
+}
+
+/// Who the platform is when it reads a tenant's server for its administrator (the
+/// consultation picker, the save's vetting): never a person of the tenant's.
+pub(crate) const ADMIN_CALLER: &str = "countersign-admin-panel";
+
+/// The provider call context of an administrator's read of `server_url` with `token`.
+pub(crate) fn admin_context(
+    state: &AdminState,
+    tenant: &Tenant,
+    server_url: &countersign_domain::config::ServerUrl,
+    token: SecretString,
+    config_version: u64,
+) -> Result<ProviderContext, AdminError> {
+    let user = UserId::parse(ADMIN_CALLER).map_err(|e| AdminError::Invalid {
+        field: String::new(),
+        message: e.to_string(),
+        errors: Vec::new(),
+    })?;
+    Ok(ProviderContext {
+        tenant: tenant.id.clone(),
+        user,
+        conversation: state.ids.case_id(),
+        server_url: server_url.clone(),
+        service_token: token,
+        config_version,
+    })
+}
+
+/// V-1: every allowed tool must be a consultation as the provider publishes it now. The
+/// provider's live `tools/list` is read with the body's URL and token; when it cannot be
+/// read nothing is saved (a tool that cannot be vetted is not allowed).
+async fn vet(
+    state: &AdminState,
+    tenant: &Tenant,
+    config: &McpConfig,
+    version: u64,
+) -> Result<(), AdminError> {
+    let ctx = admin_context(
+        state,
+        tenant,
+        &config.server_url,
+        config.service_token.clone(),
+        version,
+    )?;
+    let published = state
+        .provider
+        .list_tools(&ctx)
+        .await
+        .map_err(|e| AdminError::ProviderUnreachable(provider_problem(&e)))?;
+    let refused = vetting::refusals(
+        &config.allowed_tools,
+        &published,
+        &config.action_policy.operations,
+    );
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(AdminError::NotConsultations(
+        refused
+            .into_iter()
+            .map(|(i, name, why)| {
+                let message = format!("`{name}` {why}: it cannot be a consultation");
+                (format!("allowedTools[{i}]"), message)
+            })
+            .collect(),
+    ))
+}
+
+/// What an administrator can act on when their server's `tools/list` failed.
+fn provider_problem(e: &ProviderError) -> String {
+    match e {
+        ProviderError::Http { status: 401 | 403 } => {
+            format!("{e}: check the service token")
+        }
+        other => other.to_string(),
     }
 }
 

@@ -2,8 +2,8 @@
 
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, ProofSigner, Provider, Resolver, SecretStore, SessionStore,
-    TenantStore,
+    Clock, ConversationStore, Ids, Leases, ProofSigner, Provider, Resolver, SecretStore,
+    SessionStore, TenantStore,
 };
 use std::sync::Arc;
 
@@ -32,6 +32,8 @@ pub struct AdminState {
     pub ids: Arc<dyn Ids>,
     /// The clock.
     pub clock: Arc<dyn Clock>,
+    /// V-7: one certification run, verification and checkpoint in flight per tenant.
+    pub leases: Arc<dyn Leases>,
 }
 
 impl std::fmt::Debug for AdminState {
@@ -54,6 +56,24 @@ pub enum AdminError {
         message: String,
         /// Every broken rule, `(field, message)`.
         errors: Vec<(String, String)>,
+    },
+    /// V-1: allowed tools that cannot be consultations, each `(field, message)` naming
+    /// the tool and the reason.
+    #[error("{}", first_message(.0))]
+    NotConsultations(Vec<(String, String)>),
+    /// V-1: the provider's `tools/list` could not be read at save, so the allowed tools
+    /// could not be vetted.
+    #[error(
+        "your server's tools/list could not be read to check the allowed tools ({0}); nothing was saved"
+    )]
+    ProviderUnreachable(String),
+    /// V-7: the tenant already has one such job in flight.
+    #[error("a {what} is already running for this tenant; try again in {retry_after_secs} s")]
+    Busy {
+        /// The job.
+        what: &'static str,
+        /// Seconds until the running one's lease ends at the latest.
+        retry_after_secs: u64,
     },
     /// C-6: actions cannot be enabled without a signing key.
     #[error("actions cannot be enabled: the platform has no signing key installed")]
@@ -127,4 +147,9 @@ pub(crate) fn store_down(e: countersign_domain::ports::StoreError) -> AdminError
 /// Maps a secret store error to [`AdminError::Unavailable`] of the secret store.
 pub(crate) fn secrets_down(e: countersign_domain::ports::SecretError) -> AdminError {
     AdminError::unavailable("the secret store")(Box::new(e))
+}
+
+/// The first message of a list of `(field, message)` errors.
+pub(crate) fn first_message(errors: &[(String, String)]) -> &str {
+    errors.first().map_or("", |(_, m)| m.as_str())
 }

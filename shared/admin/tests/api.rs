@@ -22,6 +22,93 @@ use std::sync::Arc;
 mod common;
 use common::*;
 
+/// V-1: a save reads the provider's live tools/list and refuses, naming each tool and the
+/// reason, an allowed tool that is declared destructive, is not declared read-only, or is
+/// not listed; a provider that cannot be read refuses the save. Nothing is
+/// saved by a refused save, and the configuration saved before is untouched.
+#[tokio::test]
+async fn v1_only_read_only_tools_can_be_saved_as_consultations() {
+    let env = env(false).await;
+    let ids = UlidIds::default();
+    let a = tenants::register(&env.store, &ids, &SystemClock, "TrackShare", Language::En)
+        .await
+        .unwrap();
+    let path = format!("/api/admin/tenants/{}/mcp", a.tenant.id);
+    let key = a.admin_key.expose();
+    let app = || app(&env, env.secrets.clone());
+    let url = "https://mcp.trackshare.example.com/mcp";
+    let (s, body) = send(app(), "PUT", &path, Some(key), Some(config(url, false))).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let (_, saved) = send(app(), "GET", &path, Some(key), None).await;
+
+    let mut writes: Value = serde_json::from_str(&config(url, false)).unwrap();
+    // (An operation's name is refused earlier, by C-4's syntax rules.)
+    writes["allowedTools"] = json!([
+        "get_user_uploads",
+        "delete_upload",
+        "get_user_notes",
+        "ghost_tool"
+    ]);
+    let (s, body) = send(app(), "PUT", &path, Some(key), Some(writes.to_string())).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "NOT_A_CONSULTATION");
+    assert_eq!(body["error"]["field"], "allowedTools");
+    let errors: Vec<(String, String)> = body["error"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_owned(),
+                e["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let fields: Vec<&str> = errors.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        fields,
+        ["allowedTools[1]", "allowedTools[2]", "allowedTools[3]"],
+        "{body}"
+    );
+    for ((_, message), (tool, why)) in errors.iter().zip([
+        ("delete_upload", "destructive"),
+        ("get_user_notes", "not declared read-only"),
+        ("ghost_tool", "not listed"),
+    ]) {
+        assert!(message.contains(tool) && message.contains(why), "{message}");
+    }
+
+    // The provider cannot be read: nothing is saved, the reason is given.
+    env.provider
+        .faults
+        .once("tools/list", countersign_testkit::Fault::Unavailable);
+    let mut moved: Value = serde_json::from_str(&config(url, false)).unwrap();
+    moved["allowedTools"] = json!(["get_user_cars"]);
+    let (s, body) = send(app(), "PUT", &path, Some(key), Some(moved.to_string())).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "PROVIDER_UNREACHABLE");
+    assert_eq!(body["error"]["field"], "serverUrl");
+    assert!(!body.to_string().contains("svc_secret_token_1"), "{body}");
+
+    let (_, after) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(after, saved, "a refused save changes nothing");
+    let (_, audit) = send(
+        app(),
+        "GET",
+        &format!("/api/admin/tenants/{}/audit", a.tenant.id),
+        Some(key),
+        None,
+    )
+    .await;
+    let puts = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["action"] == "mcp.put")
+        .count();
+    assert_eq!(puts, 1, "only the accepted save is audited: {audit}");
+}
+
 /// C-2, C-3, C-5, C-11: PUT stores the configuration and the token (as a secret, never
 /// returned); GET shows it with actionVerification; wrong keys are 401, another tenant's
 /// id 404; bad bodies are clear 400/413s that store nothing.

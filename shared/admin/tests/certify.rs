@@ -93,6 +93,7 @@ async fn env() -> Env {
         .unwrap();
     let state = AdminState {
         tenants: store.clone(),
+        leases: store.clone(),
         conversations: store.clone(),
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
@@ -104,15 +105,15 @@ async fn env() -> Env {
         ids,
         clock: clock.clone(),
     };
-    mcp::put(&state, &registered.tenant, &config("tok-1", false))
-        .await
-        .unwrap();
     provider.publish(vec![
         tool("get_cars", Some(cars_schema()), Some(true)),
         action_tool("prepare_action", &["operation", "arguments"]),
         action_tool("execute_action", &["actionId"]),
         action_tool("get_action_status", &["actionId"]),
     ]);
+    mcp::put(&state, &registered.tenant, &config("tok-1", false))
+        .await
+        .unwrap();
     let expires = clock.now().plus_seconds(240).to_rfc3339();
     let n = AtomicU32::new(0);
     provider.answer_with("prepare_action", move |_| {
@@ -302,7 +303,7 @@ async fn h2_a_write_a_schema_less_tool_and_a_wrong_answer_fail() {
     );
     let r = reason(&run, "consultation.get_cars.listed");
     assert!(
-        r.contains("declares no outputSchema") && r.contains("annotated as a write"),
+        r.contains("declares no outputSchema") && r.contains("is not declared read-only"),
         "{r}"
     );
     assert_eq!(
@@ -314,7 +315,7 @@ async fn h2_a_write_a_schema_less_tool_and_a_wrong_answer_fail() {
         "a write is never called"
     );
 
-    tools[0] = tool("get_cars", Some(cars_schema()), None);
+    tools[0] = tool("get_cars", Some(cars_schema()), Some(true));
     e.provider.publish(tools);
     e.provider.answer_always(
         "get_cars",
@@ -379,4 +380,57 @@ async fn h4_enabling_follows_the_latest_run_of_the_saved_settings() {
         matches!(refused, Err(AdminError::CertificationRequired)),
         "the latest run failed"
     );
+}
+
+/// V-7: one certification run in flight per tenant: while one holds the tenant's lease a
+/// second is refused (409-worthy `Busy`, with the wait) and runs nothing at the provider;
+/// once it is given back, a run goes ahead.
+#[tokio::test]
+async fn v7_one_certification_run_in_flight_per_tenant() {
+    use countersign_domain::ports::{Lease, Leases as _};
+    let e = env().await;
+    let now = e.clock.now();
+    let held = e
+        .store
+        .acquire(
+            &e.tenant.id,
+            "certification run",
+            "another-run",
+            now,
+            now.plus_seconds(60),
+        )
+        .await
+        .unwrap();
+    assert_eq!(held, Lease::Held);
+    let calls = e.provider.calls().len();
+    let refused = certify::run(&e.state, &e.tenant, &request()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(AdminError::Busy {
+                retry_after_secs: 60,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(e.provider.calls().len(), calls, "nothing ran");
+    e.store
+        .release(&e.tenant.id, "certification run", "another-run")
+        .await
+        .unwrap();
+    certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    // The run gave its own lease back.
+    let again = e
+        .store
+        .acquire(
+            &e.tenant.id,
+            "certification run",
+            "next",
+            now,
+            now.plus_seconds(60),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, Lease::Held);
 }

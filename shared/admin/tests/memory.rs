@@ -35,6 +35,7 @@ async fn c9_a_new_widget_secret_is_never_cached_and_a_listing_carries_none() {
         .unwrap();
     let app = router(AdminState {
         tenants: store.clone(),
+        leases: store.clone(),
         conversations: store.clone(),
         sessions: store,
         secrets: Arc::new(MemorySecrets::default()),
@@ -91,6 +92,7 @@ async fn admin() -> (
         .unwrap();
     let state = AdminState {
         tenants: store.clone(),
+        leases: store.clone(),
         conversations: store.clone(),
         sessions: store.clone(),
         secrets: secrets.clone(),
@@ -98,7 +100,9 @@ async fn admin() -> (
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(Public),
-        provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
+        provider: Arc::new(countersign_testkit::ScriptedProvider::with_read_only(&[
+            "a", "b",
+        ])),
         ids,
         clock,
     };

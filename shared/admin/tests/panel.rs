@@ -47,6 +47,7 @@ async fn env(local: bool, name: &str) -> Env {
         .unwrap();
     let state = AdminState {
         tenants: store.clone(),
+        leases: store.clone(),
         conversations: store.clone(),
         sessions: store.clone(),
         secrets: secrets.clone(),
@@ -56,7 +57,20 @@ async fn env(local: bool, name: &str) -> Env {
             allow_loopback_http: local,
         },
         resolver: Arc::new(Public),
-        provider: Arc::new(ScriptedProvider::default()),
+        provider: {
+            // V-1: every save reads the server's tools: the form's consultations, and a
+            // destructive tool for the refusals.
+            let provider = Arc::new(ScriptedProvider::default());
+            provider.publish(vec![
+                countersign_testkit::tool("get_user_cars"),
+                countersign_testkit::tool("get_user_sessions"),
+                countersign_testkit::described(
+                    "delete_upload",
+                    serde_json::json!({"destructiveHint": true}),
+                ),
+            ]);
+            provider
+        },
         ids,
         clock,
     };
@@ -387,7 +401,28 @@ async fn u2_the_token_is_write_only_and_errors_sit_by_their_field() {
     assert!(!page.body.contains("<script>alert"), "data is escaped");
     assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     // Saved again with the token field empty: the same token stays (no new version).
+    let with_tools = |tools: &str| {
+        mcp_form(&csrf, url, "").replace(
+            "allowedToolsText=get_user_cars%0Aget_user_sessions",
+            &format!("allowedToolsText={tools}"),
+        )
+    };
     let a = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&with_tools("get_user_cars")),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let name = service_token_secret_name(&e.tenant.id);
+    let (token, version) = e.secrets.get_current(&name).await.unwrap().unwrap();
+    assert_eq!((token.expose(), version.as_str()), ("svc_secret_1", "v1"));
+    // A new server URL with the field empty: the saved token is not sent to it; the
+    // token's field says why and nothing is saved.
+    let moved = send(
         &e,
         "POST",
         "/admin/mcp",
@@ -396,10 +431,38 @@ async fn u2_the_token_is_write_only_and_errors_sit_by_their_field() {
         None,
     )
     .await;
-    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
-    let name = service_token_secret_name(&e.tenant.id);
-    let (token, version) = e.secrets.get_current(&name).await.unwrap().unwrap();
-    assert_eq!((token.expose(), version.as_str()), ("svc_secret_1", "v1"));
+    assert_eq!(moved.status, StatusCode::BAD_REQUEST, "{}", moved.body);
+    assert!(
+        moved.body.contains("data-field=\"serviceToken\"")
+            && moved
+                .body
+                .contains("A new server URL needs its service token again"),
+        "{}",
+        moved.body
+    );
+    let stored = e.store.get_mcp_config(&e.tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.config.server_url.as_str(), url);
+    // V-1: a destructive tool typed into the list is refused by the tools' field, named.
+    let write = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&with_tools("delete_upload")),
+        None,
+    )
+    .await;
+    assert_eq!(write.status, StatusCode::BAD_REQUEST, "{}", write.body);
+    assert!(
+        write.body.contains("data-field=\"allowedTools\"")
+            && write
+                .body
+                .contains("`delete_upload` is declared destructive"),
+        "{}",
+        write.body
+    );
+    let stored = e.store.get_mcp_config(&e.tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.config.allowed_tools.len(), 1, "nothing saved");
     // A refused save names the field; H-4 refuses enabling before a run.
     let bad = send(
         &e,

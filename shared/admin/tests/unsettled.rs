@@ -44,9 +44,10 @@ async fn env() -> Env {
     let clock = Arc::new(TestClock::default());
     let ids = Arc::new(SeqIds::new(clock.clone()));
     let store = Arc::new(MemoryStore::default());
-    let provider = Arc::new(ScriptedProvider::default());
+    let provider = Arc::new(ScriptedProvider::with_read_only(&["get_user_cars"]));
     let state = AdminState {
         tenants: store.clone(),
+        leases: store.clone(),
         conversations: store.clone(),
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),

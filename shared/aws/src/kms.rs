@@ -7,10 +7,11 @@ use crate::calls::CallLog;
 use crate::dynamo::DynamoStore;
 use async_trait::async_trait;
 use aws_sdk_kms::Client;
+use aws_sdk_kms::error::ProvideErrorMetadata as _;
 use aws_sdk_kms::primitives::Blob;
 use aws_sdk_kms::types::{MessageType, SigningAlgorithmSpec};
 use countersign_domain::jwk::{JwkError, rsa_public_key, spki_pem};
-use countersign_domain::keyring::{KeyRing, KeyStatus};
+use countersign_domain::keyring::{KeyRing, KeyStatus, RingKey};
 use countersign_domain::ports::{
     ProofSigner, PublishedKey, PublishedKeys, SignerError, VerificationKey,
 };
@@ -87,6 +88,9 @@ struct Inner {
     /// Serialises the first resolution (no thundering herd on a cold start).
     first: tokio::sync::Mutex<()>,
     ring: Option<DynamoStore>,
+    /// V-5: the public key KMS returned for each ring ARN (an ARN's key never changes, so
+    /// an answer is kept for the life of the process).
+    vouched: RwLock<HashMap<String, PublicKeyInfo>>,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +125,9 @@ pub enum KeyCheckError {
     /// No such key.
     #[error("no such KMS key: {0}")]
     NotFound(String),
+    /// KMS refused to give this key's public key (its error code).
+    #[error("KMS refused the key: {0}")]
+    Refused(String),
     /// The key is not an RSA_2048 SIGN_VERIFY key that signs RSASSA_PKCS1_V1_5_SHA_256.
     #[error("the KMS key is not an RSA_2048 SIGN_VERIFY key for RSASSA_PKCS1_V1_5_SHA_256")]
     Unsuitable,
@@ -140,7 +147,20 @@ pub async fn read_key(client: &Client, id: &str) -> Result<KmsKey, KeyCheckError
         {
             return Err(KeyCheckError::NotFound(id.to_owned()));
         }
-        Err(e) => return Err(KeyCheckError::Kms(Box::new(e))),
+        Err(e) => {
+            // KMS answered about this key (disabled, not a signing key, a malformed ARN,
+            // no access…) unless the answer is one of its transient ones.
+            let refusal = e.as_service_error().and_then(|s| {
+                let transient = s.is_kms_internal_exception()
+                    || s.is_dependency_timeout_exception()
+                    || s.code() == Some("ThrottlingException");
+                (!transient).then(|| s.code().unwrap_or("unknown").to_owned())
+            });
+            return Err(match refusal {
+                Some(code) => KeyCheckError::Refused(code),
+                None => KeyCheckError::Kms(Box::new(e)),
+            });
+        }
     };
     // KMS names all three; the emulator leaves some out, so only what is named is held
     // against the key (the DER below must be an RSA key in any case).
@@ -174,6 +194,7 @@ impl KmsProofSigner {
                 refreshing: AtomicBool::new(false),
                 first: tokio::sync::Mutex::new(()),
                 ring: None,
+                vouched: RwLock::new(HashMap::new()),
             }),
         }
     }
@@ -257,6 +278,53 @@ impl KmsProofSigner {
     }
 }
 
+impl KmsProofSigner {
+    /// V-5: the public key of ring key `k` as KMS holds it, when KMS vouches for it: the
+    /// ARN names an RSA_2048 SIGN_VERIFY key of this deployment (the account and region of
+    /// the signing key, `home`) whose thumbprint is the ring's `kid`. A key KMS does not
+    /// vouch for is left out and logged; KMS being unreachable is an error (publishing
+    /// fewer keys would break the verification of proofs signed by the others).
+    async fn vouched(
+        &self,
+        k: &RingKey,
+        home: Option<&str>,
+    ) -> Result<Option<PublicKeyInfo>, SignerError> {
+        let known = read(&self.inner.vouched).get(&k.arn).cloned();
+        let info = match known {
+            Some(info) => info,
+            None => {
+                if home.is_some_and(|h| deployment_of(&k.arn) != Some(h)) {
+                    tracing::warn!(arn = %k.arn, kid = %k.kid, "V-5: a ring key outside this deployment's account and region is not published");
+                    return Ok(None);
+                }
+                match read_key(&self.inner.client, &k.arn).await {
+                    Ok(key) if key.arn == k.arn => {
+                        write(&self.inner.vouched).insert(k.arn.clone(), key.public.clone());
+                        key.public
+                    }
+                    Err(KeyCheckError::Kms(e)) => return Err(SignerError::Unavailable(e)),
+                    Ok(_) | Err(_) => {
+                        tracing::warn!(arn = %k.arn, kid = %k.kid, "V-5: a ring key that is not a KMS RSA_2048 signing key named by its ARN is not published");
+                        return Ok(None);
+                    }
+                }
+            }
+        };
+        if info.kid != k.kid {
+            tracing::warn!(arn = %k.arn, kid = %k.kid, "V-5: a ring key whose kid is not its KMS key's thumbprint is not published");
+            return Ok(None);
+        }
+        Ok(Some(info))
+    }
+}
+
+/// The `arn:aws:kms:REGION:ACCOUNT` part of a KMS key ARN.
+fn deployment_of(arn: &str) -> Option<&str> {
+    arn.strip_prefix("arn:")
+        .and_then(|_| arn.rsplit_once(":key/"))
+        .map(|(home, _)| home)
+}
+
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -321,16 +389,25 @@ impl ProofSigner for KmsProofSigner {
             Some(store) => store.key_ring().await.map_err(unavailable)?.ring,
             None => KeyRing::default(),
         };
-        let mut keys: Vec<PublishedKey> = ring
-            .published()
-            .map(|k| PublishedKey {
-                key: VerificationKey {
-                    key_id: k.kid.clone(),
-                    public_key_pem: k.pem.clone(),
-                },
-                status: k.status,
-            })
-            .collect();
+        // V-5: the ring names keys; KMS says what they are.
+        let home = signing.as_ref().and_then(|k| {
+            let arns = read(&self.inner.arns);
+            arns.get(&k.kid)
+                .and_then(|a| deployment_of(a))
+                .map(str::to_owned)
+        });
+        let mut keys = Vec::new();
+        for k in ring.published() {
+            if let Some(info) = self.vouched(k, home.as_deref()).await? {
+                keys.push(PublishedKey {
+                    key: VerificationKey {
+                        key_id: info.kid,
+                        public_key_pem: info.pem,
+                    },
+                    status: k.status,
+                });
+            }
+        }
         if let Some(k) = signing
             && !keys.iter().any(|p| p.key.key_id == k.kid)
         {
@@ -398,5 +475,16 @@ mod tests {
     fn garbage_der_is_refused() {
         assert!(public_key_info(b"not a key").is_err());
         assert!(public_key_info(&[]).is_err());
+    }
+
+    /// V-5: a ring ARN is held to the signing key's account and region.
+    #[test]
+    fn v5_deployment_of_a_key_arn() {
+        assert_eq!(
+            deployment_of("arn:aws:kms:us-east-1:123456789012:key/1234-abcd"),
+            Some("arn:aws:kms:us-east-1:123456789012")
+        );
+        assert_eq!(deployment_of("alias/countersign-actions"), None);
+        assert_eq!(deployment_of("1234-abcd"), None);
     }
 }

@@ -6,7 +6,7 @@
 use crate::bootstrap::{BootstrapError, KeyUsers, create_signing_key};
 use crate::dynamo::DynamoStore;
 use crate::kms::{KeyCheckError, KmsKey, read_key};
-use countersign_domain::keyring::{KeyRing, NewKey, RingError};
+use countersign_domain::keyring::{KeyRing, KeyStatus, NewKey, RingError};
 use countersign_domain::ports::StoreError;
 use countersign_domain::time::Timestamp;
 
@@ -38,6 +38,17 @@ pub enum RotationError {
     /// The configured signing key is not an alias: nothing can be moved.
     #[error("COUNTERSIGN_SIGNING_KEY must be an alias (alias/…) to rotate; it is {0}")]
     NotAnAlias(String),
+    /// The key left the JWKS but KMS could not disable it (V-5): it could still sign.
+    #[error(
+        "key {kid} is retired from the JWKS, but KMS could not disable it; run `keys retire --kid {kid}` again"
+    )]
+    Disable {
+        /// The retired key.
+        kid: String,
+        /// Why.
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Others kept changing the ring.
     #[error("the key ring kept changing; run the command again")]
     Busy,
@@ -83,9 +94,6 @@ fn new_key(k: KmsKey) -> NewKey {
     NewKey {
         kid: k.public.kid,
         arn: k.arn,
-        n: k.public.n,
-        e: k.public.e,
-        pem: k.public.pem,
     }
 }
 
@@ -205,7 +213,35 @@ impl<'a> Rotation<'a> {
             }
             .into());
         }
-        self.change(|ring| ring.retire(kid, now)).await?;
+        let ring = self.store.key_ring().await?.ring;
+        // Retired already (a retire whose disabling failed, run again): disable only.
+        if !ring
+            .get(kid)
+            .is_some_and(|k| k.status == KeyStatus::Retired)
+        {
+            self.change(|ring| ring.retire(kid, now)).await?;
+        }
+        let arn = self
+            .store
+            .key_ring()
+            .await?
+            .ring
+            .get(kid)
+            .map(|k| k.arn.clone())
+            .unwrap_or_default();
+        // V-5: a retired key can no longer sign. Disabled, never deleted (a deletion cannot
+        // be undone, and an operator may need the key to check an old proof).
+        // By key id (the ARN's last part): KMS takes either, the emulator only the id.
+        let id = arn.rsplit_once(":key/").map_or(arn.as_str(), |(_, id)| id);
+        self.kms
+            .disable_key()
+            .key_id(id)
+            .send()
+            .await
+            .map_err(|e| RotationError::Disable {
+                kid: kid.to_owned(),
+                cause: Box::new(e),
+            })?;
         Ok(())
     }
 

@@ -226,10 +226,6 @@ impl TurnPreparer {
             // or secret that made it unsafe to show).
             let mut rules: Vec<String> = v.iter().map(|v| v.rule().to_owned()).collect();
             rules.dedup();
-            tracing::warn!(
-                ?rules,
-                "a prepare_action answer breaks the contract; nothing presented"
-            );
             contract_error(&rules)
         })
     }
@@ -352,7 +348,13 @@ fn blocked() -> ToolError {
 
 /// The contract rules an answer broke, by name: `problems` never carries the provider's
 /// values.
+/// Every preparation refused for breaking the contract (a malformed answer, a broken rule,
+/// a reused `actionId`) gets this one answer and this one log line (issue 25).
 fn contract_error(problems: &[String]) -> ToolError {
+    tracing::warn!(
+        rules = ?problems,
+        "a prepare_action answer breaks the contract; nothing presented"
+    );
     ToolError::new(code::PROVIDER_CONTRACT_VIOLATION, "The company's system answered outside the actions contract; nothing was presented to the person.")
         .details(json!({"rulesBroken": problems}))
         .retryable(false)

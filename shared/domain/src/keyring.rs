@@ -58,7 +58,9 @@ impl KeyStatus {
     }
 }
 
-/// One signing key: its KMS identity and its public half.
+/// One signing key: its KMS identity and its state. No key material: what the JWKS
+/// publishes for it is what KMS returns for its ARN (V-5), so writing the ring cannot
+/// publish a key KMS does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RingKey {
@@ -67,12 +69,6 @@ pub struct RingKey {
     /// The KMS key ARN proofs are signed with (never an alias: an alias can move between
     /// reading the public key and signing).
     pub arn: String,
-    /// JWK `n` (base64url).
-    pub n: String,
-    /// JWK `e` (base64url).
-    pub e: String,
-    /// SPKI PEM, for providers that install keys by hand.
-    pub pem: String,
     /// Its state.
     pub status: KeyStatus,
     /// When it was announced (unix seconds).
@@ -107,19 +103,14 @@ impl Default for KeyRing {
     }
 }
 
-/// The public half of a key, as [`KeyRing::announce`] takes it.
+/// A key as [`KeyRing::announce`] takes it: the thumbprint of the public key KMS returned
+/// for the ARN.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewKey {
     /// Thumbprint.
     pub kid: String,
     /// KMS ARN.
     pub arn: String,
-    /// JWK `n`.
-    pub n: String,
-    /// JWK `e`.
-    pub e: String,
-    /// SPKI PEM.
-    pub pem: String,
 }
 
 /// Why a key ring change is refused. Nothing is changed.
@@ -293,9 +284,6 @@ fn ring_key(key: NewKey, at: i64) -> RingKey {
     RingKey {
         kid: key.kid,
         arn: key.arn,
-        n: key.n,
-        e: key.e,
-        pem: key.pem,
         status: KeyStatus::Announced,
         announced_at: at,
         activated_at: None,
@@ -313,9 +301,6 @@ mod tests {
         NewKey {
             kid: format!("kid{i}"),
             arn: format!("arn:aws:kms:eu-west-1:1:key/{i}"),
-            n: "n".into(),
-            e: "AQAB".into(),
-            pem: "pem".into(),
         }
     }
 
@@ -440,5 +425,11 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains("\"status\":\"announced\""));
         assert_eq!(serde_json::from_str::<KeyRing>(&text).unwrap(), r);
+        // V-5: the item holds no key material; items written before carried some, which
+        // is read past and never used.
+        assert!(!text.contains("pem") && !text.contains("\"n\""), "{text}");
+        let old = r#"{"cacheSeconds":300,"keys":[{"kid":"k1","arn":"arn:aws:kms:eu-west-1:1:key/1","n":"x","e":"AQAB","pem":"-----BEGIN","status":"active","announcedAt":1}]}"#;
+        let old: KeyRing = serde_json::from_str(old).unwrap();
+        assert_eq!(old.keys[0].arn, "arn:aws:kms:eu-west-1:1:key/1");
     }
 }

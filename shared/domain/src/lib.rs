@@ -40,6 +40,7 @@ pub mod text;
 pub mod texts;
 pub mod time;
 pub mod tool_result;
+pub mod vetting;
 
 #[cfg(test)]
 mod test_support;

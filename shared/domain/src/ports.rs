@@ -314,6 +314,38 @@ pub trait RateLimiter: Send + Sync {
     ) -> Result<Admission, StoreError>;
 }
 
+/// Whether a tenant's one-at-a-time job may start now (V-7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Yes: the lease is held until released, or until it expires.
+    Held,
+    /// Another job of that kind is in flight for the tenant; its lease ends at the latest
+    /// in this many seconds.
+    Busy {
+        /// Seconds until the lease expires.
+        retry_after_secs: u64,
+    },
+}
+
+/// V-7: per-tenant leases, so that one tenant has at most one job of a kind in flight (a
+/// certification run, an audit verification, a checkpoint) whatever it sends. A lease
+/// expires on its own, so a holder that crashed frees it.
+#[async_trait]
+pub trait Leases: Send + Sync {
+    /// Takes `tenant`'s lease `kind` for `owner` until `until`, unless another owner holds
+    /// it unexpired at `now`.
+    async fn acquire(
+        &self,
+        tenant: &TenantId,
+        kind: &str,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<Lease, StoreError>;
+    /// Gives the lease back, if `owner` still holds it.
+    async fn release(&self, tenant: &TenantId, kind: &str, owner: &str) -> Result<(), StoreError>;
+}
+
 /// A registered tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tenant {

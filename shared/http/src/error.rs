@@ -65,6 +65,13 @@ impl ApiError {
         e
     }
 
+    /// Adds `Retry-After: seconds` (a 409 for a job already in flight, V-7).
+    #[must_use]
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds.max(1));
+        self
+    }
+
     /// The `Retry-After` seconds, when the answer carries one.
     pub fn retry_after(&self) -> Option<u64> {
         self.retry_after

@@ -33,9 +33,24 @@ pub enum JwksError {
     /// The request failed or timed out.
     #[error("the JWKS could not be fetched: {0}")]
     Fetch(String),
-    /// The answer was not `200` with a JWK Set.
+    /// The answer was not `200` with a JWK Set (a redirect is not followed).
     #[error("the JWKS answer is not a JWK Set: {0}")]
     Document(String),
+    /// The URL is not `https` (plain `http` only on a loopback host, for development).
+    #[error("the JWKS URL must be https (http only on localhost, 127.0.0.1 or [::1]): {0}")]
+    Insecure(String),
+}
+
+/// Whether keys may be fetched from `url`: `https`, or `http` on a loopback host.
+fn secure(url: &str) -> bool {
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match u.scheme() {
+        "https" => true,
+        "http" => matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")),
+        _ => false,
+    }
 }
 
 #[derive(Default)]
@@ -44,6 +59,9 @@ struct Cache {
     fetched_at: Option<Instant>,
     ttl: Duration,
     last_attempt: Option<Instant>,
+    /// The last fetch failed: a stale set no longer bypasses the floor (a platform that
+    /// is down is not asked on every proof).
+    last_failed: bool,
 }
 
 /// A JWKS URL and what was last read from it. Share one per process (it is cheap to
@@ -79,11 +97,15 @@ fn write(lock: &RwLock<Cache>) -> std::sync::RwLockWriteGuard<'_, Cache> {
 
 impl Jwks {
     /// The platform's JWKS, e.g. `https://support.example.com/.well-known/jwks.json`.
+    /// It must be `https` (`http` is accepted on a loopback host, for development only):
+    /// any other URL is never fetched, and proofs under keys not installed by hand are
+    /// refused as "keys unavailable". Redirects are not followed.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             http: reqwest::Client::builder()
                 .timeout(FETCH_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap_or_default(),
             max_age: DEFAULT_MAX_AGE,
@@ -130,7 +152,7 @@ impl Jwks {
         }
         let (stale, may_refetch) = {
             let c = read(&self.cache);
-            let stale = c.fetched_at.is_none_or(|t| t.elapsed() >= c.ttl);
+            let stale = c.fetched_at.is_none_or(|t| t.elapsed() >= c.ttl) && !c.last_failed;
             let may = c
                 .last_attempt
                 .is_none_or(|t| t.elapsed() >= self.min_refresh);
@@ -144,14 +166,23 @@ impl Jwks {
                     c.keys = Arc::new(keys);
                     c.fetched_at = Some(Instant::now());
                     c.ttl = ttl;
+                    c.last_failed = false;
                 }
                 Err(e) => {
+                    write(&self.cache).last_failed = true;
                     tracing::warn!(url = %self.url, error = %e, "JWKS fetch failed; keeping the keys already known");
                     return self.cached(kid).ok_or(ProofRejection::KeysUnavailable);
                 }
             }
         }
-        self.cached(kid).ok_or(ProofRejection::UnknownKey)
+        // While the platform's last answer was a failure, an unknown kid may be a key it
+        // could not tell us about: "unavailable", not "unknown".
+        let failed = read(&self.cache).last_failed;
+        self.cached(kid).ok_or(if failed {
+            ProofRejection::KeysUnavailable
+        } else {
+            ProofRejection::UnknownKey
+        })
     }
 
     /// `kid` from a set younger than its time to live.
@@ -162,6 +193,9 @@ impl Jwks {
     }
 
     async fn fetch(&self) -> Result<(HashMap<String, DecodingKey>, Duration), JwksError> {
+        if !secure(&self.url) {
+            return Err(JwksError::Insecure(self.url.clone()));
+        }
         let answer = self
             .http
             .get(&self.url)

@@ -230,3 +230,64 @@ async fn installed_keys_and_the_jwks_work_together() {
         .unwrap();
     assert_eq!(p.fetches.load(Ordering::SeqCst), 1);
 }
+
+/// Issue 25: a platform that is down is asked at most once per floor, stale set or not
+/// (before, a stale set made every proof fetch again).
+#[tokio::test]
+async fn the_floor_holds_after_failed_fetches() {
+    let p = platform(&[OLD_PUB]).await;
+    p.down.store(true, Ordering::SeqCst);
+    let v = Verifier::new(ISS, AUD).with_jwks(Arc::new(
+        Jwks::new(&p.url).with_min_refresh(Duration::from_secs(60)),
+    ));
+    for i in 0..10 {
+        let token = proof(OLD_KEY, &kid(OLD_PUB), &format!("j{i}"));
+        assert_eq!(
+            v.verify_fetching(&token, &expected(), now()).await,
+            Err(ProofRejection::KeysUnavailable)
+        );
+    }
+    assert_eq!(p.fetches.load(Ordering::SeqCst), 1);
+}
+
+/// Issue 25: keys come only from an https URL (http on loopback for development), and a
+/// redirect is not followed, so the set cannot be swapped on the way.
+#[tokio::test]
+async fn jwks_urls_are_https_and_redirects_are_not_followed() {
+    let old = kid(OLD_PUB);
+    // Plain http to a real host: never fetched (no network needed to refuse it).
+    let plain = Verifier::new(ISS, AUD).with_jwks(Arc::new(Jwks::new(
+        "http://support.example.com/.well-known/jwks.json",
+    )));
+    assert_eq!(
+        plain
+            .verify_fetching(&proof(OLD_KEY, &old, "j1"), &expected(), now())
+            .await,
+        Err(ProofRejection::KeysUnavailable)
+    );
+    // A server that redirects to a set holding the key: the redirect is not followed.
+    let p = platform(&[OLD_PUB]).await;
+    let target = p.url.clone();
+    let app = axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(move || {
+            let target = target.clone();
+            async move { axum::response::Redirect::temporary(&target) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let redirected = Verifier::new(ISS, AUD).with_jwks(Arc::new(Jwks::new(&url)));
+    assert_eq!(
+        redirected
+            .verify_fetching(&proof(OLD_KEY, &old, "j2"), &expected(), now())
+            .await,
+        Err(ProofRejection::KeysUnavailable)
+    );
+    assert_eq!(
+        p.fetches.load(Ordering::SeqCst),
+        0,
+        "the target was never asked"
+    );
+}

@@ -26,7 +26,10 @@ mod system;
 
 pub use faults::{Fault, Faults};
 pub use model::QueuedModel;
-pub use provider::{ProviderCall, Reply, ScriptedProvider, action_answer, prepare_answer, tool};
+pub use provider::{
+    ProviderCall, Reply, ScriptedProvider, action_answer, described, prepare_answer, tool,
+    unannotated_tool,
+};
 pub use secrets::MemorySecrets;
 pub use signer::FakeSigner;
 pub use store::MemoryStore;

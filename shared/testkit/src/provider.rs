@@ -72,12 +72,27 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A published tool descriptor: `name`, a description and an open input schema.
+/// A published read-only tool descriptor (a consultation by V-1): `name`, a description,
+/// an open input schema and `readOnlyHint: true`.
 pub fn tool(name: &str) -> ProviderTool {
+    described(name, json!({"readOnlyHint": true}))
+}
+
+/// A published tool with no annotations: by V-1 never a consultation (no claim of reading
+/// is not read-only).
+pub fn unannotated_tool(name: &str) -> ProviderTool {
+    let mut t = described(name, Value::Null);
+    t.descriptor.remove("annotations");
+    t
+}
+
+/// A published tool with the given `annotations` object.
+pub fn described(name: &str, annotations: Value) -> ProviderTool {
     let descriptor = json!({
         "name": name,
         "description": format!("{name} (test tool)"),
         "inputSchema": {"type": "object"},
+        "annotations": annotations,
     });
     ProviderTool {
         name: ToolName::parse(name).unwrap_or_else(|_| unreachable!("test tool names are valid")),
@@ -111,6 +126,13 @@ pub fn action_answer(action_id: &str, status: &str, message: Option<&str>) -> Va
 }
 
 impl ScriptedProvider {
+    /// A provider publishing read-only tools (consultations by V-1) with these names.
+    pub fn with_read_only(names: &[&str]) -> Self {
+        let provider = Self::default();
+        provider.publish(names.iter().map(|n| tool(n)).collect());
+        provider
+    }
+
     /// Sets the tools `tools/list` returns.
     pub fn publish(&self, tools: Vec<ProviderTool>) {
         *lock(&self.tools) = tools;

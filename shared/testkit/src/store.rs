@@ -12,9 +12,9 @@ use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
 use countersign_domain::ports::{
     Admission, AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
-    CreateProposalOutcome, NewMessage, PanelSession, RateLimiter, SessionStore, SettleByAdmin,
-    StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome, UnsettledAction,
-    WidgetKey,
+    CreateProposalOutcome, Lease, Leases, NewMessage, PanelSession, RateLimiter, SessionStore,
+    SettleByAdmin, StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
+    UnsettledAction, WidgetKey,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
@@ -56,6 +56,8 @@ struct State {
     used_action_ids: HashSet<(TenantId, ActionId)>,
     /// Units spent per (tenant, bucket, window start).
     budgets: HashMap<(TenantId, String, i64), u32>,
+    /// V-7: the lease holder and its expiry per (tenant, kind).
+    leases: HashMap<(TenantId, String), (String, i64)>,
 }
 
 impl State {
@@ -560,6 +562,56 @@ impl ConversationStore for MemoryStore {
                     }
                 }
                 Ok(cancelled)
+            },
+        )
+    }
+}
+
+/// The adapter's leases: free, or expired, or held by another until its expiry.
+#[async_trait]
+impl Leases for MemoryStore {
+    async fn acquire(
+        &self,
+        tenant: &TenantId,
+        kind: &str,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<Lease, StoreError> {
+        yield_now().await;
+        self.run(
+            "acquire",
+            || Lease::Busy {
+                retry_after_secs: 1,
+            },
+            |s| {
+                let slot = s.leases.entry((tenant.clone(), kind.to_owned()));
+                let now = now.unix_seconds();
+                if let std::collections::hash_map::Entry::Occupied(held) = &slot
+                    && held.get().1 > now
+                {
+                    let left = u64::try_from(held.get().1 - now).unwrap_or(1).max(1);
+                    return Ok(Lease::Busy {
+                        retry_after_secs: left,
+                    });
+                }
+                slot.insert_entry((owner.to_owned(), until.unix_seconds()));
+                Ok(Lease::Held)
+            },
+        )
+    }
+
+    async fn release(&self, tenant: &TenantId, kind: &str, owner: &str) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "release",
+            || (),
+            |s| {
+                let k = (tenant.clone(), kind.to_owned());
+                if s.leases.get(&k).is_some_and(|(o, _)| o == owner) {
+                    s.leases.remove(&k);
+                }
+                Ok(())
             },
         )
     }

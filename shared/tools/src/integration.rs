@@ -186,7 +186,11 @@ impl IntegrationService {
             })
             .collect();
         Ok(Catalog {
-            allowed: crate::proxy::allowed_tools(published, &connected.config.config.allowed_tools),
+            allowed: crate::proxy::allowed_tools(
+                published,
+                &connected.config.config.allowed_tools,
+                operations,
+            ),
             schemas,
         })
     }

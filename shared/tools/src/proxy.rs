@@ -10,25 +10,33 @@
 
 use crate::envelope::{Meta, seal};
 use crate::errors::{ToolError, code, from_provider};
-use countersign_domain::config::{BUILT_IN_TOOLS, RESERVED_TOOLS};
-use countersign_domain::ids::ToolName;
+use countersign_domain::ids::{OperationName, ToolName};
 use countersign_domain::ports::{Provider, ProviderContext, ProviderTool};
+use countersign_domain::vetting;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 
-/// The provider's tools the model may call: those in the tenant's allowlist, never a
-/// reserved name nor a built-in's name, in the provider's order.
-pub fn allowed_tools(published: Vec<ProviderTool>, allowlist: &[ToolName]) -> Vec<ProviderTool> {
+/// The provider's tools the model and MCP clients may call: those in the tenant's
+/// allowlist that are consultations by V-1 as the provider publishes them now (declared
+/// read-only, not destructive, not an operation, never a reserved or built-in name, A-3),
+/// in the provider's order. An allowlisted tool refused here is withheld and logged by
+/// name: the rule holds for configurations saved before it and for descriptors that
+/// changed since the save.
+pub fn allowed_tools(
+    published: Vec<ProviderTool>,
+    allowlist: &[ToolName],
+    operations: &[OperationName],
+) -> Vec<ProviderTool> {
     published
         .into_iter()
         .filter(|t| allowlist.contains(&t.name))
-        .filter(|t| {
-            let n = t.name.as_str();
-            !RESERVED_TOOLS
-                .iter()
-                .chain(BUILT_IN_TOOLS.iter())
-                .any(|r| r.eq_ignore_ascii_case(n))
+        .filter(|t| match vetting::refusal(t, operations) {
+            None => true,
+            Some(why) => {
+                tracing::warn!(tool = %t.name, reason = %why, "V-1: allowlisted tool withheld: not a consultation");
+                false
+            }
         })
         .collect()
 }
@@ -213,7 +221,10 @@ mod tests {
     fn tool(name: &str, schema: Option<Value>) -> ProviderTool {
         ProviderTool {
             name: ToolName::parse(name).unwrap(),
-            descriptor: json!({"name": name}).as_object().unwrap().clone(),
+            descriptor: json!({"name": name, "annotations": {"readOnlyHint": true}})
+                .as_object()
+                .unwrap()
+                .clone(),
             output_schema: schema,
         }
     }
@@ -253,7 +264,41 @@ mod tests {
         let allow: Vec<ToolName> = ["get_user_uploads", "execute_action", "describe_tool"]
             .map(|n| ToolName::parse(n).unwrap())
             .to_vec();
-        let names: Vec<String> = allowed_tools(published, &allow)
+        let names: Vec<String> = allowed_tools(published, &allow, &[])
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names, vec!["get_user_uploads"]);
+    }
+
+    /// V-1 at run time: an allowlisted tool that is not declared read-only, is declared
+    /// destructive, or is a configured operation is never offered nor proxied, whatever the
+    /// saved allowlist says.
+    #[test]
+    fn v1_allowlisted_writes_are_withheld_at_run_time() {
+        let mut unannotated = tool("get_user_cars", None);
+        unannotated.descriptor.remove("annotations");
+        let mut destructive = tool("delete_upload", None);
+        destructive.descriptor.insert(
+            "annotations".into(),
+            json!({"readOnlyHint": true, "destructiveHint": true}),
+        );
+        let published = vec![
+            tool("get_user_uploads", None),
+            unannotated,
+            destructive,
+            tool("reassign_session_car", None),
+        ];
+        let allow: Vec<ToolName> = [
+            "get_user_uploads",
+            "get_user_cars",
+            "delete_upload",
+            "reassign_session_car",
+        ]
+        .map(|n| ToolName::parse(n).unwrap())
+        .to_vec();
+        let ops = [OperationName::parse("reassign_session_car").unwrap()];
+        let names: Vec<String> = allowed_tools(published, &allow, &ops)
             .iter()
             .map(|t| t.name.to_string())
             .collect();

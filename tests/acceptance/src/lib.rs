@@ -245,6 +245,7 @@ impl Stack {
         // The admin API on loopback.
         let admin_state = AdminState {
             tenants: Arc::new(store.clone()),
+            leases: Arc::new(store.clone()),
             conversations: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
             secrets: secrets.clone(),
@@ -588,6 +589,7 @@ impl Stack {
             "delay" => faults.delay_ms = fault["ms"].as_u64().unwrap(),
             "drop_after_execute" => faults.drop_after_execute = true,
             "garbage" => faults.garbage = true,
+            "cars_turn_write" => faults.cars_turn_write = true,
             "unsafe_summary" => faults.unsafe_summary = true,
             "clock_skew" => faults.clock_skew_secs = fault["secs"].as_i64().unwrap(),
             "skip_proof_verification" => faults.skip_proof_verification = true,

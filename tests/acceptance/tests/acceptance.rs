@@ -125,6 +125,21 @@ async fn t01(model: ModelWire) {
     s.finish();
 }
 
+/// V-1: a consultation that turns into a write after it was approved (saved read-only,
+/// then the provider's descriptor declares it destructive) is withheld at run time: never
+/// offered to the model, never proxied.
+#[tokio::test]
+async fn v1_a_tool_that_turns_into_a_write_after_approval_is_withheld() {
+    let s = Stack::start().await;
+    s.fault(json!({"fault": "cars_turn_write"}));
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let text = texts(&s.say(&t, &case, "my cars", None).await);
+    assert!(!text.contains("Cayman"), "{text}");
+    assert_ne!(s.demo.stats()["lastCall"]["tool"], "get_user_cars");
+    s.finish();
+}
+
 #[tokio::test]
 async fn t02_delegated_identity_reaches_the_provider() {
     let s = Stack::start().await;
@@ -381,11 +396,14 @@ async fn t04_invalid_credentials_unknown_tenant_wrong_admin_key_wrong_widget_jwt
         .unwrap();
     assert_eq!(res.status(), 413);
     assert_eq!(s.history(&t, &case).await.len(), before);
-    // An invalid service token configured: the provider refuses; no data is shown.
-    let (st, _) = s.put_mcp(s.mcp_config("svc_wrong_token", false)).await;
-    assert_eq!(st, 200);
-    let text = texts(&s.say(&t, &case, "my cars", None).await);
-    assert!(!text.contains("Cayman"), "{text}");
+    // An invalid service token: the provider refuses it at save (V-1 reads its tools/list
+    // with the new token), so the save is refused with the reason and nothing changes.
+    let (st, body) = s.put_mcp(s.mcp_config("svc_wrong_token", false)).await;
+    assert_eq!(st, 422, "{body}");
+    assert_eq!(body["error"]["code"], "PROVIDER_UNREACHABLE");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("check the service token"), "{message}");
+    assert!(!message.contains("svc_wrong_token"), "{message}");
     s.finish();
 }
 

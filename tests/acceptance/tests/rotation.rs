@@ -175,8 +175,16 @@ async fn k1_k2_proofs_signed_before_during_and_after_a_rotation_all_verify_at_a_
         Err(RotationError::Ring(RingError::TooEarly { .. }))
     ));
     let later = now().plus_seconds(hold);
+    let old_arn = ring.get(&old).unwrap().arn.clone();
     rotation.retire(&old, later).await.unwrap();
     assert_eq!(jwks(&s).await.0, std::slice::from_ref(&new));
+    // V-5: the retired key can no longer sign: disabled in KMS (not deleted). Real KMS
+    // refuses Sign on a disabled key (DisabledException); the emulator signs anyway, so
+    // the state KMS enforces is what is checked here.
+    let described = kms.describe_key().key_id(&old_arn).send().await.unwrap();
+    let meta = described.key_metadata.unwrap();
+    assert!(!meta.enabled, "a retired key is disabled");
+    assert_eq!(meta.key_state, Some(aws_sdk_kms::types::KeyState::Disabled));
     assert_eq!(admin_keys(&s).await, [(new.clone(), "active".to_owned())]);
     // After: the new key alone.
     confirm_once(&s, &t, &case).await;

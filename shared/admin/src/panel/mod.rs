@@ -20,7 +20,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use countersign_domain::certification::{Certification, CertifiedSubject};
 use countersign_domain::ids::{AuditId, OperationName, ToolName, UserId};
-use countersign_domain::ports::{ProviderContext, StoredMcpConfig, Tenant};
+use countersign_domain::ports::{StoredMcpConfig, Tenant};
+use countersign_domain::vetting;
 use maud::Markup;
 use serde_json::{Map, Value, json};
 use session::{Session, SignInError};
@@ -192,6 +193,12 @@ fn query(uri: &Uri) -> HashMap<String, String> {
 fn errors_of(e: &AdminError) -> Errors {
     match e {
         AdminError::Invalid { errors, .. } => errors.iter().cloned().collect(),
+        // V-1: every refused tool, by the tools field.
+        AdminError::NotConsultations(errors) => {
+            let all: Vec<&str> = errors.iter().map(|(_, m)| m.as_str()).collect();
+            [("allowedTools".to_owned(), all.join(" "))].into()
+        }
+        AdminError::ProviderUnreachable(_) => [("serverUrl".to_owned(), e.to_string())].into(),
         AdminError::SigningUnavailable | AdminError::CertificationRequired => {
             [("actionPolicy.enabled".to_owned(), e.to_string())].into()
         }
@@ -304,14 +311,14 @@ async fn live_tools(
         .await
         .map_err(|e| e.to_string())?
         .ok_or("no service token is saved")?;
-    let ctx = ProviderContext {
-        tenant: tenant.id.clone(),
-        user: UserId::parse("countersign-admin-panel").map_err(|e| e.to_string())?,
-        conversation: state.ids.case_id(),
-        server_url: stored.config.server_url.clone(),
-        service_token: token,
-        config_version: stored.version,
-    };
+    let ctx = mcp::admin_context(
+        state,
+        tenant,
+        &stored.config.server_url,
+        token,
+        stored.version,
+    )
+    .map_err(|e| e.to_string())?;
     let tools = state
         .provider
         .list_tools(&ctx)
@@ -322,14 +329,9 @@ async fn live_tools(
         .iter()
         .map(|t| {
             let name = t.name.as_str();
-            // H-2: the same classification as the certification run's.
-            let blocked = if certify::is_action_tool(name, config) {
-                Some("an operation or action tool: confirmed writes only".to_owned())
-            } else if certify::annotated_write(t) {
-                Some("annotated as a write: cannot be a consultation".to_owned())
-            } else {
-                None
-            };
+            // V-1: the rule the save and the run time apply.
+            let blocked = vetting::refusal(t, &config.action_policy.operations)
+                .map(|why| format!("{why}: cannot be a consultation"));
             ToolChoice {
                 name: name.to_owned(),
                 description: t
@@ -438,19 +440,11 @@ async fn mcp_save(
         operations: operations.join(", "),
         enabled: form.get("enabled") == Some("true"),
     };
-    // The token field is write-only: left empty, the saved token is kept.
-    let mut token = form.get("serviceToken").unwrap_or("").to_owned();
-    if token.is_empty() {
-        let kept = match mcp::current(&state, &session.tenant).await {
-            Ok(stored) => mcp::token_of(&state, &session.tenant, stored.as_ref()).await,
-            Err(e) => Err(e),
-        };
-        match kept {
-            Ok(Some(t)) => token = t.expose().to_owned(),
-            Ok(None) => {}
+    let (token, withheld) =
+        match token_to_send(&state, &session, &values, form.get("serviceToken")).await {
+            Ok(sent) => sent,
             Err(e) => return unavailable(&e),
-        }
-    }
+        };
     let mut body = json!({
         "serverUrl": values.server_url,
         "serviceToken": token,
@@ -465,21 +459,48 @@ async fn mcp_save(
         Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
             let status = match e {
-                AdminError::Invalid { .. } => StatusCode::BAD_REQUEST,
+                AdminError::Invalid { .. } | AdminError::NotConsultations(_) => {
+                    StatusCode::BAD_REQUEST
+                }
+                AdminError::ProviderUnreachable(_) => StatusCode::UNPROCESSABLE_ENTITY,
                 _ => StatusCode::CONFLICT,
             };
-            render_mcp(
-                &state,
-                &session,
-                Some(values),
-                errors_of(&e),
-                false,
-                None,
-                status,
-            )
-            .await
+            let mut errors = errors_of(&e);
+            if let Some(m) = errors.get_mut("serviceToken").filter(|_| withheld) {
+                NEW_SERVER_NEEDS_TOKEN.clone_into(m);
+            }
+            render_mcp(&state, &session, Some(values), errors, false, None, status).await
         }
     }
+}
+
+/// Shown when the server URL changes and the token field is empty.
+const NEW_SERVER_NEEDS_TOKEN: &str = "A new server URL needs its service token again: the saved token is never sent to another server.";
+
+/// The token a save sends, and whether the saved one was withheld: the field's token, or,
+/// when the field is left empty (it is write-only), the saved one — but only to the server
+/// it was saved for. A new URL sends no token, so the API refuses the save as it refuses
+/// any body without one (C-3), with every other error of the form.
+async fn token_to_send(
+    state: &AdminState,
+    session: &Session,
+    values: &McpForm,
+    field: Option<&str>,
+) -> Result<(String, bool), AdminError> {
+    if let Some(t) = field.filter(|t| !t.is_empty()) {
+        return Ok((t.to_owned(), false));
+    }
+    let Some(stored) = mcp::current(state, &session.tenant).await? else {
+        return Ok((String::new(), false));
+    };
+    if stored.config.server_url.as_str() != values.server_url {
+        return Ok((String::new(), true));
+    }
+    let kept = mcp::token_of(state, &session.tenant, Some(&stored)).await?;
+    Ok((
+        kept.map(|t| t.expose().to_owned()).unwrap_or_default(),
+        false,
+    ))
 }
 
 async fn mcp_remove(

@@ -11,6 +11,7 @@ use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::ports::SecretStore;
+use countersign_testkit::ScriptedProvider;
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -20,6 +21,23 @@ pub(crate) struct Env {
     pub(crate) store: DynamoStore,
     pub(crate) secrets: Arc<SecretsManagerStore>,
     pub(crate) signer: Arc<KmsProofSigner>,
+    /// The tenant's server as every save reads it (V-1): the consultations of
+    /// [`config`], a destructive tool and one with no annotations.
+    pub(crate) provider: Arc<ScriptedProvider>,
+}
+
+/// The tools the test provider publishes (V-1: only the first three are consultations).
+pub(crate) fn published_tools() -> Vec<countersign_domain::ports::ProviderTool> {
+    vec![
+        countersign_testkit::tool("get_user_uploads"),
+        countersign_testkit::tool("get_user_sessions"),
+        countersign_testkit::tool("get_user_cars"),
+        countersign_testkit::described(
+            "delete_upload",
+            json!({"readOnlyHint": false, "destructiveHint": true}),
+        ),
+        countersign_testkit::unannotated_tool("get_user_notes"),
+    ]
 }
 
 pub(crate) async fn env(signing_key: bool) -> Env {
@@ -46,12 +64,18 @@ pub(crate) async fn env(signing_key: bool) -> Env {
             KmsProofSigner::client(&sdk, None),
             settings.signing_key.clone(),
         )),
+        provider: {
+            let provider = Arc::new(ScriptedProvider::default());
+            provider.publish(published_tools());
+            provider
+        },
     }
 }
 
 pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
     let state = AdminState {
         tenants: Arc::new(env.store.clone()),
+        leases: Arc::new(env.store.clone()),
         conversations: Arc::new(env.store.clone()),
         sessions: Arc::new(env.store.clone()),
         secrets,
@@ -59,7 +83,7 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(PublicDns),
-        provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
+        provider: env.provider.clone(),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
     };

@@ -13,6 +13,7 @@
 //! | tenant MCP configuration | `TENANT#<tenant>` | `MCP` |
 //! | proposal registration (C-8) | `TENANT#<tenant>` | `PENDING#<actionId>` |
 //! | tenant registry entry | `TENANTS` | `<tenant>` |
+//! | tenant lease (V-7: one certification, verification, checkpoint at a time) | `LEASE#<tenant>#<kind>` | `LEASE` |
 //!
 //! A proposal's registration is written with it, in the tenant's partition, so that a
 //! configuration change finds every proposal prepared under the old settings with one

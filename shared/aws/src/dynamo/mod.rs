@@ -9,6 +9,7 @@ mod chain;
 mod confirm;
 mod items;
 mod keyring;
+mod leases;
 mod limits;
 mod tenants;
 

@@ -249,3 +249,66 @@ async fn bootstrap_creates_the_key_with_the_signer_only_policy() {
     let stored: serde_json::Value = serde_json::from_str(stored.policy().unwrap()).unwrap();
     assert_eq!(stored, signing_key_policy(&users).unwrap());
 }
+
+/// V-5: the JWKS is what KMS returns for the keys the ring names. Whoever can write the ring
+/// item cannot publish a key through it: an entry naming another account's key, a
+/// symmetric key, a key by id instead of ARN, or a real signing key under a `kid` that is
+/// not its thumbprint (an item carrying another key's material) is left out.
+#[tokio::test]
+async fn v5_writing_the_ring_cannot_publish_a_key_kms_does_not_vouch_for() {
+    use aws_sdk_kms::types::{KeySpec, KeyUsageType};
+    use countersign_domain::keyring::{KeyStatus, RingKey};
+    let env = env().await;
+    let store = env.store();
+    let client = KmsProofSigner::client(&env.sdk, None);
+    let signer = KmsProofSigner::new(client.clone(), env.settings.signing_key.clone())
+        .with_ring(store.clone());
+    let before = signer.published_keys().await.unwrap();
+    assert_eq!(before.keys.len(), 1);
+    let signing_kid = before.keys[0].key.key_id.clone();
+
+    let create = |spec: KeySpec, usage: KeyUsageType| {
+        let client = client.clone();
+        async move {
+            let out = client
+                .create_key()
+                .key_spec(spec)
+                .key_usage(usage)
+                .send()
+                .await
+                .unwrap();
+            out.key_metadata.unwrap().arn.unwrap()
+        }
+    };
+    let other_rsa = create(KeySpec::Rsa2048, KeyUsageType::SignVerify).await;
+    let symmetric = create(KeySpec::SymmetricDefault, KeyUsageType::EncryptDecrypt).await;
+    let (home, id) = other_rsa.rsplit_once(":key/").unwrap();
+    let foreign = format!("{}:999999999999:key/{id}", home.rsplit_once(':').unwrap().0);
+    let attacker_kid = rsa_jwk_thumbprint("attacker-n", "AQAB");
+    let stored = store.key_ring().await.unwrap();
+    let mut ring = stored.ring.clone();
+    for (kid, arn) in [
+        (attacker_kid.clone(), foreign),
+        (attacker_kid.clone(), symmetric),
+        (attacker_kid.clone(), id.to_owned()),
+        (attacker_kid.clone(), other_rsa.clone()),
+    ] {
+        ring.keys.push(RingKey {
+            kid,
+            arn,
+            status: KeyStatus::Active,
+            announced_at: 1,
+            activated_at: Some(1),
+            deactivated_at: None,
+            retired_at: None,
+        });
+    }
+    assert!(store.put_key_ring(&ring, stored.version).await.unwrap());
+    let after = signer.published_keys().await.unwrap();
+    let kids: Vec<&str> = after.keys.iter().map(|k| k.key.key_id.as_str()).collect();
+    assert_eq!(kids, [signing_kid.as_str()], "only the key KMS vouches for");
+    assert_eq!(
+        after.keys[0].key.public_key_pem,
+        before.keys[0].key.public_key_pem
+    );
+}

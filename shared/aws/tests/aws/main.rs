@@ -16,6 +16,7 @@ mod concurrency;
 mod dynamo;
 mod faulty;
 mod kms;
+mod leases;
 mod real_rules;
 mod secrets;
 mod tenants;
