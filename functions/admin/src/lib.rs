@@ -76,6 +76,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Adm
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),
+        checkpoint_signer: Arc::new(settings.checkpoint_signer(sdk)),
         issuer: config.issuer.clone(),
         url_policy,
         resolver: Arc::new(SystemResolver),

@@ -234,6 +234,7 @@ pub fn certification_state(
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),
+        checkpoint_signer: Arc::new(settings.checkpoint_signer(sdk)),
         issuer: config.issuer.clone(),
         url_policy,
         resolver: Arc::new(countersign_admin::resolve::SystemResolver),

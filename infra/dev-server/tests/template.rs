@@ -223,8 +223,12 @@ async fn each_router_serves_exactly_its_declared_routes() {
                     .body(axum::body::Body::from("{}"))
                     .unwrap();
                 let status = router.clone().oneshot(req).await.unwrap().status().as_u16();
-                if routes.contains(&(method, path)) && path == countersign_admin::jwks::JWKS_PATH {
-                    // Public (K-1): no key asked; here no KMS answers, so 503, never 401.
+                let public = [
+                    countersign_admin::jwks::JWKS_PATH,
+                    countersign_admin::jwks::AUDIT_KEYS_PATH,
+                ];
+                if routes.contains(&(method, path)) && public.contains(&path) {
+                    // Public (K-1, V-6): no key asked; here no KMS answers, so 503, never 401.
                     assert!(
                         status == 200 || status == 503,
                         "{binary} {method} {path}: {status}"
@@ -552,4 +556,27 @@ fn m1_the_model_permissions_are_scoped_to_the_configured_model() {
             assert!(conditional_statements(f, "HasModelApiKey").is_empty());
         }
     }
+}
+
+/// V-6: audit checkpoints have their own KMS key, with the action key's policy (only the
+/// messages function signs), and every function is told its alias.
+#[test]
+fn v6_checkpoints_have_their_own_key() {
+    let (t, _) = template();
+    let r = &t["Resources"];
+    assert_eq!(r["CheckpointKey"]["Type"].as_str(), Some("AWS::KMS::Key"));
+    assert_eq!(
+        r["CheckpointKey"]["Properties"]["KeyPolicy"],
+        r["SigningKey"]["Properties"]["KeyPolicy"]
+    );
+    assert_eq!(
+        scalars(&r["CheckpointKeyAlias"]["Properties"]["TargetKeyId"]),
+        ["CheckpointKey"]
+    );
+    assert_eq!(
+        scalars(
+            &t["Globals"]["Function"]["Environment"]["Variables"]["COUNTERSIGN_CHECKPOINT_KEY"]
+        ),
+        ["CheckpointKeyAlias"]
+    );
 }

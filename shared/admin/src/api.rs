@@ -785,9 +785,29 @@ async fn jwks(State(state): State<AdminState>) -> Result<axum::response::Respons
         .into_response())
 }
 
+/// V-6: the audit checkpoint key, published apart from the proofs' JWKS (a provider that
+/// follows the JWKS never sees it), each key and the document marked
+/// `"purpose": "audit-checkpoint"`. Verify checkpoints with it; never accept it for an
+/// action proof.
+#[utoipa::path(get, path = "/.well-known/countersign-audit-keys.json", tag = "keys", security(()),
+    responses((status = 200, description = "A JWK Set marked purpose audit-checkpoint: the key that signs audit checkpoints, never action proofs"),
+        (status = 503, body = ErrorBody)))]
+async fn audit_keys(State(state): State<AdminState>) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let body = crate::jwks::audit_keys(&state).await?.to_string();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
+            (header::CACHE_CONTROL, "public, max-age=300".to_owned()),
+        ],
+        body,
+    )
+        .into_response())
+}
+
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 11] = [
+pub const PATHS: [&str; 12] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -799,11 +819,12 @@ pub const PATHS: [&str; 11] = [
     crate::jwks::JWKS_PATH,
     "/api/admin/tenants/{id}/audit/verification",
     "/api/admin/tenants/{id}/audit/checkpoints",
+    crate::jwks::AUDIT_KEYS_PATH,
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 11] = [
+pub const ROUTES: [(&str, &str); 12] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -815,6 +836,7 @@ pub const ROUTES: [(&str, &str); 11] = [
     ("POST", PATHS[7]),
     ("GET", PATHS[8]),
     ("GET", PATHS[9]),
+    ("GET", PATHS[11]),
 ];
 
 /// The routes of [`certification_router`]: the certification run signs test proofs with
@@ -828,7 +850,7 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 3] =
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks),
+    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
     components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
@@ -881,9 +903,11 @@ pub fn router(state: AdminState) -> Router {
         jwks_path,
         verification,
         _,
+        audit_keys_path,
     ] = PATHS;
     Router::new()
         .route(jwks_path, get(jwks))
+        .route(audit_keys_path, get(audit_keys))
         .route(verification, get(verify_audit))
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(unsettled, get(list_unsettled))

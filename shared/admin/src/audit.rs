@@ -147,7 +147,8 @@ pub struct SignedCheckpoint {
 }
 
 /// Verifies the trail and, when every chain is intact, signs a checkpoint of its heads
-/// with the platform's signing key (the messages function's: decision 0026).
+/// with the platform's checkpoint key (V-6; the messages function's, decision 0026),
+/// published at [`crate::jwks::AUDIT_KEYS_PATH`].
 pub async fn checkpoint(
     state: &crate::AdminState,
     tenant: &countersign_domain::ids::TenantId,
@@ -180,8 +181,9 @@ async fn checkpoint_held(
         chains: v.chains,
         digest: v.digest.clone(),
     };
+    // V-6: the checkpoint key, never the action key.
     let checkpoint = match countersign_domain::audit_chain::sign_checkpoint(
-        state.signer.as_ref(),
+        state.checkpoint_signer.as_ref(),
         &claims,
     )
     .await

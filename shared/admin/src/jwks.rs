@@ -11,6 +11,13 @@ use serde_json::{Value, json};
 /// Where the JWKS is served, on the admin function's host.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 
+/// V-6: where the audit checkpoint key is published, apart from the JWKS.
+pub const AUDIT_KEYS_PATH: &str = "/.well-known/countersign-audit-keys.json";
+
+/// The `purpose` member marking the audit key document and each of its keys: a verifier
+/// of action proofs must refuse such a key (the provider kit does).
+pub const AUDIT_PURPOSE: &str = "audit-checkpoint";
+
 /// One published key as the admin API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -61,4 +68,23 @@ pub fn document(keys: Option<&PublishedKeys>) -> Value {
         })
         .collect();
     json!({ "keys": keys })
+}
+
+/// V-6: the audit checkpoint key as a JWK Set, the document and each key marked
+/// [`AUDIT_PURPOSE`]; no key while none is installed.
+pub async fn audit_keys(state: &AdminState) -> Result<Value, AdminError> {
+    let key = match state.checkpoint_signer.verification_key().await {
+        Ok(k) => Some(k),
+        Err(SignerError::NotConfigured) => None,
+        Err(e) => return Err(AdminError::unavailable("the checkpoint key")(Box::new(e))),
+    };
+    let keys: Vec<Value> = key
+        .iter()
+        .filter_map(|k| rsa_jwk(&k.public_key_pem, &k.key_id).ok())
+        .map(|mut jwk| {
+            jwk["purpose"] = json!(AUDIT_PURPOSE);
+            jwk
+        })
+        .collect();
+    Ok(json!({ "purpose": AUDIT_PURPOSE, "keys": keys }))
 }

@@ -16,8 +16,10 @@ pub struct AdminState {
     pub conversations: Arc<dyn ConversationStore>,
     /// Service tokens and widget secrets.
     pub secrets: Arc<dyn SecretStore>,
-    /// The action signing key (C-5, C-6).
+    /// The action signing key (C-5, C-6): action proofs only (A-31, V-6).
     pub signer: Arc<dyn ProofSigner>,
+    /// The audit checkpoint key (V-6): checkpoints only, published apart from the JWKS.
+    pub checkpoint_signer: Arc<dyn ProofSigner>,
     /// The proofs' `iss` (C-5).
     pub issuer: String,
     /// D-5 local-stack allowance (off in deployments).

@@ -48,7 +48,7 @@ async fn l2_verification_and_signed_checkpoints() {
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(v["records"], 1, "an unchanged save writes nothing: {v}");
 
-    // A checkpoint over the intact trail, verifiable with the JWKS key that signed it.
+    // A checkpoint over the intact trail, verifiable with the published key that signed it.
     let (status, c) = send(
         app(),
         "POST",
@@ -65,14 +65,35 @@ async fn l2_verification_and_signed_checkpoints() {
         header.typ.as_deref(),
         Some("countersign-audit-checkpoint+jwt")
     );
+    // V-6: signed by the checkpoint key, published apart from the proofs' JWKS (and never
+    // in it), marked as not an action key.
     let (status, jwks) = send(app(), "GET", "/.well-known/jwks.json", None, None).await;
     assert_eq!(status, StatusCode::OK);
-    let jwk = jwks["keys"]
+    assert!(
+        !jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| Some(k["kid"].as_str().unwrap()) == header.kid.as_deref()),
+        "the checkpoint key is not an action key: {jwks}"
+    );
+    let (status, audit_keys) = send(
+        app(),
+        "GET",
+        "/.well-known/countersign-audit-keys.json",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(audit_keys["purpose"], "audit-checkpoint");
+    let jwk = audit_keys["keys"]
         .as_array()
         .unwrap()
         .iter()
         .find(|k| Some(k["kid"].as_str().unwrap()) == header.kid.as_deref())
-        .expect("the checkpoint's kid is in the JWKS");
+        .expect("the checkpoint's kid is in the audit keys");
+    assert_eq!(jwk["purpose"], "audit-checkpoint");
     let decoding =
         DecodingKey::from_rsa_components(jwk["n"].as_str().unwrap(), jwk["e"].as_str().unwrap())
             .unwrap();
@@ -84,9 +105,19 @@ async fn l2_verification_and_signed_checkpoints() {
         .claims;
     assert_eq!(claims["tenantId"], a.tenant.id.as_str());
     assert_eq!(claims["digest"], v["digest"]);
+    let kid = header.kid.unwrap();
     assert_eq!(
+        env.checkpoint_signer
+            .verification_key()
+            .await
+            .unwrap()
+            .key_id,
+        kid
+    );
+    assert_ne!(
         env.signer.verification_key().await.unwrap().key_id,
-        header.kid.unwrap()
+        kid,
+        "V-6: never the action key"
     );
 
     // The configuration's record altered in the table: named, and no checkpoint signed.

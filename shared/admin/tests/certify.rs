@@ -98,6 +98,7 @@ async fn env() -> Env {
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
+        checkpoint_signer: Arc::new(FakeSigner::default()),
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(Public),
@@ -172,12 +173,12 @@ fn decode(part: &str) -> Value {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
 }
 
-/// H-1, H-3: a conforming provider passes; the run is stored with the settings it
+/// H-1, H-3, V-3: a conforming provider passes; the run is stored with the settings it
 /// checked; and no proof it sends is valid for its call: each one the platform signed is
-/// wrong in a claim (expired, another audience, another action), the others are unsigned
-/// or signed by another key.
+/// wrong in exactly one header field or claim (the V-3 series), the others are unsigned,
+/// MACed or signed by another key.
 #[tokio::test]
-async fn h3_a_conforming_provider_passes_and_no_valid_proof_is_ever_sent() {
+async fn h3_v3_a_conforming_provider_passes_and_no_valid_proof_is_ever_sent() {
     let e = env().await;
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     assert!(run.passed(), "{run:#?}");
@@ -187,9 +188,10 @@ async fn h3_a_conforming_provider_passes_and_no_valid_proof_is_ever_sent() {
         Some(run.clone())
     );
     let executes = e.provider.calls_of("execute_action");
-    assert_eq!(executes.len(), 9);
+    assert_eq!(executes.len(), 20, "one per bad proof of the V-3 series");
     assert!(executes[0].proof.is_none(), "the first has no proof at all");
     let now = e.clock.now().unix_seconds();
+    let standard = json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID});
     let mut platform_signed = 0;
     for call in &executes[1..] {
         let proof = call.proof.as_deref().unwrap();
@@ -198,24 +200,42 @@ async fn h3_a_conforming_provider_passes_and_no_valid_proof_is_ever_sent() {
         let input = format!("{}.{}", parts[0], parts[1]);
         let ours = URL_SAFE_NO_PAD.encode(Sha256Hex::digest(&input).as_str());
         if parts[2] != ours {
-            continue; // Unsigned or another key's: no provider trusting the platform accepts it.
+            continue; // Unsigned, MACed or another key's: no provider trusting the platform accepts it.
         }
         platform_signed += 1;
-        assert_eq!(
-            header,
-            json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID})
+        let id = call.arguments["actionId"].as_str().unwrap();
+        let prepared =
+            prepare_answer(id, "move", "Move the session.", "-")["structuredContent"].clone();
+        let (iat, exp) = (
+            claims["iat"].as_i64().unwrap(),
+            claims["exp"].as_i64().unwrap(),
         );
-        let wrong = claims["exp"].as_i64().unwrap() <= now
-            || claims["aud"] != URL
-            || claims["actionId"] != call.arguments["actionId"];
-        assert!(wrong, "a valid proof was sent: {claims:#}");
+        let wrongs = [
+            header != standard,
+            exp <= now,
+            exp - iat > 60,
+            claims["iss"] != "https://support.example.com/mcp-actions",
+            claims["aud"] != URL,
+            claims["sub"] != call.user.as_str(),
+            claims["tenantId"] != e.tenant.id.as_str(),
+            claims["conversationId"] != call.conversation.as_str(),
+            claims["actionId"] != id,
+            claims["operation"] != "move",
+            claims["argumentsHash"] != prepared["argumentsHash"],
+            claims["summaryHash"] != prepared["summaryHash"],
+        ];
+        assert_eq!(
+            wrongs.iter().filter(|w| **w).count(),
+            1,
+            "exactly one thing wrong: {header:#} {claims:#}"
+        );
     }
     assert_eq!(
-        platform_signed, 4,
-        "expired, wrong aud, wrong actionId, replayed"
+        platform_signed, 13,
+        "unknown kid, expired, lifetime, iss, aud, typ, sub, tenant, conversation, action, operation, two hashes"
     );
-    // Every action prepared stays unexecuted (the status was asked after each attempt).
-    assert_eq!(e.provider.calls_of("get_action_status").len(), 10);
+    // Every action prepared stays pending (the status was asked after each attempt).
+    assert_eq!(e.provider.calls_of("get_action_status").len(), 21);
 }
 
 /// H-3: a provider that executes on a bad proof fails every proof check, each with what
@@ -241,7 +261,18 @@ async fn h3_a_provider_that_executes_on_bad_proofs_fails_each_check_with_the_fix
         ("proof.wrong_action_id", "require the proof's actionId"),
         ("proof.embedded_jwk", "refuse any jwk"),
         ("proof.jku", "refuse any jwk"),
-        ("proof.replayed", "consume each jti once"),
+        ("proof.x5u", "refuse any jwk"),
+        ("proof.hs256_public_key", "accept only RS256"),
+        ("proof.unknown_kid", "accept only the installed kids"),
+        ("proof.long_lifetime", "exp - iat exceeds 60 s"),
+        ("proof.wrong_iss", "require iss"),
+        ("proof.wrong_typ", "require typ"),
+        ("proof.wrong_sub", "require sub"),
+        ("proof.wrong_tenant", "require tenantId"),
+        ("proof.wrong_conversation", "require conversationId"),
+        ("proof.wrong_operation", "require operation"),
+        ("proof.wrong_arguments_hash", "require argumentsHash"),
+        ("proof.wrong_summary_hash", "require summaryHash"),
     ] {
         assert_eq!(status(&run, id), CheckStatus::Failed, "{id}");
         let r = reason(&run, id);
@@ -250,9 +281,59 @@ async fn h3_a_provider_that_executes_on_bad_proofs_fails_each_check_with_the_fix
             "{id}: {r}"
         );
     }
+    assert!(
+        !run.checks.iter().any(|c| c.id == "proof.replayed"),
+        "V-3: a valid proof for another action is not a check"
+    );
     // H-4: that run cannot enable actions.
     let refused = mcp::put(&e.state, &e.tenant, &config("tok-1", true)).await;
     assert!(matches!(refused, Err(AdminError::CertificationRequired)));
+}
+
+/// V-3: a provider that answers `failed` to every bad proof (without looking at it) fails
+/// every proof check: a bad proof is refused with isError, before any work.
+#[tokio::test]
+async fn v3_answering_failed_is_not_refusing_the_proof() {
+    let e = env().await;
+    e.provider.answer_with("execute_action", |call| {
+        let id = call.arguments["actionId"].as_str().unwrap();
+        Reply::Result(action_answer(id, "failed", Some("no such car")))
+    });
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    assert!(!run.passed());
+    for c in run.checks.iter().filter(|c| c.id.starts_with("proof.")) {
+        assert_eq!(c.status, CheckStatus::Failed, "{}", c.id);
+        assert!(
+            c.reason.contains("answered `failed` instead of refusing"),
+            "{}: {}",
+            c.id,
+            c.reason
+        );
+    }
+}
+
+/// V-3: after a refused bad proof the action must still be `pending_confirmation`; a
+/// provider that cancelled it (or anything else) fails the check.
+#[tokio::test]
+async fn v3_the_action_must_still_be_pending_after_a_bad_proof() {
+    let e = env().await;
+    e.provider.answer_with("get_action_status", |call| {
+        let id = call.arguments["actionId"].as_str().unwrap();
+        let first = id.ends_with("_0");
+        Reply::Result(action_answer(
+            id,
+            if first {
+                "pending_confirmation"
+            } else {
+                "cancelled"
+            },
+            None,
+        ))
+    });
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    assert_eq!(status(&run, "actions.status"), CheckStatus::Passed);
+    assert_eq!(status(&run, "proof.wrong_iss"), CheckStatus::Failed);
+    assert!(reason(&run, "proof.wrong_iss").contains("must still be pending_confirmation"));
 }
 
 /// H-3: a provider whose status says `completed` after a refusal fails too (the action

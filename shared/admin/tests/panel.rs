@@ -52,6 +52,7 @@ async fn env(local: bool, name: &str) -> Env {
         sessions: store.clone(),
         secrets: secrets.clone(),
         signer: Arc::new(FakeSigner::default()),
+        checkpoint_signer: Arc::new(FakeSigner::default()),
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy {
             allow_loopback_http: local,

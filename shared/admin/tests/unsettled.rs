@@ -52,6 +52,7 @@ async fn env() -> Env {
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
+        checkpoint_signer: Arc::new(FakeSigner::default()),
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(Public),

@@ -133,6 +133,7 @@ async fn main() {
     let settings = AwsSettings {
         table: format!("cs-bench-{suffix}"),
         signing_key: Some(format!("alias/cs-bench-{suffix}")),
+        checkpoint_key: Some(format!("alias/cs-bench-checkpoints-{suffix}")),
         secret_prefix: format!("cs-bench-{suffix}/"),
         retention_days: Some(30),
         ..AwsSettings::default()

@@ -277,6 +277,52 @@ pub async fn create_signing_key(
         .unwrap_or_default())
 }
 
+/// V-6: creates the audit checkpoint key behind `alias` (RSA_2048 SIGN_VERIFY, its own
+/// key: the action key signs action proofs only) when the alias is missing, with the
+/// account's default policy (the local stack; deployed stacks get it from the template).
+/// Returns whether it was created.
+pub async fn ensure_checkpoint_key(
+    client: &aws_sdk_kms::Client,
+    alias: &str,
+) -> Result<bool, BootstrapError> {
+    match client.describe_key().key_id(alias).send().await {
+        Ok(_) => return Ok(false),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_not_found_exception()) => {}
+        Err(e) => return Err(err("describing the checkpoint key")(e)),
+    }
+    let created = client
+        .create_key()
+        .key_spec(KeySpec::Rsa2048)
+        .key_usage(KeyUsageType::SignVerify)
+        .description("Countersign audit checkpoints (RS256). Never action proofs.")
+        .send()
+        .await
+        .map_err(err("creating the checkpoint key"))?;
+    let id = created
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    match client
+        .create_alias()
+        .alias_name(alias)
+        .target_key_id(&id)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(true),
+        // Another bootstrap made it meanwhile: theirs stands (ours signs nothing).
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_already_exists_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(err("creating the checkpoint key alias")(e)),
+    }
+}
+
 /// The gateway token key's name under the secret prefix (see `countersign_tools::access`).
 pub const GATEWAY_TOKEN_KEY: &str = "platform/gateway-token-key";
 
@@ -354,6 +400,13 @@ pub async fn bootstrap_with(
         Some(id) => (Some(id.clone()), false),
         None => (None, false),
     };
+    if let Some(alias) = settings
+        .checkpoint_key
+        .as_deref()
+        .filter(|k| k.starts_with("alias/"))
+    {
+        ensure_checkpoint_key(&aws_sdk_kms::Client::new(sdk), alias).await?;
+    }
     let secrets = aws_sdk_secretsmanager::Client::new(sdk);
     let gateway_key_created = ensure_random_secret(
         &secrets,

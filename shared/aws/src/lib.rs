@@ -46,4 +46,10 @@ impl AwsSettings {
             .with_refresh(self.signing_key_refresh)
             .with_ring(self.store(sdk))
     }
+
+    /// The audit checkpoint key's signer (V-6): its own KMS key, never the action key.
+    pub fn checkpoint_signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
+        let client = kms::KmsProofSigner::client(sdk, None);
+        kms::KmsProofSigner::new(client, self.checkpoint_key.clone())
+    }
 }

@@ -148,10 +148,17 @@ pub struct AwsSettings {
     /// How long a process signs with the key it resolved before looking at the alias
     /// again (`COUNTERSIGN_SIGNING_KEY_REFRESH_SECS`, default and most 60; K-2).
     pub signing_key_refresh: Duration,
+    /// KMS key id, ARN or alias of the audit checkpoint key (`COUNTERSIGN_CHECKPOINT_KEY`,
+    /// default `alias/countersign-checkpoints`; V-6: never the action key). Empty means
+    /// no checkpoint key: checkpoints are refused as unavailable.
+    pub checkpoint_key: Option<String>,
 }
 
 /// The default alias of the action signing key.
 pub const DEFAULT_SIGNING_KEY_ALIAS: &str = "alias/countersign-actions";
+
+/// The default alias of the audit checkpoint key (V-6).
+pub const DEFAULT_CHECKPOINT_KEY_ALIAS: &str = "alias/countersign-checkpoints";
 
 impl Default for AwsSettings {
     fn default() -> Self {
@@ -161,15 +168,17 @@ impl Default for AwsSettings {
             secret_prefix: "countersign/".to_owned(),
             retention_days: None,
             signing_key_refresh: crate::kms::DEFAULT_REFRESH,
+            checkpoint_key: Some(DEFAULT_CHECKPOINT_KEY_ALIAS.to_owned()),
         }
     }
 }
 
 impl AwsSettings {
     /// Every environment variable these settings read.
-    pub const ENV: [&'static str; 5] = [
+    pub const ENV: [&'static str; 6] = [
         "COUNTERSIGN_TABLE",
         "COUNTERSIGN_SIGNING_KEY",
+        "COUNTERSIGN_CHECKPOINT_KEY",
         "COUNTERSIGN_SECRET_PREFIX",
         "COUNTERSIGN_RETENTION_DAYS",
         "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS",
@@ -194,11 +203,17 @@ impl AwsSettings {
             Some(s) => Some(s),
             None => d.signing_key,
         };
+        let checkpoint_key = match (env.get)("COUNTERSIGN_CHECKPOINT_KEY") {
+            Some(s) if s.is_empty() => None,
+            Some(s) => Some(s),
+            None => d.checkpoint_key,
+        };
         let retention: Option<u32> =
             env.parse("COUNTERSIGN_RETENTION_DAYS", "a whole number of days")?;
         Ok(Self {
             table: env.string("COUNTERSIGN_TABLE").unwrap_or(d.table),
             signing_key,
+            checkpoint_key,
             secret_prefix: env
                 .string("COUNTERSIGN_SECRET_PREFIX")
                 .unwrap_or(d.secret_prefix),

@@ -240,6 +240,13 @@ fn max_age(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 pub(crate) fn parse(body: &[u8]) -> Result<HashMap<String, DecodingKey>, JwksError> {
     let doc: Value =
         serde_json::from_slice(body).map_err(|_| JwksError::Document("not JSON".into()))?;
+    // V-6: a document or key with a `purpose` (the platform's audit checkpoint keys) is
+    // never a source of proof keys.
+    if doc.get("purpose").is_some() {
+        return Err(JwksError::Document(
+            "a key set with a purpose (audit checkpoint keys) is not the proofs' JWKS".into(),
+        ));
+    }
     let keys = doc
         .get("keys")
         .and_then(Value::as_array)
@@ -249,7 +256,8 @@ pub(crate) fn parse(body: &[u8]) -> Result<HashMap<String, DecodingKey>, JwksErr
         let text = |name: &str| k.get(name).and_then(Value::as_str);
         let usable = text("kty") == Some("RSA")
             && text("alg").is_none_or(|a| a == "RS256")
-            && text("use").is_none_or(|u| u == "sig");
+            && text("use").is_none_or(|u| u == "sig")
+            && k.get("purpose").is_none();
         let (Some(kid), Some(n), Some(e), true) = (text("kid"), text("n"), text("e"), usable)
         else {
             continue;
@@ -288,6 +296,20 @@ mod tests {
         assert!(parse(b"[]").is_err());
         assert!(parse(b"not json").is_err());
         assert!(parse(br#"{"keys": []}"#).unwrap().is_empty());
+    }
+
+    /// V-6: the platform's audit checkpoint key is never a proof key: a key marked with a
+    /// purpose is left out, and a document marked so is refused whole.
+    #[test]
+    fn v6_audit_checkpoint_keys_are_never_proof_keys() {
+        let marked = serde_json::json!({"keys": [
+            {"kty": "RSA", "alg": "RS256", "use": "sig", "kid": KID, "n": N, "e": "AQAB", "purpose": "audit-checkpoint"},
+        ]});
+        assert!(parse(marked.to_string().as_bytes()).unwrap().is_empty());
+        let document = serde_json::json!({"purpose": "audit-checkpoint", "keys": [
+            {"kty": "RSA", "alg": "RS256", "use": "sig", "kid": KID, "n": N, "e": "AQAB"},
+        ]});
+        assert!(parse(document.to_string().as_bytes()).is_err());
     }
 
     #[test]

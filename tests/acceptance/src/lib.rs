@@ -183,6 +183,7 @@ impl Stack {
         let settings = AwsSettings {
             table: format!("cs-e2e-{suffix}"),
             signing_key: Some(format!("alias/cs-e2e-{suffix}")),
+            checkpoint_key: Some(format!("alias/cs-e2e-checkpoints-{suffix}")),
             secret_prefix: format!("cs-e2e-{suffix}/"),
             retention_days: None,
             ..AwsSettings::default()
@@ -250,6 +251,7 @@ impl Stack {
             sessions: Arc::new(store.clone()),
             secrets: secrets.clone(),
             signer: signer.clone(),
+            checkpoint_signer: Arc::new(settings.checkpoint_signer(&sdk)),
             issuer: ISSUER.into(),
             url_policy: UrlPolicy {
                 allow_loopback_http: true,
@@ -285,6 +287,10 @@ impl Stack {
             (
                 "COUNTERSIGN_SIGNING_KEY".to_owned(),
                 settings.signing_key.clone().unwrap(),
+            ),
+            (
+                "COUNTERSIGN_CHECKPOINT_KEY".to_owned(),
+                settings.checkpoint_key.clone().unwrap(),
             ),
             (
                 "COUNTERSIGN_SECRET_PREFIX".to_owned(),

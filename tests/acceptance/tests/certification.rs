@@ -7,16 +7,28 @@
 use countersign_acceptance::Stack;
 use serde_json::{Value, json};
 
-const PROOF_CHECKS: [&str; 9] = [
+/// V-3's bad-proof series, in the run's order.
+const PROOF_CHECKS: [&str; 20] = [
     "proof.none",
     "proof.alg_none",
+    "proof.hs256_public_key",
     "proof.other_key",
+    "proof.unknown_kid",
     "proof.expired",
+    "proof.long_lifetime",
+    "proof.wrong_iss",
     "proof.wrong_aud",
+    "proof.wrong_typ",
+    "proof.wrong_sub",
+    "proof.wrong_tenant",
+    "proof.wrong_conversation",
     "proof.wrong_action_id",
+    "proof.wrong_operation",
+    "proof.wrong_arguments_hash",
+    "proof.wrong_summary_hash",
     "proof.embedded_jwk",
     "proof.jku",
-    "proof.replayed",
+    "proof.x5u",
 ];
 
 fn check<'a>(run: &'a Value, id: &str) -> &'a Value {
@@ -233,5 +245,36 @@ async fn h1_the_request_is_validated_and_a_missing_sample_is_a_failed_check() {
         (st, &err["error"]["code"]),
         (409, &json!("MCP_NOT_CONFIGURED"))
     );
+    s.finish();
+}
+
+/// V-7: an administrator looping certification runs holds one run at a time: of three sent
+/// together, one runs and the others are 409 `ALREADY_RUNNING` naming the wait, while the
+/// chat keeps answering.
+#[tokio::test]
+async fn v7_one_certification_run_at_a_time_and_the_chat_keeps_answering() {
+    let s = Stack::start().await;
+    // Every provider call takes a while, so the three runs overlap.
+    s.fault(json!({"fault": "delay", "ms": 40}));
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let (one, two, three, chat) = tokio::join!(
+        s.certify(),
+        s.certify(),
+        s.certify(),
+        s.say(&t, &case, "my cars", None)
+    );
+    let mut statuses = [one.0, two.0, three.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 409, 409], "{one:?} {two:?} {three:?}");
+    for (st, body) in [&one, &two, &three] {
+        if *st == 409 {
+            assert_eq!(body["error"]["code"], "ALREADY_RUNNING", "{body}");
+        }
+    }
+    let text = countersign_acceptance::texts(&chat);
+    assert!(text.contains("Cayman"), "{text}");
+    // Once it is over, the next run goes ahead.
+    assert_eq!(s.certify().await.0, 201);
     s.finish();
 }

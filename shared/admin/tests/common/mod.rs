@@ -21,6 +21,8 @@ pub(crate) struct Env {
     pub(crate) store: DynamoStore,
     pub(crate) secrets: Arc<SecretsManagerStore>,
     pub(crate) signer: Arc<KmsProofSigner>,
+    /// The audit checkpoint key's signer (V-6).
+    pub(crate) checkpoint_signer: Arc<KmsProofSigner>,
     /// The tenant's server as every save reads it (V-1): the consultations of
     /// [`config`], a destructive tool and one with no annotations.
     pub(crate) provider: Arc<ScriptedProvider>,
@@ -47,6 +49,7 @@ pub(crate) async fn env(signing_key: bool) -> Env {
     let settings = AwsSettings {
         table: format!("cs-api-{suffix}"),
         signing_key: signing_key.then(|| format!("alias/cs-api-{suffix}")),
+        checkpoint_key: Some(format!("alias/cs-api-checkpoints-{suffix}")),
         secret_prefix: format!("cs-api-{suffix}/"),
         retention_days: None,
         ..AwsSettings::default()
@@ -64,6 +67,7 @@ pub(crate) async fn env(signing_key: bool) -> Env {
             KmsProofSigner::client(&sdk, None),
             settings.signing_key.clone(),
         )),
+        checkpoint_signer: Arc::new(settings.checkpoint_signer(&sdk)),
         provider: {
             let provider = Arc::new(ScriptedProvider::default());
             provider.publish(published_tools());
@@ -80,6 +84,7 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
         sessions: Arc::new(env.store.clone()),
         secrets,
         signer: env.signer.clone(),
+        checkpoint_signer: env.checkpoint_signer.clone(),
         issuer: "https://support.example.com/mcp-actions".into(),
         url_policy: UrlPolicy::default(),
         resolver: Arc::new(PublicDns),

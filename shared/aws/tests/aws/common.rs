@@ -29,6 +29,7 @@ pub async fn env() -> Env {
     let settings = AwsSettings {
         table: format!("cs-test-{suffix}"),
         signing_key: Some(format!("alias/cs-test-{suffix}")),
+        checkpoint_key: Some(format!("alias/cs-test-checkpoints-{suffix}")),
         secret_prefix: format!("cs-test-{suffix}/"),
         retention_days: Some(30),
         ..AwsSettings::default()
