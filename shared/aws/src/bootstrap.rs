@@ -219,6 +219,28 @@ pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, Bootstr
     Ok(serde_json::json!({"Version": "2012-10-17", "Statement": statements}))
 }
 
+/// The id of the key `alias` names, or `None` when the alias does not exist.
+async fn key_behind(
+    client: &aws_sdk_kms::Client,
+    alias: &str,
+    step: &'static str,
+) -> Result<Option<String>, BootstrapError> {
+    match client.describe_key().key_id(alias).send().await {
+        Ok(d) => Ok(Some(
+            d.key_metadata()
+                .map(|m| m.key_id().to_owned())
+                .unwrap_or_default(),
+        )),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_not_found_exception()) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(err(step)(e)),
+    }
+}
+
 /// Creates the RSA_2048 SIGN_VERIFY key behind `alias` when the alias is missing, with
 /// [`signing_key_policy`] when `users` are given (else the account's default policy,
 /// which lets any principal with IAM `kms:Sign` sign: the local stack only). Returns the
@@ -228,18 +250,8 @@ pub async fn ensure_signing_key(
     alias: &str,
     users: Option<&KeyUsers>,
 ) -> Result<(String, bool), BootstrapError> {
-    match client.describe_key().key_id(alias).send().await {
-        Ok(d) => {
-            let id = d
-                .key_metadata()
-                .map(|m| m.key_id().to_owned())
-                .unwrap_or_default();
-            return Ok((id, false));
-        }
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_not_found_exception()) => {}
-        Err(e) => return Err(err("describing the signing key")(e)),
+    if let Some(id) = key_behind(client, alias, "describing the signing key").await? {
+        return Ok((id, false));
     }
     let id = create_signing_key(client, users).await?;
     client
@@ -285,12 +297,11 @@ pub async fn ensure_checkpoint_key(
     client: &aws_sdk_kms::Client,
     alias: &str,
 ) -> Result<bool, BootstrapError> {
-    match client.describe_key().key_id(alias).send().await {
-        Ok(_) => return Ok(false),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_not_found_exception()) => {}
-        Err(e) => return Err(err("describing the checkpoint key")(e)),
+    if key_behind(client, alias, "describing the checkpoint key")
+        .await?
+        .is_some()
+    {
+        return Ok(false);
     }
     let created = client
         .create_key()
