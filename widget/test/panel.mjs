@@ -112,16 +112,27 @@ test("V-1: a tool that declares itself a write cannot be saved as a consultation
   assert.equal(await page.locator("#allowedToolsText").inputValue(), saved);
 });
 
-test("H-1, H-4: run the certification from the panel, then enable actions", async () => {
-  await page.goto(`${BASE}/admin/mcp`);
-  await page.fill("#testUser", "u_alice");
-  await page.fill("#samples", JSON.stringify({
-    get_user_uploads: {}, get_upload_file_details: { uploadId: "up_a1" }, get_user_sessions: {},
-    get_session_laps: { sessionId: "ses_a1" }, get_user_cars: {}, get_error_diagnosis: { code: "E_TRUNCATED" },
-  }));
-  await page.selectOption("#operation", "reassign_session_car");
-  await page.fill("#arguments", JSON.stringify({ sessionId: "ses_a2", carId: "car_a3" }));
-  await Promise.all([page.waitForURL(`${BASE}/admin/certification`), page.click("#certification button[type=submit]")]);
+test("H-1, H-4, V-3: run the certification from the panel (consent executes), then enable actions", async () => {
+  const fill = async (consent) => {
+    await page.goto(`${BASE}/admin/mcp`);
+    await page.fill("#testUser", "u_test");
+    await page.fill("#samples", JSON.stringify({
+      get_user_uploads: {}, get_upload_file_details: { uploadId: "up_t1" }, get_user_sessions: {},
+      get_session_laps: { sessionId: "ses_t1" }, get_user_cars: {},
+      get_error_diagnosis: { code: "E_TRUNCATED" },
+    }));
+    await page.fill("#secondTestUser", "u_test2");
+    await page.fill("#personalConsultations", "get_upload_file_details, get_session_laps");
+    await page.fill("#actionSamples", JSON.stringify({ reassign_session_car: { sessionId: "ses_t1", carId: "car_t2" } }));
+    if (consent) await page.check("#consent");
+    await Promise.all([page.waitForURL(`${BASE}/admin/certification`), page.click("#certification button[type=submit]")]);
+  };
+  // Without consent nothing is executed: the execution check is skipped, and the run does not pass.
+  await fill(false);
+  assert.notEqual(await page.locator("#verdict").innerText(), "passed");
+  assert.equal(await page.locator('tr[data-check="actions.execute.reassign_session_car"] td:nth-child(3)').innerText(), "skipped");
+  assert.match(await page.locator('tr[data-check="actions.execute.reassign_session_car"]').innerText(), /did not consent/);
+  await fill(true);
   assert.equal(await page.locator("#verdict").innerText(), "passed");
   assert.equal(await page.locator("tr.failed").count(), 0);
   assert.equal(await page.locator('tr[data-check="proof.alg_none"] td:nth-child(3)').innerText(), "passed");

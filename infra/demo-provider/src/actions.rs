@@ -235,6 +235,7 @@ impl Store {
                     .data
                     .users
                     .get_mut(&who.user_id)
+                    .filter(|u| !u.synthetic)
                     .and_then(|u| u.sessions.iter_mut().find(|s| s.id == p.session_id))
                 {
                     s.car_id = p.to_car.clone();

@@ -67,6 +67,10 @@ pub struct User {
     pub can_reassign: bool,
     /// Blocked accounts can read but not write.
     pub blocked: bool,
+    /// A synthetic test person (for the certification run): writes are verified and
+    /// answered `completed` but not applied, so a run can be repeated with the same
+    /// arguments.
+    pub synthetic: bool,
     /// Cars.
     pub cars: Vec<Car>,
     /// Sessions.
@@ -109,6 +113,7 @@ impl Default for Data {
             name: "Alice",
             can_reassign: true,
             blocked: false,
+            synthetic: false,
             cars: vec![
                 Car {
                     id: "car_a1",
@@ -175,6 +180,7 @@ impl Default for Data {
             name: "Bruno",
             can_reassign: true,
             blocked: false,
+            synthetic: false,
             cars: vec![
                 Car {
                     id: "car_b1",
@@ -211,6 +217,7 @@ impl Default for Data {
             name: "Carla",
             can_reassign: false,
             blocked: false,
+            synthetic: false,
             cars: vec![
                 Car {
                     id: "car_c1",
@@ -249,6 +256,7 @@ impl Default for Data {
             name: "Mallory",
             can_reassign: true,
             blocked: false,
+            synthetic: false,
             cars: vec![
                 Car {
                     id: "car_m1",
@@ -270,8 +278,45 @@ impl Default for Data {
             uploads: Vec::new(),
             downloads: Vec::new(),
         };
+        let tester = |id: &'static str, name: &'static str, n: char| User {
+            id,
+            name,
+            can_reassign: true,
+            blocked: false,
+            synthetic: true,
+            cars: vec![
+                Car {
+                    id: if n == '1' { "car_t1" } else { "car_u1" },
+                    name: "Test car one",
+                },
+                Car {
+                    id: if n == '1' { "car_t2" } else { "car_u2" },
+                    name: "Test car two",
+                },
+            ],
+            sessions: vec![session(
+                if n == '1' { "ses_t1" } else { "ses_u1" },
+                "Test track",
+                "2026-11-01",
+                &[90_000],
+                if n == '1' { "car_t1" } else { "car_u1" },
+                if n == '1' { "up_t1" } else { "up_u1" },
+            )],
+            uploads: vec![Upload {
+                id: if n == '1' { "up_t1" } else { "up_u1" },
+                file_name: "test.ld",
+                size_bytes: 1_000,
+                status: "processed",
+                error_code: None,
+            }],
+            downloads: Vec::new(),
+        };
+        let (test, test2) = (
+            tester("u_test", "Test Person", '1'),
+            tester("u_test2", "Second Test Person", '2'),
+        );
         Self {
-            users: [alice, bruno, carla, mallory]
+            users: [alice, bruno, carla, mallory, test, test2]
                 .into_iter()
                 .map(|u| (u.id.to_owned(), u))
                 .collect(),

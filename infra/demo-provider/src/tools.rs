@@ -16,25 +16,29 @@ pub const CONSULTATIONS: [&str; 7] = [
     "get_error_diagnosis",
 ];
 
-/// What the demo's administrator gives the certification run (H-2, H-3): Alice as the
-/// test user, a sample for each consultation, and a move of one of her sessions to
-/// prepare (never executed by the run).
+/// What the demo's administrator gives the certification run (H-2, H-3, V-3, V-4): the
+/// synthetic test person `u_test` (whose writes the demo answers but does not apply), a
+/// sample for each consultation, a second synthetic person who must be refused the first
+/// one's upload and session, every operation's sample arguments, and the consent to
+/// execute one action per operation.
 pub fn certification_request() -> Value {
     json!({
-        "testUser": "u_alice",
+        "testUser": "u_test",
+        "secondTestUser": "u_test2",
+        "personalConsultations": ["get_upload_file_details", "get_session_laps"],
         "consultations": {
             "get_user_uploads": {},
-            "get_upload_file_details": {"uploadId": "up_a1"},
+            "get_upload_file_details": {"uploadId": "up_t1"},
             "get_user_sessions": {},
-            "get_session_laps": {"sessionId": "ses_a1"},
+            "get_session_laps": {"sessionId": "ses_t1"},
             "get_user_cars": {},
             "get_download_status": {},
             "get_error_diagnosis": {"code": "E_TRUNCATED"}
         },
-        "action": {
-            "operation": "reassign_session_car",
-            "arguments": {"sessionId": "ses_a2", "carId": "car_a3"}
-        }
+        "actions": {
+            "reassign_session_car": {"sessionId": "ses_t1", "carId": "car_t2"}
+        },
+        "consent": true
     })
 }
 

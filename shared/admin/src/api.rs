@@ -302,24 +302,44 @@ pub struct AuditQuery {
     pub cursor: Option<AuditId>,
 }
 
-/// `POST …/mcp/certifications` body: what the run calls your server with (H-2, H-3).
+/// `POST …/mcp/certifications` body: what the run calls your server with (H-2, H-3, V-3,
+/// V-4).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CertificationInput {
-    /// A user of your system the test calls are made for (`X-MCP-User-Id`): 1–256
-    /// visible ASCII characters.
+    /// A synthetic test person of your system the calls are made for (`X-MCP-User-Id`):
+    /// 1–256 visible ASCII characters. With `consent`, one action per operation is
+    /// executed for this person.
     #[schema(pattern = "^[!-~]{1,256}$")]
     pub test_user: String,
+    /// Optional second synthetic person: their call for the first person's resource (the
+    /// same sample arguments) must be refused.
+    #[schema(pattern = "^[!-~]{1,256}$")]
+    pub second_test_user: Option<String>,
+    /// With `secondTestUser`: the consultations whose sample arguments name a resource of
+    /// the test person (an upload, a session): the second person's same call must be
+    /// refused.
+    #[serde(default)]
+    pub personal_consultations: Vec<String>,
     /// Sample arguments for each allowed consultation, by tool name; each is called once.
     #[serde(default)]
     #[schema(value_type = Object, additional_properties)]
     pub consultations: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
-    /// Needed when operations are configured: one of them, with arguments your server
-    /// will prepare (nothing is executed).
+    /// Sample arguments for every configured operation, by operation name: each is
+    /// prepared, and with `consent` executed once.
+    #[serde(default)]
+    #[schema(value_type = Object, additional_properties)]
+    pub actions: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
+    /// Deprecated single-operation form of `actions`; merged into it.
     pub action: Option<TestActionInput>,
+    /// Your consent that this run executes one action per configured operation for the
+    /// test person (a real write in your system, with a valid proof). Without it nothing
+    /// is executed, those checks are skipped and the run does not pass.
+    #[serde(default)]
+    pub consent: bool,
 }
 
-/// The preparation the action checks start from.
+/// One operation and its sample arguments (the deprecated `action` field).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TestActionInput {
@@ -459,7 +479,7 @@ async fn get_mcp(
     TenantAdmin(tenant): TenantAdmin,
 ) -> Result<Json<McpView>, ApiError> {
     let stored = mcp::current(&state, &tenant).await?;
-    Ok(Json(mcp::view(&state, stored.as_ref()).await?))
+    Ok(Json(mcp::view(&state, &tenant, stored.as_ref()).await?))
 }
 
 /// Saves the configuration (C-3 … C-8, D-5). V-1: the server's live `tools/list` is read
@@ -654,21 +674,31 @@ async fn latest_certification(
 }
 
 fn certification_request(body: CertificationInput) -> Result<certify::CertifyRequest, ApiError> {
-    use countersign_domain::ids::{OperationName, UserId};
+    use countersign_domain::ids::UserId;
     let test_user = UserId::parse(body.test_user)
         .map_err(|e| ApiError::validation("testUser", e.to_string()))?;
-    let action = match body.action {
-        None => None,
-        Some(a) => Some(certify::TestAction {
-            operation: OperationName::parse(a.operation)
-                .map_err(|e| ApiError::validation("action.operation", e.to_string()))?,
-            arguments: a.arguments,
-        }),
-    };
+    let second_user = body
+        .second_test_user
+        .map(UserId::parse)
+        .transpose()
+        .map_err(|e| ApiError::validation("secondTestUser", e.to_string()))?;
+    let mut actions = body.actions;
+    if let Some(a) = body.action {
+        if actions.contains_key(&a.operation) {
+            return Err(ApiError::validation(
+                "action",
+                "give each operation once: in actions",
+            ));
+        }
+        actions.insert(a.operation, a.arguments);
+    }
     Ok(certify::CertifyRequest {
         test_user,
+        second_user,
+        personal: body.personal_consultations,
         consultations: body.consultations,
-        action,
+        actions,
+        consent: body.consent,
     })
 }
 

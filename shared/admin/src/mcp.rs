@@ -71,6 +71,14 @@ pub struct McpView {
     pub action_policy: Option<ActionPolicyView>,
     /// The key that signs proofs; `null` while none is installed (C-6).
     pub action_verification: Option<ActionVerification>,
+    /// V-3: the latest certification run saw the provider accept a bad proof, so actions
+    /// were switched off; enabling them needs a run that passes.
+    pub actions_suspended: bool,
+    /// Set while actions are enabled but the latest certification run did not pass (for
+    /// consultations or availability): saves that leave the action settings unchanged go
+    /// on; run the certification again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certification_warning: Option<String>,
 }
 
 fn names<T: ToString>(v: &[T]) -> Vec<String> {
@@ -89,9 +97,18 @@ async fn verification(state: &AdminState) -> Result<Option<VerificationKey>, Adm
 /// C-5: the configuration without the token, plus `actionVerification`.
 pub async fn view(
     state: &AdminState,
+    tenant: &Tenant,
     stored: Option<&StoredMcpConfig>,
 ) -> Result<McpView, AdminError> {
-    let (key, published) = tokio::try_join!(verification(state), crate::jwks::published(state))?;
+    let latest = async {
+        state
+            .tenants
+            .latest_certification(&tenant.id)
+            .await
+            .map_err(store_down)
+    };
+    let (key, published, latest) =
+        tokio::try_join!(verification(state), crate::jwks::published(state), latest)?;
     let action_verification = key.map(|k| ActionVerification {
         key_id: k.key_id,
         algorithm: "RS256".into(),
@@ -103,7 +120,17 @@ pub async fn view(
             .unwrap_or_default(),
     });
     let c = stored.map(|s| &s.config);
+    let enabled = c.is_some_and(|c| c.action_policy.enabled);
+    let failed = latest.as_ref().filter(|run| !run.passed());
+    let certification_warning = failed.filter(|_| enabled).map(|run| {
+        format!(
+            "The latest certification run ({}) did not pass. Actions stay enabled while their settings are unchanged; run the certification again.",
+            run.at.to_rfc3339()
+        )
+    });
     Ok(McpView {
+        actions_suspended: !enabled && failed.is_some_and(|r| r.accepted_bad_proof()),
+        certification_warning,
         configured: stored.is_some(),
         version: stored.map(|s| s.version),
         server_url: c.map(|c| c.server_url.to_string()),
@@ -141,7 +168,13 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     let old_token = token_of(state, tenant, current.as_ref()).await?;
     let old_token = old_token.as_ref().map(SecretString::expose);
     let token_changed = old_token != Some(config.service_token.expose());
-    if config.action_policy.enabled {
+    // H-4 as revised by V-3 (decision 0035): enabling, or changing the settings of
+    // enabled actions, needs a passing run of them; a save that leaves enabled action
+    // settings as they are does not depend on the latest run.
+    let unchanged = current.as_ref().is_some_and(|c| {
+        c.config.action_policy.enabled && !token_changed && same_action_fields(&c.config, &config)
+    });
+    if config.action_policy.enabled && !unchanged {
         certified(state, tenant, current.as_ref(), &config, token_changed).await?;
     }
     vet(
@@ -153,13 +186,64 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     .await?;
     let stored = match &current {
         Some(c) if !token_changed && same_fields(&c.config, &config) => c.clone(),
-        _ => save(state, tenant, current.as_ref(), config, token_changed).await?,
+        _ => {
+            save(
+                state,
+                tenant,
+                current.as_ref(),
+                config,
+                token_changed,
+                "mcp.put",
+            )
+            .await?
+        }
     };
     // Also after a save that changed nothing: it finishes a sweep an earlier save could
     // not complete.
     let keep = (stored.actions_version, stored.secret_version.as_str());
     invalidate_pending(state, tenant, Some(keep)).await?;
-    view(state, Some(&stored)).await
+    view(state, tenant, Some(&stored)).await
+}
+
+/// V-3: a run saw the provider accept a bad proof: actions are switched off at once (an
+/// audited save of the same configuration with `enabled: false`) and the proposals still
+/// pending are cancelled with the settings-change notice. Enabling again needs a run that
+/// passes. Nothing to do when actions are already off.
+pub(crate) async fn suspend(
+    state: &AdminState,
+    tenant: &Tenant,
+    run: &countersign_domain::certification::Certification,
+) -> Result<(), AdminError> {
+    // A save may land between the read and the write: read again and retry.
+    for _ in 0..3 {
+        let Some(current) = current(state, tenant).await? else {
+            return Ok(());
+        };
+        if !current.config.action_policy.enabled
+            || current.config.server_url.as_str() != run.subject.server_url
+        {
+            return Ok(());
+        }
+        let mut config = current.config.clone();
+        config.action_policy.enabled = false;
+        let saved = save(
+            state,
+            tenant,
+            Some(&current),
+            config,
+            false,
+            "mcp.actions.suspended",
+        )
+        .await;
+        let stored = match saved {
+            Err(AdminError::Conflict) => continue,
+            other => other?,
+        };
+        tracing::warn!(tenant = %tenant.id, "actions suspended: the provider accepted a bad proof");
+        let keep = (stored.actions_version, stored.secret_version.as_str());
+        return invalidate_pending(state, tenant, Some(keep)).await;
+    }
+    Err(AdminError::Conflict)
 }
 
 /// H-4: enabling needs the latest certification run to have passed on the action
@@ -273,6 +357,7 @@ async fn save(
     current: Option<&StoredMcpConfig>,
     config: McpConfig,
     token_changed: bool,
+    audited_as: &str,
 ) -> Result<StoredMcpConfig, AdminError> {
     // The token first, as a new version: if anything after fails, the stored
     // configuration still points at the old version, so nothing is partially saved.
@@ -299,7 +384,7 @@ async fn save(
         secret_version,
     };
     let changes = config_changes(current, Some(&stored), token_changed);
-    let record = crate::audit::by_admin(state, tenant, "mcp.put", changes);
+    let record = crate::audit::by_admin(state, tenant, audited_as, changes);
     let expected = current.map(|c| c.version);
     let outcome = state
         .tenants

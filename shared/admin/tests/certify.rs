@@ -7,12 +7,12 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_admin::api::AdminState;
-use countersign_admin::certify::{self, CertifyRequest, TestAction};
+use countersign_admin::certify::{self, CertifyRequest};
 use countersign_admin::{AdminError, mcp, tenants};
 use countersign_domain::certification::{Certification, CheckStatus};
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{OperationName, ToolName, UserId};
+use countersign_domain::ids::{ToolName, UserId};
 use countersign_domain::ports::{Clock, ProviderTool, Resolver, Tenant, TenantStore};
 use countersign_domain::texts::Language;
 use countersign_testkit::{
@@ -20,9 +20,10 @@ use countersign_testkit::{
     action_answer, prepare_answer,
 };
 use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 struct Public;
 
@@ -82,8 +83,94 @@ fn config(token: &str, enabled: bool) -> Value {
     })
 }
 
-/// A provider that honours the contract: every bad proof refused with `isError`.
+/// How the scripted provider verifies proofs: all `false` is a provider that honours the
+/// contract; each flag is one way to get it wrong.
+#[derive(Debug, Clone, Copy, Default)]
+struct Lax {
+    /// Executes whatever comes, proof or not.
+    skip_verification: bool,
+    /// No key installed: refuses every proof, valid ones too.
+    no_key: bool,
+    /// Checks the signature but not `iss`.
+    skip_iss: bool,
+    /// Ignores `sub` and `tenantId`.
+    skip_person: bool,
+    /// Answers `failed` to every proof it refuses, instead of `isError`.
+    failed_for_bad: bool,
+    /// Answers consultations and preparations whatever the service token.
+    skip_token: bool,
+}
+
+/// Why `proof` is not valid for `call`, as a provider verifying it would say; `None`
+/// when valid. The fake signer's signature is the SHA-256 of the signing input.
+fn invalid(
+    call: &countersign_testkit::ProviderCall,
+    tenant: &str,
+    now: i64,
+    lax: Lax,
+) -> Option<&'static str> {
+    let Some(proof) = call.proof.as_deref() else {
+        return Some("no proof");
+    };
+    if lax.no_key {
+        return Some("no key installed");
+    }
+    let parts: Vec<&str> = proof.split('.').collect();
+    if parts.len() != 3 {
+        return Some("malformed");
+    }
+    let (header, claims) = (decode(parts[0]), decode(parts[1]));
+    let input = format!("{}.{}", parts[0], parts[1]);
+    let ours = URL_SAFE_NO_PAD.encode(Sha256Hex::digest(&input).as_str());
+    let standard = json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID});
+    if header != standard || parts[2] != ours {
+        return Some("signature");
+    }
+    let id = call.arguments["actionId"].as_str().unwrap_or("");
+    let prepared =
+        prepare_answer(id, "move", "Move the session.", "-")["structuredContent"].clone();
+    let (iat, exp) = (
+        claims["iat"].as_i64().unwrap_or(0),
+        claims["exp"].as_i64().unwrap_or(0),
+    );
+    let checks = [
+        (exp <= now || exp - iat > 60, "lifetime"),
+        (
+            !lax.skip_iss && claims["iss"] != "https://support.example.com/mcp-actions",
+            "iss",
+        ),
+        (claims["aud"] != URL, "aud"),
+        (
+            !lax.skip_person && claims["sub"] != call.user.as_str(),
+            "sub",
+        ),
+        (!lax.skip_person && claims["tenantId"] != tenant, "tenantId"),
+        (
+            claims["conversationId"] != call.conversation.as_str(),
+            "conversationId",
+        ),
+        (claims["actionId"] != id, "actionId"),
+        (claims["operation"] != "move", "operation"),
+        (
+            claims["argumentsHash"] != prepared["argumentsHash"],
+            "argumentsHash",
+        ),
+        (
+            claims["summaryHash"] != prepared["summaryHash"],
+            "summaryHash",
+        ),
+    ];
+    checks.iter().find(|(wrong, _)| *wrong).map(|(_, why)| *why)
+}
+
+/// A provider that honours the contract.
 async fn env() -> Env {
+    env_with(Lax::default()).await
+}
+
+/// A provider that verifies proofs as `lax` says: executed actions are `completed`, the
+/// others stay `pending_confirmation`.
+async fn env_with(lax: Lax) -> Env {
     let clock = Arc::new(TestClock::default());
     let ids = Arc::new(SeqIds::new(clock.clone()));
     let store = Arc::new(MemoryStore::default());
@@ -117,25 +204,54 @@ async fn env() -> Env {
         .unwrap();
     let expires = clock.now().plus_seconds(240).to_rfc3339();
     let n = AtomicU32::new(0);
-    provider.answer_with("prepare_action", move |_| {
+    let wrong_token = move |call: &countersign_testkit::ProviderCall| {
+        (!lax.skip_token && call.service_token != "tok-1").then(|| {
+            Reply::Result(json!({"content": [{"type": "text", "text": "unknown service token"}], "isError": true}))
+        })
+    };
+    provider.answer_with("prepare_action", move |call| {
+        if let Some(refusal) = wrong_token(call) {
+            return refusal;
+        }
         let id = format!("act_{}", n.fetch_add(1, Ordering::SeqCst));
         Reply::Result(prepare_answer(&id, "move", "Move the session.", &expires))
     });
-    provider.answer_always(
-        "get_cars",
+    provider.answer_with("get_cars", move |call| {
+        if let Some(refusal) = wrong_token(call) {
+            return refusal;
+        }
         Reply::Result(
             json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"cars": []}}),
-        ),
+        )
+    });
+    let executed = Arc::new(Mutex::new(BTreeSet::<String>::new()));
+    let (done, tenant, now) = (
+        executed.clone(),
+        registered.tenant.id.to_string(),
+        clock.now().unix_seconds(),
     );
-    provider.answer_always(
-        "execute_action",
+    provider.answer_with("execute_action", move |call| {
+        let id = call.arguments["actionId"].as_str().unwrap().to_owned();
+        let refused = !lax.skip_verification && invalid(call, &tenant, now, lax).is_some();
+        if !refused {
+            done.lock().unwrap().insert(id.clone());
+            return Reply::Result(action_answer(&id, "completed", None));
+        }
+        if lax.failed_for_bad {
+            return Reply::Result(action_answer(&id, "failed", Some("nothing to do")));
+        }
         Reply::Result(
             json!({"content": [{"type": "text", "text": "proof refused"}], "isError": true}),
-        ),
-    );
-    provider.answer_with("get_action_status", |call| {
+        )
+    });
+    provider.answer_with("get_action_status", move |call| {
         let id = call.arguments["actionId"].as_str().unwrap();
-        Reply::Result(action_answer(id, "pending_confirmation", None))
+        let status = if executed.lock().unwrap().contains(id) {
+            "completed"
+        } else {
+            "pending_confirmation"
+        };
+        Reply::Result(action_answer(id, status, None))
     });
     Env {
         state,
@@ -149,11 +265,11 @@ async fn env() -> Env {
 fn request() -> CertifyRequest {
     CertifyRequest {
         test_user: UserId::parse("u_test").unwrap(),
+        second_user: None,
+        personal: Vec::new(),
         consultations: [("get_cars".to_owned(), Map::new())].into(),
-        action: Some(TestAction {
-            operation: OperationName::parse("move").unwrap(),
-            arguments: Map::new(),
-        }),
+        actions: [("move".to_owned(), Map::new())].into(),
+        consent: true,
     }
 }
 
@@ -174,29 +290,45 @@ fn decode(part: &str) -> Value {
 }
 
 /// H-1, H-3, V-3: a conforming provider passes; the run is stored with the settings it
-/// checked; and no proof it sends is valid for its call: each one the platform signed is
-/// wrong in exactly one header field or claim (the V-3 series), the others are unsigned,
-/// MACed or signed by another key.
+/// checked; exactly one action per operation is executed, with the one valid proof the
+/// run sends; every other proof is wrong in exactly one header field or claim (the V-3
+/// series) or unsigned, MACed or signed by another key; every sent proof's jti is in the
+/// run's audit record.
 #[tokio::test]
-async fn h3_v3_a_conforming_provider_passes_and_no_valid_proof_is_ever_sent() {
+async fn v3_a_conforming_provider_passes_executing_one_action_per_operation() {
     let e = env().await;
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     assert!(run.passed(), "{run:#?}");
+    assert_eq!(status(&run, "actions.execute.move"), CheckStatus::Passed);
     assert_eq!(run.subject.operations, vec!["move".to_owned()]);
     assert_eq!(
         e.store.latest_certification(&e.tenant.id).await.unwrap(),
         Some(run.clone())
     );
     let executes = e.provider.calls_of("execute_action");
-    assert_eq!(executes.len(), 20, "one per bad proof of the V-3 series");
-    assert!(executes[0].proof.is_none(), "the first has no proof at all");
+    assert_eq!(executes.len(), 21, "one valid proof, then the V-3 series");
+    let tenant = e.tenant.id.to_string();
     let now = e.clock.now().unix_seconds();
+    let valid: Vec<_> = executes
+        .iter()
+        .filter(|c| invalid(c, &tenant, now, Lax::default()).is_none())
+        .collect();
+    assert_eq!(valid.len(), 1, "exactly one valid proof is sent");
+    assert_eq!(valid[0].user, "u_test", "for the synthetic person");
+    assert!(
+        executes[1].proof.is_none(),
+        "the series starts with no proof at all"
+    );
     let standard = json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID});
     let mut platform_signed = 0;
-    for call in &executes[1..] {
-        let proof = call.proof.as_deref().unwrap();
+    let mut jtis = Vec::new();
+    for call in &executes {
+        let Some(proof) = call.proof.as_deref() else {
+            continue;
+        };
         let parts: Vec<&str> = proof.split('.').collect();
         let (header, claims) = (decode(parts[0]), decode(parts[1]));
+        jtis.push(claims["jti"].as_str().unwrap().to_owned());
         let input = format!("{}.{}", parts[0], parts[1]);
         let ours = URL_SAFE_NO_PAD.encode(Sha256Hex::digest(&input).as_str());
         if parts[2] != ours {
@@ -224,31 +356,132 @@ async fn h3_v3_a_conforming_provider_passes_and_no_valid_proof_is_ever_sent() {
             claims["argumentsHash"] != prepared["argumentsHash"],
             claims["summaryHash"] != prepared["summaryHash"],
         ];
+        let expected = usize::from(call.proof.as_deref() != valid[0].proof.as_deref());
         assert_eq!(
             wrongs.iter().filter(|w| **w).count(),
-            1,
-            "exactly one thing wrong: {header:#} {claims:#}"
+            expected,
+            "the valid proof has nothing wrong, every other exactly one thing: {header:#} {claims:#}"
         );
     }
     assert_eq!(
-        platform_signed, 13,
-        "unknown kid, expired, lifetime, iss, aud, typ, sub, tenant, conversation, action, operation, two hashes"
+        platform_signed, 14,
+        "the valid one; unknown kid, expired, lifetime, iss, aud, typ, sub, tenant, conversation, action, operation, two hashes"
     );
-    // Every action prepared stays pending (the status was asked after each attempt).
-    assert_eq!(e.provider.calls_of("get_action_status").len(), 21);
+    // The audit record names every proof sent, and the action executed.
+    let audit = e.store.list_audit(&e.tenant.id, None, 5).await.unwrap();
+    let record = audit
+        .items
+        .iter()
+        .find(|r| r.action == "mcp.certify")
+        .unwrap();
+    assert_eq!(
+        record.changes["proofJtis"],
+        json!(jtis),
+        "{:#}",
+        record.changes
+    );
+    assert_eq!(
+        record.changes["executed"],
+        json!([valid[0].arguments["actionId"]])
+    );
+    assert_eq!(record.changes["consent"], true);
+    // The prepared action was pending before its execution; every bad proof's stays so.
+    assert_eq!(e.provider.calls_of("get_action_status").len(), 22);
+}
+
+/// V-3: without the administrator's consent nothing is executed: no valid proof is sent,
+/// the execution checks are skipped with the reason, and the run does not pass.
+#[tokio::test]
+async fn v3_without_consent_nothing_is_executed_and_the_run_does_not_pass() {
+    let e = env().await;
+    let mut r = request();
+    r.consent = false;
+    let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
+    assert_eq!(status(&run, "actions.execute.move"), CheckStatus::Skipped);
+    assert!(reason(&run, "actions.execute.move").contains("did not consent"));
+    assert!(!run.passed(), "skipped is never a pass");
+    let tenant = e.tenant.id.to_string();
+    let now = e.clock.now().unix_seconds();
+    assert!(
+        e.provider
+            .calls_of("execute_action")
+            .iter()
+            .all(|c| invalid(c, &tenant, now, Lax::default()).is_some()),
+        "no valid proof was sent"
+    );
+    let refused = mcp::put(&e.state, &e.tenant, &config("tok-1", true)).await;
+    assert!(matches!(refused, Err(AdminError::CertificationRequired)));
+}
+
+/// V-3 (done when): a provider with no key installed refuses everything, so it passes
+/// every bad-proof check, and fails on the valid proof with what to install.
+#[tokio::test]
+async fn v3_a_provider_that_refuses_everything_fails_on_the_valid_proof() {
+    let e = env_with(Lax {
+        no_key: true,
+        ..Lax::default()
+    })
+    .await;
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    assert!(!run.passed());
+    assert_eq!(status(&run, "actions.execute.move"), CheckStatus::Failed);
+    let r = reason(&run, "actions.execute.move");
+    assert!(
+        r.contains("a valid proof was refused")
+            && r.contains("install the platform's public key")
+            && r.contains("proof refused"),
+        "{r}"
+    );
+    assert!(!run.accepted_bad_proof());
+}
+
+/// V-3 (done when): a provider that checks the signature but not `iss`, and one that
+/// ignores `sub` and `tenantId`, fail exactly on those checks.
+#[tokio::test]
+async fn v3_a_provider_skipping_one_claim_fails_on_that_claim() {
+    for (lax, failing) in [
+        (
+            Lax {
+                skip_iss: true,
+                ..Lax::default()
+            },
+            &["proof.wrong_iss"][..],
+        ),
+        (
+            Lax {
+                skip_person: true,
+                ..Lax::default()
+            },
+            &["proof.wrong_sub", "proof.wrong_tenant"][..],
+        ),
+    ] {
+        let e = env_with(lax).await;
+        let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+        let failed: Vec<&str> = run
+            .checks
+            .iter()
+            .filter(|c| c.status != CheckStatus::Passed)
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(failed, failing, "{lax:?}");
+        for id in failing {
+            assert!(reason(&run, id).contains("answered `completed`"), "{id}");
+        }
+    }
 }
 
 /// H-3: a provider that executes on a bad proof fails every proof check, each with what
 /// it was given and what to check.
 #[tokio::test]
 async fn h3_a_provider_that_executes_on_bad_proofs_fails_each_check_with_the_fix() {
-    let e = env().await;
-    e.provider.answer_with("execute_action", |call| {
-        let id = call.arguments["actionId"].as_str().unwrap();
-        Reply::Result(action_answer(id, "completed", None))
-    });
+    let e = env_with(Lax {
+        skip_verification: true,
+        ..Lax::default()
+    })
+    .await;
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     assert!(!run.passed());
+    assert!(run.accepted_bad_proof());
     for (id, fix) in [
         ("proof.none", "refuse execute_action without a proof"),
         ("proof.alg_none", "accept only RS256"),
@@ -277,7 +510,7 @@ async fn h3_a_provider_that_executes_on_bad_proofs_fails_each_check_with_the_fix
         assert_eq!(status(&run, id), CheckStatus::Failed, "{id}");
         let r = reason(&run, id);
         assert!(
-            r.contains("execute_action answered `completed`") && r.contains(fix),
+            r.contains("answered `completed` instead of refusing") && r.contains(fix),
             "{id}: {r}"
         );
     }
@@ -294,13 +527,14 @@ async fn h3_a_provider_that_executes_on_bad_proofs_fails_each_check_with_the_fix
 /// every proof check: a bad proof is refused with isError, before any work.
 #[tokio::test]
 async fn v3_answering_failed_is_not_refusing_the_proof() {
-    let e = env().await;
-    e.provider.answer_with("execute_action", |call| {
-        let id = call.arguments["actionId"].as_str().unwrap();
-        Reply::Result(action_answer(id, "failed", Some("no such car")))
-    });
+    let e = env_with(Lax {
+        failed_for_bad: true,
+        ..Lax::default()
+    })
+    .await;
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     assert!(!run.passed());
+    assert_eq!(status(&run, "actions.execute.move"), CheckStatus::Passed);
     for c in run.checks.iter().filter(|c| c.id.starts_with("proof.")) {
         assert_eq!(c.status, CheckStatus::Failed, "{}", c.id);
         assert!(
@@ -398,10 +632,9 @@ async fn h2_a_write_a_schema_less_tool_and_a_wrong_answer_fail() {
 
     tools[0] = tool("get_cars", Some(cars_schema()), Some(true));
     e.provider.publish(tools);
-    e.provider.answer_always(
-        "get_cars",
-        Reply::Result(json!({"content": [], "structuredContent": {"cars": "none"}})),
-    );
+    e.provider.answer_with("get_cars", |_| {
+        Reply::Result(json!({"content": [], "structuredContent": {"cars": "none"}}))
+    });
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     assert_eq!(
         status(&run, "consultation.get_cars.listed"),
@@ -427,15 +660,22 @@ async fn h3_a_broken_prepare_answer_skips_the_proof_checks() {
         Reply::Result(answer)
     });
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
-    assert_eq!(status(&run, "actions.prepare"), CheckStatus::Failed);
-    assert!(reason(&run, "actions.prepare").contains("breaks the contract"));
+    assert_eq!(status(&run, "actions.prepare.move"), CheckStatus::Failed);
+    assert!(
+        reason(&run, "actions.prepare.move").contains("summaryHash must"),
+        "{}",
+        reason(&run, "actions.prepare.move")
+    );
+    assert_eq!(status(&run, "actions.execute.move"), CheckStatus::Skipped);
     assert_eq!(status(&run, "proof.alg_none"), CheckStatus::Skipped);
     assert!(e.provider.calls_of("execute_action").is_empty());
     assert!(!run.passed());
 }
 
-/// H-4 in the use case: a passing run of the saved settings allows enabling; a new
-/// service token is never certified; an unreachable provider fails the run.
+/// H-4 as revised by V-3 (decision 0035): a passing run of the saved settings allows
+/// enabling; a new service token is never certified; a later run failing on availability
+/// leaves saves of unchanged enabled settings going, with a warning, while any change
+/// of them needs a passing run.
 #[tokio::test]
 async fn h4_enabling_follows_the_latest_run_of_the_saved_settings() {
     let e = env().await;
@@ -456,10 +696,164 @@ async fn h4_enabling_follows_the_latest_run_of_the_saved_settings() {
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     assert_eq!(status(&run, "tools.list"), CheckStatus::Failed);
     assert!(reason(&run, "tools.list").contains("could not be reached"));
-    let refused = mcp::put(&e.state, &e.tenant, &config("tok-1", true)).await;
+    let same = mcp::put(&e.state, &e.tenant, &config("tok-1", true))
+        .await
+        .unwrap();
+    assert!(
+        same.action_policy.unwrap().enabled,
+        "unchanged: still saved"
+    );
+    assert!(!same.actions_suspended);
+    assert!(same.certification_warning.unwrap().contains("did not pass"));
+    let mut changed = config("tok-1", true);
+    changed["actionPolicy"]["operations"] = json!(["move", "rename"]);
+    let refused = mcp::put(&e.state, &e.tenant, &changed).await;
     assert!(
         matches!(refused, Err(AdminError::CertificationRequired)),
-        "the latest run failed"
+        "changed action settings need a passing run"
+    );
+}
+
+/// V-3: a run that sees the provider accept a bad proof suspends enabled actions at once
+/// (audited, shown by GET mcp); enabling again needs a run that passes.
+#[tokio::test]
+async fn v3_a_run_that_sees_a_bad_proof_accepted_suspends_actions() {
+    let e = env().await;
+    certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    mcp::put(&e.state, &e.tenant, &config("tok-1", true))
+        .await
+        .unwrap();
+    // The provider stops verifying proofs.
+    e.provider.answer_with("execute_action", |call| {
+        let id = call.arguments["actionId"].as_str().unwrap();
+        Reply::Result(action_answer(id, "completed", None))
+    });
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    assert!(run.accepted_bad_proof());
+    let stored = mcp::current(&e.state, &e.tenant).await.unwrap().unwrap();
+    assert!(!stored.config.action_policy.enabled, "suspended at once");
+    let view = mcp::view(&e.state, &e.tenant, Some(&stored)).await.unwrap();
+    assert!(view.actions_suspended);
+    let audit = e.store.list_audit(&e.tenant.id, None, 5).await.unwrap();
+    let suspended = audit
+        .items
+        .iter()
+        .find(|r| r.action == "mcp.actions.suspended")
+        .expect("the suspension is audited");
+    assert_eq!(
+        suspended.changes["actionPolicy.enabled"],
+        json!({"from": true, "to": false})
+    );
+    let refused = mcp::put(&e.state, &e.tenant, &config("tok-1", true)).await;
+    assert!(matches!(refused, Err(AdminError::CertificationRequired)));
+}
+
+/// V-4 and the service token: a provider that answers calls carrying a wrong service
+/// token fails those checks (consultations and actions); a second person given the first
+/// person's answer fails `other_person`; refusing them passes.
+#[tokio::test]
+async fn v4_a_wrong_token_and_a_second_person_must_be_refused() {
+    let e = env_with(Lax {
+        skip_token: true,
+        ..Lax::default()
+    })
+    .await;
+    let mut r = request();
+    r.second_user = Some(UserId::parse("u_test2").unwrap());
+    r.personal = vec!["get_cars".into()];
+    let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
+    for id in [
+        "consultation.get_cars.wrong_token",
+        "actions.wrong_token",
+        "consultation.get_cars.other_person",
+    ] {
+        assert_eq!(status(&run, id), CheckStatus::Failed, "{id}");
+        assert!(
+            reason(&run, id).contains("was not refused"),
+            "{id}: {}",
+            reason(&run, id)
+        );
+    }
+    assert!(
+        !run.accepted_bad_proof(),
+        "not a proof failure: no suspension"
+    );
+
+    let e = env().await;
+    e.provider.answer_with("get_cars", |call| {
+        if call.user == "u_test2" || call.service_token != "tok-1" {
+            return Reply::Result(
+                json!({"content": [{"type": "text", "text": "not yours"}], "isError": true}),
+            );
+        }
+        Reply::Result(json!({"content": [], "structuredContent": {"cars": []}}))
+    });
+    let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
+    assert!(run.passed(), "{run:#?}");
+    assert!(reason(&run, "consultation.get_cars.other_person").contains("not yours"));
+}
+
+/// The provider's own words: a preparation refused for a plain reason is reported with
+/// the provider's text (when it passes the summary rules) and what to check; a check
+/// whose prerequisite failed is skipped with the reason, never failed with another fix.
+#[tokio::test]
+async fn a_refused_preparation_shows_the_providers_words_and_skips_what_depends_on_it() {
+    let e = env().await;
+    e.provider.answer_with("prepare_action", |_| {
+        Reply::Result(
+            json!({"content": [{"type": "text", "text": "unknown user u_test"}], "isError": true}),
+        )
+    });
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    let r = reason(&run, "actions.prepare.move");
+    assert!(
+        r.contains("\"unknown user u_test\"") && r.contains("test person exists"),
+        "{r}"
+    );
+    for id in [
+        "actions.status",
+        "actions.wrong_token",
+        "actions.execute.move",
+        "proof.none",
+    ] {
+        assert_eq!(status(&run, id), CheckStatus::Skipped, "{id}");
+    }
+    e.provider.answer_with("prepare_action", |_| {
+        Reply::Result(json!({"content": [{"type": "text", "text": "see http://10.0.0.7/admin"}], "isError": true}))
+    });
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    let r = reason(&run, "actions.prepare.move");
+    assert!(
+        r.contains("its text is not shown: text contains an internal address"),
+        "{r}"
+    );
+}
+
+/// Bad input: sample arguments missing for an operation, an unknown operation, a second
+/// person without the consultations to check (or equal to the first): typed errors,
+/// nothing run.
+#[tokio::test]
+async fn a_run_request_missing_an_operation_or_a_person_is_refused() {
+    let e = env().await;
+    let mut r = request();
+    r.actions.clear();
+    r.actions.insert("other".into(), Map::new());
+    let Err(AdminError::Invalid { errors, .. }) = certify::run(&e.state, &e.tenant, &r).await
+    else {
+        panic!("refused");
+    };
+    let fields: Vec<&str> = errors.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(fields, ["actions.other", "actions.move"]);
+    let mut r = request();
+    r.second_user = Some(UserId::parse("u_test").unwrap());
+    let Err(AdminError::Invalid { errors, .. }) = certify::run(&e.state, &e.tenant, &r).await
+    else {
+        panic!("refused");
+    };
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        e.provider.calls().len() <= 1,
+        "nothing run but the save's tools/list"
     );
 }
 

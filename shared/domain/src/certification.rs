@@ -64,7 +64,8 @@ pub enum CheckStatus {
     Passed,
     /// It did not; the reason says what to change.
     Failed,
-    /// Not run, because an earlier check it depends on failed.
+    /// Not run, or not judged: an earlier check it depends on failed, the provider gave no
+    /// answer, or the administrator did not consent. Never a pass.
     Skipped,
 }
 
@@ -100,6 +101,15 @@ impl Certification {
     /// Passed when every check passed (none failed or skipped) and there was one.
     pub fn passed(&self) -> bool {
         !self.checks.is_empty() && self.checks.iter().all(|c| c.status == CheckStatus::Passed)
+    }
+
+    /// V-3: whether the provider accepted a bad proof in this run (executed it, or did not
+    /// refuse it, or the action was no longer pending after it). Such a run suspends
+    /// actions. A bad-proof check that could not be made is skipped, not failed.
+    pub fn accepted_bad_proof(&self) -> bool {
+        self.checks
+            .iter()
+            .any(|c| c.id.starts_with("proof.") && c.status == CheckStatus::Failed)
     }
 
     /// H-4: whether this run allows enabling actions for `subject`.
@@ -196,6 +206,18 @@ mod tests {
         assert!(!run(&[CheckStatus::Passed, CheckStatus::Failed]).passed());
         assert!(!run(&[CheckStatus::Passed, CheckStatus::Skipped]).passed());
         assert!(!run(&[]).passed());
+    }
+
+    /// V-3: only a failed bad-proof check suspends; a skipped one (no answer) or a failed
+    /// consultation does not.
+    #[test]
+    fn v3_only_an_accepted_bad_proof_suspends() {
+        let mut r = run(&[CheckStatus::Failed, CheckStatus::Skipped]);
+        r.checks[0].id = "consultation.get_cars.call".into();
+        r.checks[1].id = "proof.wrong_iss".into();
+        assert!(!r.accepted_bad_proof());
+        r.checks[1].status = CheckStatus::Failed;
+        assert!(r.accepted_bad_proof());
     }
 
     /// H-4: changing the URL, token version, audience or operations voids a run; a new

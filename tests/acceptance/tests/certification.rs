@@ -1,6 +1,7 @@
-//! The provider certification run (H-1 … H-4) against the demo provider on loopback, with
-//! the emulator's KMS key: a healthy provider passes without anything executed; a
-//! provider that skips proof verification, accepts expired proofs or accepts `alg: none`
+//! The provider certification run (H-1 … H-4, V-3, V-4) against the demo provider on
+//! loopback, with the emulator's KMS key: a healthy provider passes, executing exactly one
+//! action per operation for the synthetic test person; a provider that skips proof
+//! verification (which suspends actions), accepts expired proofs or accepts `alg: none`
 //! fails with the reason; enabling actions needs a passing run of the saved settings.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -44,42 +45,56 @@ fn status(run: &Value, id: &str) -> String {
     check(run, id)["status"].as_str().unwrap().to_owned()
 }
 
-/// H-1, H-2, H-3: the demo provider passes every check, and the run executes nothing
-/// (every proof it sent was refused). The result is stored with the configuration it
-/// checked and audited; it holds no secret.
+/// H-1 … H-3, V-3, V-4: the demo provider passes every check, and the run executes exactly
+/// one action per operation, for the synthetic test person, with the one valid proof it
+/// sent (every other proof was refused). The result is stored with the configuration it
+/// checked and audited with every proof's jti; it holds no secret.
 #[tokio::test]
-async fn h1_h3_the_demo_provider_passes_and_nothing_is_executed() {
+async fn v3_the_demo_provider_passes_and_one_action_per_operation_is_executed() {
     let s = Stack::start().await;
     let before = s.stats();
     let (st, run) = s.certify().await;
     assert_eq!(st, 201, "{run:#}");
     assert_eq!(run["passed"], true, "{run:#}");
     assert_eq!(run["current"], true);
-    assert_eq!(run["testUser"], "u_alice");
+    assert_eq!(run["testUser"], "u_test");
     assert_eq!(
         run["checked"]["operations"],
         json!(["reassign_session_car"])
     );
+    let consultations = countersign_demo_provider::tools::CONSULTATIONS
+        .iter()
+        .flat_map(|t| {
+            [
+                format!("consultation.{t}.call"),
+                format!("consultation.{t}.wrong_token"),
+            ]
+        });
     for id in PROOF_CHECKS
         .iter()
-        .copied()
-        .chain([
-            "tools.list",
-            "actions.tools",
-            "actions.prepare",
-            "actions.status",
-        ])
+        .map(|s| (*s).to_owned())
         .chain(
-            countersign_demo_provider::tools::CONSULTATIONS
-                .map(|t| Box::leak(format!("consultation.{t}.call").into_boxed_str()) as &str),
+            [
+                "tools.list",
+                "actions.tools",
+                "actions.prepare.reassign_session_car",
+                "actions.status",
+                "actions.wrong_token",
+                "actions.execute.reassign_session_car",
+                "consultation.get_upload_file_details.other_person",
+                "consultation.get_session_laps.other_person",
+            ]
+            .map(str::to_owned),
         )
+        .chain(consultations)
     {
-        assert_eq!(status(&run, id), "passed", "{id}: {:#}", check(&run, id));
+        assert_eq!(status(&run, &id), "passed", "{id}: {:#}", check(&run, &id));
     }
     let after = s.stats();
     assert_eq!(
-        after["executions"], before["executions"],
-        "nothing executed"
+        after["executions"].as_u64().unwrap(),
+        before["executions"].as_u64().unwrap() + 1,
+        "exactly one action per operation executed"
     );
     let refusals = |v: &Value| v["proofRefusals"].as_u64().unwrap();
     assert!(refusals(&after) >= refusals(&before) + 8, "{after:#}");
@@ -89,19 +104,33 @@ async fn h1_h3_the_demo_provider_passes_and_nothing_is_executed() {
     assert_eq!(latest["at"], run["at"]);
     assert_eq!(latest["checks"], run["checks"]);
     let (_, audit) = s.admin("GET", "audit", None).await;
-    assert_eq!(audit["items"][0]["action"], "mcp.certify", "{audit:#}");
-    assert_eq!(audit["items"][0]["changes"]["passed"], true);
+    let record = &audit["items"][0];
+    assert_eq!(record["action"], "mcp.certify", "{audit:#}");
+    assert_eq!(record["changes"]["passed"], true);
+    assert_eq!(record["changes"]["executed"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        record["changes"]["proofJtis"].as_array().unwrap().len(),
+        20,
+        "one valid, 19 bad (proof.none has none)"
+    );
     for text in [run.to_string(), audit.to_string()] {
         assert!(!text.contains(&s.service_token), "the service token leaked");
     }
+    // Run again with the same arguments: the synthetic person's write did not stick.
+    let (_, again) = s.certify().await;
+    assert_eq!(again["passed"], true, "{again:#}");
     s.finish();
 }
 
-/// H-3: a provider that does not verify proofs fails, with the reason, and H-4: its
-/// failed run stops actions from being enabled again.
+/// H-3: a provider that does not verify proofs fails, with the reason; V-3: the run
+/// suspends the enabled actions at once (a pending proposal is cancelled with the
+/// settings-change notice), and H-4: enabling again needs a passing run.
 #[tokio::test]
 async fn h3_a_provider_that_skips_proof_verification_fails_the_run() {
     let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    s.propose(&t, &case, "ses_a2", "car_a3").await;
     s.fault(json!({"fault": "skip_proof_verification"}));
     let (st, run) = s.certify().await;
     assert_eq!(st, 201);
@@ -114,6 +143,24 @@ async fn h3_a_provider_that_skips_proof_verification_fails_the_run() {
         reason.contains("no X-MCP-Confirmation header")
             && reason.contains("refuse execute_action without a proof"),
         "{reason}"
+    );
+    let (_, mcp) = s.admin("GET", "mcp", None).await;
+    assert_eq!(mcp["actionsSuspended"], true, "{mcp:#}");
+    assert_eq!(mcp["actionPolicy"]["enabled"], false);
+    let history = s.history(&t, &case).await;
+    let last = history.last().unwrap();
+    assert_eq!(last["kind"], "notice", "{history:#?}");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("integration settings changed"),
+        "the pending proposal was cancelled with the settings-change notice: {last}"
+    );
+    let (_, audit) = s.admin("GET", "audit", None).await;
+    assert!(
+        audit.to_string().contains("mcp.actions.suspended"),
+        "{audit:#}"
     );
     // H-4: the latest run failed, so enabling is refused, with the field named.
     let (st, body) = s.put_mcp(s.mcp_config(&s.service_token, true)).await;
@@ -168,10 +215,12 @@ async fn h4_enabling_needs_a_passing_run_of_the_saved_action_settings() {
     let s = Stack::start().await;
     let token = s.service_token.clone();
     let rotated = format!("{token}_rotated");
-    // The demo accepts only its own token; the run will then fail on the new one, so
-    // this test keeps the token and changes the audience instead.
+    // The demo accepts only its own token and audience (the run executes with a valid
+    // proof, V-3), so this test changes the server URL (a query the demo ignores) and
+    // keeps the audience.
     let mut moved = s.mcp_config(&token, true);
-    moved["audience"] = json!(format!("{}/", s.demo_url));
+    moved["serverUrl"] = json!(format!("{}?v=2", s.demo_url));
+    moved["audience"] = json!(s.demo_url);
     let (st, body) = s.put_mcp(moved.clone()).await;
     assert_eq!(
         (st, &body["error"]["code"]),
@@ -195,7 +244,7 @@ async fn h4_enabling_needs_a_passing_run_of_the_saved_action_settings() {
     assert_eq!(s.put_mcp(moved.clone()).await.0, 409);
     let (st, run) = s.certify().await;
     assert_eq!((st, &run["passed"]), (201, &json!(true)), "{run:#}");
-    assert_eq!(run["checked"]["audience"], format!("{}/", s.demo_url));
+    assert_eq!(run["checked"]["serverUrl"], format!("{}?v=2", s.demo_url));
     let (st, body) = s.put_mcp(moved).await;
     assert_eq!(st, 200, "{body}");
     s.finish();
@@ -212,21 +261,25 @@ async fn h1_the_request_is_validated_and_a_missing_sample_is_a_failed_check() {
     assert_eq!(st, 400, "{err}");
     assert_eq!(err["error"]["field"], "consultations.get_matching_sessions");
     let mut body = countersign_demo_provider::tools::certification_request();
-    body["action"]["operation"] = json!("rename_car");
+    body["actions"]["rename_car"] = json!({});
     let (st, err) = s.admin("POST", "mcp/certifications", Some(body)).await;
     assert_eq!(
         (st, &err["error"]["field"]),
-        (400, &json!("action.operation"))
+        (400, &json!("actions.rename_car"))
     );
     let mut body = countersign_demo_provider::tools::certification_request();
-    body.as_object_mut().unwrap().remove("action");
+    body.as_object_mut().unwrap().remove("actions");
     let (st, err) = s.admin("POST", "mcp/certifications", Some(body)).await;
-    assert_eq!((st, &err["error"]["field"]), (400, &json!("action")));
+    assert_eq!(
+        (st, &err["error"]["field"]),
+        (400, &json!("actions.reassign_session_car"))
+    );
     let mut body = countersign_demo_provider::tools::certification_request();
     body["consultations"]
         .as_object_mut()
         .unwrap()
         .remove("get_session_laps");
+    body["personalConsultations"] = json!(["get_upload_file_details"]);
     let (st, run) = s.admin("POST", "mcp/certifications", Some(body)).await;
     assert_eq!(st, 201);
     assert_eq!(run["passed"], false);

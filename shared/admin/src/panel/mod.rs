@@ -9,7 +9,7 @@
 pub mod session;
 pub mod views;
 
-use crate::certify::{self, CertifyRequest, TestAction};
+use crate::certify::{self, CertifyRequest};
 use crate::mcp;
 use crate::state::{AdminError, AdminState, store_down};
 use axum::Router;
@@ -381,7 +381,7 @@ async fn render_mcp(
         Ok(s) => s,
         Err(e) => return unavailable(&e),
     };
-    let view = match mcp::view(state, stored.as_ref()).await {
+    let view = match mcp::view(state, &session.tenant, stored.as_ref()).await {
         Ok(v) => v,
         Err(e) => return unavailable(&e),
     };
@@ -822,26 +822,44 @@ fn certification_request(form: &Form) -> Result<CertifyRequest, Errors> {
             }
         }
     }
-    let action = match form.get("operation") {
-        None => None,
-        Some(op) => {
-            let operation = OperationName::parse(op)
-                .map_err(|e| errors.insert("action.operation".into(), e.to_string()))
-                .ok();
-            let arguments = object("arguments", &mut errors);
-            operation
-                .zip(arguments)
-                .map(|(operation, arguments)| TestAction {
-                    operation,
-                    arguments,
-                })
+    let mut actions = std::collections::BTreeMap::new();
+    for (op, args) in object("actions", &mut errors).unwrap_or_default() {
+        match (OperationName::parse(op.as_str()), args) {
+            (Ok(_), Value::Object(a)) => {
+                actions.insert(op, a);
+            }
+            _ => {
+                errors.insert(
+                    format!("actions.{op}"),
+                    "an operation name with a JSON object of arguments".into(),
+                );
+            }
         }
+    }
+    let second = form.get("secondTestUser").unwrap_or("").trim();
+    let second_user = if second.is_empty() {
+        None
+    } else {
+        UserId::parse(second)
+            .map_err(|e| errors.insert("secondTestUser".into(), e.to_string()))
+            .ok()
     };
+    let personal: Vec<String> = form
+        .get("personalConsultations")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
     match test_user {
         Some(test_user) if errors.is_empty() => Ok(CertifyRequest {
             test_user,
+            second_user,
+            personal,
             consultations,
-            action,
+            actions,
+            consent: form.get("consent") == Some("yes"),
         }),
         _ => Err(errors),
     }

@@ -171,6 +171,12 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
                     disabled[p.enable_blocked.is_some() && !f.enabled];
                 label for="enabled" { "Actions enabled (writes need the person's confirmation)" }
                 @if let Some(why) = p.enable_blocked { p.hint #enableBlocked { (why) } }
+                @if p.view.actions_suspended {
+                    p.error #actionsSuspended { "Actions are suspended: the latest certification run saw your server accept a bad proof. Fix the proof checks it names, then run the certification again." }
+                }
+                @if let Some(warning) = &p.view.certification_warning {
+                    p.hint #certificationWarning { (warning) }
+                }
                 (error_for(p.errors, "actionPolicy.enabled"))
             }
             button type="submit" { "Save" }
@@ -235,20 +241,26 @@ fn certification_section(p: &McpPage<'_>) -> Markup {
     html! {
         section #certification {
             h2 { "Certification" }
-            p { "Checks the saved settings against your server: consultations with your sample arguments, and that every bad proof is refused. Nothing is executed." }
+            p { "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person." }
             form method="post" action="/admin/certification" {
                 input type="hidden" name="csrf" value=(p.session.csrf);
-                label for="testUser" { "Test user (X-MCP-User-Id)" }
+                label for="testUser" { "Synthetic test person (X-MCP-User-Id): an account of your system made for tests" }
                 input #testUser type="text" name="testUser" required;
                 label for="samples" { "Sample arguments per consultation (JSON object by tool name)" }
                 textarea #samples name="consultations" rows="4" { "{}" }
+                label for="secondTestUser" { "Second synthetic person (optional): must be refused the first person's resources" }
+                input #secondTestUser type="text" name="secondTestUser";
+                label for="personalConsultations" { "Consultations whose sample arguments name the first person's resource (comma-separated)" }
+                input #personalConsultations type="text" name="personalConsultations";
                 @if !operations.is_empty() {
-                    label for="operation" { "Operation to prepare" }
-                    select #operation name="operation" {
-                        @for o in &operations { option value=(o) { (o) } }
+                    label for="actionSamples" { "Sample arguments per operation (JSON object by operation name): every operation is prepared" }
+                    textarea #actionSamples name="actions" rows="3" {
+                        "{" @for (i, o) in operations.iter().enumerate() { @if i > 0 { ", " } "\"" (o) "\": {}" } "}"
                     }
-                    label for="arguments" { "Its test arguments (JSON object)" }
-                    textarea #arguments name="arguments" rows="3" { "{}" }
+                    div.consent {
+                        input #consent type="checkbox" name="consent" value="yes";
+                        label for="consent" { "I consent: this run executes one action per operation for this synthetic person (a real write in my system, with a valid proof)." }
+                    }
                 }
                 button type="submit" { "Run the certification" }
             }

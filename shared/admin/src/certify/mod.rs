@@ -1,0 +1,436 @@
+//! The provider certification run (H-1 … H-4, V-3, V-4): the saved configuration checked
+//! against the tenant's own server, each check with a reason a provider engineer can act on.
+//!
+//! - Per allowed consultation (H-2, V-4): listed read-only with an `outputSchema`; the
+//!   administrator's sample call, as the synthetic test person, answers in time with
+//!   `structuredContent` matching the schema; the same call with a wrong service token is
+//!   refused; with a second synthetic person, their call for the first person's resource is
+//!   refused.
+//! - When operations are configured (H-3, V-3): the three action tools are listed; every
+//!   operation is prepared with its sample arguments; a preparation with
+//!   a wrong service token is refused; with the administrator's consent one action per
+//!   operation is executed with a valid proof and must complete; then each proof of the
+//!   bad-proof series goes to its own fresh preparation, which must still be
+//!   `pending_confirmation` afterwards.
+//!
+//! A check whose prerequisite failed, or that could not be made (no answer), is skipped
+//! with the reason; skipped is never a pass. Decisions 0026 and 0035.
+
+mod actions;
+mod forge;
+mod judge;
+
+pub use forge::UNTRUSTED_KEY;
+
+use crate::mcp;
+use crate::state::{AdminError, AdminState, store_down};
+use countersign_domain::certification::{Certification, CertifiedSubject, CheckStatus, Checks};
+use countersign_domain::config::McpConfig;
+use countersign_domain::ids::UserId;
+use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool, Tenant};
+use countersign_domain::secret::SecretString;
+use judge::{call_failure, conforms, listed, refusal_text};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The whole run fits in this (under API Gateway's 29 s); what is left is skipped.
+pub const RUN_LIMIT: Duration = Duration::from_secs(25);
+
+/// The three action tools of the contract and the argument each must declare.
+pub(crate) const ACTION_TOOLS: [(&str, &[&str]); 3] = [
+    ("prepare_action", &["operation", "arguments"]),
+    ("execute_action", &["actionId"]),
+    ("get_action_status", &["actionId"]),
+];
+
+/// What the administrator gives a run.
+#[derive(Debug, Clone)]
+pub struct CertifyRequest {
+    /// The synthetic test person the calls are made for (`X-MCP-User-Id`).
+    pub test_user: UserId,
+    /// A second synthetic person (V-4): their call for the first person's resource must
+    /// be refused.
+    pub second_user: Option<UserId>,
+    /// The consultations whose sample arguments name a resource of the test person: the
+    /// second person's same call must be refused (needs `second_user`).
+    pub personal: Vec<String>,
+    /// Sample arguments per allowed consultation.
+    pub consultations: BTreeMap<String, Map<String, Value>>,
+    /// Sample arguments per configured operation (every one is prepared).
+    pub actions: BTreeMap<String, Map<String, Value>>,
+    /// V-3: the administrator agreed that the run executes one action per operation for
+    /// the test person. Without it nothing is executed and those checks are skipped.
+    pub consent: bool,
+}
+
+/// H-1: runs every check on the saved configuration and stores the result with the
+/// configuration it checked (and an audit record). A run that saw the provider accept a
+/// bad proof suspends actions at once (V-3).
+pub async fn run(
+    state: &AdminState,
+    tenant: &Tenant,
+    request: &CertifyRequest,
+) -> Result<Certification, AdminError> {
+    // V-7: one run in flight per tenant; the lease outlives the run's own limit.
+    let hold = i64::try_from(RUN_LIMIT.as_secs()).unwrap_or(25) + 35;
+    crate::lease::one_at_a_time(state, &tenant.id, "certification run", hold, async {
+        run_held(state, tenant, request).await
+    })
+    .await
+}
+
+async fn run_held(
+    state: &AdminState,
+    tenant: &Tenant,
+    request: &CertifyRequest,
+) -> Result<Certification, AdminError> {
+    let stored = mcp::current(state, tenant)
+        .await?
+        .ok_or(AdminError::NotConfigured)?;
+    check_request(&stored.config, request)?;
+    let token = mcp::token_of(state, tenant, Some(&stored))
+        .await?
+        .ok_or(AdminError::NotConfigured)?;
+    let ctx = ProviderContext {
+        tenant: tenant.id.clone(),
+        user: request.test_user.clone(),
+        conversation: state.ids.case_id(),
+        server_url: stored.config.server_url.clone(),
+        service_token: token,
+        config_version: stored.version,
+    };
+    let mut run = Run {
+        state,
+        provider: state.provider.as_ref(),
+        ctx,
+        config: &stored.config,
+        until: Instant::now() + RUN_LIMIT,
+        checks: Checks::default(),
+        jtis: Mutex::new(Vec::new()),
+        executed: Vec::new(),
+    };
+    run.all(request).await;
+    let certification = Certification {
+        at: state.clock.now(),
+        subject: CertifiedSubject::of(&stored),
+        test_user: request.test_user.to_string(),
+        checks: run.checks.into_vec(),
+    };
+    let not_passed: Vec<&str> = certification
+        .checks
+        .iter()
+        .filter(|c| c.status != CheckStatus::Passed)
+        .map(|c| c.id.as_str())
+        .collect();
+    // V-3: every proof the run sent is named by its jti, and every action it executed.
+    let jtis = run.jtis.into_inner().unwrap_or_else(|e| e.into_inner());
+    let changes = json!({
+        "configVersion": stored.version,
+        "passed": certification.passed(),
+        "notPassed": not_passed,
+        "consent": request.consent,
+        "executed": run.executed,
+        "proofJtis": jtis,
+    });
+    let record = crate::audit::by_admin(state, tenant, "mcp.certify", changes);
+    state
+        .tenants
+        .put_certification(&tenant.id, &certification, &record)
+        .await
+        .map_err(store_down)?;
+    if certification.accepted_bad_proof() {
+        mcp::suspend(state, tenant, &certification).await?;
+    }
+    Ok(certification)
+}
+
+/// The tenant's latest run.
+pub async fn latest(state: &AdminState, tenant: &Tenant) -> Result<Certification, AdminError> {
+    state
+        .tenants
+        .latest_certification(&tenant.id)
+        .await
+        .map_err(store_down)?
+        .ok_or(AdminError::NoCertification)
+}
+
+/// The request must name only allowed consultations, give sample arguments for every
+/// configured operation, and two different test people.
+fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), AdminError> {
+    let mut errors = Vec::new();
+    for name in request.consultations.keys() {
+        if !config.allowed_tools.iter().any(|t| t.as_str() == name) {
+            errors.push((
+                format!("consultations.{name}"),
+                format!("`{name}` is not one of the saved allowedTools"),
+            ));
+        }
+    }
+    let operations = &config.action_policy.operations;
+    for name in request.actions.keys() {
+        if !operations.iter().any(|o| o.as_str() == name) {
+            errors.push((
+                format!("actions.{name}"),
+                format!("`{name}` is not one of the saved operations"),
+            ));
+        }
+    }
+    for op in operations {
+        if !request.actions.contains_key(op.as_str()) {
+            errors.push((
+                format!("actions.{op}"),
+                format!("give sample arguments for `{op}`: every configured operation is prepared"),
+            ));
+        }
+    }
+    for name in &request.personal {
+        if !request.consultations.contains_key(name) {
+            errors.push((
+                format!("personalConsultations.{name}"),
+                format!("`{name}` needs sample arguments in consultations: they name the test person's resource"),
+            ));
+        }
+    }
+    if request.second_user.is_some() == request.personal.is_empty() {
+        errors.push((
+            "secondTestUser".to_owned(),
+            "give a second test person and the consultations they must be refused (personalConsultations) together".to_owned(),
+        ));
+    }
+    if request.second_user.as_ref() == Some(&request.test_user) {
+        errors.push((
+            "secondTestUser".to_owned(),
+            "the second test person must differ from the first".to_owned(),
+        ));
+    }
+    match errors.first().cloned() {
+        None => Ok(()),
+        Some((field, message)) => Err(AdminError::Invalid {
+            field,
+            message,
+            errors,
+        }),
+    }
+}
+
+struct Run<'a> {
+    state: &'a AdminState,
+    provider: &'a dyn Provider,
+    ctx: ProviderContext,
+    config: &'a McpConfig,
+    until: Instant,
+    checks: Checks,
+    /// The `jti` of every proof sent (V-3: named in the run's audit record).
+    jtis: Mutex<Vec<String>>,
+    /// The actions executed with a valid proof.
+    executed: Vec<String>,
+}
+
+/// How a check that the provider must refuse something ended.
+enum Refusal {
+    /// Refused: how.
+    Refused(String),
+    /// Not refused: what it answered.
+    Accepted(String),
+    /// No answer to judge (skipped, never a pass).
+    NoAnswer(String),
+}
+
+impl Run<'_> {
+    /// Notes `jti` as sent.
+    fn sent(&self, jti: String) -> String {
+        self.jtis
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(jti.clone());
+        jti
+    }
+
+    /// Records a refusal check: refused passes, accepted fails, no answer is skipped.
+    fn refusal(&mut self, id: &str, req: &str, r: Refusal) -> bool {
+        match r {
+            Refusal::Refused(how) => {
+                self.checks.pass(id, req, how);
+                true
+            }
+            Refusal::Accepted(what) => {
+                self.checks.fail(id, req, what);
+                false
+            }
+            Refusal::NoAnswer(why) => {
+                self.checks.skip(id, req, why);
+                false
+            }
+        }
+    }
+
+    /// The call context with a service token the provider never issued.
+    fn wrong_token(&self) -> ProviderContext {
+        ProviderContext {
+            service_token: SecretString::new(format!("wrong-{}", self.state.ids.proof_jti())),
+            ..self.ctx.clone()
+        }
+    }
+
+    async fn all(&mut self, request: &CertifyRequest) {
+        let tools = match self.timed(self.provider.list_tools(&self.ctx)).await {
+            Ok(tools) => {
+                self.checks.pass(
+                    "tools.list",
+                    "H-2",
+                    format!("tools/list answered with {} tools", tools.len()),
+                );
+                tools
+            }
+            Err(e) => {
+                self.checks.fail(
+                    "tools.list",
+                    "H-2",
+                    format!("tools/list failed: {}", call_failure(&e)),
+                );
+                return;
+            }
+        };
+        for name in self.config.allowed_tools.clone() {
+            self.consultation(&tools, name.as_str(), request).await;
+        }
+        if !self.config.action_policy.operations.is_empty() {
+            self.actions(&tools, request).await;
+        }
+    }
+
+    /// A provider call bounded by what is left of the run.
+    async fn timed<T>(
+        &self,
+        call: impl Future<Output = Result<T, ProviderError>>,
+    ) -> Result<T, ProviderError> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        tokio::time::timeout(left, call)
+            .await
+            .unwrap_or(Err(ProviderError::Timeout))
+    }
+
+    /// H-2 and V-4 for one allowed consultation.
+    async fn consultation(&mut self, tools: &[ProviderTool], name: &str, request: &CertifyRequest) {
+        let id = |what: &str| format!("consultation.{name}.{what}");
+        let Some(tool) = tools.iter().find(|t| t.name.as_str() == name) else {
+            let reason =
+                format!("`{name}` is not in tools/list: publish it or remove it from allowedTools");
+            self.checks.fail(id("listed"), "H-2", reason);
+            self.checks.skip(id("call"), "H-2", "not listed");
+            return;
+        };
+        let ok = self
+            .checks
+            .record(id("listed"), "H-2", listed(tool, self.config));
+        if !ok {
+            self.checks.skip(id("call"), "H-2", "fix the listing first");
+            return;
+        }
+        let Some(sample) = request.consultations.get(name) else {
+            let reason = format!(
+                "no sample arguments were given for `{name}` (consultations.{name} in the request)"
+            );
+            self.checks.fail(id("call"), "H-2", reason);
+            return;
+        };
+        let started = Instant::now();
+        let answer = self
+            .timed(self.provider.call_tool(&self.ctx, name, sample, None))
+            .await;
+        let took = started.elapsed().as_millis();
+        let first = match answer {
+            Err(e) => Err(format!("the call failed: {}", call_failure(&e))),
+            Ok(raw) => conforms(tool, &raw).map(|()| raw),
+        };
+        let first = match first {
+            Ok(raw) => {
+                let why = format!("answered in {took} ms, matching its outputSchema");
+                self.checks.pass(id("call"), "H-2", why);
+                raw
+            }
+            Err(why) => {
+                self.checks.fail(id("call"), "H-2", why);
+                let skip = "the sample call did not pass";
+                self.checks.skip(id("wrong_token"), "V-4", skip);
+                if request.personal.iter().any(|p| p == name) {
+                    self.checks.skip(id("other_person"), "V-4", skip);
+                }
+                return;
+            }
+        };
+        self.refusals(name, sample, &first, request).await;
+    }
+
+    /// V-4: the sample call with a wrong service token, and the second person's call for
+    /// the first person's resource, must be refused.
+    async fn refusals(
+        &mut self,
+        name: &str,
+        sample: &Map<String, Value>,
+        first: &Value,
+        request: &CertifyRequest,
+    ) {
+        let id = |what: &str| format!("consultation.{name}.{what}");
+        let ctx = self.wrong_token();
+        let answer = self
+            .timed(self.provider.call_tool(&ctx, name, sample, None))
+            .await;
+        let verdict = refused(answer, "the same call with a wrong service token", |_| {
+            "it was answered: check the service token on every call, consultations included"
+                .to_owned()
+        });
+        self.refusal(&id("wrong_token"), "V-4", verdict);
+        let personal = request.personal.iter().any(|p| p == name);
+        let Some(second) = request.second_user.clone().filter(|_| personal) else {
+            return;
+        };
+        let ctx = ProviderContext {
+            user: second.clone(),
+            ..self.ctx.clone()
+        };
+        let answer = self
+            .timed(self.provider.call_tool(&ctx, name, sample, None))
+            .await;
+        let same = |raw: &Value| raw.get("structuredContent") == first.get("structuredContent");
+        let verdict = match answer {
+            Ok(raw) if refusal_text(&raw).is_none() && !same(&raw) => Refusal::Refused(format!(
+                "`{second}` was answered with other data than `{}` for the same arguments",
+                self.ctx.user
+            )),
+            other => refused(
+                other,
+                &format!("`{second}` asking for `{}`'s resource", self.ctx.user),
+                |_| {
+                    format!(
+                        "`{second}` got the same answer as `{}`: check that what is asked for belongs to X-MCP-User-Id",
+                        self.ctx.user
+                    )
+                },
+            ),
+        };
+        self.refusal(&id("other_person"), "V-4", verdict);
+    }
+}
+
+/// Whether a call the provider must refuse was refused: an HTTP 4xx or an `isError`
+/// answer is a refusal; a normal answer is not (`accepted` says what to fix); no answer
+/// cannot be judged.
+fn refused(
+    answer: Result<Value, ProviderError>,
+    what: &str,
+    accepted: impl FnOnce(&Value) -> String,
+) -> Refusal {
+    match answer {
+        Err(ProviderError::Http { status }) if (400..500).contains(&status) => {
+            Refusal::Refused(format!("{what} was refused (HTTP {status})"))
+        }
+        Err(e) => Refusal::NoAnswer(format!("{what} got no answer: {}", call_failure(&e))),
+        Ok(raw) => match refusal_text(&raw) {
+            Some(words) => Refusal::Refused(format!("{what} was refused with isError ({words})")),
+            None => Refusal::Accepted(format!("{what} was not refused: {}", accepted(&raw))),
+        },
+    }
+}
