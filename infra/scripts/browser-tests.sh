@@ -38,6 +38,7 @@ echo "widget: browser tests passed; screenshot $artifacts/proposal-and-result.pn
 # The /admin panel (U-1 … U-3, H-1, H-4), after the widget's: it changes the demo
 # tenant's settings.
 admin_key=$(sed -n 's/^ADMIN_KEY=//p' "$log")
+demo_token=$(sed -n 's/^DEMO_SERVICE_TOKEN=//p' "$log")
 (cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" \
-  node --test --test-concurrency=1 test/panel.mjs)
+  PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" node --test --test-concurrency=1 test/panel.mjs)
 echo "panel: browser tests passed"

@@ -13,6 +13,7 @@ import { chromium } from "playwright-core";
 const BASE = process.env.BASE_URL || "http://127.0.0.1:8700";
 const SITE = process.env.SITE_URL || "http://127.0.0.1:8701/";
 const KEY = process.env.ADMIN_KEY;
+const PROVIDER = process.env.PROVIDER_URL || "http://127.0.0.1:8790";
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 let browser;
 let ctx;
@@ -110,6 +111,25 @@ test("V-1: a tool that declares itself a write cannot be saved as a consultation
   // Nothing was saved.
   await page.goto(`${BASE}/admin/mcp`);
   assert.equal(await page.locator("#allowedToolsText").inputValue(), saved);
+});
+
+test("V-2: a tool changed since approval is shown side by side and approved with a button", async () => {
+  const control = (fault, on) => fetch(`${PROVIDER}/_demo/control`, {
+    method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${process.env.PROVIDER_TOKEN}` }, body: JSON.stringify({ fault, on }),
+  });
+  assert.equal((await control("cars_description_changed", true)).status, 204);
+  await page.goto(`${BASE}/admin/mcp`);
+  const change = page.locator('#toolChanges [data-tool="get_user_cars"]');
+  assert.equal(await change.count(), 1, "the changed tool is listed");
+  assert.match(await change.locator("pre.live").innerText(), /everyone they race with/);
+  assert.doesNotMatch(await change.locator("pre.approved").innerText(), /everyone they race with/);
+  await Promise.all([page.waitForURL(/done=approved/), change.locator("button[type=submit]").click()]);
+  assert.equal(await page.locator("#toolChanges").count(), 0, "approved: nothing left to approve");
+  // Back to the original description: a change again, approved again.
+  assert.equal((await control("cars_description_changed", false)).status, 204);
+  await page.goto(`${BASE}/admin/mcp`);
+  await Promise.all([page.waitForURL(/done=approved/), page.locator('#toolChanges [data-tool="get_user_cars"] button').click()]);
+  assert.equal(await page.locator("#toolChanges").count(), 0);
 });
 
 test("H-1, H-4, V-3: run the certification from the panel (consent executes), then enable actions", async () => {

@@ -23,8 +23,10 @@ pub(crate) enum KeysCommand {
         /// Create the key, with the deployment's key policy when the role ARNs are given.
         #[arg(long)]
         create: bool,
-        /// The messages function's role ARN (only it may sign).
-        #[arg(long, requires = "create")]
+        /// The messages function's role ARN: only it may sign. With `--create` the key gets
+        /// the deployment's policy; either way a key whose policy lets anyone else sign is
+        /// refused (V-5). A deployment always passes it.
+        #[arg(long)]
         signer_role_arn: Option<String>,
         /// The admin function's role ARN (reads the public key).
         #[arg(long, requires = "signer_role_arn")]
@@ -74,6 +76,7 @@ pub(crate) async fn run(
             signer_role_arn,
             reader_role_arn,
         } => {
+            let signer = signer_role_arn.clone();
             let key = match (key, create) {
                 (Some(k), _) => k,
                 (None, _) => {
@@ -86,7 +89,13 @@ pub(crate) async fn run(
                     id
                 }
             };
-            let kid = rotation.announce(&key, now).await?;
+            if signer.is_none() {
+                writeln!(
+                    out,
+                    "warning: no --signer-role-arn: the key's policy was not checked (V-5); a deployment must pass it"
+                )?;
+            }
+            let kid = rotation.announce(&key, now, signer.as_deref()).await?;
             let ring = rotation.list().await?.ring;
             writeln!(out, "announced {kid}")?;
             writeln!(

@@ -101,7 +101,7 @@ async fn main() -> anyhow::Result<()> {
     demo.widget_jwt = demo_jwt(&credential)?;
     // The demo site mints tokens from now on.
     let _ = slot.set(credential);
-    print_banner(&demo)?;
+    print_banner(&demo, &service_token)?;
     server.await?.context("serving")
 }
 
@@ -248,7 +248,7 @@ fn demo_jwt(c: &site::Credential) -> anyhow::Result<String> {
     )?)
 }
 
-fn print_banner(demo: &Demo) -> std::io::Result<()> {
+fn print_banner(demo: &Demo, service_token: &str) -> std::io::Result<()> {
     let Demo {
         site,
         base,
@@ -274,9 +274,10 @@ fn print_banner(demo: &Demo) -> std::io::Result<()> {
     writeln!(out, "TENANT={tenant}")?;
     writeln!(out, "ADMIN_KEY={admin_key}")?;
     writeln!(out, "WIDGET_JWT={widget_jwt}")?;
+    writeln!(out, "DEMO_SERVICE_TOKEN={service_token}")?;
     writeln!(
         out,
-        "(the widget JWT is for the demo person {DEMO_USER}, valid 12 hours; local secrets only)"
+        "(the widget JWT is for the demo person {DEMO_USER}, valid 12 hours; the service token opens the demo provider's /_demo/control; local secrets only)"
     )?;
     writeln!(out)?;
     writeln!(out, "Press Ctrl-C to stop everything.")

@@ -479,7 +479,26 @@ async fn get_mcp(
     TenantAdmin(tenant): TenantAdmin,
 ) -> Result<Json<McpView>, ApiError> {
     let stored = mcp::current(&state, &tenant).await?;
-    Ok(Json(mcp::view(&state, &tenant, stored.as_ref()).await?))
+    let live = mcp::live_tools(&state, &tenant, stored.as_ref()).await;
+    Ok(Json(
+        mcp::view(&state, &tenant, stored.as_ref(), live.as_deref()).await?,
+    ))
+}
+
+/// V-2: approves the live descriptor of an allowed tool that changed since it was
+/// approved (it was withheld from the model and the gateway until now). Audited as
+/// `mcp.tool.approved`. A change that made the tool a write is refused with 400
+/// `NOT_A_CONSULTATION`.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/tools/{tool}/approval", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), ("tool" = String, Path, description = "An allowed tool")),
+    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn approve_tool(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((_, tool)): Path<(String, String)>,
+) -> Result<Json<McpView>, ApiError> {
+    Ok(Json(mcp::approve(&state, &tenant, &tool).await?))
 }
 
 /// Saves the configuration (C-3 … C-8, D-5). V-1: the server's live `tools/list` is read
@@ -837,7 +856,7 @@ async fn audit_keys(State(state): State<AdminState>) -> Result<axum::response::R
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 12] = [
+pub const PATHS: [&str; 13] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -850,11 +869,12 @@ pub const PATHS: [&str; 12] = [
     "/api/admin/tenants/{id}/audit/verification",
     "/api/admin/tenants/{id}/audit/checkpoints",
     crate::jwks::AUDIT_KEYS_PATH,
+    "/api/admin/tenants/{id}/mcp/tools/{tool}/approval",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 12] = [
+pub const ROUTES: [(&str, &str); 13] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -867,6 +887,7 @@ pub const ROUTES: [(&str, &str); 12] = [
     ("GET", PATHS[8]),
     ("GET", PATHS[9]),
     ("GET", PATHS[11]),
+    ("POST", PATHS[12]),
 ];
 
 /// The routes of [`certification_router`]: the certification run signs test proofs with
@@ -880,8 +901,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 3] =
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, McpView, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint)),
+    paths(get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
+    components(schemas(ErrorBody, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -934,6 +955,7 @@ pub fn router(state: AdminState) -> Router {
         verification,
         _,
         audit_keys_path,
+        approval,
     ] = PATHS;
     Router::new()
         .route(jwks_path, get(jwks))
@@ -948,5 +970,6 @@ pub fn router(state: AdminState) -> Router {
         )
         .route(widget, axum::routing::delete(revoke_widget_credential))
         .route(audit, get(list_audit))
+        .route(approval, axum::routing::post(approve_tool))
         .with_state(state)
 }

@@ -8,6 +8,8 @@ use countersign_domain::certification::CertifiedSubject;
 use countersign_domain::config::{McpConfig, service_token_secret_name, validate_mcp_config};
 use countersign_domain::conversation::{Message, MessageKind, Role};
 use countersign_domain::ids::{CaseId, UserId};
+use countersign_domain::pinning;
+use countersign_domain::ports::ProviderTool;
 use countersign_domain::ports::{
     ProviderContext, ProviderError, SignerError, StoredMcpConfig, Tenant, TransitionOutcome,
     VerificationKey,
@@ -79,6 +81,74 @@ pub struct McpView {
     /// on; run the certification again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub certification_warning: Option<String>,
+    /// V-2: the allowed tools whose live descriptor differs from the approved one (each
+    /// withheld until approved); absent when the server's `tools/list` could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_changes: Option<Vec<ToolChange>>,
+}
+
+/// V-2: an allowed tool changed since the administrator approved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolChange {
+    /// The tool.
+    pub name: String,
+    /// The approved descriptor (name, description, schemas, annotations).
+    #[schema(value_type = Object)]
+    pub approved: Value,
+    /// The descriptor as the server lists it now; `null` when it no longer lists it.
+    #[schema(value_type = Option<Object>)]
+    pub live: Option<Value>,
+    /// Why the change can never be approved (it made the tool a write), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// V-2: the changes between `approved` and `published` for `config`'s allowed tools.
+fn tool_changes(config: &McpConfig, published: &[ProviderTool]) -> Vec<ToolChange> {
+    let parse = |form: &str| serde_json::from_str::<Value>(form).unwrap_or(Value::Null);
+    config
+        .allowed_tools
+        .iter()
+        .filter_map(|name| {
+            let form = config.approved.get(name.as_str())?;
+            let live = published.iter().find(|t| t.name == *name);
+            let live_form = live.map(|t| pinning::approved_form(&t.descriptor));
+            if live_form.as_deref() == Some(form.as_str()) {
+                return None;
+            }
+            let operations = &config.action_policy.operations;
+            Some(ToolChange {
+                name: name.to_string(),
+                approved: parse(form),
+                live: live_form.as_deref().map(parse),
+                refused: live
+                    .and_then(|t| vetting::refusal(t, operations))
+                    .map(|why| {
+                        format!("`{name}` {why}: it can never be approved as a consultation")
+                    }),
+            })
+        })
+        .collect()
+}
+
+/// The server's live tools for the stored configuration (`None` when it cannot be read).
+pub async fn live_tools(
+    state: &AdminState,
+    tenant: &Tenant,
+    stored: Option<&StoredMcpConfig>,
+) -> Option<Vec<ProviderTool>> {
+    let stored = stored?;
+    let token = token_of(state, tenant, Some(stored)).await.ok()??;
+    let ctx = admin_context(
+        state,
+        tenant,
+        &stored.config.server_url,
+        token,
+        stored.version,
+    )
+    .ok()?;
+    state.provider.list_tools(&ctx).await.ok()
 }
 
 fn names<T: ToString>(v: &[T]) -> Vec<String> {
@@ -99,6 +169,7 @@ pub async fn view(
     state: &AdminState,
     tenant: &Tenant,
     stored: Option<&StoredMcpConfig>,
+    live: Option<&[ProviderTool]>,
 ) -> Result<McpView, AdminError> {
     let latest = async {
         state
@@ -128,7 +199,11 @@ pub async fn view(
             run.at.to_rfc3339()
         )
     });
+    let tool_changes = stored
+        .zip(live)
+        .map(|(s, live)| tool_changes(&s.config, live));
     Ok(McpView {
+        tool_changes,
         actions_suspended: !enabled && failed.is_some_and(|r| r.accepted_bad_proof()),
         certification_warning,
         configured: stored.is_some(),
@@ -163,7 +238,7 @@ pub async fn current(
 /// of URL, token, audience or action policy moves `actions_version` (C-7, C-8); every
 /// save then cancels the proposals prepared under other action settings.
 pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<McpView, AdminError> {
-    let config = validate(state, body).await?;
+    let mut config = validate(state, body).await?;
     let current = current(state, tenant).await?;
     let old_token = token_of(state, tenant, current.as_ref()).await?;
     let old_token = old_token.as_ref().map(SecretString::expose);
@@ -177,13 +252,14 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     if config.action_policy.enabled && !unchanged {
         certified(state, tenant, current.as_ref(), &config, token_changed).await?;
     }
-    vet(
+    let published = vet(
         state,
         tenant,
         &config,
         current.as_ref().map_or(0, |c| c.version),
     )
     .await?;
+    config.approved = pins(&config, current.as_ref(), &published);
     let stored = match &current {
         Some(c) if !token_changed && same_fields(&c.config, &config) => c.clone(),
         _ => {
@@ -202,7 +278,100 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     // not complete.
     let keep = (stored.actions_version, stored.secret_version.as_str());
     invalidate_pending(state, tenant, Some(keep)).await?;
-    view(state, tenant, Some(&stored)).await
+    view(state, tenant, Some(&stored), Some(&published)).await
+}
+
+/// V-2: the approved forms a save stores: a tool approved before keeps its approval (a
+/// change since is approved only by [`approve`]); a newly allowed one is pinned as the
+/// server lists it now (vetted by V-1 just before).
+fn pins(
+    config: &McpConfig,
+    current: Option<&StoredMcpConfig>,
+    published: &[ProviderTool],
+) -> pinning::Approved {
+    config
+        .allowed_tools
+        .iter()
+        .filter_map(|name| {
+            let kept = current.and_then(|c| c.config.approved.get(name.as_str()).cloned());
+            let form = kept.or_else(|| {
+                let tool = published.iter().find(|t| t.name == *name)?;
+                Some(pinning::approved_form(&tool.descriptor))
+            })?;
+            Some((name.to_string(), form))
+        })
+        .collect()
+}
+
+/// V-2: approves the live descriptor of allowed tool `name`, audited as
+/// `mcp.tool.approved`. A change that made the tool a write is refused (V-1).
+pub async fn approve(
+    state: &AdminState,
+    tenant: &Tenant,
+    name: &str,
+) -> Result<McpView, AdminError> {
+    let current = current(state, tenant)
+        .await?
+        .ok_or(AdminError::NotConfigured)?;
+    if !current
+        .config
+        .allowed_tools
+        .iter()
+        .any(|t| t.as_str() == name)
+    {
+        let message = format!("`{name}` is not one of the allowed tools");
+        return Err(AdminError::Invalid {
+            field: "tool".into(),
+            message: message.clone(),
+            errors: vec![("tool".into(), message)],
+        });
+    }
+    let token = token_of(state, tenant, Some(&current))
+        .await?
+        .ok_or(AdminError::NotConfigured)?;
+    let ctx = admin_context(
+        state,
+        tenant,
+        &current.config.server_url,
+        token,
+        current.version,
+    )?;
+    let published = state
+        .provider
+        .list_tools(&ctx)
+        .await
+        .map_err(|e| AdminError::ProviderUnreachable(provider_problem(&e)))?;
+    let operations = &current.config.action_policy.operations;
+    let refusal = match published.iter().find(|t| t.name.as_str() == name) {
+        None => Some(vetting::NotAConsultation::NotListed),
+        Some(tool) => vetting::refusal(tool, operations),
+    };
+    if let Some(why) = refusal {
+        return Err(AdminError::NotConsultations(vec![(
+            "tool".into(),
+            format!("`{name}` {why}: it can never be approved as a consultation"),
+        )]));
+    }
+    let form = published
+        .iter()
+        .find(|t| t.name.as_str() == name)
+        .map(|t| pinning::approved_form(&t.descriptor))
+        .unwrap_or_default();
+    if current.config.approved.get(name) == Some(&form) {
+        return view(state, tenant, Some(&current), Some(&published)).await;
+    }
+    let mut config = current.config.clone();
+    config.approved.insert(name.to_owned(), form);
+    let stored = save(
+        state,
+        tenant,
+        Some(&current),
+        config,
+        false,
+        "mcp.tool.approved",
+    )
+    .await?;
+    view(state, tenant, Some(&stored), Some(&published)).await
 }
 
 /// V-3: a run saw the provider accept a bad proof: actions are switched off at once (an
@@ -308,7 +477,7 @@ async fn vet(
     tenant: &Tenant,
     config: &McpConfig,
     version: u64,
-) -> Result<(), AdminError> {
+) -> Result<Vec<ProviderTool>, AdminError> {
     let ctx = admin_context(
         state,
         tenant,
@@ -327,7 +496,7 @@ async fn vet(
         &config.action_policy.operations,
     );
     if refused.is_empty() {
-        return Ok(());
+        return Ok(published);
     }
     Err(AdminError::NotConsultations(
         refused
@@ -510,18 +679,27 @@ fn same_action_fields(old: &McpConfig, new: &McpConfig) -> bool {
 
 /// Whether every stored field is equal (the token is compared apart).
 fn same_fields(old: &McpConfig, new: &McpConfig) -> bool {
-    same_action_fields(old, new) && old.allowed_tools == new.allowed_tools
+    same_action_fields(old, new)
+        && old.allowed_tools == new.allowed_tools
+        && old.approved == new.approved
 }
 
 /// The audited fields of a configuration, by name.
-fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 5] {
+fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 6] {
     let policy = &c.config.action_policy;
+    let approved: serde_json::Map<String, Value> = c
+        .config
+        .approved
+        .iter()
+        .map(|(tool, form)| (tool.clone(), json!(pinning::fingerprint(form))))
+        .collect();
     [
         ("serverUrl", json!(c.config.server_url.as_str())),
         ("audience", json!(c.config.audience)),
         ("allowedTools", json!(names(&c.config.allowed_tools))),
         ("actionPolicy.enabled", json!(policy.enabled)),
         ("actionPolicy.operations", json!(names(&policy.operations))),
+        ("approvedTools", Value::Object(approved)),
     ]
 }
 
@@ -535,8 +713,8 @@ fn config_changes(
     let before = old.map(audited_fields);
     let after = new.map(audited_fields);
     let mut changes = serde_json::Map::new();
-    for i in 0..5 {
-        let field = |f: &Option<[(&'static str, Value); 5]>| f.as_ref().map(|f| f[i].clone());
+    for i in 0..6 {
+        let field = |f: &Option<[(&'static str, Value); 6]>| f.as_ref().map(|f| f[i].clone());
         let (from, to) = (field(&before), field(&after));
         let name = from.as_ref().or(to.as_ref()).map_or("", |(n, _)| *n);
         let (from, to) = (

@@ -732,7 +732,9 @@ async fn v3_a_run_that_sees_a_bad_proof_accepted_suspends_actions() {
     assert!(run.accepted_bad_proof());
     let stored = mcp::current(&e.state, &e.tenant).await.unwrap().unwrap();
     assert!(!stored.config.action_policy.enabled, "suspended at once");
-    let view = mcp::view(&e.state, &e.tenant, Some(&stored)).await.unwrap();
+    let view = mcp::view(&e.state, &e.tenant, Some(&stored), None)
+        .await
+        .unwrap();
     assert!(view.actions_suspended);
     let audit = e.store.list_audit(&e.tenant.id, None, 5).await.unwrap();
     let suspended = audit

@@ -52,6 +52,15 @@ pub enum RotationError {
     /// Others kept changing the ring.
     #[error("the key ring kept changing; run the command again")]
     Busy,
+    /// V-5: the key's policy lets others than the signer role sign.
+    #[error("the key's policy lets {} sign: only the signer role may (create the key with `keys announce --create --signer-role-arn …`, or fix its policy)", principals.join(", "))]
+    PolicyTooWide {
+        /// Every other principal allowed `kms:Sign`.
+        principals: Vec<String>,
+    },
+    /// The key's policy could not be read.
+    #[error("the key's policy could not be read")]
+    Policy(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The alias moved to the new key but the ring could not record it: the new key is
     /// published (announced) and signs; run `keys activate` again to record it.
     #[error(
@@ -157,13 +166,44 @@ impl<'a> Rotation<'a> {
         Ok(create_signing_key(self.kms, users).await?)
     }
 
-    /// Publishes KMS key `key_id` as the next key. Returns its `kid`.
-    pub async fn announce(&self, key_id: &str, now: Timestamp) -> Result<String, RotationError> {
+    /// Publishes KMS key `key_id` as the next key. Returns its `kid`. With `signer` (the
+    /// messages function's role ARN), V-5: a key whose policy lets any other principal
+    /// sign is refused.
+    pub async fn announce(
+        &self,
+        key_id: &str,
+        now: Timestamp,
+        signer: Option<&str>,
+    ) -> Result<String, RotationError> {
+        if let Some(signer) = signer {
+            self.check_policy(key_id, signer).await?;
+        }
         self.adopt_alias_key(now).await?;
         let key = new_key(read_key(self.kms, key_id).await?);
         let kid = key.kid.clone();
         self.change(|ring| ring.announce(key.clone(), now)).await?;
         Ok(kid)
+    }
+
+    /// V-5: only `signer` may sign with `key_id`.
+    async fn check_policy(&self, key_id: &str, signer: &str) -> Result<(), RotationError> {
+        let policy = self
+            .kms
+            .get_key_policy()
+            .key_id(key_id)
+            .policy_name("default")
+            .send()
+            .await
+            .map_err(|e| RotationError::Policy(Box::new(e)))?;
+        let text = policy.policy().unwrap_or_default();
+        let principals = countersign_domain::key_policy::sign_principals(text)
+            .map_err(|e| RotationError::Policy(Box::new(e)))?;
+        let others: Vec<String> = principals.into_iter().filter(|p| p != signer).collect();
+        if others.is_empty() {
+            Ok(())
+        } else {
+            Err(RotationError::PolicyTooWide { principals: others })
+        }
     }
 
     /// The announced key `kid` starts signing: the alias moves to it, the active key

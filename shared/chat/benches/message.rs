@@ -106,6 +106,7 @@ async fn tenant_with_integration(
                 operations: vec![OperationName::parse("reassign_session_car").unwrap()],
             },
             audience: None,
+            approved: Default::default(),
         },
         version: 1,
         actions_version: 1,

@@ -155,6 +155,9 @@ pub struct McpConfig {
     pub action_policy: ActionPolicy,
     /// An explicit proof audience, when the tenant sets one.
     pub audience: Option<String>,
+    /// V-2: each allowed tool's approved descriptor form, set at save (never from the
+    /// request body); empty for a configuration saved before pinning.
+    pub approved: crate::pinning::Approved,
 }
 
 impl McpConfig {
@@ -568,6 +571,7 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
                 allowed_tools,
                 action_policy,
                 audience,
+                approved: crate::pinning::Approved::new(),
             })
         }
         _ => Err(errs.0),

@@ -190,6 +190,7 @@ impl IntegrationService {
                 published,
                 &connected.config.config.allowed_tools,
                 operations,
+                &connected.config.config.approved,
             ),
             schemas,
         })

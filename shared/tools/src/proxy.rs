@@ -20,13 +20,15 @@ use std::time::Instant;
 /// The provider's tools the model and MCP clients may call: those in the tenant's
 /// allowlist that are consultations by V-1 as the provider publishes them now (declared
 /// read-only, not destructive, not an operation, never a reserved or built-in name, A-3),
-/// in the provider's order. An allowlisted tool refused here is withheld and logged by
-/// name: the rule holds for configurations saved before it and for descriptors that
-/// changed since the save.
+/// in the provider's order, and (V-2) whose descriptor is still the one the administrator
+/// approved. An allowlisted tool refused here is withheld and logged by name: the rules
+/// hold for configurations saved before them and for descriptors that changed since the
+/// save.
 pub fn allowed_tools(
     published: Vec<ProviderTool>,
     allowlist: &[ToolName],
     operations: &[OperationName],
+    approved: &countersign_domain::pinning::Approved,
 ) -> Vec<ProviderTool> {
     published
         .into_iter()
@@ -37,6 +39,15 @@ pub fn allowed_tools(
                 tracing::warn!(tool = %t.name, reason = %why, "V-1: allowlisted tool withheld: not a consultation");
                 false
             }
+        })
+        .filter(|t| {
+            // V-2: a descriptor that changed since the administrator approved it waits for
+            // a new approval.
+            let changed = countersign_domain::pinning::changed(t, approved);
+            if changed {
+                tracing::warn!(tool = %t.name, "V-2: allowlisted tool withheld: its descriptor changed since it was approved");
+            }
+            !changed
         })
         .collect()
 }
@@ -299,11 +310,37 @@ mod tests {
         let allow: Vec<ToolName> = ["get_user_uploads", "execute_action", "describe_tool"]
             .map(|n| ToolName::parse(n).unwrap())
             .to_vec();
-        let names: Vec<String> = allowed_tools(published, &allow, &[])
+        let names: Vec<String> = allowed_tools(published, &allow, &[], &Default::default())
             .iter()
             .map(|t| t.name.to_string())
             .collect();
         assert_eq!(names, vec!["get_user_uploads"]);
+    }
+
+    /// V-2 at run time: a tool whose descriptor changed since it was approved is withheld
+    /// until approved again; an unchanged one and one never pinned (a configuration from
+    /// before pinning) are offered.
+    #[test]
+    fn v2_a_tool_changed_since_approval_is_withheld() {
+        use countersign_domain::pinning::{Approved, approved_form};
+        let uploads = tool("get_user_uploads", None);
+        let cars = tool("get_user_cars", None);
+        let approved: Approved = [&uploads, &cars]
+            .map(|t| (t.name.to_string(), approved_form(&t.descriptor)))
+            .into();
+        let mut changed = cars;
+        changed
+            .descriptor
+            .insert("description".into(), json!("Cars of every user"));
+        let allow: Vec<ToolName> = ["get_user_uploads", "get_user_cars", "get_user_sessions"]
+            .map(|n| ToolName::parse(n).unwrap())
+            .to_vec();
+        let published = vec![uploads, changed, tool("get_user_sessions", None)];
+        let names: Vec<String> = allowed_tools(published, &allow, &[], &approved)
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names, ["get_user_uploads", "get_user_sessions"]);
     }
 
     /// V-1 at run time: an allowlisted tool that is not declared read-only, is declared
@@ -333,7 +370,7 @@ mod tests {
         .map(|n| ToolName::parse(n).unwrap())
         .to_vec();
         let ops = [OperationName::parse("reassign_session_car").unwrap()];
-        let names: Vec<String> = allowed_tools(published, &allow, &ops)
+        let names: Vec<String> = allowed_tools(published, &allow, &ops, &Default::default())
             .iter()
             .map(|t| t.name.to_string())
             .collect();

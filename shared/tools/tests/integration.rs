@@ -74,6 +74,7 @@ impl Env {
                 allowed_tools: vec![ToolName::parse("get_user_cars").unwrap()],
                 action_policy: ActionPolicy::default(),
                 audience: None,
+                approved: Default::default(),
             },
             version: current.as_ref().map_or(1, |c| c.version + 1),
             actions_version: current.as_ref().map_or(1, |c| c.version + 1),

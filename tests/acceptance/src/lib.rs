@@ -597,6 +597,7 @@ impl Stack {
             "drop_after_execute" => faults.drop_after_execute = true,
             "garbage" => faults.garbage = true,
             "cars_turn_write" => faults.cars_turn_write = true,
+            "cars_description_changed" => faults.cars_description_changed = true,
             "unsafe_summary" => faults.unsafe_summary = true,
             "clock_skew" => faults.clock_skew_secs = fault["secs"].as_i64().unwrap(),
             "skip_proof_verification" => faults.skip_proof_verification = true,

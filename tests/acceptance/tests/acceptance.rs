@@ -140,6 +140,68 @@ async fn v1_a_tool_that_turns_into_a_write_after_approval_is_withheld() {
     s.finish();
 }
 
+/// V-2: a consultation whose descriptor changes under a running stack (still read-only)
+/// is withheld from the model until the administrator approves the change; GET mcp shows
+/// both descriptors; the approval is audited and brings it back. A change that makes it a
+/// write can never be approved.
+#[tokio::test]
+async fn v2_a_tool_changed_since_approval_is_withheld_until_approved() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    s.fault(json!({"fault": "cars_description_changed"}));
+    let text = texts(&s.say(&t, &case, "my cars", None).await);
+    assert!(!text.contains("Cayman"), "withheld: {text}");
+    let (_, mcp) = s.admin("GET", "mcp", None).await;
+    let changes = mcp["toolChanges"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{mcp:#}");
+    assert_eq!(changes[0]["name"], "get_user_cars");
+    assert!(
+        changes[0]["live"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("everyone")
+    );
+    assert!(
+        !changes[0]["approved"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("everyone")
+    );
+    // An unchanged save does not approve it.
+    let (st, saved) = s.put_mcp(s.mcp_config(&s.service_token, true)).await;
+    assert_eq!(st, 200, "{saved}");
+    assert_eq!(saved["toolChanges"].as_array().unwrap().len(), 1);
+    let (st, approved) = s
+        .admin("POST", "mcp/tools/get_user_cars/approval", None)
+        .await;
+    assert_eq!(st, 200, "{approved}");
+    assert_eq!(approved["toolChanges"], json!([]));
+    let (_, audit) = s.admin("GET", "audit", None).await;
+    assert_eq!(
+        audit["items"][0]["action"], "mcp.tool.approved",
+        "{audit:#}"
+    );
+    assert!(audit["items"][0]["changes"]["approvedTools"].is_object());
+    let text = texts(&s.say(&t, &case, "my cars", None).await);
+    assert!(text.contains("Cayman"), "offered again: {text}");
+    // Now it turns into a write: withheld (V-1), and no approval can bring it back.
+    s.fault(json!({"fault": "cars_turn_write"}));
+    let (st, refused) = s
+        .admin("POST", "mcp/tools/get_user_cars/approval", None)
+        .await;
+    assert_eq!(st, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], "NOT_A_CONSULTATION");
+    let (_, mcp) = s.admin("GET", "mcp", None).await;
+    assert!(
+        mcp["toolChanges"][0]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("never be approved")
+    );
+    s.finish();
+}
+
 #[tokio::test]
 async fn t02_delegated_identity_reaches_the_provider() {
     let s = Stack::start().await;

@@ -126,7 +126,10 @@ async fn k1_k2_proofs_signed_before_during_and_after_a_rotation_all_verify_at_a_
     // Announced: published next to the old key, not signing yet.
     let created = rotation.create(None).await.unwrap();
     let announced_at = now();
-    let new = rotation.announce(&created, announced_at).await.unwrap();
+    let new = rotation
+        .announce(&created, announced_at, None)
+        .await
+        .unwrap();
     assert_ne!(new, old);
     assert_eq!(jwks(&s).await.0, [old.clone(), new.clone()]);
     assert_eq!(

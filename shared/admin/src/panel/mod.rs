@@ -29,13 +29,14 @@ use std::collections::HashMap;
 use views::{Errors, McpForm, McpPage, ToolChoice};
 
 /// Every route of [`router`]: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 14] = [
+pub const ROUTES: [(&str, &str); 15] = [
     ("GET", "/admin"),
     ("POST", "/admin/login"),
     ("POST", "/admin/logout"),
     ("GET", "/admin/mcp"),
     ("POST", "/admin/mcp"),
     ("POST", "/admin/mcp/remove"),
+    ("POST", "/admin/mcp/approve"),
     ("GET", "/admin/widgets"),
     ("POST", "/admin/widgets"),
     ("POST", "/admin/widgets/{key_id}/revoke"),
@@ -64,6 +65,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/logout", post(logout))
         .route("/admin/mcp", get(mcp_page).post(mcp_save))
         .route("/admin/mcp/remove", post(mcp_remove))
+        .route("/admin/mcp/approve", post(mcp_approve))
         .route("/admin/widgets", get(widgets_page).post(widget_create))
         .route("/admin/widgets/{key_id}/revoke", post(widget_revoke))
         .route("/admin/widgets/{key_id}/replace", post(widget_replace))
@@ -353,6 +355,9 @@ async fn mcp_page(State(state): State<AdminState>, session: Session, uri: Uri) -
     let notice = match q.get("done").map(String::as_str) {
         Some("saved") => Some("Saved."),
         Some("removed") => Some("The connector was removed; actions stopped."),
+        Some("approved") => {
+            Some("Approved: the tool is offered again as your server lists it now.")
+        }
         _ => None,
     };
     render_mcp(
@@ -381,7 +386,8 @@ async fn render_mcp(
         Ok(s) => s,
         Err(e) => return unavailable(&e),
     };
-    let view = match mcp::view(state, &session.tenant, stored.as_ref()).await {
+    let live = mcp::live_tools(state, &session.tenant, stored.as_ref()).await;
+    let view = match mcp::view(state, &session.tenant, stored.as_ref(), live.as_deref()).await {
         Ok(v) => v,
         Err(e) => return unavailable(&e),
     };
@@ -501,6 +507,32 @@ async fn token_to_send(
         kept.map(|t| t.expose().to_owned()).unwrap_or_default(),
         false,
     ))
+}
+
+/// V-2: approves a changed tool's live descriptor (the button next to it).
+async fn mcp_approve(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused.into_response(),
+    };
+    let tool = form.get("tool").unwrap_or("").to_owned();
+    match mcp::approve(&state, &session.tenant, &tool).await {
+        Ok(_) => see_other("/admin/mcp?done=approved"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let status = if matches!(e, AdminError::Conflict) {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            render_mcp(&state, &session, None, errors_of(&e), false, None, status).await
+        }
+    }
 }
 
 async fn mcp_remove(

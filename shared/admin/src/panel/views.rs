@@ -181,6 +181,7 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             }
             button type="submit" { "Save" }
         }
+        (tool_changes_section(p))
         (install_section(p))
         @if configured {
             (certification_section(p))
@@ -196,6 +197,41 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
         }
     };
     page("Tenant MCP", Some(p.session), body)
+}
+
+/// V-2: every allowed tool whose descriptor changed since it was approved, the approved
+/// and the live descriptor side by side, with an approve button (none for a change that
+/// made it a write).
+fn tool_changes_section(p: &McpPage<'_>) -> Markup {
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    html! {
+        @if let Some(changes) = p.view.tool_changes.as_ref().filter(|c| !c.is_empty()) {
+            section #toolChanges {
+                h2 { "Changed since approved" }
+                p.hint { "Your server now describes these tools differently from what was approved. Each is withheld from the model and MCP clients until you approve the change." }
+                @for c in changes {
+                    div.change data-tool=(c.name) {
+                        h3 { code { (c.name) } }
+                        div.side-by-side {
+                            div { h4 { "Approved" } pre.approved { (pretty(&c.approved)) } }
+                            div { h4 { "Now" } pre.live {
+                                @match &c.live { Some(l) => (pretty(l)), None => "(no longer listed)" }
+                            } }
+                        }
+                        @if let Some(why) = &c.refused {
+                            p.error { (why) }
+                        } @else if c.live.is_some() {
+                            form method="post" action="/admin/mcp/approve" {
+                                input type="hidden" name="csrf" value=(p.session.csrf);
+                                input type="hidden" name="tool" value=(c.name);
+                                button type="submit" { "Approve this change" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The key, issuer and audience to install on the provider (C-5), ready to copy.

@@ -206,10 +206,35 @@ fn mcp_item(tenant: &TenantId, c: &StoredMcpConfig) -> Item {
     if let Some(a) = &c.config.audience {
         i.insert("audience".into(), s(a.as_str()));
     }
+    if !c.config.approved.is_empty() {
+        let forms = c
+            .config
+            .approved
+            .iter()
+            .map(|(tool, form)| (tool.clone(), s(form.as_str())))
+            .collect();
+        i.insert("approved_tools".into(), AttributeValue::M(forms));
+    }
     i.insert("version".into(), n(c.version));
     i.insert("actions_version".into(), n(c.actions_version));
     i.insert("secret_version".into(), s(c.secret_version.as_str()));
     i
+}
+
+/// V-2: the approved descriptor forms (absent before pinning: none).
+fn approved_from(i: &Item) -> Result<countersign_domain::pinning::Approved, StoreError> {
+    match i.get("approved_tools") {
+        None => Ok(countersign_domain::pinning::Approved::new()),
+        Some(AttributeValue::M(m)) => m
+            .iter()
+            .map(|(k, v)| {
+                v.as_s()
+                    .map(|s| (k.clone(), s.clone()))
+                    .map_err(|_| corrupt("approved_tools"))
+            })
+            .collect(),
+        Some(_) => Err(corrupt("approved_tools")),
+    }
 }
 
 fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
@@ -239,6 +264,7 @@ fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
                     .collect::<Result<_, _>>()?,
             },
             audience: opt_s(i, "audience").map(str::to_owned),
+            approved: approved_from(i)?,
         },
         version: get_n(i, "version")?,
         // Written since C-8's fence moved to preparation; before, every change counted.

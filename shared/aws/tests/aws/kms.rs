@@ -250,6 +250,47 @@ async fn bootstrap_creates_the_key_with_the_signer_only_policy() {
     assert_eq!(stored, signing_key_policy(&users).unwrap());
 }
 
+/// V-5: `keys announce` with the signer role refuses a key whose policy lets anyone else
+/// sign (KMS's default policy: the account root with `kms:*`), and accepts one made with
+/// the deployment's policy. Nothing is announced on a refusal.
+#[tokio::test]
+async fn v5_announce_refuses_a_key_others_can_sign_with() {
+    use countersign_aws::bootstrap::{KeyUsers, create_signing_key};
+    use countersign_aws::rotation::{Rotation, RotationError};
+    let env = env().await;
+    let store = env.store();
+    let kms = aws_sdk_kms::Client::new(&env.sdk);
+    let signer = "arn:aws:iam::123456789012:role/countersign-messages";
+    let alias = env.settings.signing_key.clone().unwrap();
+    let rotation = Rotation::new(&kms, &store, &alias);
+    let now = countersign_domain::time::Timestamp::from_unix_seconds(1_800_000_000).unwrap();
+    let wide = create_signing_key(&kms, None).await.unwrap();
+    let refused = rotation.announce(&wide, now, Some(signer)).await;
+    let Err(RotationError::PolicyTooWide { principals }) = refused else {
+        panic!("refused: {refused:?}");
+    };
+    assert!(
+        principals.iter().any(|p| p.ends_with(":root")),
+        "{principals:?}"
+    );
+    assert!(
+        store
+            .key_ring()
+            .await
+            .unwrap()
+            .ring
+            .published()
+            .all(|k| !k.arn.contains(&wide)),
+        "nothing announced"
+    );
+    let users = KeyUsers {
+        signer: signer.into(),
+        reader: None,
+    };
+    let narrow = create_signing_key(&kms, Some(&users)).await.unwrap();
+    rotation.announce(&narrow, now, Some(signer)).await.unwrap();
+}
+
 /// V-5: the JWKS is what KMS returns for the keys the ring names. Whoever can write the ring
 /// item cannot publish a key through it: an entry naming another account's key, a
 /// symmetric key, a key by id instead of ARN, or a real signing key under a `kid` that is

@@ -145,6 +145,7 @@ impl H {
                         .collect(),
                 },
                 audience: None,
+                approved: Default::default(),
             },
             version: current.as_ref().map_or(1, |c| c.version + 1),
             actions_version: current.as_ref().map_or(1, |c| c.version + 1),
