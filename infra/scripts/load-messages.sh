@@ -22,7 +22,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 demo=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export COUNTERSIGN_TABLE="load-$suffix" COUNTERSIGN_SIGNING_KEY="alias/load-$suffix" \
   COUNTERSIGN_SECRET_PREFIX="load-$suffix/" COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 RUST_LOG=error \
-  COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$demo"
+  COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$demo" \
+  COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE=1000000 COUNTERSIGN_PERSON_CASES_PER_MINUTE=1000000
 out=$(mktemp)
 $rel/countersign-dev >"$out" 2>/dev/null &
 dev=$!

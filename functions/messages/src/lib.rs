@@ -22,7 +22,7 @@ pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 9] = [
+pub const ENV: [&str; 11] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_MODEL_BASE_URL",
@@ -32,6 +32,8 @@ pub const ENV: [&str; 9] = [
     "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
     "COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
     "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
+    "COUNTERSIGN_PERSON_CASES_PER_MINUTE",
+    "COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE",
 ];
 
 /// Time kept after a model turn's deadline, inside the function's timeout, to tell the
@@ -68,6 +70,10 @@ pub struct Config {
     /// Model turns each tenant may start per minute (`COUNTERSIGN_TENANT_TURNS_PER_MINUTE`,
     /// 60; decision 0021).
     pub tenant_turns_per_minute: u32,
+    /// V-7: new cases one person may open a minute.
+    pub person_cases_per_minute: u32,
+    /// V-7: messages one person may send a minute.
+    pub person_messages_per_minute: u32,
     /// D-5: admit `http://127.0.0.1` providers (`COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1`,
     /// the local stack only).
     pub allow_loopback_provider: bool,
@@ -112,6 +118,9 @@ impl FromEnv for Config {
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
             function_timeout: env.seconds("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", 29)?,
             tenant_turns_per_minute: env.per_minute("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", 60)?,
+            person_cases_per_minute: env.per_minute("COUNTERSIGN_PERSON_CASES_PER_MINUTE", 6)?,
+            person_messages_per_minute: env
+                .per_minute("COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE", 20)?,
             allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_MESSAGES_ADDR")
@@ -202,6 +211,13 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
     chat.turn_deadline = config.turn_deadline();
     chat.max_output_tokens = config.max_output_tokens;
     chat.turn_budget = Some((Arc::new(store.clone()), config.tenant_turns_per_minute));
+    chat.person_limits = Some((
+        Arc::new(store.clone()),
+        countersign_chat::PersonLimits {
+            cases_per_minute: config.person_cases_per_minute,
+            messages_per_minute: config.person_messages_per_minute,
+        },
+    ));
     Ok(AppState {
         chat: Arc::new(chat),
         auth: Arc::new(WidgetAuth::new(Arc::new(store), secrets)),
@@ -357,6 +373,8 @@ mod tests {
             ("COUNTERSIGN_RETENTION_DAYS", "x"),
             ("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", "0"),
             ("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", "many"),
+            ("COUNTERSIGN_PERSON_CASES_PER_MINUTE", "0"),
+            ("COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE", "x"),
         ] {
             let e = read(&[(name, value)]).unwrap_err();
             assert_eq!(e.name, name);

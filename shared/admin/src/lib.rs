@@ -7,7 +7,7 @@ pub mod audit;
 pub mod certify;
 pub mod jwks;
 pub mod keys;
-mod lease;
+pub mod lease;
 pub mod mcp;
 pub mod panel;
 mod state;

@@ -911,3 +911,63 @@ async fn v7_one_certification_run_in_flight_per_tenant() {
         .unwrap();
     assert_eq!(again, Lease::Held);
 }
+
+/// V-7: a cap across tenants: while every platform slot for certification runs is held
+/// (by other tenants' runs), a run is refused with the shortest wait, runs nothing, and
+/// gives the tenant's own lease back; once a slot frees, it goes ahead.
+#[tokio::test]
+async fn v7_certification_runs_are_capped_across_tenants() {
+    use countersign_admin::lease::{PLATFORM_SLOTS, platform, slot};
+    use countersign_domain::ports::{Lease, Leases as _};
+    let e = env().await;
+    let now = e.clock.now();
+    let platform = platform().unwrap();
+    for i in 0..PLATFORM_SLOTS {
+        let held = e
+            .store
+            .acquire(
+                &platform,
+                &slot("certification run", i),
+                &format!("other-tenant-{i}"),
+                now,
+                now.plus_seconds(30 + i64::try_from(i).unwrap()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(held, Lease::Held);
+    }
+    let calls = e.provider.calls().len();
+    let refused = certify::run(&e.state, &e.tenant, &request()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(AdminError::Busy {
+                retry_after_secs: 30,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(e.provider.calls().len(), calls, "nothing ran");
+    let own = e
+        .store
+        .acquire(
+            &e.tenant.id,
+            "certification run",
+            "probe",
+            now,
+            now.plus_seconds(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(own, Lease::Held, "the tenant's lease was given back");
+    e.store
+        .release(&e.tenant.id, "certification run", "probe")
+        .await
+        .unwrap();
+    e.store
+        .release(&platform, &slot("certification run", 2), "other-tenant-2")
+        .await
+        .unwrap();
+    assert!(certify::run(&e.state, &e.tenant, &request()).await.is_ok());
+}

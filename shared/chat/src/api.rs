@@ -77,9 +77,10 @@ impl From<ChatError> for ApiError {
             ChatError::Invalid { field, message } => {
                 ApiError::validation(field, format!("{field}: {message}"))
             }
-            e @ ChatError::RateLimited { retry_after_secs } => {
-                ApiError::rate_limited(e.to_string(), retry_after_secs)
-            }
+            e @ (ChatError::RateLimited { retry_after_secs }
+            | ChatError::PersonLimited {
+                retry_after_secs, ..
+            }) => ApiError::rate_limited(e.to_string(), retry_after_secs),
             ChatError::Unavailable(cause) => {
                 ApiError::unavailable("a platform service is unavailable; try again", &cause)
             }
@@ -230,7 +231,10 @@ pub struct CaseView {
 
 /// Opens a case for the person.
 #[utoipa::path(post, path = "/api/cases", tag = "cases", security(("widgetJwt" = [])),
-    responses((status = 201, body = CaseView), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 201, body = CaseView), (status = 401, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "This person opened too many conversations in the last minute (V-7); nothing was stored. `Retry-After` gives the seconds to wait.",
+            headers(("Retry-After" = u64, description = "Seconds until the limit renews"))),
+        (status = 503, body = ErrorBody)))]
 async fn create_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -273,7 +277,7 @@ async fn list_messages(
     params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
     responses((status = 200, body = Messages), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 429, body = ErrorBody, description = "The company's budget of answered messages is spent for now; nothing was stored. `Retry-After` gives the seconds to wait.",
+        (status = 429, body = ErrorBody, description = "The company's budget of answered messages is spent for now, or this person sent too many messages in the last minute (V-7); nothing was stored. `Retry-After` gives the seconds to wait.",
             headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
         (status = 503, body = ErrorBody)))]
 async fn post_message(

@@ -54,9 +54,27 @@ pub enum ChatError {
         /// Seconds until the budget renews.
         retry_after_secs: u64,
     },
+    /// V-7: this person opened too many cases or sent too many messages in the last
+    /// minute; nothing was stored.
+    #[error("you are sending {what} too fast; try again in {retry_after_secs} s")]
+    PersonLimited {
+        /// `messages` or `new conversations`.
+        what: &'static str,
+        /// Seconds until the window renews.
+        retry_after_secs: u64,
+    },
     /// A store failed; nothing more was done.
     #[error("a platform service is unavailable")]
     Unavailable(#[from] StoreError),
+}
+
+/// V-7: how many new cases and messages one person may send a minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PersonLimits {
+    /// New cases a minute.
+    pub cases_per_minute: u32,
+    /// Posted messages a minute.
+    pub messages_per_minute: u32,
 }
 
 impl From<countersign_tools::integration::IntegrationError> for ChatError {
@@ -86,6 +104,8 @@ pub struct Chat {
     /// The per-tenant budget of model turns (decision 0021), with its size per minute;
     /// `None` admits every turn.
     pub turn_budget: Option<(Arc<dyn RateLimiter>, u32)>,
+    /// V-7: the per-person limits on new cases and messages; `None` admits every one.
+    pub person_limits: Option<(Arc<dyn RateLimiter>, PersonLimits)>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -162,6 +182,7 @@ impl Chat {
             turn_deadline: std::time::Duration::from_secs(20),
             max_output_tokens: 1024,
             turn_budget: None,
+            person_limits: None,
         }
     }
 
@@ -218,6 +239,7 @@ impl Chat {
 
     /// `POST /api/cases`: a new open case for this person.
     pub async fn create_case(&self, who: &Principal) -> Result<Case, ChatError> {
+        self.spend_person(who, "cases").await?;
         let language = self
             .parts
             .tenants
@@ -297,6 +319,7 @@ impl Chat {
     ) -> Result<(Vec<NewMessage>, Language), ChatError> {
         check_content(content)?;
         let view = self.owned(who, case).await?;
+        self.spend_person(who, "messages").await?;
         if view.case.status == CaseStatus::Closed {
             return Err(ChatError::Closed);
         }
@@ -337,6 +360,36 @@ impl Chat {
             self.model_turn(who, &view, &mut out).await?;
         }
         Ok((out, view.language))
+    }
+
+    /// V-7: one unit of the person's budget of `what` (`cases` or `messages`) this minute,
+    /// or `PersonLimited`. Keyed by tenant and person, so one person's flood spends
+    /// nobody else's.
+    async fn spend_person(&self, who: &Principal, what: &'static str) -> Result<(), ChatError> {
+        let Some((limiter, limits)) = &self.person_limits else {
+            return Ok(());
+        };
+        let per_minute = if what == "cases" {
+            limits.cases_per_minute
+        } else {
+            limits.messages_per_minute
+        };
+        let bucket = format!("person:{what}:{}", who.user);
+        let now = self.parts.clock.now();
+        match limiter.take(&who.tenant, &bucket, per_minute, now).await? {
+            Admission::Admitted => Ok(()),
+            Admission::Limited { retry_after_secs } => {
+                tracing::info!(tenant = %who.tenant, what, retry_after_secs, "V-7: person limit reached");
+                Err(ChatError::PersonLimited {
+                    what: if what == "cases" {
+                        "new conversations"
+                    } else {
+                        "messages"
+                    },
+                    retry_after_secs,
+                })
+            }
+        }
     }
 
     /// Decision 0021: one unit of the tenant's turn budget, or `RateLimited`.

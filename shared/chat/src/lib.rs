@@ -15,4 +15,4 @@ pub mod tool_names;
 mod turn;
 pub mod widget;
 
-pub use chat::{Chat, ChatError, ChatParts};
+pub use chat::{Chat, ChatError, ChatParts, PersonLimits};

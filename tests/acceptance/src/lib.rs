@@ -52,6 +52,9 @@ pub struct Options {
     pub signing_key_refresh_secs: Option<u64>,
     /// The key ring's JWKS cache time, set before anything reads the JWKS.
     pub jwks_cache_seconds: Option<i64>,
+    /// V-7: `COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE` (the suites' races send many messages
+    /// as one person: high unless a test is about the limit).
+    pub person_messages_per_minute: u32,
 }
 
 /// Which model adapter the messages process runs. With an adapter, a local model
@@ -82,6 +85,7 @@ impl Default for Options {
             follow_jwks: false,
             signing_key_refresh_secs: None,
             jwks_cache_seconds: None,
+            person_messages_per_minute: 100_000,
         }
     }
 }
@@ -316,6 +320,10 @@ impl Stack {
             (
                 "COUNTERSIGN_FUNCTION_TIMEOUT_SECS".to_owned(),
                 options.function_timeout_secs.to_string(),
+            ),
+            (
+                "COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE".to_owned(),
+                options.person_messages_per_minute.to_string(),
             ),
             ("RUST_LOG".to_owned(), "info".to_owned()),
         ];

@@ -301,6 +301,46 @@ async fn h1_the_request_is_validated_and_a_missing_sample_is_a_failed_check() {
     s.finish();
 }
 
+/// V-7: one person past the messages a minute gets 429 `RATE_LIMITED` with `Retry-After`
+/// and nothing is stored; another person of the tenant keeps talking.
+#[tokio::test]
+async fn v7_a_person_past_the_message_limit_gets_429_and_others_keep_talking() {
+    use countersign_acceptance::Options;
+    let s = Stack::with(Options {
+        person_messages_per_minute: 2,
+        ..Options::default()
+    })
+    .await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    s.say(&t, &case, "my cars", None).await;
+    s.say(&t, &case, "my cars", None).await;
+    let before = s.history(&t, &case).await.len();
+    let res = s
+        .http
+        .post(format!("{}/api/cases/{case}/messages", s.messages_url))
+        .bearer_auth(&t)
+        .json(&json!({"content": "my cars"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429);
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait));
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "RATE_LIMITED");
+    assert_eq!(s.history(&t, &case).await.len(), before, "nothing stored");
+    let bruno = s.token("u_bruno");
+    let other = s.create_case(&bruno).await;
+    let text = countersign_acceptance::texts(&s.say(&bruno, &other, "my cars", None).await);
+    assert!(text.contains("M2"), "{text}");
+    s.finish();
+}
+
 /// V-7: an administrator looping certification runs holds one run at a time: of three sent
 /// together, one runs and the others are 409 `ALREADY_RUNNING` naming the wait, while the
 /// chat keeps answering.

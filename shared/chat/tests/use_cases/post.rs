@@ -182,3 +182,50 @@ async fn a_tenants_turn_budget_refuses_messages_beyond_it_and_never_counts_confi
     h.clock.advance_secs(60);
     assert!(h.post("and now?", None).await.is_ok());
 }
+
+/// V-7: per-person limits: past the messages a minute the person gets `PersonLimited`
+/// (429 with `Retry-After`) and nothing is stored; another person of the same tenant is
+/// not affected; new cases have their own limit; both renew with the next minute.
+#[tokio::test]
+async fn v7_a_person_past_their_limits_is_refused_and_others_are_not() {
+    use countersign_chat::PersonLimits;
+    let mut h = H::new().await;
+    h.chat.person_limits = Some((
+        h.store.clone(),
+        PersonLimits {
+            cases_per_minute: 1,
+            messages_per_minute: 2,
+        },
+    ));
+    h.post("one", None).await.unwrap();
+    h.post("two", None).await.unwrap();
+    let stored = h.messages().len();
+    let refused = h.post("three", None).await;
+    let Err(ChatError::PersonLimited {
+        retry_after_secs,
+        what,
+    }) = refused
+    else {
+        panic!("{refused:?}")
+    };
+    assert!((1..=60).contains(&retry_after_secs));
+    assert_eq!(what, "messages");
+    assert_eq!(h.messages().len(), stored, "nothing stored");
+    // Another person of the tenant opens a case and talks.
+    let mut other = h.who.clone();
+    other.user = countersign_domain::ids::UserId::parse("u_other").unwrap();
+    let case = h.chat.create_case(&other).await.unwrap();
+    h.chat.post(&other, &case.id, "hello", None).await.unwrap();
+    // New cases: one a minute for this person.
+    h.chat.create_case(&h.who).await.unwrap();
+    assert!(matches!(
+        h.chat.create_case(&h.who).await,
+        Err(ChatError::PersonLimited {
+            what: "new conversations",
+            ..
+        })
+    ));
+    h.clock.advance_secs(60);
+    assert!(h.post("four", None).await.is_ok());
+    assert!(h.chat.create_case(&h.who).await.is_ok());
+}
