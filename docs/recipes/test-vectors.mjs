@@ -8,7 +8,7 @@ const ts = readFileSync(new URL("verify-proof.ts", here), "utf8");
 // Compiled next to this file (ignored by git), so `jose` resolves from ./node_modules.
 const compiled = new URL(".verify-proof.compiled.mjs", here);
 writeFileSync(compiled, transformSync(ts, { loader: "ts", format: "esm" }).code);
-const { verifyProof, Refused } = await import(compiled.href);
+const { verifyProof, proofKeysFromJwks, Refused } = await import(compiled.href);
 
 const doc = JSON.parse(readFileSync(new URL("../proof-test-vectors.json", here), "utf8"));
 const keys = Object.fromEntries(doc.trustedKeys.map((k) => [k.kid, k.publicKeyPem]));
@@ -34,6 +34,17 @@ const first = await run(valid, consume);
 const second = await run(valid, consume);
 if (first !== "accept" || second === "accept") failures.push(`replay: first ${first}, second ${second}`);
 console.log(`  ${"replay".padEnd(34)} first ${first}, second ${second}`);
+// V-6: the audit checkpoint key set is never a source of proof keys.
+try {
+  await proofKeysFromJwks(doc.checkpointKeys);
+  failures.push("checkpointKeys: the marked document was accepted as a JWKS");
+} catch (e) {
+  if (!(e instanceof Refused)) throw e;
+}
+if (Object.keys(await proofKeysFromJwks({ keys: doc.checkpointKeys.keys })).length) {
+  failures.push("checkpointKeys: a marked key was taken as a proof key");
+}
+console.log(`  ${"checkpoint key set".padEnd(34)} refused`);
 if (failures.length) {
   console.error("TypeScript recipe disagrees with the vectors:\n" + failures.join("\n"));
   process.exit(1);

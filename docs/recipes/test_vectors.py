@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from verify_proof import Refused, verify_proof  # noqa: E402
+from verify_proof import Refused, proof_keys_from_jwks, verify_proof  # noqa: E402
 
 doc = json.load(open(os.path.join(os.path.dirname(__file__), "..", "proof-test-vectors.json")))
 keys = {k["kid"]: k["publicKeyPem"] for k in doc["trustedKeys"]}
@@ -40,6 +40,15 @@ first, second = run(valid, consume), run(valid, consume)
 if first != "accept" or second == "accept":
     failures.append(f"replay: first {first}, second {second}")
 print(f"  {'replay':34} first {first}, second {second}")
+# V-6: the audit checkpoint key set is never a source of proof keys.
+try:
+    proof_keys_from_jwks(doc["checkpointKeys"])
+    failures.append("checkpointKeys: the marked document was accepted as a JWKS")
+except Refused:
+    pass
+if proof_keys_from_jwks({"keys": doc["checkpointKeys"]["keys"]}):
+    failures.append("checkpointKeys: a marked key was taken as a proof key")
+print(f"  {'checkpoint key set':34} refused")
 if failures:
     sys.exit("python recipe disagrees with the vectors:\n" + "\n".join(failures))
 print(f"python recipe: {len(doc['cases'])} vectors and the replay as expected")

@@ -3,7 +3,7 @@
 // (`compactVerify`); every other rule is checked explicitly, because a plain `jwtVerify`
 // accepts an audience array, ignores `typ` and extra header fields, and does not know
 // the fourteen claims.
-import { compactVerify, importSPKI } from "jose";
+import { compactVerify, exportSPKI, importJWK, importSPKI } from "jose";
 
 const CLAIMS = ["iss", "aud", "sub", "tenantId", "conversationId", "actionId", "operation",
   "argumentsHash", "summaryHash", "messageId", "presentedMessageId", "jti", "iat", "exp"];
@@ -31,6 +31,26 @@ export interface VerifyOptions {
   leeway?: number;
   /** Records `jti` atomically; false when it was already recorded (a replay). */
   consume?: (jti: string, exp: number) => Promise<boolean>;
+}
+
+/**
+ * The proof keys of a JWK Set (the platform's `/.well-known/jwks.json`), as kid → SPKI PEM.
+ * A document or key marked with a `purpose` (the platform's audit checkpoint keys) is never
+ * a source of proof keys: such a document is refused and such a key left out.
+ */
+export async function proofKeysFromJwks(document: unknown): Promise<Record<string, string>> {
+  if (typeof document !== "object" || document === null || "purpose" in document) {
+    throw new Refused("not the proofs' JWKS");
+  }
+  const keys: Record<string, string> = {};
+  const list = (document as { keys?: unknown }).keys;
+  for (const k of Array.isArray(list) ? list : []) {
+    if (typeof k !== "object" || k === null || "purpose" in k || k.kty !== "RSA") continue;
+    if ((k.alg ?? "RS256") !== "RS256" || (k.use ?? "sig") !== "sig" || typeof k.kid !== "string") continue;
+    const key = await importJWK({ kty: "RSA", n: k.n, e: k.e }, "RS256");
+    keys[k.kid] = await exportSPKI(key as CryptoKey);
+  }
+  return keys;
 }
 
 /** The proof is refused: answer a tool error and write nothing. */

@@ -30,6 +30,27 @@ class Refused(Exception):
     """The proof is refused: answer a tool error and write nothing."""
 
 
+def proof_keys_from_jwks(document):
+    """The proof keys of a JWK Set (the platform's `/.well-known/jwks.json`), as
+    {kid: public key PEM}. A document or key marked with a `purpose` (the platform's audit
+    checkpoint keys, `/.well-known/countersign-audit-keys.json`) is never a source of proof
+    keys: such a document raises Refused and such a key is left out."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    from jwt.algorithms import RSAAlgorithm
+
+    if not isinstance(document, dict) or "purpose" in document:
+        raise Refused("not the proofs' JWKS")
+    keys = {}
+    for k in document.get("keys", []):
+        if not isinstance(k, dict) or "purpose" in k or k.get("kty") != "RSA":
+            continue
+        if k.get("alg", "RS256") != "RS256" or k.get("use", "sig") != "sig" or "kid" not in k:
+            continue
+        public = RSAAlgorithm.from_jwk(json.dumps(k))
+        keys[k["kid"]] = public.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+    return keys
+
+
 def _segment(seg):
     try:
         value = json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))

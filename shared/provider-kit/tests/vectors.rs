@@ -19,6 +19,8 @@ const ATTACKER_KEY: &str = include_str!("keys/attacker.key.pem");
 const ISS: &str = "https://support.example.com/mcp-actions";
 const AUD: &str = "https://mcp.trackshare.example.com/mcp";
 const KID: &str = "countersign-test-2026";
+/// V-6: the kid of the test audit checkpoint key (published with `purpose`).
+const CHECKPOINT_KID: &str = "countersign-audit-checkpoint-test";
 const NOW: i64 = 1_800_000_000;
 const ARGS_HASH: &str = "bf5d4052c47cac4ce8e2ea1f26d3dde492452604493bdccc3676deaa0f00e008";
 const SUMMARY_HASH: &str = "8f83ee58f4c11cf159842828438ae57f51b647fdc90851bff5a0831ef42f5b9f";
@@ -125,6 +127,16 @@ fn cases() -> Vec<(&'static str, &'static str, String)> {
             "another_key",
             "signed by another key under the trusted `kid`",
             sign(&header(), &claims(), Algorithm::RS256, &attacker),
+        ),
+        (
+            "checkpoint_key",
+            "signed by the platform's audit checkpoint key (`checkpointKeys`, marked `purpose: audit-checkpoint`): never a proof key",
+            sign(
+                &with(header(), "kid", json!(CHECKPOINT_KID)),
+                &claims(),
+                Algorithm::RS256,
+                &attacker,
+            ),
         ),
         (
             "unknown_kid",
@@ -313,13 +325,14 @@ fn document() -> Value {
         .map(|(name, what, token)| json!({"name": name, "tests": what, "expect": verdict(&token), "token": token}))
         .collect();
     json!({
-        "about": "Countersign proof test vectors: verify each `token` at `now` (Unix seconds) against `trustedKeys`, `issuer`, `audience` and `action` (what your server stored for the action being executed and the call's identity headers). `expect` is `accept` or `reject: <the Rust provider kit's reason>`; any refusal is right for a `reject` vector. Then `replay`. The keys are test keys: they sign nothing real.",
+        "about": "Countersign proof test vectors: verify each `token` at `now` (Unix seconds) against `trustedKeys`, `issuer`, `audience` and `action` (what your server stored for the action being executed and the call's identity headers). `expect` is `accept` or `reject: <the Rust provider kit's reason>`; any refusal is right for a `reject` vector. Then `replay`. `checkpointKeys` is the platform's audit checkpoint key set: a verifier must refuse it as a source of proof keys (the `checkpoint_key` vector is signed by it). The keys are test keys: they sign nothing real.",
         "now": NOW,
         "leewaySeconds": 5,
         "issuer": ISS,
         "audience": AUD,
         "trustedKeys": [{"kid": KID, "alg": "RS256", "publicKeyPem": TRUSTED_PUB}],
         "testPrivateKeyPem": TRUSTED_KEY,
+        "checkpointKeys": checkpoint_keys(),
         "action": {
             "tenantId": e.tenant_id, "userId": e.user_id, "conversationId": e.conversation_id,
             "actionId": e.action_id, "operation": e.operation,
@@ -328,6 +341,19 @@ fn document() -> Value {
         "cases": cases,
         "replay": "Accept `valid` once and record its `jti`; the same token a second time must be refused.",
     })
+}
+
+/// V-6: the audit checkpoint keys document as the platform publishes it
+/// (`/.well-known/countersign-audit-keys.json`): marked, and each key marked. A verifier
+/// must never take proof keys from it.
+fn checkpoint_keys() -> Value {
+    let attacker = EncodingKey::from_rsa_pem(ATTACKER_KEY.as_bytes()).unwrap();
+    let jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&attacker, Algorithm::RS256).unwrap();
+    let jwk = serde_json::to_value(jwk).unwrap();
+    json!({"purpose": "audit-checkpoint", "keys": [{
+        "kty": "RSA", "alg": "RS256", "use": "sig", "kid": CHECKPOINT_KID,
+        "n": jwk["n"], "e": jwk["e"], "purpose": "audit-checkpoint"
+    }]})
 }
 
 /// `UPDATE_VECTORS=1 cargo test -p countersign-provider-kit --test vectors` rewrites it.
