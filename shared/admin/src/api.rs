@@ -874,7 +874,7 @@ pub const PATHS: [&str; 13] = [
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 13] = [
+pub const ROUTES: [(&str, &str); 11] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -884,17 +884,22 @@ pub const ROUTES: [(&str, &str); 13] = [
     ("GET", PATHS[3]),
     ("GET", PATHS[6]),
     ("POST", PATHS[7]),
-    ("GET", PATHS[8]),
     ("GET", PATHS[9]),
-    ("GET", PATHS[11]),
     ("POST", PATHS[12]),
 ];
 
-/// The routes of [`certification_router`]: the certification run signs test proofs with
-/// the platform's key, which only the messages function may use (issue 13), so these
-/// two routes of the admin API are served by the messages function (decision 0026).
-pub const CERTIFICATION_ROUTES: [(&str, &str); 3] =
-    [("POST", PATHS[4]), ("GET", PATHS[5]), ("POST", PATHS[10])];
+/// The routes of [`certification_router`], served by the messages function: the
+/// certification run and checkpoints sign with keys only that function may use (issue 13,
+/// decision 0026); and the two public key sets (V-7), so that a flood of admin API calls,
+/// which share the admin function's few reserved slots, cannot starve the JWKS every
+/// provider follows.
+pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
+    ("POST", PATHS[4]),
+    ("GET", PATHS[5]),
+    ("POST", PATHS[10]),
+    ("GET", PATHS[8]),
+    ("GET", PATHS[11]),
+];
 
 /// The admin API's OpenAPI document.
 #[derive(OpenApi)]
@@ -933,7 +938,10 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The certification routes of the admin API ([`CERTIFICATION_ROUTES`]).
 pub fn certification_router(state: AdminState) -> Router {
     let (certifications, latest, checkpoints) = (PATHS[4], PATHS[5], PATHS[10]);
+    let (jwks_path, audit_keys_path) = (PATHS[8], PATHS[11]);
     Router::new()
+        .route(jwks_path, get(jwks))
+        .route(audit_keys_path, get(audit_keys))
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
         .route(checkpoints, axum::routing::post(post_checkpoint))
@@ -951,15 +959,13 @@ pub fn router(state: AdminState) -> Router {
         _,
         unsettled,
         settlement,
-        jwks_path,
+        _,
         verification,
         _,
-        audit_keys_path,
+        _,
         approval,
     ] = PATHS;
     Router::new()
-        .route(jwks_path, get(jwks))
-        .route(audit_keys_path, get(audit_keys))
         .route(verification, get(verify_audit))
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(unsettled, get(list_unsettled))

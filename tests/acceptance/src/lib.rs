@@ -57,6 +57,17 @@ pub struct Options {
     pub person_messages_per_minute: u32,
 }
 
+/// A second tenant of a [`Stack`] ([`Stack::second_tenant`]).
+#[derive(Debug)]
+pub struct OtherTenant {
+    /// Its id.
+    pub tenant: TenantId,
+    /// Its widget credential.
+    pub widget_key: WidgetKeyId,
+    /// The credential's secret.
+    pub widget_secret: SecretString,
+}
+
 /// Which model adapter the messages process runs. With an adapter, a local model
 /// service of that wire format answers (`countersign_testkit::model_server`), thinking
 /// like the scripted model, so a row reads the same through any adapter.
@@ -485,6 +496,62 @@ impl Stack {
         .unwrap();
         self.tokens.lock().unwrap().push(t.clone());
         t
+    }
+
+    /// A second tenant on the same stack (V-7): registered, connected to the same demo
+    /// provider for consultations (actions off), with its own widget credential.
+    pub async fn second_tenant(&self) -> OtherTenant {
+        let registered = tenants::register(
+            &self.store,
+            &UlidIds::default(),
+            &SystemClock,
+            "Other",
+            Language::En,
+        )
+        .await
+        .unwrap();
+        let tenant = registered.tenant.id.clone();
+        let key = registered.admin_key.expose().to_owned();
+        let url = |path: &str| format!("{}/api/admin/tenants/{tenant}/{path}", self.admin_url);
+        let res = self
+            .http
+            .put(url("mcp"))
+            .bearer_auth(&key)
+            .json(&self.mcp_config(&self.service_token, false))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+        let res = self
+            .http
+            .post(url("widget-credentials"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        let created: Value = res.json().await.unwrap();
+        OtherTenant {
+            tenant,
+            widget_key: WidgetKeyId::parse(created["keyId"].as_str().unwrap()).unwrap(),
+            widget_secret: SecretString::new(created["secret"].as_str().unwrap()),
+        }
+    }
+
+    /// A widget JWT for `user` of `other`.
+    pub fn other_token(&self, other: &OtherTenant, user: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        countersign_chat::widget::sign_token(
+            &other.widget_secret,
+            &other.widget_key,
+            &other.tenant,
+            &UserId::parse(user).unwrap(),
+            now,
+            now + 600,
+        )
+        .unwrap()
     }
 
     /// `POST /api/cases` → the case id.

@@ -341,6 +341,47 @@ async fn v7_a_person_past_the_message_limit_gets_429_and_others_keep_talking() {
     s.finish();
 }
 
+/// V-7 (done when): one tenant's administrator looping certification runs leaves another
+/// tenant's chat answering: every run of the loop either runs or is refused at once, and
+/// the other tenant's person gets their answer meanwhile.
+#[tokio::test]
+async fn v7_a_tenant_looping_certifications_leaves_another_tenants_chat_answering() {
+    let s = Stack::start().await;
+    let other = s.second_tenant().await;
+    s.fault(json!({"fault": "delay", "ms": 20}));
+    let loop_runs = async {
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let (a, b) = tokio::join!(s.certify(), s.certify());
+            statuses.extend([a.0, b.0]);
+        }
+        statuses
+    };
+    let t = s.other_token(&other, "u_bruno");
+    let chat = async {
+        let case = s.create_case(&t).await;
+        s.say(&t, &case, "my cars", None).await
+    };
+    let (statuses, answered) = tokio::join!(loop_runs, chat);
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 409),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&409),
+        "overlapping runs are refused: {statuses:?}"
+    );
+    // The demo provider serves the first tenant only, so the consultation itself is
+    // refused ("unknown tenant"); what matters is that the turn ran and was answered.
+    let last = answered.last().unwrap();
+    assert_eq!(
+        last["role"], "assistant",
+        "the other tenant's turn was answered: {answered:?}"
+    );
+    assert!(answered.len() >= 2);
+    s.finish();
+}
+
 /// V-7: an administrator looping certification runs holds one run at a time: of three sent
 /// together, one runs and the others are 409 `ALREADY_RUNNING` naming the wait, while the
 /// chat keeps answering.
