@@ -281,9 +281,10 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
     view(state, tenant, Some(&stored), Some(&published)).await
 }
 
-/// V-2: the approved forms a save stores: a tool approved before keeps its approval (a
-/// change since is approved only by [`approve`]); a newly allowed one is pinned as the
-/// server lists it now (vetted by V-1 just before).
+/// V-2: the approved forms a save stores: a tool approved before, on the same server URL,
+/// keeps its approval (a change since is approved only by [`approve`]); a newly allowed
+/// one, or every one after a change of server URL, is pinned as the server lists it now
+/// (vetted by V-1 just before).
 fn pins(
     config: &McpConfig,
     current: Option<&StoredMcpConfig>,
@@ -293,7 +294,10 @@ fn pins(
         .allowed_tools
         .iter()
         .filter_map(|name| {
-            let kept = current.and_then(|c| c.config.approved.get(name.as_str()).cloned());
+            // Approvals are of one server's tools: a new server URL approves afresh.
+            let kept = current
+                .filter(|c| c.config.server_url == config.server_url)
+                .and_then(|c| c.config.approved.get(name.as_str()).cloned());
             let form = kept.or_else(|| {
                 let tool = published.iter().find(|t| t.name == *name)?;
                 Some(pinning::approved_form(&tool.descriptor))
