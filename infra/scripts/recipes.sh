@@ -10,3 +10,6 @@ venv="$root/.venv/recipes"
 infra/scripts/install.sh recipes
 "$venv/bin/python" docs/recipes/test_vectors.py
 (cd docs/recipes && node test-vectors.mjs)
+# The summary rules as a pre-check, over docs/summary-test-vectors.json.
+"$venv/bin/python" docs/recipes/test_summaries.py
+(cd docs/recipes && node test-summaries.mjs)
