@@ -13,7 +13,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_admin_fn::Config::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk =
+        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
+            .await;
     let app = countersign_admin::app(countersign_admin_fn::state(&sdk, &config)?);
     Ok(countersign_http::serve::run(app, &config.addr, "admin API").await?)
 }

@@ -14,7 +14,9 @@ use countersign_aws::settings::FromEnv as _;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_gateway::wiring::Config::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk =
+        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
+            .await;
     let gateway = countersign_gateway::wiring::gateway(&sdk, &config).await?;
     // G-8: metrics as CloudWatch EMF, flushed after every request.
     let app = countersign_http::emf::with_emf_metrics(router(gateway))?;

@@ -173,9 +173,10 @@ pub fn model(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Arc
                 store: Arc::new(config.aws.operator_secrets(sdk)),
                 secret_id: secret_id.clone(),
             });
-            let http = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()?;
+            let http =
+                countersign_provider_client::roots::with_system_roots(reqwest::Client::builder())
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()?;
             Arc::new(OpenAiModel::new(http, Endpoint::new(base_url, model), key))
         }
     })

@@ -15,7 +15,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_messages::Config::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk =
+        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
+            .await;
     // G-8: metrics (tool calls, proposal outcomes, confirm latency) as CloudWatch EMF.
     let app = countersign_http::emf::with_emf_metrics(countersign_messages::app(&sdk, &config)?)?;
     Ok(countersign_http::serve::run(app, &config.addr, "messages API").await?)

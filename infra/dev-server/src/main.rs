@@ -56,7 +56,9 @@ async fn main() -> anyhow::Result<()> {
     let addr = address("COUNTERSIGN_DEV_ADDR", "127.0.0.1:8700")?;
     let demo_addr = address("DEMO_PROVIDER_ADDR", "127.0.0.1:8790")?;
     let site_addr = address("COUNTERSIGN_DEMO_SITE_ADDR", "127.0.0.1:8701")?;
-    let sdk = aws_config::load_from_env().await;
+    let sdk =
+        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
+            .await;
     let settings = AwsSettings::from_env()?;
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await

@@ -13,6 +13,7 @@ pub mod calls;
 pub mod dynamo;
 pub mod kms;
 pub mod rotation;
+pub mod sdk;
 pub mod secrets;
 pub mod settings;
 pub mod system;

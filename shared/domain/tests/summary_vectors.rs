@@ -12,12 +12,27 @@ use serde_json::{Value, json};
 /// (name, text).
 fn texts() -> Vec<(&'static str, String)> {
     vec![
-        ("plain", "Move the session at Spa on 2026-11-22 to your car \"GR86\".".into()),
-        ("portuguese", "Mover a sessão de Interlagos para o carro \"Civic\". Confirma?".into()),
+        (
+            "plain",
+            "Move the session at Spa on 2026-11-22 to your car \"GR86\".".into(),
+        ),
+        (
+            "portuguese",
+            "Mover a sessão de Interlagos para o carro \"Civic\". Confirma?".into(),
+        ),
         ("newlines_and_tabs", "Line one\n\tLine two".into()),
-        ("emoji_and_accents", "Café ☕ — 3 laps, 1:36.877 best 🏁".into()),
-        ("public_url", "Details at https://trackshare.example.com/help/sessions.".into()),
-        ("public_ip_in_text", "Served from 93.184.216.34 today.".into()),
+        (
+            "emoji_and_accents",
+            "Café ☕ — 3 laps, 1:36.877 best 🏁".into(),
+        ),
+        (
+            "public_url",
+            "Details at https://trackshare.example.com/help/sessions.".into(),
+        ),
+        (
+            "public_ip_in_text",
+            "Served from 93.184.216.34 today.".into(),
+        ),
         ("empty", String::new()),
         ("blank", "  \n\t ".into()),
         ("too_long", "a".repeat(4001)),
@@ -35,12 +50,18 @@ fn texts() -> Vec<(&'static str, String)> {
         ("hangul_filler", "a\u{3164}b".into()),
         ("bearer_token", "use Bearer abcdef0123456789xyz".into()),
         ("bearer_in_prose", "the bearer of this card".into()),
-        ("jwt", "token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln".into()),
+        (
+            "jwt",
+            "token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln".into(),
+        ),
         ("admin_key", "key tsk_abcdefghijkl".into()),
         ("widget_secret", "wsk_0123456789ab".into()),
         ("aws_key_id", "AKIAIOSFODNN7EXAMPLE".into()),
         ("private_key", "-----BEGIN RSA PRIVATE KEY-----".into()),
-        ("url_credentials", "https://user:pass@trackshare.example.com/".into()),
+        (
+            "url_credentials",
+            "https://user:pass@trackshare.example.com/".into(),
+        ),
         ("loopback_url", "see http://127.0.0.1:8080/admin".into()),
         ("private_url", "see http://10.1.2.3/x".into()),
         ("private_ip_in_text", "host 192.168.1.20 answered".into()),

@@ -23,6 +23,7 @@
 //! - `tools/list` is cached briefly per tenant and configuration version.
 
 pub mod resolve;
+pub mod roots;
 mod wire;
 
 use async_trait::async_trait;
@@ -123,7 +124,7 @@ impl HttpProvider {
         settings: Settings,
         resolver: Arc<dyn resolve::Resolver>,
     ) -> Result<Self, BuildError> {
-        let http = reqwest::Client::builder()
+        let http = roots::with_system_roots(reqwest::Client::builder())
             .dns_resolver(Arc::new(resolve::GuardedDns {
                 inner: resolver,
                 policy: settings.url_policy,
