@@ -181,7 +181,8 @@ def main():
         # The certification routes of the admin API, and the audit checkpoints (both
         # sign with the platform's key), are served by the messages function (decision
         # 0026), so they are fuzzed there.
-        signing_paths = "certifications|audit/checkpoints"
+        # The public key sets too (V-7: kept off the admin function's few slots).
+        signing_paths = "certifications|audit/checkpoints|well-known"
         certification = ["--include-path-regex", signing_paths]
         # Whether a run's body is accepted depends on the saved configuration (its tools
         # and operations), which no schema can say.
