@@ -8,6 +8,7 @@ use std::io::Write as _;
 
 mod audit;
 mod keys;
+mod verify;
 
 #[derive(Debug, Parser)]
 #[command(name = "countersign", version, about = "Countersign operator CLI")]
@@ -72,6 +73,22 @@ enum Command {
         #[arg(long, requires = "signer_role_arn")]
         reader_role_arn: Option<String>,
     },
+    /// O-2: check a deployed stack: each route answers as documented, the JWKS lists
+    /// exactly the keys KMS returns for the key ring (read with COUNTERSIGN_TABLE and this
+    /// shell's AWS credentials), and a synthetic tenant's person gets an answer. Prints one
+    /// line per check; exits 1 when any failed.
+    VerifyDeployment {
+        /// The stack's API base URL (the `ApiUrl` output), e.g. https://abc.execute-api.eu-west-1.amazonaws.com
+        #[arg(long)]
+        url: String,
+        /// A widget JWT of a synthetic tenant's person (its end-to-end check is a failure
+        /// without one).
+        #[arg(long)]
+        widget_jwt: Option<String>,
+        /// What that person says.
+        #[arg(long, default_value = "my cars")]
+        message: String,
+    },
     /// Print a gateway access token (D-4) for one conversation, signed with the platform's
     /// gateway token key. For the local stack and for trying the gateway by hand.
     GatewayToken {
@@ -102,6 +119,15 @@ async fn main() -> anyhow::Result<()> {
         } => bootstrap(signer_role_arn, reader_role_arn, &sdk, &settings).await?,
         Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
         Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
+        Command::VerifyDeployment {
+            url,
+            widget_jwt,
+            message,
+        } => {
+            if !verify::run(&url, widget_jwt.as_deref(), &message, &sdk, &settings).await? {
+                std::process::exit(1);
+            }
+        }
         Command::Audit(AuditCommand::Verify { tenant }) => {
             if !audit::verify(tenant, &sdk, &settings).await? {
                 std::process::exit(1);

@@ -580,3 +580,92 @@ fn v6_checkpoints_have_their_own_key() {
         ["CheckpointKeyAlias"]
     );
 }
+
+/// O-1: the alarms seed 000 asks for are in the template, each on a metric the code emits
+/// (or AWS's own), with its threshold a parameter, notifying the optional SNS topic; the
+/// dashboard shows the same signals.
+#[test]
+fn o1_alarms_and_the_dashboard_watch_what_the_seed_asks() {
+    let (t, _) = template();
+    let resources = &t["Resources"];
+    let emitted = [
+        "../../shared/tools/src/registry.rs",
+        "../../shared/chat/src/metrics.rs",
+        "../../shared/http/src/error.rs",
+    ]
+    .map(|p| std::fs::read_to_string(format!("{}/{p}", env!("CARGO_MANIFEST_DIR"))).unwrap())
+    .join("\n");
+    let alarms = [
+        (
+            "ToolErrorsAlarm",
+            "mcp_tool_errors_total",
+            Some("AlarmToolErrors"),
+        ),
+        (
+            "UnknownOutcomesAlarm",
+            "proposals_total",
+            Some("AlarmUnknownOutcomes"),
+        ),
+        (
+            "FailedOutcomesAlarm",
+            "proposals_total",
+            Some("AlarmFailedOutcomes"),
+        ),
+        (
+            "ConfirmLatencyAlarm",
+            "confirm_duration_seconds",
+            Some("AlarmConfirmP99Seconds"),
+        ),
+        (
+            "RateLimitedAlarm",
+            "rate_limited_total",
+            Some("AlarmRateLimited"),
+        ),
+        ("FunctionErrorsAlarm", "Errors", Some("AlarmFunctionErrors")),
+        ("FunctionThrottlesAlarm", "Throttles", None),
+        ("TableThrottlesAlarm", "WriteThrottleEvents", None),
+    ];
+    for (name, metric, threshold) in alarms {
+        let a = &resources[name];
+        assert_eq!(a["Type"].as_str(), Some("AWS::CloudWatch::Alarm"), "{name}");
+        let props = scalars(&a["Properties"]);
+        assert!(props.iter().any(|s| s == metric), "{name} watches {metric}");
+        if a["Properties"]["Namespace"].as_str() == Some("Countersign") {
+            assert!(
+                emitted.contains(&format!("\"{metric}\"")),
+                "{metric} is emitted by the code"
+            );
+        }
+        match threshold {
+            Some(p) => {
+                assert!(
+                    scalars(&a["Properties"]["Threshold"])
+                        .iter()
+                        .any(|s| s == p),
+                    "{name}"
+                );
+                assert!(t["Parameters"][p]["Default"].as_i64().is_some(), "{p}");
+            }
+            None => assert_eq!(a["Properties"]["Threshold"].as_i64(), Some(1), "{name}"),
+        }
+        assert!(
+            scalars(&a["Properties"]["AlarmActions"])
+                .iter()
+                .any(|s| s == "AlarmTopicArn"),
+            "{name} notifies the topic when one is given"
+        );
+    }
+    let body = scalars(&resources["OperationsDashboard"]["Properties"]["DashboardBody"]).join("");
+    for metric in [
+        "mcp_tool_duration_seconds",
+        "error_type",
+        "proposals_total",
+        "confirm_duration_seconds",
+        "rate_limited_total",
+        "Throttles",
+        "Errors",
+        "ReadThrottleEvents",
+    ] {
+        assert!(body.contains(metric), "the dashboard shows {metric}");
+    }
+}

@@ -60,6 +60,8 @@ impl ApiError {
 
     /// 429 `RATE_LIMITED` with `Retry-After: seconds`.
     pub fn rate_limited(message: impl Into<String>, seconds: u64) -> Self {
+        // O-1: the 429s alarm's metric.
+        metrics::counter!("rate_limited_total").increment(1);
         let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message);
         e.retry_after = Some(seconds.max(1));
         e

@@ -286,8 +286,13 @@ impl<C: Clone + Send + Sync + 'static> Registry<C> {
 }
 
 /// G-8: `mcp_tool_duration_seconds{tool, error_type}`; `error_type` is the envelope's
-/// `code` or `none`, spelled exactly as in the envelope.
+/// `code` or `none`, spelled exactly as in the envelope. O-1: every error also counts in
+/// `mcp_tool_errors_total` (no dimension: the alarm's metric; the dashboard breaks the
+/// errors down by `error_type` from the histogram).
 pub fn record_duration(tool: &str, error_type: &str, started: Instant) {
+    if error_type != "none" {
+        metrics::counter!("mcp_tool_errors_total").increment(1);
+    }
     metrics::histogram!(
         "mcp_tool_duration_seconds",
         "tool" => tool.to_owned(),

@@ -1,0 +1,212 @@
+//! O-2: `countersign verify-deployment --url BASE`: proves a deployed stack serves each
+//! route as documented, publishes exactly the keys KMS returns for the key ring, and (given
+//! a widget token of a synthetic tenant) answers a person's message end to end. Prints one
+//! line per check; the caller exits non-zero when any failed.
+
+use countersign_aws::AwsSettings;
+use countersign_domain::ports::ProofSigner as _;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::io::Write;
+
+/// What a check saw: `Ok` with a detail, or `Err` with what is wrong.
+type Seen = Result<String, String>;
+
+/// One documented answer: method, path, body, the status it must have, and what the body
+/// must hold.
+struct Route {
+    method: &'static str,
+    path: &'static str,
+    body: Option<Value>,
+    status: u16,
+    holds: fn(&str) -> bool,
+}
+
+fn routes() -> [Route; 6] {
+    [
+        Route {
+            method: "GET",
+            path: "/.well-known/jwks.json",
+            body: None,
+            status: 200,
+            holds: |b| b.contains("\"keys\""),
+        },
+        Route {
+            method: "GET",
+            path: "/.well-known/countersign-audit-keys.json",
+            body: None,
+            status: 200,
+            holds: |b| b.contains("audit-checkpoint"),
+        },
+        Route {
+            method: "GET",
+            path: "/api/admin/tenants/ten_00000000000000000000000000/mcp",
+            body: None,
+            status: 401,
+            holds: |b| b.contains("\"code\""),
+        },
+        Route {
+            method: "POST",
+            path: "/api/cases",
+            body: None,
+            status: 401,
+            holds: |b| b.contains("\"code\""),
+        },
+        Route {
+            method: "POST",
+            path: "/mcp",
+            body: Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+            status: 401,
+            holds: |_| true,
+        },
+        Route {
+            method: "GET",
+            path: "/admin",
+            body: None,
+            status: 200,
+            holds: |b| b.contains("<form"),
+        },
+    ]
+}
+
+/// Runs every check against `base` and prints each; `true` when all passed.
+pub(crate) async fn run(
+    base: &str,
+    widget_jwt: Option<&str>,
+    message: &str,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<bool> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()?;
+    let base = base.trim_end_matches('/');
+    let mut checks: Vec<(String, Seen)> = Vec::new();
+    for r in routes() {
+        let seen = route(&http, base, &r).await;
+        checks.push((format!("route {} {}", r.method, r.path), seen));
+    }
+    checks.push((
+        "jwks equals KMS".into(),
+        jwks(&http, base, sdk, settings).await,
+    ));
+    match widget_jwt {
+        Some(jwt) => checks.push((
+            "a synthetic person's message".into(),
+            conversation(&http, base, jwt, message).await,
+        )),
+        None => checks.push((
+            "a synthetic person's message".into(),
+            Err("not checked: give --widget-jwt of a synthetic tenant's person".into()),
+        )),
+    }
+    let mut out = std::io::stdout().lock();
+    let mut all = true;
+    for (name, seen) in &checks {
+        match seen {
+            Ok(detail) => writeln!(out, "ok    {name}: {detail}")?,
+            Err(why) => {
+                all = false;
+                writeln!(out, "FAIL  {name}: {why}")?;
+            }
+        }
+    }
+    Ok(all)
+}
+
+async fn route(http: &reqwest::Client, base: &str, r: &Route) -> Seen {
+    let url = format!("{base}{}", r.path);
+    let mut req = match r.method {
+        "POST" => http.post(&url),
+        _ => http.get(&url),
+    };
+    if let Some(body) = &r.body {
+        req = req
+            .header("accept", "application/json, text/event-stream")
+            .json(body);
+    }
+    let res = req.send().await.map_err(|e| format!("no answer: {e}"))?;
+    let status = res.status().as_u16();
+    let body = res.text().await.unwrap_or_default();
+    if status != r.status {
+        return Err(format!("answered {status}, documented {}", r.status));
+    }
+    if !(r.holds)(&body) {
+        return Err(format!("answered {status} but not the documented body"));
+    }
+    Ok(format!("{status} as documented"))
+}
+
+/// The JWKS served must list exactly the keys KMS returns for the ring's ARNs.
+async fn jwks(
+    http: &reqwest::Client,
+    base: &str,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> Seen {
+    let served: Value = http
+        .get(format!("{base}/.well-known/jwks.json"))
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?
+        .json()
+        .await
+        .map_err(|_| "the JWKS is not JSON".to_owned())?;
+    let served: BTreeSet<String> = served["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k["kid"].as_str().map(str::to_owned))
+        .collect();
+    let published = settings
+        .signer(sdk)
+        .published_keys()
+        .await
+        .map_err(|e| format!("KMS or the key ring could not be read: {e}"))?;
+    let vouched: BTreeSet<String> = published
+        .keys
+        .iter()
+        .map(|k| k.key.key_id.clone())
+        .collect();
+    if served == vouched {
+        Ok(format!("{} key(s), each vouched for by KMS", served.len()))
+    } else {
+        Err(format!(
+            "served {served:?}, KMS vouches for {vouched:?} (a key published that KMS does not return, or one missing)"
+        ))
+    }
+}
+
+/// A person of a synthetic tenant opens a conversation and sends `message`: the answer
+/// must hold the assistant's reply.
+async fn conversation(http: &reqwest::Client, base: &str, jwt: &str, message: &str) -> Seen {
+    let res = http
+        .post(format!("{base}/api/cases"))
+        .bearer_auth(jwt)
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?;
+    if res.status().as_u16() != 201 {
+        return Err(format!("opening a case answered {}", res.status().as_u16()));
+    }
+    let case: Value = res.json().await.map_err(|_| "the case is not JSON")?;
+    let id = case["caseId"].as_str().ok_or("no caseId")?.to_owned();
+    let res = http
+        .post(format!("{base}/api/cases/{id}/messages"))
+        .bearer_auth(jwt)
+        .json(&json!({"content": message}))
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?;
+    let status = res.status().as_u16();
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    let replied = body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant"));
+    if status == 200 && replied {
+        Ok(format!("case {id} answered"))
+    } else {
+        Err(format!("the message answered {status} without a reply"))
+    }
+}
