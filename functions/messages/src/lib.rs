@@ -173,10 +173,9 @@ pub fn model(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Arc
                 store: Arc::new(config.aws.operator_secrets(sdk)),
                 secret_id: secret_id.clone(),
             });
-            let http =
-                countersign_provider_client::roots::with_system_roots(reqwest::Client::builder())
-                    .redirect(reqwest::redirect::Policy::none())
-                    .build()?;
+            let http = countersign_provider_client::roots::build_with_system_roots(|| {
+                reqwest::Client::builder().redirect(reqwest::redirect::Policy::none())
+            })?;
             Arc::new(OpenAiModel::new(http, Endpoint::new(base_url, model), key))
         }
     })

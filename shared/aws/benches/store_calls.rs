@@ -134,6 +134,7 @@ async fn main() {
         table: format!("cs-bench-{suffix}"),
         signing_key: Some(format!("alias/cs-bench-{suffix}")),
         checkpoint_key: Some(format!("alias/cs-bench-checkpoints-{suffix}")),
+        call_metrics: false,
         secret_prefix: format!("cs-bench-{suffix}/"),
         retention_days: Some(30),
         ..AwsSettings::default()

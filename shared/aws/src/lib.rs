@@ -21,28 +21,33 @@ pub mod system;
 pub use settings::{AwsSettings, Env, EnvError};
 
 impl AwsSettings {
+    /// O-3: a call counter that also emits metrics, when `call_metrics` is on.
+    fn calls(&self) -> Option<calls::CallLog> {
+        self.call_metrics.then(calls::CallLog::emitting)
+    }
+
     /// The conversation and tenant store on these settings' table.
     pub fn store(&self, sdk: &aws_config::SdkConfig) -> dynamo::DynamoStore {
-        let client = dynamo::DynamoStore::client(sdk, None);
+        let client = dynamo::DynamoStore::client(sdk, self.calls().as_ref());
         dynamo::DynamoStore::new(client, &self.table, self.retention_days)
     }
 
     /// The secret store under these settings' prefix.
     pub fn secrets(&self, sdk: &aws_config::SdkConfig) -> secrets::SecretsManagerStore {
-        let client = secrets::SecretsManagerStore::client(sdk, None);
+        let client = secrets::SecretsManagerStore::client(sdk, self.calls().as_ref());
         secrets::SecretsManagerStore::new(client, self.secret_prefix.clone())
     }
 
     /// The operator's own secrets, named in full (a name or an ARN, outside the tenants'
     /// prefix): the model API key (M-1).
     pub fn operator_secrets(&self, sdk: &aws_config::SdkConfig) -> secrets::SecretsManagerStore {
-        let client = secrets::SecretsManagerStore::client(sdk, None);
+        let client = secrets::SecretsManagerStore::client(sdk, self.calls().as_ref());
         secrets::SecretsManagerStore::new(client, String::new())
     }
 
     /// The proof signer of these settings' key.
     pub fn signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
-        let client = kms::KmsProofSigner::client(sdk, None);
+        let client = kms::KmsProofSigner::client(sdk, self.calls().as_ref());
         kms::KmsProofSigner::new(client, self.signing_key.clone())
             .with_refresh(self.signing_key_refresh)
             .with_ring(self.store(sdk))
@@ -50,7 +55,7 @@ impl AwsSettings {
 
     /// The audit checkpoint key's signer (V-6): its own KMS key, never the action key.
     pub fn checkpoint_signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
-        let client = kms::KmsProofSigner::client(sdk, None);
+        let client = kms::KmsProofSigner::client(sdk, self.calls().as_ref());
         kms::KmsProofSigner::new(client, self.checkpoint_key.clone())
     }
 }

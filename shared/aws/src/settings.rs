@@ -152,6 +152,11 @@ pub struct AwsSettings {
     /// default `alias/countersign-checkpoints`; V-6: never the action key). Empty means
     /// no checkpoint key: checkpoints are refused as unavailable.
     pub checkpoint_key: Option<String>,
+    /// O-3: every AWS call also counts in the EMF metrics `aws_calls_total{operation}` and
+    /// `dynamodb_units_estimate_total{kind}` (`COUNTERSIGN_AWS_CALL_METRICS=1`; off by
+    /// default: each distinct metric is a billed custom metric). The cost measurement
+    /// turns it on.
+    pub call_metrics: bool,
 }
 
 /// The default alias of the action signing key.
@@ -169,19 +174,21 @@ impl Default for AwsSettings {
             retention_days: None,
             signing_key_refresh: crate::kms::DEFAULT_REFRESH,
             checkpoint_key: Some(DEFAULT_CHECKPOINT_KEY_ALIAS.to_owned()),
+            call_metrics: false,
         }
     }
 }
 
 impl AwsSettings {
     /// Every environment variable these settings read.
-    pub const ENV: [&'static str; 6] = [
+    pub const ENV: [&'static str; 7] = [
         "COUNTERSIGN_TABLE",
         "COUNTERSIGN_SIGNING_KEY",
         "COUNTERSIGN_CHECKPOINT_KEY",
         "COUNTERSIGN_SECRET_PREFIX",
         "COUNTERSIGN_RETENTION_DAYS",
         "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS",
+        "COUNTERSIGN_AWS_CALL_METRICS",
     ];
 
     /// Reads the settings from the process environment.
@@ -224,6 +231,7 @@ impl AwsSettings {
                     d.signing_key_refresh.as_secs(),
                 )?
                 .min(d.signing_key_refresh),
+            call_metrics: env.flag("COUNTERSIGN_AWS_CALL_METRICS")?,
         })
     }
 }

@@ -124,17 +124,19 @@ impl HttpProvider {
         settings: Settings,
         resolver: Arc<dyn resolve::Resolver>,
     ) -> Result<Self, BuildError> {
-        let http = roots::with_system_roots(reqwest::Client::builder())
-            .dns_resolver(Arc::new(resolve::GuardedDns {
-                inner: resolver,
-                policy: settings.url_policy,
-            }))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(settings.connect_timeout)
-            .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(BuildError)?;
+        let guard = Arc::new(resolve::GuardedDns {
+            inner: resolver,
+            policy: settings.url_policy,
+        });
+        let http = roots::build_with_system_roots(|| {
+            reqwest::Client::builder()
+                .dns_resolver(guard.clone())
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .connect_timeout(settings.connect_timeout)
+                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+        })
+        .map_err(BuildError)?;
         Ok(Self {
             http,
             settings,

@@ -6,7 +6,7 @@
 //! before a Lambda function's first Runtime API call, the largest part of its init). The
 //! bundle holds the same roots (both come from the system's trust store), so one read of
 //! it serves every client. When no bundle file is found the clients keep the platform's
-//! own lookup.
+//! own lookup, and so does a client whose build rejects a certificate of the bundle.
 
 use std::sync::OnceLock;
 
@@ -40,14 +40,6 @@ fn bundle() -> Option<&'static Bundle> {
                     Some(Bundle { pem, roots })
                 })
                 .filter(|b| !b.roots.is_empty())
-                // A bundle holding a certificate rustls cannot take as a root would make
-                // every client fail to build: keep the platform's lookup then.
-                .filter(|b| {
-                    reqwest::Client::builder()
-                        .tls_certs_only(b.roots.iter().cloned())
-                        .build()
-                        .is_ok()
-                })
         })
         .as_ref()
 }
@@ -64,13 +56,20 @@ pub fn system_bundle_pem() -> Option<&'static [u8]> {
     bundle().map(|b| b.pem.as_slice())
 }
 
-/// `builder` trusting exactly the system's roots read once ([`system_roots`]), or left to
-/// the platform's lookup when there is no bundle file.
-pub fn with_system_roots(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
-    match system_roots() {
-        Some(roots) => builder.tls_certs_only(roots.iter().cloned()),
-        None => builder,
+/// A client from `builder` (a function, since a builder cannot be cloned) trusting
+/// exactly the system's roots read once ([`system_roots`]); when there is no bundle file,
+/// or a certificate in it is one rustls cannot take as a root (the build fails), the
+/// client keeps the platform's own lookup. Each parse of the roots costs init time, so
+/// the bundle is not checked ahead of this one build.
+pub fn build_with_system_roots(
+    builder: impl Fn() -> reqwest::ClientBuilder,
+) -> reqwest::Result<reqwest::Client> {
+    if let Some(roots) = system_roots()
+        && let Ok(client) = builder().tls_certs_only(roots.iter().cloned()).build()
+    {
+        return Ok(client);
     }
+    builder().build()
 }
 
 #[cfg(test)]

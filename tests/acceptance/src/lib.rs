@@ -199,6 +199,7 @@ impl Stack {
             table: format!("cs-e2e-{suffix}"),
             signing_key: Some(format!("alias/cs-e2e-{suffix}")),
             checkpoint_key: Some(format!("alias/cs-e2e-checkpoints-{suffix}")),
+            call_metrics: false,
             secret_prefix: format!("cs-e2e-{suffix}/"),
             retention_days: None,
             ..AwsSettings::default()

@@ -50,6 +50,7 @@ pub(crate) async fn env(signing_key: bool) -> Env {
         table: format!("cs-api-{suffix}"),
         signing_key: signing_key.then(|| format!("alias/cs-api-{suffix}")),
         checkpoint_key: Some(format!("alias/cs-api-checkpoints-{suffix}")),
+        call_metrics: false,
         secret_prefix: format!("cs-api-{suffix}/"),
         retention_days: None,
         ..AwsSettings::default()

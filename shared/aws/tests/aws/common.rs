@@ -30,6 +30,7 @@ pub async fn env() -> Env {
         table: format!("cs-test-{suffix}"),
         signing_key: Some(format!("alias/cs-test-{suffix}")),
         checkpoint_key: Some(format!("alias/cs-test-checkpoints-{suffix}")),
+        call_metrics: false,
         secret_prefix: format!("cs-test-{suffix}/"),
         retention_days: Some(30),
         ..AwsSettings::default()
