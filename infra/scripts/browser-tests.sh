@@ -23,7 +23,7 @@ artifacts="$target/widget-artifacts"
 mkdir -p "$artifacts"
 log="$artifacts/dev-server.log"
 COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$provider_port" COUNTERSIGN_DEMO_SITE_ADDR="127.0.0.1:$site_port" \
-  COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE=1000 RUST_LOG=warn "$target/debug/countersign-dev" >"$log" 2>&1 &
+  COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE=1000 COUNTERSIGN_PERSON_CASES_PER_MINUTE=1000 RUST_LOG=warn "$target/debug/countersign-dev" >"$log" 2>&1 &
 dev=$!
 trap 'kill "$dev" 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do
