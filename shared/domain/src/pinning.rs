@@ -8,7 +8,6 @@
 //! under V-1 alone until the next save pins them (decision 0036).
 
 use crate::hash::Sha256Hex;
-use crate::ports::ProviderTool;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -42,12 +41,12 @@ pub fn fingerprint(form: &str) -> String {
     Sha256Hex::digest(form).as_str()[..16].to_owned()
 }
 
-/// Whether `tool`, as published now, differs from what was approved for it. A tool with
-/// no approval (a configuration saved before pinning) has not changed.
-pub fn changed(tool: &ProviderTool, approved: &Approved) -> bool {
+/// Whether tool `name`, as published now (`descriptor`), differs from what was approved
+/// for it. A tool with no approval (a configuration saved before pinning) has not changed.
+pub fn changed(name: &str, descriptor: &Map<String, Value>, approved: &Approved) -> bool {
     approved
-        .get(tool.name.as_str())
-        .is_some_and(|form| *form != approved_form(&tool.descriptor))
+        .get(name)
+        .is_some_and(|form| *form != approved_form(descriptor))
 }
 
 fn canonical(v: &Value) -> Value {
@@ -99,15 +98,14 @@ fn write_canonical(v: &Value, out: &mut String) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::ids::ToolName;
     use serde_json::json;
 
-    fn tool(d: Value) -> ProviderTool {
-        ProviderTool {
-            name: ToolName::parse(d["name"].as_str().unwrap()).unwrap(),
-            descriptor: d.as_object().cloned().unwrap(),
-            output_schema: None,
-        }
+    fn changed_now(d: Value, approved: &Approved) -> bool {
+        changed(
+            d["name"].as_str().unwrap(),
+            d.as_object().unwrap(),
+            approved,
+        )
     }
 
     /// V-2: the form ignores key order and fields outside the pinned ones (`_meta`,
@@ -118,7 +116,7 @@ mod tests {
         let b = json!({"annotations": {"readOnlyHint": true}, "inputSchema": {"properties": {"b": {}, "a": {}}, "type": "object"}, "description": "Cars", "name": "get_cars", "_meta": {"v": 2}, "title": "x"});
         let approved: Approved =
             [("get_cars".to_owned(), approved_form(a.as_object().unwrap()))].into();
-        assert!(!changed(&tool(b), &approved));
+        assert!(!changed_now(b, &approved));
         for change in [
             json!({"description": "Cars of everyone"}),
             json!({"inputSchema": {"type": "object", "properties": {"a": {}, "c": {}}}}),
@@ -129,9 +127,9 @@ mod tests {
             for (k, v) in change.as_object().unwrap() {
                 d[k] = v.clone();
             }
-            assert!(changed(&tool(d), &approved), "{change}");
+            assert!(changed_now(d, &approved), "{change}");
         }
         // No approval recorded (a configuration saved before pinning): not "changed".
-        assert!(!changed(&tool(a), &Approved::new()));
+        assert!(!changed_now(a, &Approved::new()));
     }
 }

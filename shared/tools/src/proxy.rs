@@ -43,7 +43,7 @@ pub fn allowed_tools(
         .filter(|t| {
             // V-2: a descriptor that changed since the administrator approved it waits for
             // a new approval.
-            let changed = countersign_domain::pinning::changed(t, approved);
+            let changed = countersign_domain::pinning::changed(t.name.as_str(), &t.descriptor, approved);
             if changed {
                 tracing::warn!(tool = %t.name, "V-2: allowlisted tool withheld: its descriptor changed since it was approved");
             }
