@@ -12,22 +12,21 @@ prices, us-east-1, arm64 — check them before quoting).
     python3 infra/cost/cost.py [--conversations 50] [--bin target/debug] [--lambda-gb 0.25]
 """
 import argparse
-import base64
-import hashlib
-import hmac
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
-import tempfile
+import sys
 import threading
 import time
 import urllib.request
 import uuid
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# The fuzzing driver's helpers: free ports, waiting for a binary, the widget JWT.
+sys.path.insert(0, os.path.join(ROOT, "infra", "fuzz"))
+from api_fuzz import free_port, wait_up, widget_jwt  # noqa: E402
 
 PRICES = {  # USD, public on-demand list prices (us-east-1), given as inputs
     "lambda_gb_second_arm64": 0.0000133334,
@@ -41,14 +40,6 @@ PRICES = {  # USD, public on-demand list prices (us-east-1), given as inputs
 }
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def call(method, url, token=None, body=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
@@ -56,30 +47,6 @@ def call(method, url, token=None, body=None):
         req.add_header("authorization", f"Bearer {token}")
     with urllib.request.urlopen(req, timeout=60) as r:
         return json.loads(r.read() or b"null")
-
-
-def b64(b):
-    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
-
-
-def widget_jwt(kid, secret, tenant, user):
-    now = int(time.time())
-    header = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid}).encode())
-    claims = b64(json.dumps({"sub": user, "tid": tenant, "iat": now, "exp": now + 3600}).encode())
-    sig = b64(hmac.new(secret.encode(), f"{header}.{claims}".encode(), hashlib.sha256).digest())
-    return f"{header}.{claims}.{sig}"
-
-
-def wait_up(url):
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url, timeout=1)
-            return
-        except urllib.error.HTTPError:
-            return
-        except Exception:
-            time.sleep(0.1)
-    raise SystemExit(f"{url} did not come up")
 
 
 class Emf:
