@@ -7,6 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+. infra/scripts/dev-server-wait.sh
 infra/scripts/install.sh recipes
 target=${CARGO_TARGET_DIR:-$root/target}
 [ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server
@@ -28,12 +29,7 @@ PLATFORM_JWKS_URL="http://127.0.0.1:$port/.well-known/jwks.json" PLATFORM_ISSUER
   .venv/recipes/bin/python docs/recipes/python-provider/provider.py --port "$py_port" >"$logs/provider.log" 2>&1 &
 py=$!
 trap 'kill $dev $py 2>/dev/null || true' EXIT
-for _ in $(seq 240); do
-  grep -q "Countersign is running" "$logs/dev-server.log" && break
-  kill -0 "$dev" 2>/dev/null || { cat "$logs/dev-server.log" >&2; exit 1; }
-  sleep 0.5
-done
-grep -q "Countersign is running" "$logs/dev-server.log" || { echo "the dev server did not start" >&2; cat "$logs/dev-server.log" >&2; exit 1; }
+wait_for_dev_server "$logs/dev-server.log" "$dev"
 kill -0 "$py" 2>/dev/null || { cat "$logs/provider.log" >&2; exit 1; }
 value() { sed -n "s/^$1=//p" "$logs/dev-server.log"; }
 .venv/recipes/bin/python docs/recipes/python-provider/try_it.py "http://127.0.0.1:$port" "$(value TENANT)" \

@@ -6,6 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+. infra/scripts/dev-server-wait.sh
 target=${CARGO_TARGET_DIR:-$root/target}
 [ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server -p countersign-cli
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -20,11 +21,7 @@ COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$demo_port"
   "$target/debug/countersign-dev" >"$logs/dev-server.log" 2>&1 &
 dev=$!
 trap 'kill $dev 2>/dev/null || true' EXIT
-for _ in $(seq 240); do
-  grep -q "Countersign is running" "$logs/dev-server.log" && break
-  kill -0 "$dev" 2>/dev/null || { cat "$logs/dev-server.log" >&2; exit 1; }
-  sleep 0.5
-done
+wait_for_dev_server "$logs/dev-server.log" "$dev"
 jwt=$(sed -n 's/^WIDGET_JWT=//p' "$logs/dev-server.log")
 cli="$target/debug/countersign"
 "$cli" verify-deployment --url "http://127.0.0.1:$port" --widget-jwt "$jwt" | tee "$logs/pass.txt"
