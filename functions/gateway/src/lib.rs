@@ -6,6 +6,7 @@
 //! the verified grant to the MCP handler through the request's extensions. The principal
 //! is therefore fixed by the token, never by arguments.
 
+mod fast;
 pub mod token_key;
 pub mod wiring;
 
@@ -166,15 +167,26 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let grant = grant_of(&ctx)?;
-        let mut published: Vec<serde_json::Value> = self
-            .0
-            .registry
-            .descriptors()
-            .map(|d| d.published())
-            .collect();
+        self.0.list_tools(&grant_of(&ctx)?).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.0.call_tool(&grant_of(&ctx)?, request).await
+    }
+}
+
+impl Gateway {
+    /// `tools/list` for `grant`: the built-ins, then the tenant's allowed consultations.
+    /// Shared by rmcp's handler and the stateless fast path ([`fast`]).
+    pub(crate) async fn list_tools(&self, grant: &Grant) -> Result<ListToolsResult, McpError> {
+        let mut published: Vec<serde_json::Value> =
+            self.registry.descriptors().map(|d| d.published()).collect();
         // Proxied consultations exactly as the provider publishes them (G-6).
-        if let Some((_, proxied)) = self.0.proxied(&grant).await? {
+        if let Some((_, proxied)) = self.proxied(grant).await? {
             published.extend(
                 proxied
                     .into_iter()
@@ -189,36 +201,35 @@ impl ServerHandler for Handler {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
-    async fn call_tool(
+    /// `tools/call` for `grant`. Shared by rmcp's handler and the stateless fast path.
+    pub(crate) async fn call_tool(
         &self,
+        grant: &Grant,
         mut request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let grant = grant_of(&ctx)?;
-        let gateway = &self.0;
         let call_ctx = CallContext {
             principal: grant.principal.clone(),
             case: grant.case.clone(),
-            services: gateway.services.clone(),
+            services: self.services.clone(),
             consultations: Vec::new(),
         };
         // Built-ins never need the provider; anything else is looked up among the
         // tenant's allowlisted consultations.
-        let builtin = gateway.registry.get(&request.name).is_some();
-        if !builtin && let Some(spent) = gateway.spend(&grant, &request.name).await? {
+        let builtin = self.registry.get(&request.name).is_some();
+        if !builtin && let Some(spent) = self.spend(grant, &request.name).await? {
             return Ok(CallToolResponse::Complete(spent));
         }
         // `describe_tool` of a name that is not built in describes a consultation, so it
         // needs the list (cached); describing a built-in reaches nobody.
-        let needs_list = !builtin || describes_a_consultation(&gateway.registry, &request);
-        let proxied = match &gateway.integration {
-            Some(_) if needs_list => gateway.proxied(&grant).await?,
+        let needs_list = !builtin || describes_a_consultation(&self.registry, &request);
+        let proxied = match &self.integration {
+            Some(_) if needs_list => self.proxied(grant).await?,
             _ => None,
         };
-        let raw = match &gateway.integration {
+        let raw = match &self.integration {
             Some(integration) => {
                 let proxied = proxied.as_ref().map(|(c, t)| (c, t.as_slice()));
-                let (registry, name) = (&gateway.registry, request.name.as_ref());
+                let (registry, name) = (&self.registry, request.name.as_ref());
                 integration
                     .call(registry, call_ctx, proxied, name, request.arguments.take())
                     .await
@@ -228,8 +239,7 @@ impl ServerHandler for Handler {
                     .arguments
                     .take()
                     .map_or(serde_json::Value::Null, serde_json::Value::Object);
-                gateway
-                    .registry
+                self.registry
                     .call(call_ctx, &request.name, args)
                     .await
                     .map(countersign_tools::envelope::Sealed::into_call_tool_result)
@@ -271,27 +281,47 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
 /// Every route (method, path) the router serves: the SAM template is checked against it.
 pub const ROUTES: [(&str, &str); 1] = [("POST", "/mcp")];
 
-/// The gateway's router: `POST /mcp` (stateless MCP Streamable HTTP, JSON responses).
+/// The gateway's router: `POST /mcp` (stateless MCP Streamable HTTP, JSON responses),
+/// plain stateless tool requests on the fast path (decision 0038), the rest through rmcp.
 pub fn router(gateway: Gateway) -> axum::Router {
+    build(gateway, true)
+}
+
+/// The router with every request through rmcp's own service: the reference the fast path
+/// is held against in tests (an answer from both must be the same).
+pub fn router_without_fast_path(gateway: Gateway) -> axum::Router {
+    build(gateway, false)
+}
+
+fn build(gateway: Gateway, fast_path: bool) -> axum::Router {
     let gateway = Arc::new(gateway);
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(gateway.allowed_hosts.iter().cloned());
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_allowed_hosts(hosts);
+        .with_allowed_hosts(hosts.clone());
     // `*`: behind API Gateway, which routes only its own domains to this function, the
     // Host check (a guard against DNS rebinding of local servers) has nothing to add.
-    if gateway.allowed_hosts.iter().any(|h| h == "*") {
+    let any_host = gateway.allowed_hosts.iter().any(|h| h == "*");
+    if any_host {
         config = config.disable_allowed_hosts();
     }
     let handler = Handler(gateway.clone());
-    let mcp = StreamableHttpService::new(
+    let rmcp = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    axum::Router::new()
-        .nest_service("/mcp", mcp)
-        .layer(middleware::from_fn_with_state(gateway, authenticate))
+    let router = if fast_path {
+        let mcp = Arc::new(fast::Mcp {
+            gateway: gateway.clone(),
+            rmcp,
+            hosts: (!any_host).then_some(hosts),
+        });
+        axum::Router::new().nest_service("/mcp", axum::routing::any(fast::serve).with_state(mcp))
+    } else {
+        axum::Router::new().nest_service("/mcp", rmcp)
+    };
+    router.layer(middleware::from_fn_with_state(gateway, authenticate))
 }

@@ -2,16 +2,16 @@
 //! JSON responses, D-4 tokens.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::*;
+
 use axum::body::Body;
 use countersign_aws::system::SystemClock;
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::conversation::Principal;
-use countersign_domain::ids::ToolName;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
-use countersign_domain::ports::{
-    Clock, Provider, ProviderContext, ProviderError, ProviderTool, SecretError, SecretStore,
-    StoredMcpConfig,
-};
+use countersign_domain::ports::{Clock, Provider, SecretError, SecretStore, StoredMcpConfig};
 use countersign_domain::secret::SecretString;
 use countersign_gateway::{Gateway, router};
 use countersign_tools::access::{self, Grant};
@@ -23,91 +23,6 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::Mutex;
 use tower::ServiceExt as _;
-
-/// Secrets: every tenant's service token is `svc-token`.
-struct Secrets;
-
-#[async_trait::async_trait]
-impl SecretStore for Secrets {
-    async fn put(&self, _: &str, _: &SecretString) -> Result<String, SecretError> {
-        Ok("v1".into())
-    }
-    async fn get_current(&self, _: &str) -> Result<Option<(SecretString, String)>, SecretError> {
-        Ok(Some((SecretString::new("svc-token"), "v1".into())))
-    }
-    async fn get_version(&self, _: &str, _: &str) -> Result<Option<SecretString>, SecretError> {
-        Ok(Some(SecretString::new("svc-token")))
-    }
-    async fn delete(&self, _: &str) -> Result<(), SecretError> {
-        Ok(())
-    }
-}
-
-/// A provider publishing an allowed tool, a tool outside the allowlist and a reserved
-/// one; `get_user_uploads` answers per its schema, `get_user_cars` breaks its schema.
-struct TrackShare {
-    seen_tokens: Mutex<Vec<String>>,
-}
-
-fn tool(name: &str) -> ProviderTool {
-    let schema = json!({"type": "object", "required": ["uploads"], "properties": {"uploads": {"type": "array"}}});
-    ProviderTool {
-        name: ToolName::parse(name).unwrap(),
-        descriptor: json!({"name": name, "description": "provider tool", "inputSchema": {"type": "object"}, "outputSchema": schema, "annotations": {"readOnlyHint": true}})
-            .as_object()
-            .unwrap()
-            .clone(),
-        output_schema: Some(schema),
-    }
-}
-
-#[async_trait::async_trait]
-impl Provider for TrackShare {
-    async fn list_tools(&self, ctx: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError> {
-        self.seen_tokens
-            .lock()
-            .unwrap()
-            .push(ctx.service_token.expose().to_owned());
-        Ok(vec![
-            tool("get_user_uploads"),
-            tool("get_user_cars"),
-            tool("get_matching_sessions"),
-            tool("execute_action"),
-        ])
-    }
-    async fn call_tool(
-        &self,
-        _: &ProviderContext,
-        name: &str,
-        _: &serde_json::Map<String, Value>,
-        _: Option<countersign_domain::ports::Confirmation<'_>>,
-    ) -> Result<Value, ProviderError> {
-        Ok(match name {
-            "get_user_uploads" => {
-                json!({"content": [{"type": "text", "text": "{\"uploads\":[]}"}], "structuredContent": {"uploads": []}})
-            }
-            _ => {
-                json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"uploads": "wrong"}})
-            }
-        })
-    }
-}
-
-const ULID: &str = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
-
-fn key() -> SecretString {
-    SecretString::new("test-gateway-key-0123456789abcdef")
-}
-
-fn grant() -> Grant {
-    Grant {
-        principal: Principal {
-            tenant: TenantId::from_ulid_text(ULID).unwrap(),
-            user: UserId::parse("driver-42").unwrap(),
-        },
-        case: CaseId::from_ulid_text(ULID).unwrap(),
-    }
-}
 
 fn app() -> axum::Router {
     app_with(None)
@@ -133,40 +48,7 @@ fn app_keyed(
     budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
     token_key: countersign_gateway::TokenKey,
 ) -> axum::Router {
-    let fake = Arc::new(Fake::default());
-    let config = validate_mcp_config(
-        &json!({
-            "serverUrl": "https://mcp.trackshare.example.com/mcp",
-            "serviceToken": "svc-token",
-            "allowedTools": ["get_user_uploads", "get_user_cars"]
-        }),
-        UrlPolicy::default(),
-    )
-    .unwrap();
-    *fake.config.lock().unwrap() = Some(StoredMcpConfig {
-        config,
-        version: 1,
-        actions_version: 1,
-        secret_version: "v1".into(),
-    });
-    router(Gateway {
-        registry: builtins::consultation_registry().unwrap(),
-        services: Services {
-            conversations: fake.clone(),
-            tenants: fake.clone(),
-            actions: None,
-        },
-        token_key,
-        clock: Arc::new(SystemClock),
-        allowed_hosts: vec![],
-        integration: provider
-            .map(|p| Arc::new(IntegrationService::new(fake, Arc::new(Secrets), p))),
-        budget,
-    })
-}
-
-fn token() -> String {
-    access::mint(&key(), &grant(), SystemClock.now(), 300).unwrap()
+    router(gateway_keyed(provider, budget, token_key))
 }
 
 async fn post(token: Option<&str>, version: &str, body: Value) -> (StatusCode, Value) {
@@ -212,10 +94,6 @@ async fn post_to(
     let v = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
     (status, v)
-}
-
-fn rpc(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
 /// The bootstrap creates the secret the gateway reads.

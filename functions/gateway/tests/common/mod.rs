@@ -1,0 +1,152 @@
+//! What the gateway's HTTP tests share: a tenant with a configured provider, tokens, a
+//! gateway over in-memory stores.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use countersign_aws::system::SystemClock;
+use countersign_domain::config::{UrlPolicy, validate_mcp_config};
+use countersign_domain::conversation::Principal;
+use countersign_domain::ids::ToolName;
+use countersign_domain::ids::{CaseId, TenantId, UserId};
+use countersign_domain::ports::{
+    Clock, Provider, ProviderContext, ProviderError, ProviderTool, SecretError, SecretStore,
+    StoredMcpConfig,
+};
+use countersign_domain::secret::SecretString;
+use countersign_gateway::Gateway;
+use countersign_tools::access::{self, Grant};
+use countersign_tools::builtins::{self, Services};
+use countersign_tools::integration::IntegrationService;
+use countersign_tools::testing::Fake;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::Mutex;
+
+/// Secrets: every tenant's service token is `svc-token`.
+pub(crate) struct Secrets;
+
+#[async_trait::async_trait]
+impl SecretStore for Secrets {
+    async fn put(&self, _: &str, _: &SecretString) -> Result<String, SecretError> {
+        Ok("v1".into())
+    }
+    async fn get_current(&self, _: &str) -> Result<Option<(SecretString, String)>, SecretError> {
+        Ok(Some((SecretString::new("svc-token"), "v1".into())))
+    }
+    async fn get_version(&self, _: &str, _: &str) -> Result<Option<SecretString>, SecretError> {
+        Ok(Some(SecretString::new("svc-token")))
+    }
+    async fn delete(&self, _: &str) -> Result<(), SecretError> {
+        Ok(())
+    }
+}
+
+/// A provider publishing an allowed tool, a tool outside the allowlist and a reserved
+/// one; `get_user_uploads` answers per its schema, `get_user_cars` breaks its schema.
+pub(crate) struct TrackShare {
+    pub(crate) seen_tokens: Mutex<Vec<String>>,
+}
+
+pub(crate) fn tool(name: &str) -> ProviderTool {
+    let schema = json!({"type": "object", "required": ["uploads"], "properties": {"uploads": {"type": "array"}}});
+    ProviderTool {
+        name: ToolName::parse(name).unwrap(),
+        descriptor: json!({"name": name, "description": "provider tool", "inputSchema": {"type": "object"}, "outputSchema": schema, "annotations": {"readOnlyHint": true}})
+            .as_object()
+            .unwrap()
+            .clone(),
+        output_schema: Some(schema),
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for TrackShare {
+    async fn list_tools(&self, ctx: &ProviderContext) -> Result<Vec<ProviderTool>, ProviderError> {
+        self.seen_tokens
+            .lock()
+            .unwrap()
+            .push(ctx.service_token.expose().to_owned());
+        Ok(vec![
+            tool("get_user_uploads"),
+            tool("get_user_cars"),
+            tool("get_matching_sessions"),
+            tool("execute_action"),
+        ])
+    }
+    async fn call_tool(
+        &self,
+        _: &ProviderContext,
+        name: &str,
+        _: &serde_json::Map<String, Value>,
+        _: Option<countersign_domain::ports::Confirmation<'_>>,
+    ) -> Result<Value, ProviderError> {
+        Ok(match name {
+            "get_user_uploads" => {
+                json!({"content": [{"type": "text", "text": "{\"uploads\":[]}"}], "structuredContent": {"uploads": []}})
+            }
+            _ => {
+                json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"uploads": "wrong"}})
+            }
+        })
+    }
+}
+
+pub(crate) const ULID: &str = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
+
+pub(crate) fn key() -> SecretString {
+    SecretString::new("test-gateway-key-0123456789abcdef")
+}
+
+pub(crate) fn grant() -> Grant {
+    Grant {
+        principal: Principal {
+            tenant: TenantId::from_ulid_text(ULID).unwrap(),
+            user: UserId::parse("driver-42").unwrap(),
+        },
+        case: CaseId::from_ulid_text(ULID).unwrap(),
+    }
+}
+
+pub(crate) fn gateway_keyed(
+    provider: Option<Arc<dyn Provider>>,
+    budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
+    token_key: countersign_gateway::TokenKey,
+) -> Gateway {
+    let fake = Arc::new(Fake::default());
+    let config = validate_mcp_config(
+        &json!({
+            "serverUrl": "https://mcp.trackshare.example.com/mcp",
+            "serviceToken": "svc-token",
+            "allowedTools": ["get_user_uploads", "get_user_cars"]
+        }),
+        UrlPolicy::default(),
+    )
+    .unwrap();
+    *fake.config.lock().unwrap() = Some(StoredMcpConfig {
+        config,
+        version: 1,
+        actions_version: 1,
+        secret_version: "v1".into(),
+    });
+    Gateway {
+        registry: builtins::consultation_registry().unwrap(),
+        services: Services {
+            conversations: fake.clone(),
+            tenants: fake.clone(),
+            actions: None,
+        },
+        token_key,
+        clock: Arc::new(SystemClock),
+        allowed_hosts: vec![],
+        integration: provider
+            .map(|p| Arc::new(IntegrationService::new(fake, Arc::new(Secrets), p))),
+        budget,
+    }
+}
+
+pub(crate) fn token() -> String {
+    access::mint(&key(), &grant(), SystemClock.now(), 300).unwrap()
+}
+
+pub(crate) fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
