@@ -40,12 +40,15 @@ impl Chat {
         };
         // the confirmation and the `executing` state are durable before anything
         // is signed or sent.
-        match self
-            .parts
-            .conversations
-            .confirm(&confirm_write(who, &p, &message))
-            .await?
-        {
+        let write = confirm_write(who, &p, &message);
+        let outcome = match self.parts.conversations.confirm(&write).await {
+            Ok(outcome) => outcome,
+            // The store could not tell whether the write committed (issue 27): one more
+            // read before answering "unavailable", so that a confirmation that did commit
+            // is carried on instead of left `executing` with nothing running.
+            Err(e) => self.settled_after_unknown(who, &p, &message, e).await?,
+        };
+        match outcome {
             TransitionOutcome::Applied => {
                 out.push(message);
                 let mut executing = p;
@@ -70,6 +73,40 @@ impl Chat {
                 self.tell(who, &message.case, text, out).await
             }
         }
+    }
+
+    /// The outcome of a confirm write whose answer was lost (`error`), from one fresh read
+    /// of the conversation: this message recorded as the confirmation → `Applied`; the
+    /// proposal moved on without it → `Conflict`; still pending (nothing committed) or
+    /// unreadable → the error.
+    async fn settled_after_unknown(
+        &self,
+        who: &Principal,
+        p: &Proposal,
+        message: &NewMessage,
+        error: countersign_domain::ports::StoreError,
+    ) -> Result<TransitionOutcome, ChatError> {
+        let Ok(view) = self.parts.conversations.load(&who.tenant, &p.case).await else {
+            return Err(error.into());
+        };
+        let now = view
+            .and_then(|v| v.active)
+            .filter(|a| a.action_id == p.action_id);
+        Ok(match now {
+            Some(a) if a.confirmation_message_id.as_ref() == Some(&message.id) => {
+                tracing::info!("the confirm write's answer was lost but it committed");
+                TransitionOutcome::Applied
+            }
+            Some(a) if a.state == ProposalState::PendingConfirmation => return Err(error.into()),
+            Some(a) => TransitionOutcome::Conflict {
+                current: Some(a.state),
+            },
+            // No longer the active proposal: ended by another request (cancelled, expired
+            // or replaced), never by this one.
+            None => TransitionOutcome::Conflict {
+                current: Some(ProposalState::Cancelled),
+            },
+        })
     }
 
     /// a confirmation that fails A-23 cancels the pending proposal (or marks it

@@ -242,9 +242,66 @@ pub fn confirm_retry_notice(lang: Language) -> &'static str {
     }
 }
 
+/// Why a reply found the proposal no longer pending, by what it became (issue 27: a
+/// confirmation that lost the race to another one must not read "there is no proposal").
+/// `None` for a state a reply cannot find (pending, or a provider conflict).
+fn no_longer_pending(lang: Language, state: ProposalState) -> Option<&'static str> {
+    use ProposalState as S;
+    Some(match (lang, state) {
+        (Language::En, S::Executing) => {
+            "This proposal was already confirmed and is being carried out. This message changed nothing."
+        }
+        (Language::En, S::Completed) => {
+            "This proposal was already confirmed and carried out. This message changed nothing."
+        }
+        (Language::En, S::Failed) => {
+            "This proposal was already confirmed, and carrying it out failed. This message changed nothing."
+        }
+        (Language::En, S::Unknown) => {
+            "This proposal was already confirmed; whether it was carried out is not known yet. This message changed nothing."
+        }
+        (Language::En, S::Cancelled) => {
+            "This proposal was cancelled before this message arrived. Nothing was changed."
+        }
+        (Language::En, S::Expired) => {
+            "This proposal expired before this message arrived. Nothing was changed."
+        }
+        (Language::En, S::Superseded) => {
+            "This proposal was replaced by a newer one before this message arrived. Nothing was changed."
+        }
+        (Language::Pt, S::Executing) => {
+            "Esta proposta já foi confirmada e está sendo executada. Esta mensagem não alterou nada."
+        }
+        (Language::Pt, S::Completed) => {
+            "Esta proposta já foi confirmada e executada. Esta mensagem não alterou nada."
+        }
+        (Language::Pt, S::Failed) => {
+            "Esta proposta já foi confirmada, e a execução falhou. Esta mensagem não alterou nada."
+        }
+        (Language::Pt, S::Unknown) => {
+            "Esta proposta já foi confirmada; ainda não se sabe se foi executada. Esta mensagem não alterou nada."
+        }
+        (Language::Pt, S::Cancelled) => {
+            "Esta proposta foi cancelada antes desta mensagem chegar. Nada foi alterado."
+        }
+        (Language::Pt, S::Expired) => {
+            "Esta proposta expirou antes desta mensagem chegar. Nada foi alterado."
+        }
+        (Language::Pt, S::Superseded) => {
+            "Esta proposta foi substituída por uma mais nova antes desta mensagem chegar. Nada foi alterado."
+        }
+        (_, S::PendingConfirmation | S::Conflict) => return None,
+    })
+}
+
 /// why a `confirm` did not authorize (the pending proposal, if any, is cancelled).
 pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
     use Refusal as R;
+    if let R::NotPending(state) = refusal
+        && let Some(text) = no_longer_pending(lang, *state)
+    {
+        return text;
+    }
     match (lang, refusal) {
         (Language::En, R::MissingReplyTo) => {
             "This confirmation cannot be accepted: your chat client did not say which message it answers. The proposal was cancelled; please update the page and ask again."

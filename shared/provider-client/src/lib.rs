@@ -43,7 +43,7 @@ use rmcp::model::{
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use wire::Answer;
 
@@ -88,7 +88,11 @@ type CachedTools = (Instant, Arc<Vec<ProviderTool>>);
 
 /// The [`Provider`] port over HTTP.
 pub struct HttpProvider {
-    http: reqwest::Client,
+    /// Built on the first call, not at init (issue 26 B: its TLS roots are the largest
+    /// part of a function's init, and a request that reaches no provider never needs it).
+    http: OnceLock<Result<reqwest::Client, String>>,
+    /// Resolves names for the client, under D-5.
+    guard: Arc<resolve::GuardedDns>,
     settings: Settings,
     tools: Mutex<HashMap<ToolsKey, CachedTools>>,
     needs_session: Mutex<HashSet<String>>,
@@ -128,23 +132,33 @@ impl HttpProvider {
             inner: resolver,
             policy: settings.url_policy,
         });
-        let http = roots::build_with_system_roots(|| {
-            reqwest::Client::builder()
-                .dns_resolver(guard.clone())
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .connect_timeout(settings.connect_timeout)
-                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-        })
-        .map_err(BuildError)?;
         Ok(Self {
-            http,
+            http: OnceLock::new(),
+            guard,
             settings,
             tools: Mutex::new(HashMap::new()),
             needs_session: Mutex::new(HashSet::new()),
             sessions: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
         })
+    }
+
+    /// The HTTP client, built once on first use; a build failure (TLS roots) answers every
+    /// call as unreachable.
+    fn http(&self) -> Result<&reqwest::Client, ProviderError> {
+        let built = self.http.get_or_init(|| {
+            let settings = &self.settings;
+            roots::build_with_system_roots(|| {
+                reqwest::Client::builder()
+                    .dns_resolver(self.guard.clone())
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .connect_timeout(settings.connect_timeout)
+                    .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+            })
+            .map_err(|e| BuildError(e).to_string())
+        });
+        built.as_ref().map_err(|e| unreachable(e.clone()))
     }
 
     /// D-5 at connect time: the stored URL under this deployment's policy; IP literals
@@ -205,7 +219,7 @@ impl HttpProvider {
         let body = serde_json::to_vec(body)
             .map_err(|e| ProviderError::Malformed(format!("encoding the request: {e}")))?;
         let mut req = self
-            .http
+            .http()?
             .post(url.clone())
             .timeout(left)
             .header("content-type", "application/json")
@@ -305,8 +319,11 @@ impl HttpProvider {
     /// Closes `session` with `DELETE` (MCP session termination), in the background and
     /// best-effort: the server may have dropped it already.
     fn close(&self, ctx: &ProviderContext, url: &reqwest::Url, session: String) {
-        let request = self
-            .http
+        // A session exists only after a call, so the client was built.
+        let Ok(http) = self.http() else {
+            return;
+        };
+        let request = http
             .delete(url.clone())
             .timeout(self.settings.connect_timeout)
             .header("mcp-protocol-version", PROTOCOL_VERSION)

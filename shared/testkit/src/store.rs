@@ -348,9 +348,13 @@ impl ConversationStore for MemoryStore {
             Some(Fault::Unavailable | Fault::Timeout | Fault::Hang) => Err(unavailable("confirm")),
             // As when the adapter's retries run out.
             Some(Fault::Conflict) => Ok(TransitionOutcome::Conflict { current: None }),
-            // The adapter reads the proposal back after a lost answer and reports the
-            // commit it finds there.
-            Some(Fault::LostResponse) | None => apply(&mut self.lock()),
+            // Committed, but the adapter could not tell (its resends and read-back were
+            // lost too): the caller must find out by reading (issue 27).
+            Some(Fault::LostResponse) => {
+                apply(&mut self.lock())?;
+                Err(unavailable("confirm"))
+            }
+            None => apply(&mut self.lock()),
         }
     }
 

@@ -28,8 +28,9 @@ fn message_ulid(w: &ConfirmWrite) -> Result<ulid::Ulid, StoreError> {
         .ok_or_else(|| corrupt("message id"))
 }
 
-/// How many times one attempt whose outcome is unknown is resent with its own token.
-const UNKNOWN_RESENDS: u32 = 1;
+/// How long the confirm items are resent under one token while their outcome is unknown
+/// (issue 27: at least 5 s, longer than a transaction takes to commit or fail).
+const RESEND_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a read-back after an unknown outcome found.
 enum ReadBack {
@@ -170,32 +171,45 @@ impl DynamoStore {
         Ok(item.as_ref().and_then(state_of))
     }
 
-    /// Sends the confirm items under `token`; after an unknown outcome, reads back and
-    /// either reports the commit, resends the same items under the same token, reports
-    /// the state another request left (`Err`), or gives up with the error.
+    /// Sends the confirm items under `token`. Every answer that does not prove "not
+    /// applied" is unknown (issue 27): the same items are resent under the same token for
+    /// [`RESEND_FOR`] (a resend of a committed write is answered with success, one of a
+    /// write still running with `TransactionInProgress`, one of a write lost on the way is
+    /// applied), and a refusal that follows an unknown answer proves nothing. When the
+    /// time is up the proposal is read back: the commit, the state another request left
+    /// (`Err`), or the last error when it is still pending.
     async fn send_resending(
         &self,
         w: &ConfirmWrite,
         items: &[TransactWriteItem],
         token: &str,
     ) -> Result<Result<Tx, Option<ProposalState>>, StoreError> {
+        let until = tokio::time::Instant::now() + RESEND_FOR;
+        let mut uncertain: Option<StoreError> = None;
         let mut resends = 0;
-        loop {
+        let error = loop {
             let error = match self.send_tx(items.to_vec(), Some(token)).await {
                 Sent::Known(tx) => return Ok(Ok(tx)),
-                Sent::Refused(e) => return Err(e),
-                Sent::Unknown(e) => e,
+                Sent::Refused(e) if uncertain.is_none() => return Err(e),
+                Sent::Refused(e) | Sent::Unknown(e) => e,
             };
-            tracing::warn!(error = %error, "the confirm write's outcome is unknown: reading back");
-            match self.read_back(w).await {
-                Ok(ReadBack::Ours) => return Ok(Ok(Tx::Committed)),
-                Ok(ReadBack::Pending) if resends < UNKNOWN_RESENDS => resends += 1,
-                Ok(ReadBack::Other(current)) => {
-                    tracing::info!(?current, "another request settled the proposal first");
-                    return Ok(Err(current));
-                }
-                Ok(ReadBack::Pending) | Err(_) => return Err(error),
+            if uncertain.is_none() {
+                tracing::warn!(error = %error, "the confirm write's outcome is unknown: resending it");
             }
+            if tokio::time::Instant::now() >= until {
+                break error;
+            }
+            uncertain = Some(error);
+            backoff(resends).await;
+            resends += 1;
+        };
+        match self.read_back(w).await {
+            Ok(ReadBack::Ours) => Ok(Ok(Tx::Committed)),
+            Ok(ReadBack::Other(current)) => {
+                tracing::info!(?current, "another request settled the proposal first");
+                Ok(Err(current))
+            }
+            Ok(ReadBack::Pending) | Err(_) => Err(error),
         }
     }
 

@@ -222,35 +222,56 @@ impl DynamoStore {
     }
 
     /// Sends one `TransactWriteItems`. `token` is the client request token: the caller
-    /// reuses one only to resend the very same items after an [`Sent::Unknown`] outcome
-    /// (DynamoDB answers `IdempotentParameterMismatch` to a token reused with other
-    /// parameters).
+    /// reuses one only to resend the very same items after an outcome that did not prove
+    /// "not applied" (DynamoDB answers `IdempotentParameterMismatch` to a token reused
+    /// with other parameters). With a token the SDK does not retry: the caller's resend
+    /// loop must see every attempt's answer, since a refusal that follows an unknown
+    /// outcome proves nothing about the earlier attempt (issue 27).
     async fn send_tx(&self, items: Vec<TransactWriteItem>, token: Option<&str>) -> Sent {
-        let e = match self
+        let request = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
-            .set_client_request_token(token.map(str::to_owned))
-            .send()
-            .await
-        {
+            .set_client_request_token(token.map(str::to_owned));
+        let sent = match token {
+            Some(_) => {
+                let once = aws_sdk_dynamodb::config::Builder::default()
+                    .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled());
+                request.customize().config_override(once).send().await
+            }
+            None => request.send().await,
+        };
+        let e = match sent {
             Ok(_) => return Sent::Known(Tx::Committed),
             Err(e) => e,
         };
-        match &e {
+        let proven_not_applied = match &e {
             SdkError::ServiceError(se) => match se.err() {
                 TransactWriteItemsError::TransactionCanceledException(c) => {
-                    Sent::Known(Tx::Cancelled(c.cancellation_reasons().to_vec()))
+                    return Sent::Known(Tx::Cancelled(c.cancellation_reasons().to_vec()));
                 }
-                // The service failed while handling it: it may have committed.
-                TransactWriteItemsError::InternalServerError(_) => Sent::Unknown(unavailable(e)),
-                // Refused before anything was applied (throttling, validation,
-                // idempotent-parameter mismatch, …).
-                _ => Sent::Refused(unavailable(e)),
+                // Refused before anything was applied, as DynamoDB documents them.
+                TransactWriteItemsError::IdempotentParameterMismatchException(_)
+                | TransactWriteItemsError::ProvisionedThroughputExceededException(_)
+                | TransactWriteItemsError::RequestLimitExceeded(_)
+                | TransactWriteItemsError::ResourceNotFoundException(_)
+                | TransactWriteItemsError::ThrottlingException(_) => true,
+                // `ValidationException` (a 400 the model does not name) is a refusal;
+                // `TransactionInProgressException` (the same token still running), an
+                // `InternalServerError` or any other 5xx may still commit.
+                other => {
+                    use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
+                    other.code() == Some("ValidationException")
+                }
             },
-            SdkError::ConstructionFailure(_) => Sent::Refused(unavailable(e)),
+            SdkError::ConstructionFailure(_) => true,
             // Timeouts, lost connections, unreadable answers: it may have committed.
-            _ => Sent::Unknown(unavailable(e)),
+            _ => false,
+        };
+        if proven_not_applied {
+            Sent::Refused(unavailable(e))
+        } else {
+            Sent::Unknown(unavailable(e))
         }
     }
 

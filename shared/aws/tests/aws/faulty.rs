@@ -12,7 +12,15 @@
 //!   a commit is answered with success without applying anything again.
 //! - **Lost answers**: the next N transactions are applied, and their answers replaced by
 //!   a 500 (the SDK retries them; the token rule then answers the retries).
-//! - **Throttling**: the next N transactions are refused with `ThrottlingException`.
+//! - **Throttling**: the next N transactions are refused with `ThrottlingException`
+//!   (before the token rule: a throttled resend learns nothing).
+//! - **Answers lost while running** (issue 27): the next N transactions are answered with
+//!   a 500 at once and applied a little later; a resend under their token while they run
+//!   is refused with `TransactionInProgressException`.
+//! - **Requests lost on the way**: the next N transactions are answered with a 500 and
+//!   never applied (their token stays unused).
+//! - **Single-item writes** (`PutItem`, `UpdateItem`, `DeleteItem`) on an item an
+//!   in-flight transaction touches are refused with `TransactionConflictException`.
 //!
 //! It counts what it did, and records what the client did that real DynamoDB would
 //! punish: a token reused after a definite answer, an eventually consistent read.
@@ -42,6 +50,12 @@ pub struct Counters {
     pub reused_after_answer: AtomicUsize,
     /// `Query` / `GetItem` requests without `ConsistentRead`.
     pub inconsistent_reads: AtomicUsize,
+    /// Resends refused because their token's transaction was still running.
+    pub in_progress: AtomicUsize,
+    /// Transactions lost before they were applied.
+    pub dropped: AtomicUsize,
+    /// Single-item writes refused for touching an item of an in-flight transaction.
+    pub item_conflicts: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -60,6 +74,11 @@ struct Shared {
     tokens: Mutex<HashMap<String, TokenUse>>,
     lose_next: AtomicUsize,
     throttle_next: AtomicUsize,
+    detach_next: AtomicUsize,
+    drop_next: AtomicUsize,
+    throttle_resends: AtomicUsize,
+    /// Tokens whose transaction is still running.
+    running: Mutex<HashSet<String>>,
     counters: Counters,
 }
 
@@ -115,7 +134,28 @@ impl Faulty {
     pub fn throttle_next(&self, n: usize) {
         self.shared.throttle_next.store(n, Ordering::SeqCst);
     }
+
+    /// The next `n` transactions are answered with a 500 at once and applied after
+    /// [`DETACHED_RUN`] (a resend meanwhile meets `TransactionInProgressException`).
+    pub fn detach_next(&self, n: usize) {
+        self.shared.detach_next.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` resends (transactions under a token already seen) are refused with
+    /// `ThrottlingException`.
+    pub fn throttle_resends(&self, n: usize) {
+        self.shared.throttle_resends.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` transactions are lost before they reach DynamoDB: a 500, nothing
+    /// applied.
+    pub fn drop_next(&self, n: usize) {
+        self.shared.drop_next.store(n, Ordering::SeqCst);
+    }
 }
+
+/// How long a detached transaction keeps running after its client got its 500.
+pub const DETACHED_RUN: Duration = Duration::from_millis(300);
 
 /// Takes one from a countdown, if any is left.
 fn take(counter: &AtomicUsize) -> bool {
@@ -175,6 +215,24 @@ async fn handle(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Resp
             c.inconsistent_reads.fetch_add(1, Ordering::SeqCst);
         }
         "TransactWriteItems" => return transact(&ctx, headers, body, json).await,
+        "PutItem" | "UpdateItem" | "DeleteItem" => {
+            let key = json
+                .get("Key")
+                .or_else(|| json.get("Item"))
+                .unwrap_or(&Value::Null);
+            let k = format!(
+                "{}|{}|{}",
+                json["TableName"], key["pk"]["S"], key["sk"]["S"]
+            );
+            if ctx.shared.inflight.lock().unwrap().contains_key(&k) {
+                c.item_conflicts.fetch_add(1, Ordering::SeqCst);
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "TransactionConflictException",
+                    json!({}),
+                );
+            }
+        }
         _ => {}
     }
     forward(&ctx, headers, body).await
@@ -183,11 +241,33 @@ async fn handle(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Resp
 async fn transact(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: Value) -> Response {
     let s = &ctx.shared;
     let token = json["ClientRequestToken"].as_str().map(str::to_owned);
+    if take(&s.drop_next) {
+        s.counters.dropped.fetch_add(1, Ordering::SeqCst);
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            json!({}),
+        );
+    }
+    let resend = token
+        .as_ref()
+        .is_some_and(|t| s.tokens.lock().unwrap().contains_key(t));
+    if take(&s.throttle_next) || (resend && take(&s.throttle_resends)) {
+        return error(StatusCode::BAD_REQUEST, "ThrottlingException", json!({}));
+    }
+    if let Some(t) = &token
+        && s.running.lock().unwrap().contains(t)
+    {
+        s.counters.in_progress.fetch_add(1, Ordering::SeqCst);
+        return error(
+            StatusCode::BAD_REQUEST,
+            "TransactionInProgressException",
+            json!({}),
+        );
+    }
     let answer = match token_rule(s, token.as_deref(), &json) {
         Some(early) => early,
-        None if take(&s.throttle_next) => {
-            error(StatusCode::BAD_REQUEST, "ThrottlingException", json!({}))
-        }
+        None if take(&s.detach_next) => return detach(ctx, headers, body, json, token),
         None => apply(ctx, headers, body, &json).await,
     };
     let committed = answer.status().is_success();
@@ -207,6 +287,37 @@ async fn transact(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: Value) -> Re
         );
     }
     answer
+}
+
+/// Answers a 500 now and applies the transaction in the background for [`DETACHED_RUN`]
+/// (its items in flight, its token running), recording its commit under its token.
+fn detach(
+    ctx: &Ctx,
+    headers: HeaderMap,
+    body: Bytes,
+    json: Value,
+    token: Option<String>,
+) -> Response {
+    let mut running = ctx.clone();
+    running.hold = DETACHED_RUN;
+    if let Some(t) = &token {
+        ctx.shared.running.lock().unwrap().insert(t.clone());
+    }
+    tokio::spawn(async move {
+        let answer = apply(&running, headers, body, &json).await;
+        let s = &running.shared;
+        if let Some(t) = &token {
+            if let Some(u) = s.tokens.lock().unwrap().get_mut(t) {
+                u.committed |= answer.status().is_success();
+            }
+            s.running.lock().unwrap().remove(t);
+        }
+    });
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalServerError",
+        json!({}),
+    )
 }
 
 /// Real DynamoDB's idempotency rule for `token`: `Some` answers without applying.

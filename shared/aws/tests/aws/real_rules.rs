@@ -274,3 +274,68 @@ async fn the_history_the_model_reads_is_a_consistent_read() {
         0
     );
 }
+
+/// What one confirmation through the proxy did: its outcome, the transactions forwarded
+/// for it, and the proposal afterwards (which must record this request's message).
+async fn confirm_once_under(
+    plan: impl FnOnce(&Faulty),
+) -> (TransitionOutcome, usize, Proposal, Faulty) {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&store, &tenant).await;
+    let p = pending(&env, &store, &case, 0).await;
+    let w = env.confirm_write(&p, &p.presented.message_id);
+    let before = proxy.counters().forwarded.load(Ordering::SeqCst);
+    plan(&proxy);
+    let outcome = store.confirm(&w).await.unwrap();
+    // A detached transaction may still be running: let it finish before counting.
+    tokio::time::sleep(crate::faulty::DETACHED_RUN).await;
+    let forwarded = proxy.counters().forwarded.load(Ordering::SeqCst) - before;
+    let stored = store
+        .proposal(&tenant, &case.id, &p.action_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, ProposalState::Executing);
+    assert_eq!(stored.confirmation_message_id, Some(w.message.id.clone()));
+    (outcome, forwarded, stored, proxy)
+}
+
+/// Issue 27: the confirm write's answer is lost while it is still running; the resend
+/// under its token meets `TransactionInProgressException` (which proves nothing), resends
+/// again, and learns the commit: `Applied`, applied once.
+#[tokio::test]
+async fn a35_a_confirmation_still_running_when_resent_is_applied_once() {
+    let (outcome, forwarded, _, proxy) = confirm_once_under(|p| p.detach_next(1)).await;
+    assert_eq!(outcome, TransitionOutcome::Applied);
+    assert_eq!(forwarded, 1, "applied once");
+    assert!(proxy.counters().in_progress.load(Ordering::SeqCst) >= 1);
+    assert_eq!(proxy.counters().mismatches.load(Ordering::SeqCst), 0);
+}
+
+/// Issue 27: the confirm write is lost before it reaches DynamoDB (a 500, nothing
+/// applied); the resend under the same token applies it.
+#[tokio::test]
+async fn a35_a_confirmation_lost_on_the_way_is_resent_and_applied() {
+    let (outcome, forwarded, _, proxy) = confirm_once_under(|p| p.drop_next(1)).await;
+    assert_eq!(outcome, TransitionOutcome::Applied);
+    assert_eq!(forwarded, 1);
+    assert_eq!(proxy.counters().dropped.load(Ordering::SeqCst), 1);
+}
+
+/// Issue 27: after an answer lost on a committed write, the resends are throttled; a
+/// throttle proves only that the resend was not applied, not the first attempt, so the
+/// store keeps resending and learns the commit instead of answering "not applied".
+#[tokio::test]
+async fn a35_a_refusal_after_an_unknown_answer_does_not_lose_the_confirmation() {
+    let (outcome, forwarded, _, proxy) = confirm_once_under(|p| {
+        p.lose_next(1);
+        p.throttle_resends(3);
+    })
+    .await;
+    assert_eq!(outcome, TransitionOutcome::Applied);
+    assert_eq!(forwarded, 1);
+    assert_eq!(proxy.counters().lost.load(Ordering::SeqCst), 1);
+}

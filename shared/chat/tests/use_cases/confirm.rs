@@ -161,6 +161,23 @@ async fn a_store_outage_at_the_confirm_write_executes_nothing() {
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
 
+/// Issue 27: the confirm write committed but the store could not say so; the chat
+/// reads the conversation once more, finds this message recorded as the confirmation and
+/// carries on — the action runs once and the person is not told "unavailable".
+#[tokio::test]
+async fn a35_a_confirm_write_that_committed_without_an_answer_is_carried_on() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", None)),
+    );
+    h.store.faults.once("confirm", Fault::LostResponse);
+    let out = h.post("confirm", Some(presented)).await.unwrap();
+    assert_eq!(h.state(&action), ProposalState::Completed, "{out:?}");
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+}
+
 /// Issue 13: a "cancel" that loses the race to a confirmation that was carried out is
 /// told what happened, not "nothing was changed".
 #[tokio::test]
