@@ -191,7 +191,17 @@ impl DynamoStore {
             let error = match self.send_tx(items.to_vec(), Some(token)).await {
                 Sent::Known(tx) => return Ok(Ok(tx)),
                 Sent::Refused(e) if uncertain.is_none() => return Err(e),
-                Sent::Refused(e) | Sent::Unknown(e) => e,
+                // Throttled before anything was applied: send again (what the SDK's own
+                // retries would do), and give up at the deadline.
+                Sent::Throttled(e) if uncertain.is_none() => {
+                    if tokio::time::Instant::now() >= until {
+                        return Err(e);
+                    }
+                    backoff(resends).await;
+                    resends += 1;
+                    continue;
+                }
+                Sent::Refused(e) | Sent::Throttled(e) | Sent::Unknown(e) => e,
             };
             if uncertain.is_none() {
                 tracing::warn!(error = %error, "the confirm write's outcome is unknown: resending it");

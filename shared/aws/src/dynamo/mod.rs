@@ -90,6 +90,8 @@ enum Sent {
     Known(Tx),
     /// Certainly not applied.
     Refused(StoreError),
+    /// Not applied for want of capacity (throttled): worth sending again.
+    Throttled(StoreError),
     /// No answer, or an answer that does not tell: it may or may not have committed.
     Unknown(StoreError),
 }
@@ -217,7 +219,7 @@ impl DynamoStore {
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
         match self.send_tx(items, None).await {
             Sent::Known(tx) => Ok(tx),
-            Sent::Refused(e) | Sent::Unknown(e) => Err(e),
+            Sent::Refused(e) | Sent::Throttled(e) | Sent::Unknown(e) => Err(e),
         }
     }
 
@@ -245,33 +247,37 @@ impl DynamoStore {
             Ok(_) => return Sent::Known(Tx::Committed),
             Err(e) => e,
         };
-        let proven_not_applied = match &e {
+        match &e {
             SdkError::ServiceError(se) => match se.err() {
                 TransactWriteItemsError::TransactionCanceledException(c) => {
-                    return Sent::Known(Tx::Cancelled(c.cancellation_reasons().to_vec()));
+                    Sent::Known(Tx::Cancelled(c.cancellation_reasons().to_vec()))
+                }
+                // Refused for want of capacity, before anything was applied.
+                TransactWriteItemsError::ProvisionedThroughputExceededException(_)
+                | TransactWriteItemsError::RequestLimitExceeded(_)
+                | TransactWriteItemsError::ThrottlingException(_) => {
+                    Sent::Throttled(unavailable(e))
                 }
                 // Refused before anything was applied, as DynamoDB documents them.
                 TransactWriteItemsError::IdempotentParameterMismatchException(_)
-                | TransactWriteItemsError::ProvisionedThroughputExceededException(_)
-                | TransactWriteItemsError::RequestLimitExceeded(_)
-                | TransactWriteItemsError::ResourceNotFoundException(_)
-                | TransactWriteItemsError::ThrottlingException(_) => true,
+                | TransactWriteItemsError::ResourceNotFoundException(_) => {
+                    Sent::Refused(unavailable(e))
+                }
                 // `ValidationException` (a 400 the model does not name) is a refusal;
                 // `TransactionInProgressException` (the same token still running), an
                 // `InternalServerError` or any other 5xx may still commit.
                 other => {
                     use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
-                    other.code() == Some("ValidationException")
+                    if other.code() == Some("ValidationException") {
+                        Sent::Refused(unavailable(e))
+                    } else {
+                        Sent::Unknown(unavailable(e))
+                    }
                 }
             },
-            SdkError::ConstructionFailure(_) => true,
+            SdkError::ConstructionFailure(_) => Sent::Refused(unavailable(e)),
             // Timeouts, lost connections, unreadable answers: it may have committed.
-            _ => false,
-        };
-        if proven_not_applied {
-            Sent::Refused(unavailable(e))
-        } else {
-            Sent::Unknown(unavailable(e))
+            _ => Sent::Unknown(unavailable(e)),
         }
     }
 
