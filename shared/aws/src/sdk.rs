@@ -8,7 +8,15 @@ use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider:
 /// The SDK configuration from the environment; with `bundle_pem`, every AWS client trusts
 /// exactly those roots (else the SDK's own lookup of the platform's roots).
 pub async fn sdk_config(bundle_pem: Option<&[u8]>) -> aws_config::SdkConfig {
-    let loader = aws_config::from_env();
+    let mut loader = aws_config::from_env();
+    // Lambda (and the local stack) hand credentials in environment variables, which the
+    // default chain tries first anyway; naming that provider skips building the rest of
+    // the chain at init — its web-identity provider builds an STS client (issue 26 B).
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
+        loader = loader.credentials_provider(
+            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+        );
+    }
     let Some(pem) = bundle_pem else {
         return loader.load().await;
     };

@@ -370,6 +370,33 @@ pub fn state_notice(lang: Language, state: ProposalState) -> Option<&'static str
 mod tests {
     use super::*;
 
+    /// Issue 27: a reply that finds the proposal no longer pending is told what it became —
+    /// a confirmation that lost the race to another one reads "already confirmed", never
+    /// "there is no proposal" — in each language, one text per state.
+    #[test]
+    fn a_reply_to_a_proposal_no_longer_pending_says_what_it_became() {
+        use std::collections::HashSet;
+        let generic = refusal_notice(Language::En, &Refusal::NoPendingProposal);
+        for lang in [Language::En, Language::Pt] {
+            let mut seen = HashSet::new();
+            for state in ProposalState::ALL {
+                let text = refusal_notice(lang, &Refusal::NotPending(state));
+                if matches!(
+                    state,
+                    ProposalState::PendingConfirmation | ProposalState::Conflict
+                ) {
+                    continue;
+                }
+                assert!(seen.insert(text), "{lang:?} {state:?}: {text}");
+                assert_ne!(text, generic);
+            }
+        }
+        let won = refusal_notice(Language::En, &Refusal::NotPending(ProposalState::Executing));
+        assert!(won.contains("already confirmed"), "{won}");
+        let pt = refusal_notice(Language::Pt, &Refusal::NotPending(ProposalState::Executing));
+        assert!(pt.contains("já foi confirmada"), "{pt}");
+    }
+
     /// M-3: each language's system text names what the model may do (consult, prepare
     /// through prepare_action), forbids claiming a write, and names only that language's
     /// confirm and cancel words.
