@@ -28,6 +28,7 @@ mod wire;
 
 use async_trait::async_trait;
 use countersign_domain::config::{ServerUrl, UrlPolicy};
+use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{TenantId, ToolName};
 use countersign_domain::net::ip_internal_reason;
 use countersign_domain::ports::{
@@ -96,7 +97,8 @@ pub struct HttpProvider {
     settings: Settings,
     tools: Mutex<HashMap<ToolsKey, CachedTools>>,
     needs_session: Mutex<HashSet<String>>,
-    sessions: Mutex<HashMap<SessionKey, (u64, String)>>,
+    /// Kept sessions, tagged with the digest of the service token they were opened with.
+    sessions: Mutex<HashMap<SessionKey, (Sha256Hex, String)>>,
     next_id: AtomicI64,
 }
 
@@ -115,6 +117,11 @@ pub struct BuildError(#[source] reqwest::Error);
 
 fn unreachable(why: impl Into<String>) -> ProviderError {
     ProviderError::Unreachable(why.into().into())
+}
+
+/// What a kept session is tagged with: the digest of the service token it was opened with.
+fn session_tag(ctx: &ProviderContext) -> Sha256Hex {
+    Sha256Hex::digest(ctx.service_token.expose())
 }
 
 impl HttpProvider {
@@ -279,13 +286,17 @@ impl HttpProvider {
         Ok(session)
     }
 
-    /// The kept session for `ctx`'s (tenant, URL), if it was opened under `ctx`'s
-    /// configuration version; one opened under another version is dropped and closed.
+    /// The kept session for `ctx`'s (tenant, URL), if it was opened with `ctx`'s service
+    /// token; one opened with another token (rotated) is dropped and closed. Issue 27: the
+    /// tag is the token, not a configuration version — consultations carry the settings'
+    /// version and status queries the action settings' version, and tagging by those made
+    /// each close the other's session.
     fn kept_session(&self, ctx: &ProviderContext, url: &reqwest::Url) -> Option<String> {
         let key = (ctx.tenant.clone(), url.as_str().to_owned());
+        let tag = session_tag(ctx);
         let mut sessions = self.sessions.lock().ok()?;
         match sessions.get(&key) {
-            Some((v, s)) if *v == ctx.config_version => Some(s.clone()),
+            Some((t, s)) if *t == tag => Some(s.clone()),
             Some(_) => {
                 let (_, old) = sessions.remove(&key)?;
                 drop(sessions);
@@ -302,7 +313,7 @@ impl HttpProvider {
             return;
         };
         let key = (ctx.tenant.clone(), url.as_str().to_owned());
-        sessions.insert(key, (ctx.config_version, s.to_owned()));
+        sessions.insert(key, (session_tag(ctx), s.to_owned()));
     }
 
     /// Forgets the kept session for `ctx`'s (tenant, URL) if it is `session` (the server
@@ -612,5 +623,97 @@ mod tests {
             client.list_tools(&ctx).await,
             Err(ProviderError::Timeout)
         ));
+    }
+
+    /// Issue 27: a consultation (tagged with the settings' version) and a status query
+    /// (the action settings' version) share the kept session: one `initialize`, no close.
+    /// A rotated service token opens a new one and closes the old.
+    #[tokio::test]
+    async fn consultations_and_status_queries_share_one_kept_session() {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::response::IntoResponse;
+        use std::sync::atomic::AtomicUsize;
+        #[derive(Default)]
+        struct Seen {
+            initializes: AtomicUsize,
+            deletes: AtomicUsize,
+        }
+        let seen = Arc::new(Seen::default());
+        let (post_seen, delete_seen) = (seen.clone(), seen.clone());
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |headers: HeaderMap, body: axum::Json<Value>| {
+                let seen = post_seen.clone();
+                async move {
+                    let id = body["id"].clone();
+                    match body["method"].as_str().unwrap_or_default() {
+                        "initialize" => {
+                            let n = seen.initializes.fetch_add(1, Ordering::SeqCst);
+                            let result = serde_json::json!({"protocolVersion": PROTOCOL_VERSION,
+                                "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}});
+                            (
+                                [("mcp-session-id", format!("s{n}"))],
+                                axum::Json(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})),
+                            )
+                                .into_response()
+                        }
+                        "notifications/initialized" => StatusCode::ACCEPTED.into_response(),
+                        _ if headers.get("mcp-session-id").is_none() => {
+                            (StatusCode::BAD_REQUEST, "a session is required").into_response()
+                        }
+                        "tools/list" => axum::Json(serde_json::json!({"jsonrpc": "2.0", "id": id,
+                            "result": {"tools": []}}))
+                        .into_response(),
+                        _ => axum::Json(serde_json::json!({"jsonrpc": "2.0", "id": id,
+                            "result": {"content": [{"type": "text", "text": "{}"}], "structuredContent": {}}}))
+                        .into_response(),
+                    }
+                }
+            })
+            .delete(move || {
+                let seen = delete_seen.clone();
+                async move {
+                    seen.deletes.fetch_add(1, Ordering::SeqCst);
+                    StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let policy = UrlPolicy {
+            allow_loopback_http: true,
+        };
+        let client = HttpProvider::new(Settings {
+            url_policy: policy,
+            ..Settings::default()
+        })
+        .unwrap();
+        let ctx = |version: u64, token: &str| ProviderContext {
+            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            user: UserId::parse("u_alice").unwrap(),
+            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            server_url: ServerUrl::parse(&format!("http://127.0.0.1:{port}/mcp"), policy).unwrap(),
+            service_token: SecretString::new(token),
+            config_version: version,
+        };
+        let args = serde_json::Map::new();
+        client.list_tools(&ctx(3, "token")).await.unwrap();
+        client
+            .call_tool(&ctx(1, "token"), "get_action_status", &args, None)
+            .await
+            .unwrap();
+        client.list_tools(&ctx(3, "token")).await.unwrap();
+        assert_eq!(seen.initializes.load(Ordering::SeqCst), 1, "one session");
+        assert_eq!(seen.deletes.load(Ordering::SeqCst), 0, "none closed");
+        // A rotated token comes with a new settings version (no cached tool list).
+        client.list_tools(&ctx(4, "rotated")).await.unwrap();
+        assert_eq!(
+            seen.initializes.load(Ordering::SeqCst),
+            2,
+            "a new token, a new session"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(seen.deletes.load(Ordering::SeqCst), 1, "the old one closed");
     }
 }

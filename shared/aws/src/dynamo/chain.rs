@@ -10,7 +10,7 @@
 
 use super::items::*;
 use super::tenants::{AUDIT_HEAD_SK, CASE_HEAD_SK, chained_audit_item};
-use super::{DynamoStore, MAX_ATTEMPTS, Tx, backoff, failed, values};
+use super::{DynamoStore, MAX_ATTEMPTS, Tx, any_conflict, backoff, failed, values};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use countersign_domain::audit_chain::{self, ChainedRecord, Head, TENANT_CHAIN};
 use countersign_domain::ids::{CaseId, TenantId};
@@ -193,6 +193,14 @@ impl DynamoStore {
                 }
                 Tx::Cancelled(reasons) => {
                     if self.head_moved(chain, &reasons, head_index) {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    // Issue 27: an item was in another request's transaction at that
+                    // moment (an admin save overlapping a preparation that condition-
+                    // checks the settings) and no condition failed: not a refusal, try
+                    // again.
+                    if !reasons.iter().any(|r| failed(Some(r))) && any_conflict(&reasons) {
                         backoff(attempt).await;
                         continue;
                     }

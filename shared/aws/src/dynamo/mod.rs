@@ -474,6 +474,9 @@ impl ConversationStore for DynamoStore {
                 .client
                 .query()
                 .table_name(&self.table)
+                // Issue 27: a message stored a moment ago (another tab's, a settlement's
+                // notice) is in the page the widget reads now.
+                .consistent_read(true)
                 .key_condition_expression("pk = :pk AND sk > :from")
                 .set_expression_attribute_values(Some(values([
                     (":pk", s(conv_pk(tenant, case))),

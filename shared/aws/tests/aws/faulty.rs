@@ -77,6 +77,7 @@ struct Shared {
     detach_next: AtomicUsize,
     drop_next: AtomicUsize,
     throttle_resends: AtomicUsize,
+    slow_next: AtomicUsize,
     /// Tokens whose transaction is still running.
     running: Mutex<HashSet<String>>,
     counters: Counters,
@@ -139,6 +140,12 @@ impl Faulty {
     /// [`DETACHED_RUN`] (a resend meanwhile meets `TransactionInProgressException`).
     pub fn detach_next(&self, n: usize) {
         self.shared.detach_next.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` transactions stay in flight for [`DETACHED_RUN`] instead of the usual
+    /// hold (a slow transaction others run into).
+    pub fn slow_next(&self, n: usize) {
+        self.shared.slow_next.store(n, Ordering::SeqCst);
     }
 
     /// The next `n` resends (transactions under a token already seen) are refused with
@@ -383,7 +390,12 @@ async fn apply(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: &Value) -> Resp
         }
     }
     let held: HashSet<String> = keys.into_iter().collect();
-    tokio::time::sleep(ctx.hold).await;
+    let hold = if take(&s.slow_next) {
+        DETACHED_RUN
+    } else {
+        ctx.hold
+    };
+    tokio::time::sleep(hold).await;
     s.counters.forwarded.fetch_add(1, Ordering::SeqCst);
     let answer = forward(ctx, headers, body).await;
     let mut inflight = s.inflight.lock().unwrap();

@@ -269,6 +269,11 @@ async fn the_history_the_model_reads_is_a_consistent_read() {
     let before = proxy.counters().inconsistent_reads.load(Ordering::SeqCst);
     store.recent_messages(&tenant, &case.id, 20).await.unwrap();
     store.load(&tenant, &case.id).await.unwrap();
+    // Issue 27: and so is the page of messages the widget reads.
+    store
+        .list_messages(&tenant, &case.id, None, 50)
+        .await
+        .unwrap();
     assert_eq!(
         proxy.counters().inconsistent_reads.load(Ordering::SeqCst) - before,
         0
@@ -338,4 +343,28 @@ async fn a35_a_refusal_after_an_unknown_answer_does_not_lose_the_confirmation() 
     assert_eq!(outcome, TransitionOutcome::Applied);
     assert_eq!(forwarded, 1);
     assert_eq!(proxy.counters().lost.load(Ordering::SeqCst), 1);
+}
+
+/// Issue 27: an admin save that overlaps a preparation (which condition-checks the
+/// settings item the save rewrites) meets `TransactionConflict`, which is no refusal: the
+/// save is retried and applied, never answered as a conflict (`configure` asserts
+/// `Applied`).
+#[tokio::test]
+async fn an_admin_save_overlapping_a_preparation_is_retried_not_refused() {
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let case = env.open_case(&store, &tenant).await;
+    let before = proxy.counters().conflicts.load(Ordering::SeqCst);
+    // The preparation stays in flight for a while; the save starts meanwhile.
+    proxy.slow_next(1);
+    tokio::join!(pending(&env, &store, &case, 0), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        env.configure(&store, &tenant, Some(1), (2, 1, "v1")).await;
+    });
+    assert!(
+        proxy.counters().conflicts.load(Ordering::SeqCst) > before,
+        "the save ran into the preparation"
+    );
 }

@@ -240,3 +240,46 @@ async fn a43_an_invalid_execute_answer_is_logged_by_rule_without_its_values() {
     );
     assert!(!text.contains("alice@example.com"), "{text}");
 }
+
+/// The claims of the proof the provider received with `execute_action`.
+fn sent_claims(h: &H) -> serde_json::Value {
+    use base64::Engine as _;
+    let call = h
+        .provider
+        .calls_of("execute_action")
+        .pop()
+        .expect("executed");
+    let proof = call.proof.expect("a proof");
+    let payload = proof.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// A-32 (issue 27): the proof's `aud` is the tenant's explicit audience when one is saved,
+/// else the server URL — read from the proof the provider actually received.
+#[tokio::test]
+async fn a32_the_proof_audience_is_the_saved_one_else_the_server_url() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", None)),
+    );
+    h.reply("confirm", &presented).await;
+    assert_eq!(sent_claims(&h)["aud"], "https://provider.example.com/mcp");
+
+    let h = H::new().await;
+    h.set_audience("https://provider.example.com/actions").await;
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", None)),
+    );
+    h.reply("confirm", &presented).await;
+    assert_eq!(
+        sent_claims(&h)["aud"],
+        "https://provider.example.com/actions"
+    );
+}

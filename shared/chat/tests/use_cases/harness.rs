@@ -168,6 +168,35 @@ impl H {
             .unwrap();
     }
 
+    /// Sets an explicit proof audience: a new version and action-settings version.
+    pub async fn set_audience(&self, audience: &str) {
+        let mut current = self
+            .store
+            .get_mcp_config(&self.who.tenant)
+            .await
+            .unwrap()
+            .unwrap();
+        let expected = current.version;
+        current.version += 1;
+        current.actions_version = current.version;
+        current.config.audience = Some(audience.to_owned());
+        self.store
+            .put_mcp_config(
+                &self.who.tenant,
+                &current,
+                Some(expected),
+                &AuditEntry {
+                    id: self.ids.audit_id(),
+                    at: clock_now(&self.clock),
+                    actor: "operator".into(),
+                    action: "mcp.put".into(),
+                    changes: json!({}),
+                },
+            )
+            .await
+            .unwrap();
+    }
+
     /// Changes only the allowed consultations (a new version, the same action settings).
     pub async fn allow_tools(&self, tools: &[&str]) {
         let mut current = self
