@@ -289,11 +289,11 @@ async fn client_speaks_json_and_sse_and_initializes_when_needed() {
 
 /// Issue 13: on a server that keeps sessions, one session per (tenant, URL) is reused
 /// while it lives; a session the server dropped is replaced (and the call still
-/// answered); a session the client drops (the configuration changed) is closed with
-/// `DELETE`. A countersigned call gets its own session, opened before the proof exists
-/// and closed after the answer.
+/// answered); a new settings version under the same service token keeps it (issue 27).
+/// A countersigned call gets its own session, opened before the proof exists and closed
+/// with `DELETE` after the answer.
 #[tokio::test]
-async fn sessions_are_reused_replaced_when_dropped_and_closed_when_dropped_by_us() {
+async fn sessions_are_reused_replaced_when_dropped_and_kept_across_settings_versions() {
     let env = env(true).await;
     let ctx = env.ctx("u_alice", CASE);
     let stat = |env: &Env, k: &str| env.stats()[k].as_u64().unwrap_or(0);
@@ -309,19 +309,14 @@ async fn sessions_are_reused_replaced_when_dropped_and_closed_when_dropped_by_us
         3
     );
     assert_eq!(stat(&env, "initializes"), 2);
-    // A new configuration version: the kept session is closed, a new one opened.
+    // A new configuration version under the same service token keeps the session
+    // (issue 27: sessions are tagged with the token they were opened with; a rotated
+    // token's session replacement is held in the provider client's own tests).
     let mut newer = ctx.clone();
     newer.config_version = 2;
     env.call(&newer, "get_user_cars", json!({}), None).await;
-    assert_eq!(stat(&env, "initializes"), 3);
-    let closed = async {
-        while stat(&env, "sessionCloses") < 1 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), closed)
-        .await
-        .expect("the dropped session is closed");
+    assert_eq!(stat(&env, "initializes"), 2);
+    assert_eq!(stat(&env, "sessionCloses"), 0);
     // The countersigned call: its own session, closed afterwards.
     let p = env.prepare(&newer, "ses_a1", "car_a2").await;
     let before = stat(&env, "initializes");
@@ -345,7 +340,7 @@ async fn sessions_are_reused_replaced_when_dropped_and_closed_when_dropped_by_us
         .unwrap();
     assert_eq!(stat(&env, "executions"), 1);
     let closed = async {
-        while stat(&env, "sessionCloses") < 2 {
+        while stat(&env, "sessionCloses") < 1 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };

@@ -555,6 +555,21 @@ mod tests {
     use countersign_domain::ids::{CaseId, UserId};
     use countersign_domain::secret::SecretString;
 
+    /// A context for `url` (loopback allowed) with `token` under settings `version`.
+    fn context(url: &str, version: u64, token: &str) -> ProviderContext {
+        let policy = UrlPolicy {
+            allow_loopback_http: true,
+        };
+        ProviderContext {
+            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            user: UserId::parse("u_alice").unwrap(),
+            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            server_url: ServerUrl::parse(url, policy).unwrap(),
+            service_token: SecretString::new(token),
+            config_version: version,
+        }
+    }
+
     /// Issue 13: a provider URL in an error (and so in a log line) is reduced to scheme,
     /// host, port and path: a query string may carry a secret.
     #[tokio::test]
@@ -571,14 +586,7 @@ mod tests {
         })
         .unwrap();
         let url = format!("http://127.0.0.1:{port}/mcp?apiKey=s3cr3t-value");
-        let ctx = ProviderContext {
-            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-            user: UserId::parse("u_alice").unwrap(),
-            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-            server_url: ServerUrl::parse(&url, policy).unwrap(),
-            service_token: SecretString::new("token"),
-            config_version: 1,
-        };
+        let ctx = context(&url, 1, "token");
         let e = client.list_tools(&ctx).await.unwrap_err();
         let shown = e.to_string() + &format!("{e:?}");
         assert!(shown.contains(&format!("127.0.0.1:{port}/mcp")), "{shown}");
@@ -611,14 +619,7 @@ mod tests {
             ..Settings::default()
         })
         .unwrap();
-        let ctx = ProviderContext {
-            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-            user: UserId::parse("u_alice").unwrap(),
-            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-            server_url: ServerUrl::parse(&format!("http://127.0.0.1:{port}/mcp"), policy).unwrap(),
-            service_token: SecretString::new("token"),
-            config_version: 1,
-        };
+        let ctx = context(&format!("http://127.0.0.1:{port}/mcp"), 1, "token");
         assert!(matches!(
             client.list_tools(&ctx).await,
             Err(ProviderError::Timeout)
@@ -689,14 +690,8 @@ mod tests {
             ..Settings::default()
         })
         .unwrap();
-        let ctx = |version: u64, token: &str| ProviderContext {
-            tenant: TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-            user: UserId::parse("u_alice").unwrap(),
-            conversation: CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-            server_url: ServerUrl::parse(&format!("http://127.0.0.1:{port}/mcp"), policy).unwrap(),
-            service_token: SecretString::new(token),
-            config_version: version,
-        };
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let ctx = |version: u64, token: &str| context(&url, version, token);
         let args = serde_json::Map::new();
         client.list_tools(&ctx(3, "token")).await.unwrap();
         client

@@ -664,6 +664,32 @@ impl Stack {
         }
     }
 
+    /// Every item of the stack's table, rendered as text (A-34: what a scan for a secret
+    /// reads).
+    pub async fn table_text(&self) -> String {
+        let sdk = aws_config::load_from_env().await;
+        let client = DynamoStore::client(&sdk, None);
+        let mut text = String::new();
+        let mut start = None;
+        loop {
+            let page = client
+                .scan()
+                .table_name(&self.settings.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .unwrap();
+            for item in page.items() {
+                text.push_str(&format!("{item:?}\n"));
+            }
+            start = page.last_evaluated_key().cloned();
+            if start.is_none() {
+                return text;
+            }
+        }
+    }
+
     /// Sets a demo provider fault.
     pub fn fault(&self, fault: Value) {
         let f = fault["fault"].as_str().unwrap().to_owned();

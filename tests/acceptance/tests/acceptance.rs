@@ -1121,3 +1121,34 @@ async fn g8_the_messages_function_writes_tool_proposal_and_confirm_metrics_as_em
     );
     s.finish();
 }
+
+/// A-34 (issue 27: only logs and model requests were scanned): after an execution, the
+/// proof the provider received is nowhere in the table — no item, no attribute — nor in
+/// anything the widget was answered (the confirm request's messages and the history), nor
+/// is any RS256 JWS.
+#[tokio::test]
+async fn a34_after_an_execution_no_proof_is_in_the_table_or_the_widgets_answers() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let answered = propose_and_confirm(&s, &t, &case, "ses_a1", "car_a2").await;
+    assert_eq!(stat(&s, "executeCalls"), 1, "{answered:?}");
+    let proof = s.demo.last_proof.lock().unwrap().clone().expect("a proof");
+    let widget = format!("{answered:?}{:?}", s.history(&t, &case).await);
+    let table = s.table_text().await;
+    assert!(
+        table.contains("executing") || table.contains("completed"),
+        "the scan read the table"
+    );
+    for (what, text) in [("the table", &table), ("the widget's answers", &widget)] {
+        assert!(!text.contains(&proof), "the proof is in {what}");
+        assert!(!text.contains("eyJhbGciOiJSUzI1NiIs"), "a JWS is in {what}");
+        // Its signature alone (the part that makes it a proof) is not there either.
+        let signature = proof.rsplit('.').next().unwrap();
+        assert!(
+            !text.contains(signature),
+            "the proof's signature is in {what}"
+        );
+    }
+    s.finish();
+}

@@ -209,53 +209,21 @@ async fn p2_sixty_four_confirmations_of_one_proposal_apply_once_under_real_confl
 /// confirmation recorded, and reports `Applied`, so the caller goes on to execute.
 #[tokio::test]
 async fn a35_a_confirmation_whose_answer_is_lost_is_read_back_as_applied() {
-    let env = Arc::new(env().await);
-    let (store, proxy) = through_proxy(&env).await;
-    let tenant = env.tenant();
-    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
-    let case = env.open_case(&store, &tenant).await;
-    let p = pending(&env, &store, &case, 0).await;
-    let w = env.confirm_write(&p, &p.presented.message_id);
-    let before = proxy.counters().forwarded.load(Ordering::SeqCst);
-    proxy.lose_next(100);
-    let outcome = store.confirm(&w).await.unwrap();
-    proxy.lose_next(0);
+    let (outcome, forwarded, _, proxy) = confirm_once_under(|p| p.lose_next(100)).await;
     assert_eq!(outcome, TransitionOutcome::Applied);
     let c = proxy.counters();
     assert!(c.lost.load(Ordering::SeqCst) >= 1, "the answers were lost");
-    assert_eq!(
-        c.forwarded.load(Ordering::SeqCst) - before,
-        1,
-        "applied once"
-    );
+    assert_eq!(forwarded, 1, "applied once");
     assert_eq!(c.mismatches.load(Ordering::SeqCst), 0);
-    let stored = store
-        .proposal(&tenant, &case.id, &p.action_id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(stored.state, ProposalState::Executing);
-    assert_eq!(stored.confirmation_message_id, Some(w.message.id.clone()));
 }
 
 /// Throttled transactions are refused before anything is applied; the SDK's retries
 /// carry the confirmation through, and it is applied once.
 #[tokio::test]
 async fn a_throttled_confirmation_is_applied_once() {
-    let env = Arc::new(env().await);
-    let (store, proxy) = through_proxy(&env).await;
-    let tenant = env.tenant();
-    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
-    let case = env.open_case(&store, &tenant).await;
-    let p = pending(&env, &store, &case, 0).await;
-    let before = proxy.counters().forwarded.load(Ordering::SeqCst);
-    proxy.throttle_next(2);
-    let w = env.confirm_write(&p, &p.presented.message_id);
-    assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
-    assert_eq!(
-        proxy.counters().forwarded.load(Ordering::SeqCst) - before,
-        1
-    );
+    let (outcome, forwarded, _, _) = confirm_once_under(|p| p.throttle_next(2)).await;
+    assert_eq!(outcome, TransitionOutcome::Applied);
+    assert_eq!(forwarded, 1);
 }
 
 /// The model's history is read consistently: the message stored milliseconds before the

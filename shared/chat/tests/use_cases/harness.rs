@@ -170,35 +170,24 @@ impl H {
 
     /// Sets an explicit proof audience: a new version and action-settings version.
     pub async fn set_audience(&self, audience: &str) {
-        let mut current = self
-            .store
-            .get_mcp_config(&self.who.tenant)
-            .await
-            .unwrap()
-            .unwrap();
-        let expected = current.version;
-        current.version += 1;
-        current.actions_version = current.version;
-        current.config.audience = Some(audience.to_owned());
-        self.store
-            .put_mcp_config(
-                &self.who.tenant,
-                &current,
-                Some(expected),
-                &AuditEntry {
-                    id: self.ids.audit_id(),
-                    at: clock_now(&self.clock),
-                    actor: "operator".into(),
-                    action: "mcp.put".into(),
-                    changes: json!({}),
-                },
-            )
-            .await
-            .unwrap();
+        self.change_config(|c| {
+            c.actions_version = c.version;
+            c.config.audience = Some(audience.to_owned());
+        })
+        .await;
     }
 
     /// Changes only the allowed consultations (a new version, the same action settings).
     pub async fn allow_tools(&self, tools: &[&str]) {
+        self.change_config(|c| {
+            c.config.allowed_tools = tools.iter().map(|t| ToolName::parse(*t).unwrap()).collect();
+        })
+        .await;
+    }
+
+    /// Saves the stored configuration under a new version, changed by `change` (which
+    /// sees the new version number), as the admin API does.
+    async fn change_config(&self, change: impl FnOnce(&mut StoredMcpConfig)) {
         let mut current = self
             .store
             .get_mcp_config(&self.who.tenant)
@@ -207,7 +196,7 @@ impl H {
             .unwrap();
         let expected = current.version;
         current.version += 1;
-        current.config.allowed_tools = tools.iter().map(|t| ToolName::parse(*t).unwrap()).collect();
+        change(&mut current);
         self.store
             .put_mcp_config(
                 &self.who.tenant,
