@@ -185,15 +185,17 @@ impl DynamoStore {
         token: &str,
     ) -> Result<Result<Tx, Option<ProposalState>>, StoreError> {
         let until = tokio::time::Instant::now() + RESEND_FOR;
-        let mut uncertain: Option<StoreError> = None;
+        // Whether an earlier attempt's outcome is unknown: from then on no refusal proves
+        // that nothing was applied.
+        let mut uncertain = false;
         let mut resends = 0;
         let error = loop {
             let error = match self.send_tx(items.to_vec(), Some(token)).await {
                 Sent::Known(tx) => return Ok(Ok(tx)),
-                Sent::Refused(e) if uncertain.is_none() => return Err(e),
+                Sent::Refused(e) if !uncertain => return Err(e),
                 // Throttled before anything was applied: send again (what the SDK's own
                 // retries would do), and give up at the deadline.
-                Sent::Throttled(e) if uncertain.is_none() => {
+                Sent::Throttled(e) if !uncertain => {
                     if tokio::time::Instant::now() >= until {
                         return Err(e);
                     }
@@ -203,13 +205,13 @@ impl DynamoStore {
                 }
                 Sent::Refused(e) | Sent::Throttled(e) | Sent::Unknown(e) => e,
             };
-            if uncertain.is_none() {
+            if !uncertain {
                 tracing::warn!(error = %error, "the confirm write's outcome is unknown: resending it");
             }
             if tokio::time::Instant::now() >= until {
                 break error;
             }
-            uncertain = Some(error);
+            uncertain = true;
             backoff(resends).await;
             resends += 1;
         };
