@@ -43,7 +43,7 @@ impl Chat {
         let write = confirm_write(who, &p, &message);
         let outcome = match self.parts.conversations.confirm(&write).await {
             Ok(outcome) => outcome,
-            // The store could not tell whether the write committed (issue 27): one more
+            // the store could not tell whether the write committed (issue 27): one more
             // read before answering "unavailable", so that a confirmation that did commit
             // is carried on instead of left `executing` with nothing running.
             Err(e) => self.settled_after_unknown(who, &p, &message, e).await?,

@@ -555,6 +555,17 @@ mod tests {
     use countersign_domain::ids::{CaseId, UserId};
     use countersign_domain::secret::SecretString;
 
+    /// A client admitting loopback providers, with `settings`' other fields.
+    fn loopback_client(settings: Settings) -> HttpProvider {
+        HttpProvider::new(Settings {
+            url_policy: UrlPolicy {
+                allow_loopback_http: true,
+            },
+            ..settings
+        })
+        .unwrap()
+    }
+
     /// A context for `url` (loopback allowed) with `token` under settings `version`.
     fn context(url: &str, version: u64, token: &str) -> ProviderContext {
         let policy = UrlPolicy {
@@ -577,14 +588,7 @@ mod tests {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = probe.local_addr().unwrap().port();
         drop(probe);
-        let policy = UrlPolicy {
-            allow_loopback_http: true,
-        };
-        let client = HttpProvider::new(Settings {
-            url_policy: policy,
-            ..Settings::default()
-        })
-        .unwrap();
+        let client = loopback_client(Settings::default());
         let url = format!("http://127.0.0.1:{port}/mcp?apiKey=s3cr3t-value");
         let ctx = context(&url, 1, "token");
         let e = client.list_tools(&ctx).await.unwrap_err();
@@ -610,15 +614,10 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let policy = UrlPolicy {
-            allow_loopback_http: true,
-        };
-        let client = HttpProvider::new(Settings {
-            url_policy: policy,
+        let client = loopback_client(Settings {
             timeout: Duration::from_millis(1000),
             ..Settings::default()
-        })
-        .unwrap();
+        });
         let ctx = context(&format!("http://127.0.0.1:{port}/mcp"), 1, "token");
         assert!(matches!(
             client.list_tools(&ctx).await,
@@ -682,14 +681,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let policy = UrlPolicy {
-            allow_loopback_http: true,
-        };
-        let client = HttpProvider::new(Settings {
-            url_policy: policy,
-            ..Settings::default()
-        })
-        .unwrap();
+        let client = loopback_client(Settings::default());
         let url = format!("http://127.0.0.1:{port}/mcp");
         let ctx = |version: u64, token: &str| context(&url, version, token);
         let args = serde_json::Map::new();

@@ -196,7 +196,7 @@ impl DynamoStore {
                         backoff(attempt).await;
                         continue;
                     }
-                    // Issue 27: an item was in another request's transaction at that
+                    // L-2, issue 27: an item was in another request's transaction at that
                     // moment (an admin save overlapping a preparation that condition-
                     // checks the settings) and no condition failed: not a refusal, try
                     // again.

@@ -171,8 +171,8 @@ impl DynamoStore {
         Ok(item.as_ref().and_then(state_of))
     }
 
-    /// Sends the confirm items under `token`. Every answer that does not prove "not
-    /// applied" is unknown (issue 27): the same items are resent under the same token for
+    /// A-35, P-2: sends the confirm items under `token`. Every answer that does not prove
+    /// "not applied" is unknown (issue 27): the same items are resent under the same token for
     /// [`RESEND_FOR`] (a resend of a committed write is answered with success, one of a
     /// write still running with `TransactionInProgress`, one of a write lost on the way is
     /// applied), and a refusal that follows an unknown answer proves nothing. When the
