@@ -266,7 +266,7 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
                 .into_response();
         }
     };
-    match access::verify(key, token, gw.clock.now()) {
+    match key.verify(token, gw.clock.now()) {
         Ok(grant) => {
             req.extensions_mut().insert(grant);
             next.run(req).await

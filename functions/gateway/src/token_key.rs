@@ -4,6 +4,7 @@
 
 use countersign_domain::ports::SecretStore;
 use countersign_domain::secret::SecretString;
+use countersign_tools::access::Verifier;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
@@ -21,7 +22,8 @@ pub enum TokenKeyError {
 /// Where the key comes from.
 pub struct TokenKey {
     source: Option<(Arc<dyn SecretStore>, String)>,
-    cell: OnceCell<SecretString>,
+    /// The key, prepared once, with the tokens it verified (issue 26).
+    cell: OnceCell<Verifier>,
 }
 
 impl std::fmt::Debug for TokenKey {
@@ -37,7 +39,7 @@ impl TokenKey {
     pub fn fixed(key: SecretString) -> Self {
         Self {
             source: None,
-            cell: OnceCell::new_with(Some(key)),
+            cell: OnceCell::new_with(Some(Verifier::new(&key))),
         }
     }
 
@@ -50,15 +52,15 @@ impl TokenKey {
         }
     }
 
-    /// The key.
-    pub async fn get(&self) -> Result<&SecretString, TokenKeyError> {
+    /// The key's verifier.
+    pub async fn get(&self) -> Result<&Verifier, TokenKeyError> {
         self.cell
             .get_or_try_init(|| async {
                 let Some((secrets, name)) = &self.source else {
                     return Err(TokenKeyError::Missing);
                 };
                 match secrets.get_current(name).await {
-                    Ok(Some((key, _))) => Ok(key),
+                    Ok(Some((key, _))) => Ok(Verifier::new(&key)),
                     Ok(None) => Err(TokenKeyError::Missing),
                     Err(e) => Err(TokenKeyError::Store(e.to_string())),
                 }

@@ -2,6 +2,7 @@
 //! `action_status`, and `prepare_action` (A-10, A-12; its behaviour comes through the
 //! [`ActionPreparer`] port, implemented by the messages function).
 
+use crate::envelope::IntoData;
 use crate::errors::{ToolError, code, from_store};
 use crate::registry::{Annotations, Invocation, Registry, RegistryError, ToolSpec};
 use async_trait::async_trait;
@@ -121,10 +122,15 @@ pub struct DescribedTool {
 }
 
 /// `describe_tool`'s data: a descriptor already in its published form; its schema is
-/// [`DescribedTool`]'s.
-#[derive(Debug, Serialize)]
-#[serde(transparent)]
+/// [`DescribedTool`]'s. Not `Serialize`: it is moved into the envelope as it is.
+#[derive(Debug)]
 pub struct Described(pub Value);
+
+impl IntoData for Described {
+    fn into_data(self) -> Result<Value, serde_json::Error> {
+        Ok(self.0)
+    }
+}
 
 impl JsonSchema for Described {
     fn schema_name() -> std::borrow::Cow<'static, str> {

@@ -7,7 +7,7 @@
 //! the handler, turns a panic into an `INTERNAL_ERROR`, seals the answer, and records
 //! `mcp_tool_duration_seconds{tool, error_type}`.
 
-use crate::envelope::{Meta, Sealed, Success, seal};
+use crate::envelope::{IntoData, Meta, Sealed, Success, seal};
 use crate::errors::ToolError;
 use crate::schema::{
     ENVELOPE_CONTRACT, canonical_json, envelope_schema, fingerprint, input_schema, schema_value,
@@ -207,7 +207,7 @@ impl<C: Clone + Send + Sync + 'static> Registry<C> {
     ) -> Result<(), RegistryError>
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        D: Serialize + JsonSchema + 'static,
+        D: IntoData + JsonSchema + 'static,
         F: Fn(Invocation<C>, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<D, ToolError>> + Send + 'static,
     {
@@ -230,7 +230,7 @@ impl<C: Clone + Send + Sync + 'static> Registry<C> {
             async move {
                 let args = parsed?;
                 let data = handler(inv, args).await?;
-                Success::data(data)
+                Success::from_data(data)
             }
             .boxed()
         });
