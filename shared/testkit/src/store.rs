@@ -33,8 +33,13 @@ struct Conversation {
 }
 
 impl Conversation {
+    /// The slot's proposal while it is not terminal (a settled one is history, as in the
+    /// DynamoDB store's read).
     fn active(&self) -> Option<&Proposal> {
-        self.slot.as_ref().and_then(|a| self.proposals.get(a))
+        self.slot
+            .as_ref()
+            .and_then(|a| self.proposals.get(a))
+            .filter(|p| !p.state.is_terminal())
     }
 
     fn push(&mut self, m: &NewMessage) {

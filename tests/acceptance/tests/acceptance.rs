@@ -1094,13 +1094,7 @@ async fn g8_the_messages_function_writes_tool_proposal_and_confirm_metrics_as_em
     let case = s.create_case(&t).await;
     let done = propose_and_confirm(&s, &t, &case, "ses_a2", "car_a3").await;
     assert!(texts(&done).contains("Action completed"), "{done:?}");
-    let docs: Vec<Value> = s
-        .output()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|d| d.get("_aws").is_some())
-        .collect();
-    let metric = |name: &str, label: &str, value: &str| {
+    let metric = |docs: &[Value], name: &str, label: &str, value: &str| {
         docs.iter().any(|d| {
             let cw = &d["_aws"]["CloudWatchMetrics"][0];
             cw["Namespace"] == "Countersign"
@@ -1110,6 +1104,27 @@ async fn g8_the_messages_function_writes_tool_proposal_and_confirm_metrics_as_em
                 && d[label] == value
         })
     };
+    let wanted = [
+        ("mcp_tool_duration_seconds", "tool", "prepare_action"),
+        ("proposals_total", "outcome", "executed"),
+        ("confirm_duration_seconds", "outcome", "executed"),
+    ];
+    // Outside Lambda the function flushes its metrics once a second (issue 26), so they
+    // arrive within a few seconds of the requests.
+    let mut docs: Vec<Value> = Vec::new();
+    for _ in 0..50 {
+        docs = s
+            .output()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|d| d.get("_aws").is_some())
+            .collect();
+        if wanted.iter().all(|(n, l, v)| metric(&docs, n, l, v)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let metric = |name: &str, label: &str, value: &str| metric(&docs, name, label, value);
     assert!(
         metric("mcp_tool_duration_seconds", "tool", "prepare_action"),
         "{docs:?}"

@@ -13,6 +13,7 @@
 mod audit;
 mod common;
 mod concurrency;
+mod contract;
 mod dynamo;
 mod faulty;
 mod kms;
@@ -20,4 +21,3 @@ mod leases;
 mod real_rules;
 mod secrets;
 mod tenants;
-mod unsettled;

@@ -15,7 +15,7 @@ use std::time::Duration;
 const N: usize = 64;
 
 /// A store on a fresh table whose DynamoDB traffic goes through a new proxy.
-async fn through_proxy(env: &Env) -> (DynamoStore, Faulty) {
+pub(crate) async fn through_proxy(env: &Env) -> (DynamoStore, Faulty) {
     let plain = env.fresh_store().await;
     let upstream = countersign_testkit::local_aws_endpoint();
     // Real transactions take milliseconds; holding each in flight for 5 ms gives

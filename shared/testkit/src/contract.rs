@@ -1,0 +1,891 @@
+//! The store contract (issue 27): the rules every conversation and tenant store must hold,
+//! written once as async functions over a [`Subject`], and run against the in-memory store
+//! (`shared/testkit/tests/contract.rs`, plain `cargo test`) and the DynamoDB store on the
+//! emulator, directly and through the fault proxy that imitates real DynamoDB
+//! (`shared/aws/tests/aws/contract.rs`). A use-case test on [`crate::MemoryStore`] proves
+//! something about DynamoDB only because both pass this suite.
+//!
+//! [`store_contract!`](crate::store_contract) expands to one test per rule, so a store
+//! that breaks a rule fails a test named after it. Every rule starts from new tenants, so
+//! the tests share a store (or a table) without seeing each other.
+//!
+//! Not here (adapter-specific, tested beside the adapter): call counts, TTL attributes,
+//! the audit chain's items (L-2) and the proposal-life records (L-1), which only the
+//! DynamoDB adapter composes today.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use async_trait::async_trait;
+use countersign_domain::config::{UrlPolicy, validate_mcp_config};
+use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
+use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ids::{
+    ActionId, AuditId, CaseId, MessageId, OperationName, TenantId, UserId,
+};
+use countersign_domain::ports::{
+    Admission, AuditEntry, ConfirmWrite, ConversationStore, CreateProposalOutcome, NewMessage,
+    RateLimiter, SettleByAdmin, StoreError, StoredMcpConfig, TenantStore, TransitionOutcome,
+};
+use countersign_domain::proposal::{Presentation, Proposal, ProposalState as S};
+use countersign_domain::text::SafeText;
+use countersign_domain::texts::{Language, invalidated_notice};
+use countersign_domain::time::Timestamp;
+use serde_json::json;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A store under the contract: its ports, and a read of one stored proposal by id (not a
+/// port: only tests need a superseded or cancelled proposal back).
+#[async_trait]
+pub trait Subject: Send + Sync + 'static {
+    /// The conversation store.
+    fn conversations(&self) -> &dyn ConversationStore;
+    /// The tenant store.
+    fn tenants(&self) -> &dyn TenantStore;
+    /// The tenant budgets.
+    fn budgets(&self) -> &dyn RateLimiter;
+    /// The proposal as stored now, whatever its state.
+    async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal>;
+}
+
+#[async_trait]
+impl Subject for crate::MemoryStore {
+    fn conversations(&self) -> &dyn ConversationStore {
+        self
+    }
+    fn tenants(&self) -> &dyn TenantStore {
+        self
+    }
+    fn budgets(&self) -> &dyn RateLimiter {
+        self
+    }
+    async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
+        self.proposal(tenant, case, id)
+    }
+}
+
+/// One test per rule of the contract, for the store `make` (an async fn returning
+/// `Arc<dyn Subject>`) builds. Use it once per store, in a module of its own.
+#[macro_export]
+macro_rules! store_contract {
+    ($make:path) => {
+        $crate::store_contract!(@rules $make;
+            p2_load_returns_the_case_and_its_active_proposal_to_its_tenant_only,
+            messages_keep_one_order_per_case,
+            a16_a_new_proposal_supersedes_the_pending_one_which_never_confirms,
+            a17_executing_or_unknown_blocks_preparation_until_settled,
+            a14_action_ids_are_never_reused_within_a_tenant,
+            a23_a35_confirm_needs_the_current_presentation_and_applies_once,
+            a44_a_case_with_an_unsettled_action_is_not_closed,
+            a26_a_closed_case_cancels_its_proposal_and_takes_no_new_one,
+            c8_a_settings_change_fences_preparation_and_cancels_pending_proposals,
+            transitions_follow_the_state_machine_and_the_stored_state,
+            budgets_are_per_tenant_fixed_windows,
+            p2_concurrent_confirmations_apply_exactly_once,
+            p2_concurrent_preparations_leave_exactly_one_pending,
+            unsettled_index_follows_each_action_to_its_end,
+        );
+    };
+    (@rules $make:path; $($rule:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $rule() {
+                $crate::contract::$rule($make().await).await;
+            }
+        )+
+    };
+}
+
+/// Ids and records for contract scenarios: ULIDs from a monotonic generator (so message
+/// ids sort in creation order, as the production generator's do) and the system clock.
+#[derive(Default)]
+pub struct Fixture {
+    ids: Mutex<ulid::Generator>,
+}
+
+impl std::fmt::Debug for Fixture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fixture").finish_non_exhaustive()
+    }
+}
+
+impl Fixture {
+    fn ulid(&self) -> String {
+        let mut g = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        g.generate().expect("ULID space").to_string()
+    }
+
+    /// Now, by the system clock (the DynamoDB store keys retention on real time).
+    pub fn now(&self) -> Timestamp {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0));
+        Timestamp::from_unix_millis(ms).unwrap()
+    }
+
+    /// A new tenant id.
+    pub fn tenant(&self) -> TenantId {
+        TenantId::from_ulid_text(&self.ulid()).unwrap()
+    }
+
+    /// A new message id, after every earlier one.
+    pub fn message_id(&self) -> MessageId {
+        MessageId::from_ulid_text(&self.ulid()).unwrap()
+    }
+
+    /// A new audit record id.
+    pub fn audit_id(&self) -> AuditId {
+        AuditId::from_ulid_text(&self.ulid()).unwrap()
+    }
+
+    /// A new open case of `tenant`, stored.
+    pub async fn open_case(&self, store: &dyn ConversationStore, tenant: &TenantId) -> Case {
+        let case = Case {
+            id: CaseId::from_ulid_text(&self.ulid()).unwrap(),
+            tenant: tenant.clone(),
+            user: UserId::parse("driver-42").unwrap(),
+            status: CaseStatus::Open,
+            created_at: self.now(),
+        };
+        store.create_case(&case, Language::En).await.unwrap();
+        case
+    }
+
+    /// A pending proposal for `case` without an integration (no C-8 registration), and its
+    /// two presentation messages (summary, instructions).
+    pub fn proposal(&self, case: &Case, action: &str) -> (Proposal, Vec<NewMessage>) {
+        let now = self.now();
+        let summary = format!("Move session 4812 to car GR86 ({action}).");
+        let presented = self.message_id();
+        let p = Proposal {
+            action_id: ActionId::parse(action).unwrap(),
+            tenant: case.tenant.clone(),
+            user: case.user.clone(),
+            case: case.id.clone(),
+            operation: OperationName::parse("reassign_session_car").unwrap(),
+            summary: SafeText::check(summary.as_str()).unwrap(),
+            summary_hash: Sha256Hex::digest(&summary),
+            arguments_hash: Sha256Hex::digest("{\"sessionId\":4812}"),
+            expires_at: now.plus_seconds(300),
+            prepared_at: now,
+            state: S::PendingConfirmation,
+            presented: Presentation {
+                message_id: presented.clone(),
+            },
+            confirmation_message_id: None,
+            config_version: 1,
+            secret_version: None,
+            server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
+            audience: None,
+        };
+        let instructions = self.message(
+            &case.id,
+            Role::Assistant,
+            MessageKind::Instructions,
+            "reply confirm or cancel",
+        );
+        let mut shown = self.message(&case.id, Role::Assistant, MessageKind::Proposal, &summary);
+        shown.id = presented;
+        (p, vec![shown, instructions])
+    }
+
+    /// [`Self::proposal`] prepared under the action settings `(version, secret_version)`,
+    /// so C-8 and the unsettled index apply to it.
+    pub fn registered(
+        &self,
+        case: &Case,
+        action: &str,
+        (version, secret_version): (u64, &str),
+    ) -> (Proposal, Vec<NewMessage>) {
+        let (mut p, m) = self.proposal(case, action);
+        p.config_version = version;
+        p.secret_version = Some(secret_version.to_owned());
+        (p, m)
+    }
+
+    /// Stores `tenant`'s MCP configuration with action settings `(version, secret_version)`.
+    pub async fn configure(
+        &self,
+        store: &dyn TenantStore,
+        tenant: &TenantId,
+        expected: Option<u64>,
+        (version, secret_version): (u64, &str),
+    ) {
+        let config = validate_mcp_config(
+            &json!({
+                "serverUrl": "https://mcp.trackshare.example.com/mcp",
+                "serviceToken": "svc_token_123",
+                "allowedTools": ["get_user_uploads"],
+            }),
+            UrlPolicy::default(),
+        )
+        .unwrap();
+        let stored = StoredMcpConfig {
+            config,
+            version,
+            actions_version: version,
+            secret_version: secret_version.to_owned(),
+        };
+        let audit = self.audit("mcp.put", json!({}));
+        let outcome = store
+            .put_mcp_config(tenant, &stored, expected, &audit)
+            .await
+            .unwrap();
+        assert_eq!(outcome, TransitionOutcome::Applied);
+    }
+
+    /// An audit record of `action` by an administrator, now.
+    pub fn audit(&self, action: &str, changes: serde_json::Value) -> AuditEntry {
+        AuditEntry {
+            id: self.audit_id(),
+            at: self.now(),
+            actor: "adminKey:contract".into(),
+            action: action.into(),
+            changes,
+        }
+    }
+
+    /// A new message in `case`.
+    pub fn message(&self, case: &CaseId, role: Role, kind: MessageKind, text: &str) -> NewMessage {
+        NewMessage {
+            id: self.message_id(),
+            case: case.clone(),
+            role,
+            kind,
+            content: text.to_owned(),
+            reply_to: None,
+            created_at: self.now(),
+        }
+    }
+
+    /// The write a "confirm" reply to the presentation `presented` of `p` makes.
+    pub fn confirm_write(&self, p: &Proposal, presented: &MessageId) -> ConfirmWrite {
+        let mut message = self.message(&p.case, Role::User, MessageKind::Text, "confirm");
+        message.reply_to = Some(presented.clone());
+        ConfirmWrite {
+            tenant: p.tenant.clone(),
+            case: p.case.clone(),
+            action_id: p.action_id.clone(),
+            presented_message_id: presented.clone(),
+            message,
+        }
+    }
+}
+
+fn applied() -> CreateProposalOutcome {
+    CreateProposalOutcome::Applied { superseded: None }
+}
+
+async fn create(s: &dyn Subject, p: &Proposal, m: &[NewMessage]) -> CreateProposalOutcome {
+    s.conversations().create_proposal(p, m).await.unwrap()
+}
+
+async fn confirm(s: &dyn Subject, f: &Fixture, p: &Proposal) -> TransitionOutcome {
+    let w = f.confirm_write(p, &p.presented.message_id);
+    s.conversations().confirm(&w).await.unwrap()
+}
+
+async fn state(s: &dyn Subject, p: &Proposal) -> S {
+    s.stored(&p.tenant, &p.case, &p.action_id)
+        .await
+        .expect("the proposal is stored")
+        .state
+}
+
+async fn step(s: &dyn Subject, p: &Proposal, from: S, to: S) -> TransitionOutcome {
+    s.conversations()
+        .transition(&p.tenant, &p.case, &p.action_id, from, to, None)
+        .await
+        .unwrap()
+}
+
+/// P-2: one read gives the case and its active proposal; another tenant sees nothing.
+pub async fn p2_load_returns_the_case_and_its_active_proposal_to_its_tenant_only(
+    s: Arc<dyn Subject>,
+) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (p, m) = f.proposal(&case, "act_load");
+    assert_eq!(create(&*s, &p, &m).await, applied());
+    let view = s.conversations().load(&tenant, &case.id).await.unwrap();
+    let view = view.expect("the case is there");
+    assert_eq!(view.case, case);
+    assert_eq!(view.active, Some(p));
+    let other = f.tenant();
+    assert_eq!(
+        s.conversations().load(&other, &case.id).await.unwrap(),
+        None
+    );
+}
+
+/// Messages of a case come back in creation order, after a given one, the newest for the
+/// model, and the proposal's presentation joins the same order.
+pub async fn messages_keep_one_order_per_case(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let case = f.open_case(store, &tenant).await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let m = f.message(&case.id, Role::User, MessageKind::Text, &format!("m{i}"));
+        ids.push(m.id.clone());
+        store.append_message(&tenant, &m).await.unwrap();
+    }
+    let (t, c) = (&tenant, &case.id);
+    let listed = |after: Option<MessageId>, limit| async move {
+        store
+            .list_messages(t, c, after.as_ref(), limit)
+            .await
+            .unwrap()
+    };
+    let all = listed(None, 100).await;
+    assert_eq!(
+        all.iter().map(|m| &m.id).collect::<Vec<_>>(),
+        ids.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(all[0].content, "m0");
+    let after = listed(Some(ids[2].clone()), 100).await;
+    assert_eq!(
+        after.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
+        ids[3..].to_vec()
+    );
+    assert_eq!(listed(None, 2).await.len(), 2);
+    let recent = store.recent_messages(&tenant, &case.id, 3).await.unwrap();
+    assert_eq!(
+        recent.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
+        ids[2..].to_vec()
+    );
+    let (p, m) = f.proposal(&case, "act_order");
+    create(&*s, &p, &m).await;
+    let all = listed(None, 100).await;
+    assert_eq!(all.len(), 7);
+    assert_eq!(all[5].id, p.presented.message_id);
+    assert_eq!(all[5].kind, MessageKind::Proposal);
+    assert_eq!(all[6].kind, MessageKind::Instructions);
+}
+
+/// a new proposal supersedes the pending one in the same write; the superseded
+/// one never confirms, even with its own presentation id.
+pub async fn a16_a_new_proposal_supersedes_the_pending_one_which_never_confirms(
+    s: Arc<dyn Subject>,
+) {
+    let f = Fixture::default();
+    let case = f.open_case(s.conversations(), &f.tenant()).await;
+    let (p1, m1) = f.proposal(&case, "act_1");
+    let (p2, m2) = f.proposal(&case, "act_2");
+    assert_eq!(create(&*s, &p1, &m1).await, applied());
+    assert_eq!(
+        create(&*s, &p2, &m2).await,
+        CreateProposalOutcome::Applied {
+            superseded: Some(p1.action_id.clone())
+        }
+    );
+    assert_eq!(state(&*s, &p1).await, S::Superseded);
+    assert_eq!(
+        confirm(&*s, &f, &p1).await,
+        TransitionOutcome::Conflict {
+            current: Some(S::Superseded)
+        }
+    );
+    let view = s
+        .conversations()
+        .load(&case.tenant, &case.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        view.unwrap().active.map(|a| a.action_id),
+        Some(p2.action_id)
+    );
+}
+
+/// an executing or unknown proposal blocks preparation until it is settled.
+pub async fn a17_executing_or_unknown_blocks_preparation_until_settled(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let case = f.open_case(s.conversations(), &f.tenant()).await;
+    let (p1, m1) = f.proposal(&case, "act_b1");
+    create(&*s, &p1, &m1).await;
+    assert_eq!(confirm(&*s, &f, &p1).await, TransitionOutcome::Applied);
+    let (p2, m2) = f.proposal(&case, "act_b2");
+    let blocked = |state| CreateProposalOutcome::Blocked {
+        action_id: p1.action_id.clone(),
+        state,
+    };
+    assert_eq!(create(&*s, &p2, &m2).await, blocked(S::Executing));
+    assert_eq!(
+        step(&*s, &p1, S::Executing, S::Unknown).await,
+        TransitionOutcome::Applied
+    );
+    assert_eq!(create(&*s, &p2, &m2).await, blocked(S::Unknown));
+    assert_eq!(
+        step(&*s, &p1, S::Unknown, S::Completed).await,
+        TransitionOutcome::Applied
+    );
+    assert_eq!(create(&*s, &p2, &m2).await, applied());
+}
+
+/// an action id is never reused within a tenant, in any conversation or state, and a
+/// refused proposal writes nothing; another tenant's ids are its own.
+pub async fn a14_action_ids_are_never_reused_within_a_tenant(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let a = f.open_case(s.conversations(), &tenant).await;
+    let b = f.open_case(s.conversations(), &tenant).await;
+    let (p1, m1) = f.proposal(&a, "act_same");
+    create(&*s, &p1, &m1).await;
+    let (again, m) = f.proposal(&b, "act_same");
+    assert_eq!(
+        create(&*s, &again, &m).await,
+        CreateProposalOutcome::ActionIdReused
+    );
+    assert_eq!(
+        step(&*s, &p1, S::PendingConfirmation, S::Cancelled).await,
+        TransitionOutcome::Applied
+    );
+    let (again, m) = f.proposal(&a, "act_same");
+    assert_eq!(
+        create(&*s, &again, &m).await,
+        CreateProposalOutcome::ActionIdReused
+    );
+    let view = s
+        .conversations()
+        .load(&tenant, &b.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(view.active.is_none(), "a refused proposal writes nothing");
+    let listed = s
+        .conversations()
+        .list_messages(&tenant, &b.id, None, 100)
+        .await
+        .unwrap();
+    assert!(listed.is_empty(), "nor its presentation");
+    let other = f.tenant();
+    let c = f.open_case(s.conversations(), &other).await;
+    let (p, m) = f.proposal(&c, "act_same");
+    assert_eq!(create(&*s, &p, &m).await, applied());
+}
+
+/// a confirmation moves pending → executing only with the current
+/// presentation; a refused one stores nothing; a second finds it executing.
+pub async fn a23_a35_confirm_needs_the_current_presentation_and_applies_once(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (p, m) = f.proposal(&case, "act_c");
+    create(&*s, &p, &m).await;
+    let stale = f.confirm_write(&p, &f.message_id());
+    assert_eq!(
+        s.conversations().confirm(&stale).await.unwrap(),
+        TransitionOutcome::Conflict {
+            current: Some(S::PendingConfirmation)
+        }
+    );
+    let listed = s
+        .conversations()
+        .list_messages(&tenant, &case.id, None, 100)
+        .await
+        .unwrap();
+    assert!(
+        listed.iter().all(|x| x.id != stale.message.id),
+        "a refused confirm stores nothing"
+    );
+    let good = f.confirm_write(&p, &p.presented.message_id);
+    assert_eq!(
+        s.conversations().confirm(&good).await.unwrap(),
+        TransitionOutcome::Applied
+    );
+    let stored = s.stored(&tenant, &case.id, &p.action_id).await.unwrap();
+    assert_eq!(stored.state, S::Executing);
+    assert_eq!(
+        stored.confirmation_message_id,
+        Some(good.message.id.clone())
+    );
+    let listed = s
+        .conversations()
+        .list_messages(&tenant, &case.id, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(listed.last().map(|x| x.id.clone()), Some(good.message.id));
+    assert_eq!(
+        confirm(&*s, &f, &p).await,
+        TransitionOutcome::Conflict {
+            current: Some(S::Executing)
+        }
+    );
+}
+
+/// a case whose action is executing or unknown is not closed until the action
+/// is settled.
+pub async fn a44_a_case_with_an_unsettled_action_is_not_closed(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (p, m) = f.proposal(&case, "act_busy");
+    create(&*s, &p, &m).await;
+    assert_eq!(confirm(&*s, &f, &p).await, TransitionOutcome::Applied);
+    for current in [S::Executing, S::Unknown] {
+        if current == S::Unknown {
+            step(&*s, &p, S::Executing, S::Unknown).await;
+        }
+        assert_eq!(
+            s.conversations()
+                .close_case(&tenant, &case.id)
+                .await
+                .unwrap(),
+            TransitionOutcome::Conflict {
+                current: Some(current)
+            }
+        );
+        let view = s
+            .conversations()
+            .load(&tenant, &case.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(view.case.status, CaseStatus::Open);
+    }
+    step(&*s, &p, S::Unknown, S::Completed).await;
+    assert_eq!(
+        s.conversations()
+            .close_case(&tenant, &case.id)
+            .await
+            .unwrap(),
+        TransitionOutcome::Applied
+    );
+}
+
+/// closing a case cancels its pending proposal, which never confirms; the closed case
+/// takes no new proposal; closing twice is harmless.
+pub async fn a26_a_closed_case_cancels_its_proposal_and_takes_no_new_one(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (p, m) = f.proposal(&case, "act_closed");
+    create(&*s, &p, &m).await;
+    for _ in 0..2 {
+        assert_eq!(
+            s.conversations()
+                .close_case(&tenant, &case.id)
+                .await
+                .unwrap(),
+            TransitionOutcome::Applied
+        );
+    }
+    let view = s
+        .conversations()
+        .load(&tenant, &case.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.case.status, CaseStatus::Closed);
+    assert!(view.active.is_none());
+    assert_eq!(state(&*s, &p).await, S::Cancelled);
+    assert_ne!(confirm(&*s, &f, &p).await, TransitionOutcome::Applied);
+    let (p2, m2) = f.proposal(&case, "act_closed_2");
+    assert_eq!(
+        create(&*s, &p2, &m2).await,
+        CreateProposalOutcome::CaseNotOpen
+    );
+}
+
+/// C-8: a proposal prepared under settings no longer in force is refused; a settings change
+/// cancels, with a notice, every pending proposal of other settings (never an executing
+/// one), and none of them confirms; a second pass finds nothing; removing the connector
+/// cancels the rest.
+pub async fn c8_a_settings_change_fences_preparation_and_cancels_pending_proposals(
+    s: Arc<dyn Subject>,
+) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let (a, b, c) = (
+        f.open_case(store, &tenant).await,
+        f.open_case(store, &tenant).await,
+        f.open_case(store, &tenant).await,
+    );
+    f.configure(s.tenants(), &tenant, None, (1, "v1")).await;
+    let (old, m) = f.registered(&a, "act_v1", (1, "v1"));
+    assert_eq!(create(&*s, &old, &m).await, applied());
+    let (running, m) = f.registered(&c, "act_v1_exec", (1, "v1"));
+    create(&*s, &running, &m).await;
+    assert_eq!(confirm(&*s, &f, &running).await, TransitionOutcome::Applied);
+    f.configure(s.tenants(), &tenant, Some(1), (2, "v1")).await;
+    let (late, m) = f.registered(&b, "act_v1_late", (1, "v1"));
+    assert_eq!(
+        create(&*s, &late, &m).await,
+        CreateProposalOutcome::SettingsChanged
+    );
+    assert!(s.stored(&tenant, &b.id, &late.action_id).await.is_none());
+    let (new, m) = f.registered(&b, "act_v2", (2, "v1"));
+    assert_eq!(create(&*s, &new, &m).await, applied());
+
+    let notice = |case: &CaseId, lang: Language| NewMessage {
+        id: f.message_id(),
+        case: case.clone(),
+        role: Role::Assistant,
+        kind: MessageKind::Notice,
+        content: invalidated_notice(lang).to_owned(),
+        reply_to: None,
+        created_at: f.now(),
+    };
+    let keep = Some((2, "v1"));
+    assert_eq!(
+        store
+            .invalidate_pending(&tenant, keep, &notice)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(state(&*s, &old).await, S::Cancelled);
+    assert_eq!(state(&*s, &new).await, S::PendingConfirmation);
+    assert_eq!(
+        state(&*s, &running).await,
+        S::Executing,
+        "executing is never invalidated"
+    );
+    let told = store
+        .list_messages(&tenant, &a.id, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        told.last().map(|m| m.content.as_str()),
+        Some(invalidated_notice(Language::En)),
+        "the person is told why"
+    );
+    assert_ne!(confirm(&*s, &f, &old).await, TransitionOutcome::Applied);
+    assert_eq!(
+        store
+            .invalidate_pending(&tenant, keep, &notice)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .invalidate_pending(&tenant, None, &notice)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(state(&*s, &new).await, S::Cancelled);
+}
+
+/// Transitions follow the state machine (an illegal move is an error) and the stored state
+/// (a stale one is a conflict); a notice is written with the move.
+pub async fn transitions_follow_the_state_machine_and_the_stored_state(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (p, m) = f.proposal(&case, "act_t");
+    create(&*s, &p, &m).await;
+    let illegal = s
+        .conversations()
+        .transition(
+            &tenant,
+            &case.id,
+            &p.action_id,
+            S::Cancelled,
+            S::Executing,
+            None,
+        )
+        .await;
+    assert!(
+        matches!(illegal, Err(StoreError::IllegalTransition { .. })),
+        "{illegal:?}"
+    );
+    assert_eq!(
+        step(&*s, &p, S::Executing, S::Completed).await,
+        TransitionOutcome::Conflict {
+            current: Some(S::PendingConfirmation)
+        }
+    );
+    let notice = f.message(&case.id, Role::Assistant, MessageKind::Notice, "cancelled");
+    let moved = s
+        .conversations()
+        .transition(
+            &tenant,
+            &case.id,
+            &p.action_id,
+            S::PendingConfirmation,
+            S::Cancelled,
+            Some(&notice),
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved, TransitionOutcome::Applied);
+    let listed = s
+        .conversations()
+        .list_messages(&tenant, &case.id, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(listed.last().map(|x| x.id.clone()), Some(notice.id));
+}
+
+/// Decision 0021: a tenant's budget admits `per_minute` units in a minute, then refuses with
+/// the seconds left; another tenant's budget is its own; the next minute renews it.
+pub async fn budgets_are_per_tenant_fixed_windows(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let (a, b) = (f.tenant(), f.tenant());
+    // 1_800_000_000 is a minute boundary: 15 s into a window.
+    let t0 = Timestamp::from_unix_seconds(1_800_000_015).unwrap();
+    let take = |t: &TenantId, at| {
+        let t = t.clone();
+        let s = s.clone();
+        async move { s.budgets().take(&t, "turns", 3, at).await.unwrap() }
+    };
+    for _ in 0..3 {
+        assert_eq!(take(&a, t0).await, Admission::Admitted);
+    }
+    assert_eq!(
+        take(&a, t0).await,
+        Admission::Limited {
+            retry_after_secs: 45
+        }
+    );
+    assert_eq!(take(&b, t0).await, Admission::Admitted);
+    assert_eq!(take(&a, t0.plus_seconds(45)).await, Admission::Admitted);
+}
+
+/// How many callers race in the concurrency rules.
+const RACERS: usize = 16;
+
+/// P-2, A-35: simultaneous confirmations of one proposal: exactly one applies; every other
+/// one finds it executing.
+pub async fn p2_concurrent_confirmations_apply_exactly_once(s: Arc<dyn Subject>) {
+    let f = Arc::new(Fixture::default());
+    let case = f.open_case(s.conversations(), &f.tenant()).await;
+    let (p, m) = f.proposal(&case, "act_cc");
+    create(&*s, &p, &m).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
+    let tasks: Vec<_> = (0..RACERS)
+        .map(|_| {
+            let (s, f, p, barrier) = (s.clone(), f.clone(), p.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let w = f.confirm_write(&p, &p.presented.message_id);
+                barrier.wait().await;
+                s.conversations().confirm(&w).await.unwrap()
+            })
+        })
+        .collect();
+    let mut applied = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            TransitionOutcome::Applied => applied += 1,
+            TransitionOutcome::Conflict { current } => assert_eq!(current, Some(S::Executing)),
+        }
+    }
+    assert_eq!(applied, 1, "exactly one confirmation wins");
+    assert_eq!(state(&*s, &p).await, S::Executing);
+}
+
+/// P-2, A-15, A-16: simultaneous preparations in one conversation leave exactly one
+/// pending proposal; every other one is superseded and never confirms.
+pub async fn p2_concurrent_preparations_leave_exactly_one_pending(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
+    let tasks: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let (p, m) = f.proposal(&case, &format!("act_cp_{i}"));
+            let (s, barrier) = (s.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let outcome = s.conversations().create_proposal(&p, &m).await.unwrap();
+                (p, outcome)
+            })
+        })
+        .collect();
+    let mut proposals = Vec::new();
+    for t in tasks {
+        let (p, outcome) = t.await.unwrap();
+        assert!(
+            matches!(outcome, CreateProposalOutcome::Applied { .. }),
+            "{outcome:?}"
+        );
+        proposals.push(p);
+    }
+    let view = s
+        .conversations()
+        .load(&tenant, &case.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let active = view.active.expect("one proposal is active");
+    let mut pending = 0;
+    for p in &proposals {
+        if p.action_id == active.action_id {
+            assert_eq!(state(&*s, p).await, S::PendingConfirmation);
+            pending += 1;
+        } else {
+            assert_eq!(state(&*s, p).await, S::Superseded);
+            assert_ne!(confirm(&*s, &f, p).await, TransitionOutcome::Applied);
+        }
+    }
+    assert_eq!(pending, 1);
+}
+
+/// Decision 0028: the tenant's unsettled index gets an action when it is confirmed, keeps it
+/// while unknown, loses it when settled; an administrator's settlement applies once, with
+/// its audit record.
+pub async fn unsettled_index_follows_each_action_to_its_end(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    f.configure(s.tenants(), &tenant, None, (1, "v1")).await;
+    let case = f.open_case(store, &tenant).await;
+    assert!(store.list_unsettled(&tenant).await.unwrap().is_empty());
+    let (p, m) = f.registered(&case, "act_idx_1", (1, "v1"));
+    create(&*s, &p, &m).await;
+    assert_eq!(confirm(&*s, &f, &p).await, TransitionOutcome::Applied);
+    let listed = store.list_unsettled(&tenant).await.unwrap();
+    let listed: Vec<_> = listed.iter().map(|u| (&u.case, &u.action_id)).collect();
+    assert_eq!(listed, [(&case.id, &p.action_id)]);
+    step(&*s, &p, S::Executing, S::Unknown).await;
+    assert_eq!(
+        store.list_unsettled(&tenant).await.unwrap().len(),
+        1,
+        "unknown is unsettled"
+    );
+    step(&*s, &p, S::Unknown, S::Completed).await;
+    assert!(
+        store.list_unsettled(&tenant).await.unwrap().is_empty(),
+        "settled: gone"
+    );
+
+    let case2 = f.open_case(store, &tenant).await;
+    let (p2, m) = f.registered(&case2, "act_idx_2", (1, "v1"));
+    create(&*s, &p2, &m).await;
+    assert_eq!(confirm(&*s, &f, &p2).await, TransitionOutcome::Applied);
+    let notice = f.message(&case2.id, Role::Assistant, MessageKind::Notice, "checked");
+    let audit = f.audit("action.settle", json!({"reason": "checked"}));
+    let settle = SettleByAdmin {
+        tenant: &tenant,
+        case: &case2.id,
+        action_id: &p2.action_id,
+        from: S::Executing,
+        to: S::Failed,
+        notice: &notice,
+        audit: &audit,
+    };
+    assert_eq!(
+        store.settle_by_admin(&settle).await.unwrap(),
+        TransitionOutcome::Applied
+    );
+    assert!(store.list_unsettled(&tenant).await.unwrap().is_empty());
+    let settled = |page: countersign_domain::ports::AuditPage| {
+        page.items
+            .iter()
+            .filter(|e| e.action == "action.settle")
+            .count()
+    };
+    let page = s.tenants().list_audit(&tenant, None, 50).await.unwrap();
+    assert_eq!(settled(page), 1);
+    assert_eq!(
+        store.settle_by_admin(&settle).await.unwrap(),
+        TransitionOutcome::Conflict {
+            current: Some(S::Failed)
+        }
+    );
+    let page = s.tenants().list_audit(&tenant, None, 50).await.unwrap();
+    assert_eq!(settled(page), 1, "a second settlement writes nothing");
+}
