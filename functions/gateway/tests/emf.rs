@@ -5,8 +5,8 @@
 
 use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
+use countersign_testkit::MemoryStore;
 use countersign_tools::builtins::{self, CallContext, Services};
-use countersign_tools::testing::Fake;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ async fn g8_duration_metric_is_written_as_emf() {
         .cloudwatch_namespace("Countersign")
         .init()
         .unwrap();
-    let fake = Arc::new(Fake::default());
+    let fake = Arc::new(MemoryStore::default());
     let ulid = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
     let ctx = CallContext {
         principal: Principal {

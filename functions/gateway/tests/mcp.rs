@@ -14,10 +14,10 @@ use countersign_domain::ids::{CaseId, TenantId, UserId};
 use countersign_domain::ports::{Clock, Provider, SecretError, SecretStore, StoredMcpConfig};
 use countersign_domain::secret::SecretString;
 use countersign_gateway::{Gateway, router};
+use countersign_testkit::MemoryStore;
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{self, Services};
 use countersign_tools::integration::IntegrationService;
-use countersign_tools::testing::Fake;
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -356,18 +356,21 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
     let local = UrlPolicy {
         allow_loopback_http: true,
     };
-    let fake = Arc::new(Fake::default());
+    let fake = Arc::new(MemoryStore::default());
     let config = validate_mcp_config(
         &json!({"serverUrl": url, "serviceToken": "svc-token", "allowedTools": ["get_user_cars", "get_user_sessions"]}),
         local,
     )
     .unwrap();
-    *fake.config.lock().unwrap() = Some(StoredMcpConfig {
-        config,
-        version: 1,
-        actions_version: 1,
-        secret_version: "v1".into(),
-    });
+    fake.seed_mcp_config(
+        &TenantId::from_ulid_text(ULID).unwrap(),
+        StoredMcpConfig {
+            config,
+            version: 1,
+            actions_version: 1,
+            secret_version: "v1".into(),
+        },
+    );
     let app = || {
         router(Gateway {
             registry: builtins::consultation_registry().unwrap(),

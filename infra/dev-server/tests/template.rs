@@ -183,8 +183,8 @@ async fn each_router_serves_exactly_its_declared_routes() {
     let gateway = countersign_gateway::Gateway {
         registry: countersign_tools::builtins::consultation_registry().unwrap(),
         services: countersign_tools::builtins::Services {
-            conversations: Arc::new(countersign_tools::testing::Fake::default()),
-            tenants: Arc::new(countersign_tools::testing::Fake::default()),
+            conversations: Arc::new(countersign_testkit::MemoryStore::default()),
+            tenants: Arc::new(countersign_testkit::MemoryStore::default()),
             actions: None,
         },
         token_key: countersign_gateway::TokenKey::fixed(

@@ -155,6 +155,33 @@ impl MemoryStore {
             .unwrap_or_default()
     }
 
+    /// Stores `tenant`'s MCP settings as they are, without an audit record: a test's
+    /// starting point.
+    pub fn seed_mcp_config(&self, tenant: &TenantId, config: StoredMcpConfig) {
+        self.lock().configs.insert(tenant.clone(), config);
+    }
+
+    /// Stores `case` with `active` in its slot (and its action id used), without any
+    /// check: a test's starting point.
+    pub fn seed_conversation(&self, case: Case, language: Language, active: Option<Proposal>) {
+        let mut state = self.lock();
+        let mut conv = Conversation {
+            case: case.clone(),
+            language,
+            slot: None,
+            proposals: HashMap::new(),
+            messages: BTreeMap::new(),
+        };
+        if let Some(p) = active {
+            state
+                .used_action_ids
+                .insert((case.tenant.clone(), p.action_id.clone()));
+            conv.slot = Some(p.action_id.clone());
+            conv.proposals.insert(p.action_id.clone(), p);
+        }
+        state.conversations.insert((case.tenant, case.id), conv);
+    }
+
     /// Replaces a stored proposal's state without any check: sets up a test's starting
     /// point (an `executing` proposal left behind by a process that died, say).
     pub fn force_state(&self, tenant: &TenantId, case: &CaseId, id: &ActionId, to: ProposalState) {

@@ -6,9 +6,9 @@
 
 use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
+use countersign_testkit::MemoryStore;
 use countersign_tools::builtins::{self, CallContext, DescribeToolArgs, Services};
 use countersign_tools::envelope::{Meta, Success, seal};
-use countersign_tools::testing::Fake;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 fn ctx() -> CallContext {
     let ulid = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
-    let fake = Arc::new(Fake::default());
+    let fake = Arc::new(MemoryStore::default());
     CallContext {
         principal: Principal {
             tenant: TenantId::from_ulid_text(ulid).unwrap(),

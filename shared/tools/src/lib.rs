@@ -18,6 +18,3 @@ pub mod integration;
 pub mod proxy;
 pub mod registry;
 pub mod schema;
-
-#[cfg(feature = "testing")]
-pub mod testing;

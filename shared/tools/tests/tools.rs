@@ -10,18 +10,18 @@ use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::conversation::{Case, CaseStatus, Principal};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
-use countersign_domain::ports::{ConversationView, StoredMcpConfig};
+use countersign_domain::ports::StoredMcpConfig;
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::Language;
 use countersign_domain::time::Timestamp;
+use countersign_testkit::MemoryStore;
 use countersign_tools::builtins::{self, CallContext, Services};
 use countersign_tools::catalog;
 use countersign_tools::errors::{ToolError, code};
 use countersign_tools::registry::{Annotations, Registry, RegistryError, ToolSpec};
-use countersign_tools::testing::Fake;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const ULID: &str = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
 
@@ -80,32 +80,31 @@ fn ctx(fail: bool, enabled: bool) -> CallContext {
         UrlPolicy::default(),
     )
     .unwrap();
-    let fake = Arc::new(Fake {
-        view: Mutex::new(Some(ConversationView {
-            case: Case {
-                id: case_id(),
-                tenant: tenant(),
-                user: principal().user,
-                status: CaseStatus::Open,
-                created_at: now(),
-            },
-            active: Some(proposal()),
-            language: Language::En,
-        })),
-        config: Mutex::new(Some(StoredMcpConfig {
+    let store = Arc::new(MemoryStore::default());
+    let case = Case {
+        id: case_id(),
+        tenant: tenant(),
+        user: principal().user,
+        status: CaseStatus::Open,
+        created_at: now(),
+    };
+    store.seed_conversation(case, Language::En, Some(proposal()));
+    store.seed_mcp_config(
+        &tenant(),
+        StoredMcpConfig {
             config,
             version: 1,
             actions_version: 1,
             secret_version: "v1".into(),
-        })),
-        fail,
-    });
+        },
+    );
+    store.faults.set_down(fail);
     CallContext {
         principal: principal(),
         case: case_id(),
         services: Services {
-            conversations: fake.clone(),
-            tenants: fake,
+            conversations: store.clone(),
+            tenants: store,
             actions: None,
         },
         consultations: Vec::new(),
@@ -345,7 +344,7 @@ fn action_status_reads_the_local_proposal() {
     assert_eq!(s.error_type(), code::SERVICE_UNAVAILABLE);
     assert_eq!(s.structured["error"]["retryable"], true);
     assert!(
-        !s.text.contains("10.0.0.7"),
+        !s.text.contains("planned fault"),
         "internal cause leaked: {}",
         s.text
     );

@@ -13,10 +13,10 @@ use countersign_domain::ports::{
 };
 use countersign_domain::secret::SecretString;
 use countersign_gateway::Gateway;
+use countersign_testkit::MemoryStore;
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{self, Services};
 use countersign_tools::integration::IntegrationService;
-use countersign_tools::testing::Fake;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -111,7 +111,7 @@ pub(crate) fn gateway_keyed(
     budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
     token_key: countersign_gateway::TokenKey,
 ) -> Gateway {
-    let fake = Arc::new(Fake::default());
+    let fake = Arc::new(MemoryStore::default());
     let config = validate_mcp_config(
         &json!({
             "serverUrl": "https://mcp.trackshare.example.com/mcp",
@@ -121,12 +121,15 @@ pub(crate) fn gateway_keyed(
         UrlPolicy::default(),
     )
     .unwrap();
-    *fake.config.lock().unwrap() = Some(StoredMcpConfig {
-        config,
-        version: 1,
-        actions_version: 1,
-        secret_version: "v1".into(),
-    });
+    fake.seed_mcp_config(
+        &TenantId::from_ulid_text(ULID).unwrap(),
+        StoredMcpConfig {
+            config,
+            version: 1,
+            actions_version: 1,
+            secret_version: "v1".into(),
+        },
+    );
     Gateway {
         registry: builtins::consultation_registry().unwrap(),
         services: Services {
