@@ -47,6 +47,17 @@ enum AuditCommand {
         /// Tenant id (`ten_…`).
         #[arg(long)]
         tenant: String,
+        /// A checkpoint the tenant kept (the checkpoint API's answer, as a JSON file):
+        /// also prove the trail extends it — nothing it covered removed or rewritten (L-3).
+        #[arg(long, value_name = "CHECKPOINT.json")]
+        since: Option<std::path::PathBuf>,
+    },
+    /// Print the tenant's audit trail with its chain fields as JSON, for
+    /// `docs/recipes/verify_audit_export.py` (L-3).
+    Export {
+        /// Tenant id (`ten_…`).
+        #[arg(long)]
+        tenant: String,
     },
 }
 
@@ -128,10 +139,13 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
-        Command::Audit(AuditCommand::Verify { tenant }) => {
-            if !audit::verify(tenant, &sdk, &settings).await? {
+        Command::Audit(AuditCommand::Verify { tenant, since }) => {
+            if !audit::verify(tenant, since.as_deref(), &sdk, &settings).await? {
                 std::process::exit(1);
             }
+        }
+        Command::Audit(AuditCommand::Export { tenant }) => {
+            audit::export(tenant, &sdk, &settings).await?;
         }
         Command::GatewayToken {
             tenant,

@@ -907,7 +907,7 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
     paths(get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint)),
+    components(schemas(ErrorBody, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]

@@ -59,7 +59,7 @@ pub struct Verification {
     pub records: usize,
     /// Chains checked (the configuration's and one per conversation with proposals).
     pub chains: usize,
-    /// Records from before the chain existed (not covered).
+    /// Records without chain fields (L-3: any breaks verification).
     pub unchained: usize,
     /// The first broken link, or `null`.
     pub first_broken: Option<BrokenLink>,
@@ -102,18 +102,30 @@ async fn verify_chains(
     state: &crate::AdminState,
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<Verification, crate::AdminError> {
+    Ok(verified_heads(state, tenant).await?.0)
+}
+
+/// The verification and the heads it read.
+async fn verified_heads(
+    state: &crate::AdminState,
+    tenant: &countersign_domain::ids::TenantId,
+) -> Result<(Verification, Vec<CheckpointHead>), crate::AdminError> {
     let trail = state
         .tenants
         .audit_trail(tenant)
         .await
         .map_err(crate::state::store_down)?;
-    let report = countersign_domain::audit_chain::verify(
-        tenant.as_str(),
-        &trail.records,
-        &trail.heads,
-        trail.unchained,
-    );
-    Ok(Verification {
+    let report = countersign_domain::audit_chain::verify_trail(tenant.as_str(), &trail);
+    let heads = trail
+        .heads
+        .iter()
+        .map(|(chain, h)| CheckpointHead {
+            chain: chain.clone(),
+            seq: h.seq,
+            hash: h.hash.clone(),
+        })
+        .collect();
+    let verification = Verification {
         verified: report.broken.is_none(),
         records: report.records,
         chains: report.chains,
@@ -125,7 +137,20 @@ async fn verify_chains(
             reason: b.reason.to_owned(),
         }),
         digest: report.digest,
-    })
+    };
+    Ok((verification, heads))
+}
+
+/// One chain's head as a checkpoint covered it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointHead {
+    /// `tenant` or `case:<caseId>`.
+    pub chain: String,
+    /// The last record's sequence number.
+    pub seq: u64,
+    /// The last record's hash.
+    pub hash: String,
 }
 
 /// A signed checkpoint of the trail (L-2), as the API returns it.
@@ -142,6 +167,10 @@ pub struct SignedCheckpoint {
     pub records: usize,
     /// Chains covered.
     pub chains: usize,
+    /// The heads the digest covers (L-3): keep them with the checkpoint. The signed digest
+    /// binds them, and `countersign audit verify --since` (or the offline recipe) checks
+    /// the trail still holds each of them.
+    pub heads: Vec<CheckpointHead>,
     /// RFC 3339.
     pub signed_at: String,
 }
@@ -165,7 +194,7 @@ async fn checkpoint_held(
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<SignedCheckpoint, crate::AdminError> {
     use countersign_domain::ports::SignerError;
-    let v = verify_chains(state, tenant).await?;
+    let (v, heads) = verified_heads(state, tenant).await?;
     if let Some(b) = v.first_broken {
         return Err(crate::AdminError::AuditBroken {
             chain: b.chain,
@@ -201,6 +230,42 @@ async fn checkpoint_held(
         digest: v.digest,
         records: v.records,
         chains: v.chains,
+        heads,
         signed_at: now.to_rfc3339(),
     })
+}
+
+/// L-3: the tenant's whole trail with its chain fields, as `countersign audit export`
+/// prints it and `docs/recipes/verify_audit_export.py` reads it: every record (any order)
+/// and every chain's head, read as the verifier reads them (decision 0041).
+pub async fn export(
+    tenants: &dyn countersign_domain::ports::TenantStore,
+    tenant: &countersign_domain::ids::TenantId,
+) -> Result<serde_json::Value, countersign_domain::ports::StoreError> {
+    let trail = tenants.audit_trail(tenant).await?;
+    let records: Vec<Value> = trail
+        .records
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.id, "chain": r.chain, "seq": r.seq, "prev": r.prev, "at": r.at,
+                "actor": r.actor, "action": r.action, "changes": r.changes,
+            })
+        })
+        .collect();
+    let heads: Vec<CheckpointHead> = trail
+        .heads
+        .iter()
+        .map(|(chain, h)| CheckpointHead {
+            chain: chain.clone(),
+            seq: h.seq,
+            hash: h.hash.clone(),
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "tenantId": tenant.as_str(),
+        "heads": heads,
+        "records": records,
+        "unchained": trail.unchained,
+    }))
 }

@@ -118,7 +118,7 @@ pub enum AdminError {
     /// The change was saved, but the proposals it invalidates could not all be cancelled
     /// (C-8); saving again (even unchanged) finishes it.
     #[error(
-        "the settings were saved, but proposals prepared under the old settings could not all be cancelled; save again to finish"
+        "the settings were saved and are in force: no proposal prepared under the old ones can run; some of those proposals are not yet cancelled with a notice to their person; save again to finish"
     )]
     Unfinished(#[source] countersign_domain::ports::Cause),
     /// A platform service failed; nothing was changed.

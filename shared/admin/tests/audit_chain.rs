@@ -166,3 +166,110 @@ async fn l2_verification_and_signed_checkpoints() {
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["error"]["code"], "AUDIT_CHAIN_BROKEN");
 }
+
+/// Runs the offline recipe on `export` and `checkpoint` (and the audit keys), with the
+/// test command's Python (its emulator's virtualenv, which has `cryptography`).
+fn recipe(export: &Value, checkpoint: &Value, keys: &Value) -> (bool, String) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let python = format!("{root}/.venv/moto/bin/python");
+    assert!(
+        std::path::Path::new(&python).exists(),
+        "{python} is missing: run the test command (infra/scripts/test.sh), which installs it"
+    );
+    let dir = std::env::temp_dir().join(format!("cs-recipe-{}", ulid::Ulid::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut paths = Vec::new();
+    for (name, value) in [
+        ("export", export),
+        ("checkpoint", checkpoint),
+        ("keys", keys),
+    ] {
+        let path = dir.join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(value).unwrap()).unwrap();
+        paths.push(path);
+    }
+    let out = std::process::Command::new(python)
+        .arg(format!("{root}/docs/recipes/verify_audit_export.py"))
+        .args(&paths)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// L-3: the trail exported with its chain fields verifies offline, in Python, against a
+/// checkpoint the tenant kept (its signature checked with the published audit key), after
+/// the trail grew; a record the checkpoint covered, rewritten in the export, is found;
+/// a checkpoint whose kept heads were swapped is refused.
+#[tokio::test]
+async fn l3_an_export_verifies_offline_against_a_kept_checkpoint() {
+    let env = env(true).await;
+    let a = tenants::register(
+        &env.store,
+        &UlidIds::default(),
+        &SystemClock,
+        "A",
+        Language::En,
+    )
+    .await
+    .unwrap();
+    let key = a.admin_key.expose();
+    let base = format!("/api/admin/tenants/{}", a.tenant.id);
+    let app = || app(&env, env.secrets.clone());
+    let save = |url: &'static str| {
+        let app = app();
+        let path = format!("{base}/mcp");
+        async move {
+            let (status, body) = send(app, "PUT", &path, Some(key), Some(config(url, false))).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    save("https://mcp.trackshare.example.com/mcp").await;
+    let (status, kept) = send(
+        app(),
+        "POST",
+        &format!("{base}/audit/checkpoints"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{kept}");
+    assert_eq!(kept["heads"][0]["chain"], "tenant", "{kept}");
+    save("https://mcp2.trackshare.example.com/mcp").await;
+    let (_, keys) = send(
+        app(),
+        "GET",
+        "/.well-known/countersign-audit-keys.json",
+        None,
+        None,
+    )
+    .await;
+    let export = countersign_admin::audit::export(&env.store, &a.tenant.id)
+        .await
+        .unwrap();
+    assert_eq!(export["records"].as_array().unwrap().len(), 2, "{export}");
+
+    let (ok, out) = recipe(&export, &kept, &keys);
+    assert!(ok, "{out}");
+    assert!(out.contains("signature checked"), "{out}");
+
+    let mut rewritten = export.clone();
+    for r in rewritten["records"].as_array_mut().unwrap() {
+        if r["seq"] == 1 {
+            r["actor"] = "operator".into();
+        }
+    }
+    let (ok, out) = recipe(&rewritten, &kept, &keys);
+    assert!(!ok && out.contains("BROKEN"), "{out}");
+
+    let mut swapped = kept.clone();
+    swapped["heads"][0]["seq"] = 2.into();
+    swapped["heads"][0]["hash"] = export["heads"][0]["hash"].clone();
+    let (ok, out) = recipe(&export, &swapped, &keys);
+    assert!(!ok && out.contains("not the ones it signed"), "{out}");
+}

@@ -26,12 +26,14 @@ enum NotSent {
     Failed,
     /// The proposal expired before the proof could be made.
     Expired,
+    /// C-8: the tenant's action settings changed after it was prepared.
+    SettingsChanged,
 }
 
 impl NotSent {
     fn state(self) -> ProposalState {
         match self {
-            Self::Failed => ProposalState::Failed,
+            Self::Failed | Self::SettingsChanged => ProposalState::Failed,
             Self::Expired => ProposalState::Expired,
         }
     }
@@ -89,16 +91,20 @@ impl Chat {
         authorized: &Authorized,
         out: &mut Vec<NewMessage>,
     ) -> Result<ProposalState, ChatError> {
-        let (to, answer) = match self.send_execute(who, &p, authorized).await {
+        let (to, answer, not_sent) = match self.send_execute(who, &p, authorized).await {
             // no answer, an invalid one or a non-terminal one → unknown.
             Ok(answer) => {
                 let event = event_after_execute(answer.as_ref());
                 let to = transition(ProposalState::Executing, event);
-                (to.unwrap_or(ProposalState::Unknown), answer)
+                (to.unwrap_or(ProposalState::Unknown), answer, None)
             }
-            Err(not_sent) => (not_sent.state(), None),
+            Err(not_sent) => (not_sent.state(), None, Some(not_sent)),
         };
-        let m = self.outcome_message(lang, &p.case, to, answer.as_ref());
+        let m = if not_sent == Some(NotSent::SettingsChanged) {
+            self.notice(&p.case, texts::invalidated_notice(lang))
+        } else {
+            self.outcome_message(lang, &p.case, to, answer.as_ref())
+        };
         self.settle(who, &p, ProposalState::Executing, to, m, out)
             .await?;
         Ok(to)
@@ -113,6 +119,16 @@ impl Chat {
         p: &Proposal,
         authorized: &Authorized,
     ) -> Result<Option<ActionAnswer>, NotSent> {
+        // C-8: read after the confirmation committed, so a save that committed first is
+        // seen here, and one that commits later comes after the execution began.
+        match self.parts.integration.in_force(who, p).await {
+            Ok(true) => {}
+            Ok(false) => return Err(NotSent::SettingsChanged),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the action settings failed before execution");
+                return Err(NotSent::Failed);
+            }
+        }
         let (ctx, audience) = match self.parts.integration.for_proposal(who, p).await {
             Ok(Some(found)) => found,
             Ok(None) => return Err(NotSent::Failed),

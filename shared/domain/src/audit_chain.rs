@@ -117,7 +117,7 @@ pub struct Report {
     pub records: usize,
     /// Chains checked.
     pub chains: usize,
-    /// Records from before the chain existed (not covered).
+    /// Records without chain fields (L-3: any breaks verification).
     pub unchained: usize,
     /// The first broken link, in chain order; `None` when every chain verifies.
     pub broken: Option<Broken>,
@@ -152,17 +152,90 @@ pub fn verify(
             break;
         }
     }
-    let mut h = Sha256::new();
-    for (chain, head) in heads {
-        h.update(format!("{chain} {} {}\n", head.seq, head.hash).as_bytes());
-    }
     Report {
         records: records.len(),
         chains: chains.len(),
         unchained,
         broken,
-        digest: hex(&h.finalize()),
+        digest: digest(heads),
     }
+}
+
+/// What a checkpoint signs: SHA-256 (hex) over one line `chain seq hash` per head, in
+/// chain order.
+pub fn digest(heads: &std::collections::BTreeMap<String, Head>) -> String {
+    let mut h = Sha256::new();
+    for (chain, head) in heads {
+        h.update(format!("{chain} {} {}\n", head.seq, head.hash).as_bytes());
+    }
+    hex(&h.finalize())
+}
+
+/// L-3: whether a trail that verifies still holds everything a kept checkpoint covered —
+/// for each head the checkpoint digested (`kept`, which the caller has matched against
+/// the checkpoint's signed digest with [`digest`]), that chain's record at that `seq`
+/// still has that hash. Within a verified chain each record's hash covers the one before,
+/// so nothing up to the checkpoint was removed or rewritten. The first difference, or
+/// `None`.
+pub fn extends(
+    tenant: &str,
+    records: &[ChainedRecord],
+    kept: &std::collections::BTreeMap<String, Head>,
+) -> Option<Broken> {
+    for (chain, head) in kept.iter().filter(|(_, h)| h.seq > 0) {
+        let at = records
+            .iter()
+            .find(|r| &r.chain == chain && r.seq == head.seq);
+        let broken = |reason| Broken {
+            chain: chain.clone(),
+            seq: head.seq,
+            id: at.map(|r| r.id.clone()),
+            reason,
+        };
+        match at {
+            None => return Some(broken("a record the checkpoint covered is gone")),
+            Some(r) if r.hash(tenant) != head.hash => {
+                return Some(broken("a record the checkpoint covered was rewritten"));
+            }
+            Some(_) => {}
+        }
+    }
+    None
+}
+
+/// L-3: verifies a trail read as the stores read it (heads and the chain index first,
+/// then the records): records past their chain's head were written after the heads were
+/// read and are left for the next verification; a record without chain fields, and an
+/// indexed chain without a head, break the trail.
+pub fn verify_trail(tenant: &str, trail: &crate::ports::AuditTrail) -> Report {
+    let records: Vec<ChainedRecord> = trail
+        .records
+        .iter()
+        .filter(|r| trail.heads.get(&r.chain).is_none_or(|h| r.seq <= h.seq))
+        .cloned()
+        .collect();
+    let mut report = verify(tenant, &records, &trail.heads, trail.unchained);
+    if report.broken.is_none() {
+        report.broken = trail
+            .indexed
+            .iter()
+            .find(|chain| !trail.heads.contains_key(*chain))
+            .map(|chain| Broken {
+                chain: chain.clone(),
+                seq: 1,
+                id: None,
+                reason: "the chain's head and records are missing (the index names it)",
+            });
+    }
+    if report.broken.is_none() && trail.unchained > 0 {
+        report.broken = Some(Broken {
+            chain: "(none)".into(),
+            seq: 0,
+            id: None,
+            reason: "a record has no chain fields",
+        });
+    }
+    report
 }
 
 fn check_chain(
@@ -354,6 +427,110 @@ mod tests {
         let mut headless = heads;
         headless.remove(TENANT_CHAIN);
         assert!(verify("ten_1", &records, &headless, 0).broken.is_some());
+    }
+
+    fn as_trail(
+        records: Vec<ChainedRecord>,
+        heads: BTreeMap<String, Head>,
+    ) -> crate::ports::AuditTrail {
+        crate::ports::AuditTrail {
+            indexed: heads
+                .keys()
+                .filter(|c| *c != TENANT_CHAIN)
+                .cloned()
+                .collect(),
+            records,
+            heads,
+            unchained: 0,
+        }
+    }
+
+    /// L-3: a record appended after the heads were read (past its head) is not a break:
+    /// the trail verifies as of the heads.
+    #[test]
+    fn l3_a_record_written_after_the_heads_were_read_is_no_false_alarm() {
+        let (mut records, heads) = trail();
+        let chain = case_chain("case_1");
+        let (late, _) = append("ten_1", &heads[&chain], record(&chain, 9));
+        records.push(late);
+        assert!(
+            verify("ten_1", &records, &heads, 0).broken.is_some(),
+            "the bare chain walk would call it a break"
+        );
+        let report = verify_trail("ten_1", &as_trail(records, heads));
+        assert_eq!(report.broken, None, "{report:?}");
+        assert_eq!(report.records, 8);
+    }
+
+    /// L-3: a conversation chain deleted whole (records and head) is found through the
+    /// tenant's chain index; a record without chain fields breaks the trail.
+    #[test]
+    fn l3_a_deleted_chain_and_an_unchained_record_are_found() {
+        let (records, heads) = trail();
+        let chain = case_chain("case_1");
+        let kept: Vec<_> = records
+            .iter()
+            .filter(|r| r.chain != chain)
+            .cloned()
+            .collect();
+        let mut gone = heads.clone();
+        gone.remove(&chain);
+        let mut trail_without = as_trail(kept.clone(), gone.clone());
+        trail_without.indexed.insert(chain.clone());
+        assert!(
+            verify("ten_1", &kept, &gone, 0).broken.is_none(),
+            "unseen without the index"
+        );
+        let b = verify_trail("ten_1", &trail_without).broken.expect("found");
+        assert_eq!(b.chain, chain);
+        let mut unchained = as_trail(records, heads);
+        unchained.unchained = 1;
+        let b = verify_trail("ten_1", &unchained).broken.expect("found");
+        assert_eq!(b.reason, "a record has no chain fields");
+    }
+
+    /// L-3: a trail that grew since a checkpoint extends it; one whose covered record was
+    /// rewritten (and its chain rebuilt so it verifies again) or cut does not.
+    #[test]
+    fn l3_a_trail_extends_its_checkpoint_unless_a_covered_record_changed() {
+        let (records, heads) = trail();
+        let kept = heads.clone();
+        let chain = case_chain("case_1");
+        let mut grown = records.clone();
+        let (more, _) = append("ten_1", &heads[&chain], record(&chain, 9));
+        grown.push(more);
+        assert_eq!(extends("ten_1", &grown, &kept), None);
+        // Rewritten from the start and re-chained: it verifies, but not against the kept
+        // checkpoint.
+        let mut rebuilt = Vec::new();
+        let mut head = Head::default();
+        for i in 0..4 {
+            let mut r = record(&chain, i);
+            if i == 1 {
+                r.changes = r#"{"n":"rewritten"}"#.into();
+            }
+            let (r, h) = append("ten_1", &head, r);
+            rebuilt.push(r);
+            head = h;
+        }
+        let mut rewritten: Vec<_> = records
+            .iter()
+            .filter(|r| r.chain != chain)
+            .cloned()
+            .collect();
+        rewritten.extend(rebuilt);
+        let mut now = heads.clone();
+        now.insert(chain.clone(), head);
+        assert_eq!(verify("ten_1", &rewritten, &now, 0).broken, None);
+        let b = extends("ten_1", &rewritten, &kept).expect("found");
+        assert_eq!((b.chain.as_str(), b.seq), (chain.as_str(), 4));
+        let cut: Vec<_> = records
+            .iter()
+            .filter(|r| !(r.chain == chain && r.seq == 4))
+            .cloned()
+            .collect();
+        assert!(extends("ten_1", &cut, &kept).is_some());
+        assert_eq!(digest(&kept), verify("ten_1", &records, &heads, 0).digest);
     }
 
     #[test]

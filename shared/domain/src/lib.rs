@@ -17,6 +17,7 @@
 //! - the proof key's `kid` (RFC 7638 thumbprint) and PEM: [`jwk`]
 //! - tenant configuration (C-3, C-4, C-7): [`config`]
 //! - fixed texts (D-6): [`texts`]
+//! - what the audit trail records of each proposal step (L-1): [`life`]
 //! - ports: [`ports`]
 
 pub mod audit_chain;
@@ -30,6 +31,7 @@ pub mod ids;
 pub mod jwk;
 pub mod key_policy;
 pub mod keyring;
+pub mod life;
 pub mod net;
 pub mod outcome;
 pub mod pinning;

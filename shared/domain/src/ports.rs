@@ -513,9 +513,13 @@ pub trait TenantStore: Send + Sync {
 pub struct AuditTrail {
     /// The chained records, in no particular order.
     pub records: Vec<crate::audit_chain::ChainedRecord>,
-    /// Each chain's head.
+    /// Each chain's head, read before the records (L-3: a record written after the heads
+    /// were read is past its head and left for the next verification).
     pub heads: std::collections::BTreeMap<String, crate::audit_chain::Head>,
-    /// Records from before the chain existed.
+    /// The conversation chains named in the tenant's chain index (L-3): each must have its
+    /// head and its records, so a deleted conversation chain is found.
+    pub indexed: std::collections::BTreeSet<String>,
+    /// Records without chain fields (L-3: each one breaks verification).
     pub unchained: usize,
 }
 

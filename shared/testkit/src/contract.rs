@@ -10,8 +10,7 @@
 //! the tests share a store (or a table) without seeing each other.
 //!
 //! Not here (adapter-specific, tested beside the adapter): call counts, TTL attributes,
-//! the audit chain's items (L-2) and the proposal-life records (L-1), which only the
-//! DynamoDB adapter composes today.
+//! and tampering with the stored chain items (L-2, L-3).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use async_trait::async_trait;
@@ -82,6 +81,8 @@ macro_rules! store_contract {
             p2_concurrent_confirmations_apply_exactly_once,
             p2_concurrent_preparations_leave_exactly_one_pending,
             unsettled_index_follows_each_action_to_its_end,
+            l1_each_step_of_a_proposal_is_recorded_with_the_step,
+            l2_every_record_is_chained_and_the_trail_verifies,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -747,6 +748,11 @@ pub async fn budgets_are_per_tenant_fixed_windows(s: Arc<dyn Subject>) {
 
 /// How many callers race in the concurrency rules.
 const RACERS: usize = 16;
+/// How many preparations race in one conversation: each must win a round of the slot and
+/// the chain head in turn, so through the fault proxy (which cancels every transaction
+/// that overlaps one in flight, as DynamoDB does) 16 racers can exhaust a loser's retry
+/// budget on a loaded machine; one person's conversation never sees 8 at once.
+const PREPARERS: usize = 8;
 
 /// P-2, A-35: simultaneous confirmations of one proposal: exactly one applies; every other
 /// one finds it executing.
@@ -783,8 +789,8 @@ pub async fn p2_concurrent_preparations_leave_exactly_one_pending(s: Arc<dyn Sub
     let f = Fixture::default();
     let tenant = f.tenant();
     let case = f.open_case(s.conversations(), &tenant).await;
-    let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
-    let tasks: Vec<_> = (0..RACERS)
+    let barrier = Arc::new(tokio::sync::Barrier::new(PREPARERS));
+    let tasks: Vec<_> = (0..PREPARERS)
         .map(|i| {
             let (p, m) = f.proposal(&case, &format!("act_cp_{i}"));
             let (s, barrier) = (s.clone(), barrier.clone());
@@ -888,4 +894,97 @@ pub async fn unsettled_index_follows_each_action_to_its_end(s: Arc<dyn Subject>)
     );
     let page = s.tenants().list_audit(&tenant, None, 50).await.unwrap();
     assert_eq!(settled(page), 1, "a second settlement writes nothing");
+}
+
+/// A configured tenant's conversation in which `<prefix>_1` was prepared, then superseded
+/// by `<prefix>_2`, which was confirmed and completed.
+async fn life(s: &dyn Subject, f: &Fixture, prefix: &str) -> (TenantId, Case) {
+    let tenant = f.tenant();
+    f.configure(s.tenants(), &tenant, None, (1, "v1")).await;
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (p1, m1) = f.proposal(&case, &format!("{prefix}_1"));
+    let (p2, m2) = f.proposal(&case, &format!("{prefix}_2"));
+    create(s, &p1, &m1).await;
+    create(s, &p2, &m2).await;
+    assert_eq!(confirm(s, f, &p2).await, TransitionOutcome::Applied);
+    step(s, &p2, S::Executing, S::Completed).await;
+    (tenant, case)
+}
+
+/// L-1: each step of a proposal's life is one record of the tenant's trail, the one the
+/// domain composes (`countersign_domain::life`): prepared, superseded, confirmed by the
+/// person, completed, and a pending one cancelled with its conversation. No record holds
+/// a secret.
+pub async fn l1_each_step_of_a_proposal_is_recorded_with_the_step(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let (tenant, case) = life(&*s, &f, "act_life").await;
+    let (p3, m3) = f.proposal(&case, "act_life_3");
+    create(&*s, &p3, &m3).await;
+    s.conversations()
+        .close_case(&tenant, &case.id)
+        .await
+        .unwrap();
+
+    let page = s.tenants().list_audit(&tenant, None, 100).await.unwrap();
+    let mut actions: Vec<&str> = page.items.iter().map(|a| a.action.as_str()).collect();
+    actions.sort_unstable();
+    assert_eq!(
+        actions,
+        [
+            "mcp.put",
+            "proposal.cancelled",
+            "proposal.completed",
+            "proposal.confirmed",
+            "proposal.prepared",
+            "proposal.prepared",
+            "proposal.prepared",
+            "proposal.superseded",
+        ]
+    );
+    let one = |action: &str| {
+        page.items
+            .iter()
+            .find(|a| a.action == action)
+            .unwrap_or_else(|| panic!("no {action}"))
+    };
+    let confirmed = one("proposal.confirmed");
+    assert_eq!(confirmed.actor, "person");
+    assert_eq!(confirmed.changes["actionId"], "act_life_2");
+    assert_eq!(confirmed.changes["to"], "executing");
+    let superseded = one("proposal.superseded");
+    assert_eq!(
+        (&superseded.changes["actionId"], &superseded.changes["by"]),
+        (&json!("act_life_1"), &json!("act_life_2"))
+    );
+    let cancelled = one("proposal.cancelled");
+    assert_eq!(cancelled.changes["actionId"], "act_life_3");
+    assert_eq!(cancelled.changes["reason"], "conversation closed");
+    let completed = one("proposal.completed");
+    assert_eq!(
+        (&completed.changes["from"], &completed.changes["to"]),
+        (&json!("executing"), &json!("completed"))
+    );
+    let text =
+        serde_json::to_string(&page.items.iter().map(|a| &a.changes).collect::<Vec<_>>()).unwrap();
+    assert!(
+        !text.contains("svc_token_123") && !text.contains("eyJ"),
+        "{text}"
+    );
+}
+
+/// L-2, L-3: every record is on a chain — the tenant's for configuration, the
+/// conversation's for its proposals — the conversation's chain is in the tenant's index,
+/// and the trail verifies.
+pub async fn l2_every_record_is_chained_and_the_trail_verifies(s: Arc<dyn Subject>) {
+    use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify_trail};
+    let f = Fixture::default();
+    let (tenant, case) = life(&*s, &f, "act_chain").await;
+    let trail = s.tenants().audit_trail(&tenant).await.unwrap();
+    let report = verify_trail(tenant.as_str(), &trail);
+    assert_eq!(report.broken, None, "{report:?}");
+    assert_eq!((report.records, report.chains, report.unchained), (6, 2, 0));
+    let chain = case_chain(case.id.as_str());
+    assert_eq!(trail.heads[TENANT_CHAIN].seq, 1);
+    assert_eq!(trail.heads[&chain].seq, 5);
+    assert!(trail.indexed.contains(&chain), "{:?}", trail.indexed);
 }

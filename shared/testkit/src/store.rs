@@ -4,15 +4,17 @@
 //! configuration change.
 
 use crate::faults::{Fault, Faults};
-use crate::system::yield_now;
+use crate::system::{SeqIds, TestClock, yield_now};
 use async_trait::async_trait;
+use countersign_domain::audit_chain::{self, ChainedRecord, Head};
 use countersign_domain::certification::Certification;
 use countersign_domain::conversation::{Case, CaseStatus, Message};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
+use countersign_domain::life::{self, Stamp};
 use countersign_domain::ports::{
-    Admission, AuditEntry, AuditPage, ConfirmWrite, ConversationStore, ConversationView,
-    CreateProposalOutcome, Lease, Leases, NewMessage, PanelSession, RateLimiter, SessionStore,
+    Admission, AuditEntry, AuditPage, Clock, ConfirmWrite, ConversationStore, ConversationView,
+    CreateProposalOutcome, Ids, Lease, Leases, NewMessage, PanelSession, RateLimiter, SessionStore,
     SettleByAdmin, StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
     UnsettledAction, WidgetKey,
 };
@@ -20,7 +22,7 @@ use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
 use countersign_domain::time::Timestamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// One conversation: the case, its slot, proposals and messages.
 #[derive(Debug, Clone)]
@@ -53,6 +55,9 @@ struct State {
     configs: HashMap<TenantId, StoredMcpConfig>,
     widget_keys: HashMap<TenantId, BTreeMap<WidgetKeyId, WidgetKey>>,
     audit: HashMap<TenantId, BTreeMap<AuditId, AuditEntry>>,
+    /// The same records with their chain fields, and each chain's head (L-2).
+    records: HashMap<TenantId, Vec<ChainedRecord>>,
+    heads: HashMap<TenantId, BTreeMap<String, Head>>,
     certifications: HashMap<TenantId, Certification>,
     sessions: HashMap<Sha256Hex, PanelSession>,
     /// The last status answer noted per (tenant, action).
@@ -70,7 +75,33 @@ impl State {
         self.conversations.get_mut(&(tenant.clone(), case.clone()))
     }
 
+    /// A configuration record, on the tenant's chain (L-2).
     fn audit(&mut self, tenant: &TenantId, entry: &AuditEntry) {
+        self.chained(tenant, audit_chain::TENANT_CHAIN.to_owned(), entry);
+    }
+
+    /// A record of a proposal's step, on its conversation's chain (L-1, L-2).
+    fn audit_case(&mut self, tenant: &TenantId, case: &CaseId, entry: &AuditEntry) {
+        self.chained(tenant, audit_chain::case_chain(case.as_str()), entry);
+    }
+
+    /// `entry` appended to `chain` as the DynamoDB store appends it.
+    fn chained(&mut self, tenant: &TenantId, chain: String, entry: &AuditEntry) {
+        let heads = self.heads.entry(tenant.clone()).or_default();
+        let head = heads.entry(chain.clone()).or_default();
+        let record = ChainedRecord {
+            id: entry.id.to_string(),
+            chain,
+            seq: 0,
+            prev: String::new(),
+            at: entry.at.to_rfc3339(),
+            actor: entry.actor.clone(),
+            action: entry.action.clone(),
+            changes: entry.changes.to_string(),
+        };
+        let (record, next) = audit_chain::append(tenant.as_str(), head, record);
+        *head = next;
+        self.records.entry(tenant.clone()).or_default().push(record);
         self.audit
             .entry(tenant.clone())
             .or_default()
@@ -80,11 +111,34 @@ impl State {
 
 /// The conversation and tenant stores in memory. `faults` plans failures per method name
 /// (`load`, `confirm`, `transition`, `create_proposal`, `get_mcp_config`, …).
-#[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
     /// Fault switches.
     pub faults: Faults,
+    /// Time and ids of the records the store writes for a step (L-1).
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn Ids>,
+}
+
+impl Default for MemoryStore {
+    /// A store stamping its records from its own test clock.
+    fn default() -> Self {
+        let clock = Arc::new(TestClock::default());
+        Self {
+            state: Mutex::default(),
+            faults: Faults::default(),
+            ids: Arc::new(SeqIds::new(clock.clone())),
+            clock,
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
+    }
 }
 
 fn unavailable(op: &str) -> StoreError {
@@ -96,6 +150,62 @@ fn missing(what: &str) -> StoreError {
 }
 
 impl MemoryStore {
+    /// The same store, stamping the records it writes for a step (L-1) with `clock`'s time
+    /// and `ids`' ids (the use case's own, so a test reads one timeline).
+    pub fn with_system(mut self, clock: Arc<dyn Clock>, ids: Arc<dyn Ids>) -> Self {
+        self.clock = clock;
+        self.ids = ids;
+        self
+    }
+
+    /// Moves the slot's proposal `from → to` if it is there in `from`, with its notice and
+    /// its L-1 record, in one write.
+    fn step(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        (from, to): (ProposalState, ProposalState),
+        notice: Option<&NewMessage>,
+        record: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        if !is_legal(from, to) {
+            return Err(StoreError::IllegalTransition { from, to });
+        }
+        self.run(
+            "transition",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(conv) = s.conversation(tenant, case) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                let in_slot = conv.slot.as_ref() == Some(action_id);
+                let Some(p) = conv.proposals.get_mut(action_id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                if p.state != from || !in_slot {
+                    return Ok(TransitionOutcome::Conflict {
+                        current: Some(p.state),
+                    });
+                }
+                p.state = to;
+                if let Some(m) = notice {
+                    conv.push(m);
+                }
+                s.audit_case(tenant, case, record);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    /// A new record's id and time (L-1).
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            id: self.ids.audit_id(),
+            at: self.clock.now(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -304,6 +414,8 @@ impl ConversationStore for MemoryStore {
         presentation: &[NewMessage],
     ) -> Result<CreateProposalOutcome, StoreError> {
         yield_now().await;
+        let prepared_record = life::prepared(proposal, self.ids.audit_id());
+        let superseded_stamp = self.stamp();
         self.run(
             "create_proposal",
             || CreateProposalOutcome::Conflict,
@@ -353,6 +465,13 @@ impl ConversationStore for MemoryStore {
                     conv.push(m);
                 }
                 s.used_action_ids.insert(guard);
+                // L-1, in the same write.
+                s.audit_case(&proposal.tenant, &proposal.case, &prepared_record);
+                if let Some(old) = &superseded {
+                    let by = &proposal.action_id;
+                    let record = life::superseded(old, &proposal.case, by, superseded_stamp);
+                    s.audit_case(&proposal.tenant, &proposal.case, &record);
+                }
                 Ok(CreateProposalOutcome::Applied { superseded })
             },
         )
@@ -360,6 +479,7 @@ impl ConversationStore for MemoryStore {
 
     async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
         yield_now().await;
+        let record = life::confirmed(w).ok_or_else(|| missing("message ULID"))?;
         let apply = |s: &mut State| {
             if let Some(conflict) = confirm_conflict(s, w) {
                 return Ok(conflict);
@@ -374,6 +494,7 @@ impl ConversationStore for MemoryStore {
             p.state = ProposalState::Executing;
             p.confirmation_message_id = Some(w.message.id.clone());
             conv.push(&w.message);
+            s.audit_case(&w.tenant, &w.case, &record);
             Ok(TransitionOutcome::Applied)
         };
         match self.faults.take("confirm") {
@@ -400,32 +521,8 @@ impl ConversationStore for MemoryStore {
         notice: Option<&NewMessage>,
     ) -> Result<TransitionOutcome, StoreError> {
         yield_now().await;
-        if !is_legal(from, to) {
-            return Err(StoreError::IllegalTransition { from, to });
-        }
-        self.run(
-            "transition",
-            || TransitionOutcome::Conflict { current: None },
-            |s| {
-                let Some(conv) = s.conversation(tenant, case) else {
-                    return Ok(TransitionOutcome::Conflict { current: None });
-                };
-                let in_slot = conv.slot.as_ref() == Some(action_id);
-                let Some(p) = conv.proposals.get_mut(action_id) else {
-                    return Ok(TransitionOutcome::Conflict { current: None });
-                };
-                if p.state != from || !in_slot {
-                    return Ok(TransitionOutcome::Conflict {
-                        current: Some(p.state),
-                    });
-                }
-                p.state = to;
-                if let Some(m) = notice {
-                    conv.push(m);
-                }
-                Ok(TransitionOutcome::Applied)
-            },
-        )
+        let record = life::stepped(action_id, case, (from, to), self.stamp());
+        self.step(tenant, case, action_id, (from, to), notice, &record)
     }
 
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
@@ -493,20 +590,16 @@ impl ConversationStore for MemoryStore {
         &self,
         settle: &SettleByAdmin<'_>,
     ) -> Result<TransitionOutcome, StoreError> {
-        let outcome = self
-            .transition(
-                settle.tenant,
-                settle.case,
-                settle.action_id,
-                settle.from,
-                settle.to,
-                Some(settle.notice),
-            )
-            .await?;
-        if outcome == TransitionOutcome::Applied {
-            self.lock().audit(settle.tenant, settle.audit);
-        }
-        Ok(outcome)
+        yield_now().await;
+        // The administrator's record is the step's record (L-1).
+        self.step(
+            settle.tenant,
+            settle.case,
+            settle.action_id,
+            (settle.from, settle.to),
+            Some(settle.notice),
+            settle.audit,
+        )
     }
 
     async fn close_case(
@@ -515,6 +608,7 @@ impl ConversationStore for MemoryStore {
         case: &CaseId,
     ) -> Result<TransitionOutcome, StoreError> {
         yield_now().await;
+        let stamp = self.stamp();
         self.run(
             "close_case",
             || TransitionOutcome::Conflict { current: None },
@@ -532,15 +626,20 @@ impl ConversationStore for MemoryStore {
                     });
                 }
                 // a pending proposal is cancelled with the case.
-                if let Some(p) = conv
+                let cancelled = conv
                     .slot
                     .clone()
                     .and_then(|a| conv.proposals.get_mut(&a))
                     .filter(|p| p.state == ProposalState::PendingConfirmation)
-                {
-                    p.state = ProposalState::Cancelled;
-                }
+                    .map(|p| {
+                        p.state = ProposalState::Cancelled;
+                        p.action_id.clone()
+                    });
                 conv.case.status = CaseStatus::Closed;
+                if let Some(action) = cancelled {
+                    let record = life::cancelled_with_case(&action, case, stamp);
+                    s.audit_case(tenant, case, &record);
+                }
                 Ok(TransitionOutcome::Applied)
             },
         )
@@ -574,7 +673,7 @@ impl ConversationStore for MemoryStore {
             "invalidate_pending",
             || 0,
             |s| {
-                let mut cancelled = 0;
+                let (mut cancelled, mut records) = (0, Vec::new());
                 for ((t, case), conv) in &mut s.conversations {
                     if t != tenant {
                         continue;
@@ -590,12 +689,18 @@ impl ConversationStore for MemoryStore {
                         if p.state == ProposalState::PendingConfirmation && !current {
                             p.state = ProposalState::Cancelled;
                             notices.push(notice(case, lang));
+                            let step = (ProposalState::PendingConfirmation, p.state);
+                            let record = life::stepped(&p.action_id, case, step, self.stamp());
+                            records.push((case.clone(), record));
                             cancelled += 1;
                         }
                     }
                     for m in &notices {
                         conv.push(m);
                     }
+                }
+                for (case, record) in &records {
+                    s.audit_case(tenant, case, record);
                 }
                 Ok(cancelled)
             },
@@ -914,16 +1019,25 @@ impl TenantStore for MemoryStore {
         })
     }
 
-    /// The in-memory store keeps no chains (tamper evidence is the DynamoDB adapter's,
-    /// tested against the emulator): every record is reported as unchained.
+    /// The chains as the DynamoDB store keeps them (L-2, L-3): every record with its chain
+    /// fields, each chain's head, and the conversation chains as its index names them.
     async fn audit_trail(
         &self,
         tenant: &TenantId,
     ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
         yield_now().await;
-        self.read("audit_trail", |s| countersign_domain::ports::AuditTrail {
-            unchained: s.audit.get(tenant).map_or(0, |a| a.len()),
-            ..Default::default()
+        self.read("audit_trail", |s| {
+            let heads = s.heads.get(tenant).cloned().unwrap_or_default();
+            countersign_domain::ports::AuditTrail {
+                records: s.records.get(tenant).cloned().unwrap_or_default(),
+                indexed: heads
+                    .keys()
+                    .filter(|c| *c != audit_chain::TENANT_CHAIN)
+                    .cloned()
+                    .collect(),
+                heads,
+                unchained: 0,
+            }
         })
     }
 }

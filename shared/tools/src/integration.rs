@@ -136,6 +136,21 @@ impl IntegrationService {
         Ok(ctx.map(|ctx| Connected { config, ctx }))
     }
 
+    /// C-8 (issue 27): whether the action settings `p` was prepared under — the actions
+    /// version and the service token's version — are still the tenant's, by a consistent
+    /// read. An execution runs only then, so no proposal runs under settings that changed
+    /// after it was prepared, whether or not the save's sweep has reached it yet.
+    pub async fn in_force(&self, who: &Principal, p: &Proposal) -> Result<bool, IntegrationError> {
+        let Some(prepared_with) = &p.secret_version else {
+            // Prepared without an integration: nothing to run it against anyway.
+            return Ok(true);
+        };
+        let current = self.tenants.get_mcp_config(&who.tenant).await?;
+        Ok(current.is_some_and(|c| {
+            c.actions_version == p.config_version && &c.secret_version == prepared_with
+        }))
+    }
+
     /// The integration `p` was prepared with (C-8: an execution or a status query uses
     /// the original URL, token version and audience) and its proof audience.
     /// `None` when the proposal carries no integration or its token version is gone.

@@ -1,9 +1,10 @@
 //! The confirm path's AWS budget (ARCHITECTURE "The conversation lock and the confirm
 //! path"), counted with an SDK interceptor on a messages router served in-process over
-//! the same stack: a confirmation performs exactly, before the provider call, one GetItem
-//! (the widget credential: revocation takes effect at once), one Query (case, slot,
-//! proposal), one TransactWriteItems (confirm + message; no item shared by the tenant's
-//! conversations, decision 0019), one KMS Sign; and after it one TransactWriteItems
+//! the same stack: a confirmation performs exactly, before the provider call, two GetItems
+//! (the widget credential: revocation takes effect at once; and, after the confirm write,
+//! the tenant's action settings: C-8 holds at execution, decision 0042), one Query (case,
+//! slot, proposal), one TransactWriteItems (confirm + message; no item shared by the
+//! tenant's conversations, decision 0019), one KMS Sign; and after it one TransactWriteItems
 //! (outcome + result message). A cold container adds only what it caches: the widget
 //! secret, the service token's version and the signing key's public half.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -115,7 +116,7 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
         .unwrap()
         .to_owned();
     let warm_path = counts(&[
-        ("GetItem", 1),
+        ("GetItem", 2),
         ("Query", 1),
         ("Sign", 1),
         ("TransactWriteItems", 2),
@@ -144,7 +145,7 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
     let m = post(cold, case.clone(), "confirm", reply).await;
     assert!(texts(&m).contains("Action completed."), "{m:?}");
     let cold_path = counts(&[
-        ("GetItem", 1),
+        ("GetItem", 2),
         ("GetPublicKey", 1),
         ("GetSecretValue", 2),
         ("Query", 1),

@@ -9,12 +9,14 @@
 //! nothing is written, and the write is built again on the head read back.
 
 use super::items::*;
-use super::tenants::{AUDIT_HEAD_SK, CASE_HEAD_SK, chained_audit_item};
 use super::{DynamoStore, MAX_ATTEMPTS, Tx, any_conflict, backoff, failed, values};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use countersign_domain::audit_chain::{self, ChainedRecord, Head, TENANT_CHAIN};
 use countersign_domain::ids::{CaseId, TenantId};
 use countersign_domain::ports::{AuditEntry, StoreError};
+
+/// The tenant's index of its conversation chains (L-3): `AUDITCHAIN#<chain>`.
+pub(crate) const CHAIN_INDEX_PREFIX: &str = "AUDITCHAIN#";
 
 /// Heads kept per process before the cache is emptied (a hint, never a source of truth).
 const MAX_CACHED_HEADS: usize = 50_000;
@@ -133,6 +135,11 @@ impl DynamoStore {
             ))?);
             next = after;
         }
+        // L-3: a conversation chain's first records name it in the tenant's chain index,
+        // so a verifier finds the chain even if its records and head are deleted later.
+        if head.seq == 0 && !entries.is_empty() && chain.chain != TENANT_CHAIN {
+            items.push(self.chain_index_put(chain)?);
+        }
         let mut vals = values([
             (":seq", n(i128::from(next.seq))),
             (":hash", s(next.hash.as_str())),
@@ -150,6 +157,39 @@ impl DynamoStore {
             vals,
         )?);
         Ok((items, next))
+    }
+
+    /// The tenant's index entry of `chain` (unconditional: writing it twice is harmless).
+    fn chain_index_put(&self, chain: &ChainRef) -> Result<TransactWriteItem, StoreError> {
+        let mut item = key(
+            tenant_pk(&chain.tenant),
+            format!("{CHAIN_INDEX_PREFIX}{}", chain.chain),
+        );
+        item.insert("chain".into(), s(chain.chain.as_str()));
+        let put = aws_sdk_dynamodb::types::Put::builder()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .build()
+            .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// Where `chain`'s head lives, for a verifier reading it by name.
+    pub(crate) fn chain_named(tenant: &TenantId, chain: &str) -> Result<ChainRef, StoreError> {
+        match chain.strip_prefix("case:") {
+            Some(case) => {
+                let case = CaseId::parse(case).map_err(|_| corrupt("chain"))?;
+                Ok(ChainRef::case(tenant, &case))
+            }
+            None if chain == TENANT_CHAIN => Ok(ChainRef::tenant(tenant)),
+            None => Err(corrupt("chain")),
+        }
+    }
+
+    /// `chain`'s stored head (a consistent read, never the cache), or `None`.
+    pub(crate) async fn stored_head(&self, chain: &ChainRef) -> Result<Option<Head>, StoreError> {
+        let item = self.get(chain.head_pk.as_str(), chain.head_sk).await?;
+        Ok(item.as_ref().map(head_from))
     }
 
     /// Whether a cancellation was the head's alone (another record came first): then the

@@ -18,16 +18,6 @@ use countersign_domain::audit_chain::Head;
 use countersign_domain::ports::{AuditEntry, ConfirmWrite, StoreError, TransitionOutcome};
 use countersign_domain::proposal::ProposalState;
 
-/// The ULID inside the confirming message's id (`msg_<ULID>`).
-fn message_ulid(w: &ConfirmWrite) -> Result<ulid::Ulid, StoreError> {
-    w.message
-        .id
-        .as_str()
-        .strip_prefix("msg_")
-        .and_then(|u| ulid::Ulid::from_string(u).ok())
-        .ok_or_else(|| corrupt("message id"))
-}
-
 /// How long the confirm items are resent under one token while their outcome is unknown
 /// (issue 27: at least 5 s, longer than a transaction takes to commit or fail).
 const RESEND_FOR: std::time::Duration = std::time::Duration::from_secs(5);
@@ -43,24 +33,9 @@ enum ReadBack {
 }
 
 impl DynamoStore {
-    /// L-1: confirmed by the person, executing from now. Its id is the confirming
-    /// message's ULID and its time the message's, so that a resend under the same token
-    /// carries the very same items.
+    /// L-1: the domain's record of the confirmation (the same on every resend).
     fn confirm_entry(w: &ConfirmWrite) -> Result<AuditEntry, StoreError> {
-        super::tenants::life_entry(
-            message_ulid(w)?,
-            w.message.created_at,
-            "person",
-            "confirmed",
-            serde_json::json!({
-                "actionId": w.action_id.as_str(),
-                "caseId": w.case.as_str(),
-                "from": ProposalState::PendingConfirmation.as_str(),
-                "to": ProposalState::Executing.as_str(),
-                "confirmationMessageId": w.message.id.as_str(),
-                "presentedMessageId": w.presented_message_id.as_str(),
-            }),
-        )
+        countersign_domain::life::confirmed(w).ok_or_else(|| corrupt("message id"))
     }
 
     /// The items of the confirm transaction, in a fixed order: case slot (0), proposal

@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
-use countersign_domain::ports::{NewMessage, StoreError};
+use countersign_domain::ports::{AuditEntry, NewMessage, StoreError};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::Language;
@@ -307,4 +307,59 @@ pub(crate) fn message_from(item: &Item) -> Result<Message, StoreError> {
             .map_err(|_| corrupt("reply_to"))?,
         created_at: ts(item, "created_at")?,
     })
+}
+
+/// The tenant's audit records (L-1, L-2): `AUDIT#<id>` in the tenant's partition.
+pub(crate) const AUDIT_PREFIX: &str = "AUDIT#";
+
+/// An audit record: same partition as the tenant, sorted by its time-ordered id, kept
+/// without TTL (an audit trail outlives conversations).
+pub(crate) fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
+    let mut i = key(tenant_pk(tenant), format!("{AUDIT_PREFIX}{}", a.id));
+    i.insert("audit_id".into(), s(a.id.as_str()));
+    i.insert("at".into(), s(a.at.to_rfc3339()));
+    i.insert("actor".into(), s(a.actor.as_str()));
+    i.insert("action".into(), s(a.action.as_str()));
+    i.insert("changes".into(), s(a.changes.to_string()));
+    i
+}
+
+/// The head item of a tenant's configuration chain (L-2).
+pub(crate) const AUDIT_HEAD_SK: &str = "AUDITHEAD";
+/// The head item of a conversation's chain (L-2), in the conversation's partition.
+pub(crate) const CASE_HEAD_SK: &str = "A#AUDIT";
+
+/// An audit record with its chain fields (L-2).
+pub(crate) fn chained_audit_item(
+    tenant: &TenantId,
+    a: &AuditEntry,
+    record: &countersign_domain::audit_chain::ChainedRecord,
+    hash: &str,
+) -> Item {
+    let mut i = audit_item(tenant, a);
+    i.insert("chain".into(), s(record.chain.as_str()));
+    i.insert("chain_seq".into(), n(i128::from(record.seq)));
+    i.insert("chain_prev".into(), s(record.prev.as_str()));
+    i.insert("chain_hash".into(), s(hash));
+    i
+}
+
+/// A stored audit item as a chained record, or `None` for a record from before the
+/// chain existed.
+pub(crate) fn chained_from(
+    i: &Item,
+) -> Result<Option<countersign_domain::audit_chain::ChainedRecord>, StoreError> {
+    let Some(chain) = opt_s(i, "chain") else {
+        return Ok(None);
+    };
+    Ok(Some(countersign_domain::audit_chain::ChainedRecord {
+        id: get_s(i, "audit_id")?.to_owned(),
+        chain: chain.to_owned(),
+        seq: get_n(i, "chain_seq")?,
+        prev: opt_s(i, "chain_prev").unwrap_or_default().to_owned(),
+        at: get_s(i, "at")?.to_owned(),
+        actor: get_s(i, "actor")?.to_owned(),
+        action: get_s(i, "action")?.to_owned(),
+        changes: get_s(i, "changes")?.to_owned(),
+    }))
 }

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use countersign_domain::certification::Certification;
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{AuditId, CaseId, OperationName, TenantId, ToolName, WidgetKeyId};
+use countersign_domain::ids::{AuditId, OperationName, TenantId, ToolName, WidgetKeyId};
 use countersign_domain::ports::{
     AuditEntry, AuditPage, PanelSession, SessionStore, StoreError, StoredMcpConfig, Tenant,
     TenantStore, TransitionOutcome, WidgetKey,
@@ -22,7 +22,6 @@ pub(crate) const MCP_SK: &str = "MCP";
 const REGISTRY_PK: &str = "TENANTS";
 const ADMIN_KEY_SK: &str = "ADMINKEY";
 const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";
-const AUDIT_PREFIX: &str = "AUDIT#";
 /// The latest certification run (H-1), as one JSON document.
 const CERTIFICATION_SK: &str = "CERTIFICATION";
 /// A panel session (U-1): its own partition, keyed by the hash of its id.
@@ -30,79 +29,6 @@ const SESSION_PREFIX: &str = "PANELSESSION#";
 const SESSION_SK: &str = "SESSION";
 /// Largest page of audit records one request may ask for.
 const MAX_AUDIT_PAGE: usize = 100;
-
-/// An audit record: same partition as the tenant, sorted by its time-ordered id, kept
-/// without TTL (an audit trail outlives conversations).
-pub(super) fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
-    let mut i = key(tenant_pk(tenant), format!("{AUDIT_PREFIX}{}", a.id));
-    i.insert("audit_id".into(), s(a.id.as_str()));
-    i.insert("at".into(), s(a.at.to_rfc3339()));
-    i.insert("actor".into(), s(a.actor.as_str()));
-    i.insert("action".into(), s(a.action.as_str()));
-    i.insert("changes".into(), s(a.changes.to_string()));
-    i
-}
-
-/// L-1: one step of a proposal's life as an audit entry of the conversation's chain,
-/// written in the same transaction as the step. `id_source` is a ULID of the step (a
-/// fresh one, or the confirming message's, so that a resent confirm transaction carries
-/// the very same item). Never a proof or a secret: ids, states, hashes and times only.
-pub(super) fn life_entry(
-    id_source: ulid::Ulid,
-    at: Timestamp,
-    actor: &str,
-    event: &str,
-    changes: serde_json::Value,
-) -> Result<AuditEntry, StoreError> {
-    let id = AuditId::parse(format!("aud_{id_source}")).map_err(|_| corrupt("audit_id"))?;
-    Ok(AuditEntry {
-        id,
-        at,
-        actor: actor.to_owned(),
-        action: format!("proposal.{event}"),
-        changes,
-    })
-}
-
-/// The head item of a tenant's configuration chain (L-2).
-pub(super) const AUDIT_HEAD_SK: &str = "AUDITHEAD";
-/// The head item of a conversation's chain (L-2), in the conversation's partition.
-pub(super) const CASE_HEAD_SK: &str = "A#AUDIT";
-
-/// An audit record with its chain fields (L-2).
-pub(super) fn chained_audit_item(
-    tenant: &TenantId,
-    a: &AuditEntry,
-    record: &countersign_domain::audit_chain::ChainedRecord,
-    hash: &str,
-) -> Item {
-    let mut i = audit_item(tenant, a);
-    i.insert("chain".into(), s(record.chain.as_str()));
-    i.insert("chain_seq".into(), n(i128::from(record.seq)));
-    i.insert("chain_prev".into(), s(record.prev.as_str()));
-    i.insert("chain_hash".into(), s(hash));
-    i
-}
-
-/// A stored audit item as a chained record, or `None` for a record from before the
-/// chain existed.
-pub(super) fn chained_from(
-    i: &Item,
-) -> Result<Option<countersign_domain::audit_chain::ChainedRecord>, StoreError> {
-    let Some(chain) = opt_s(i, "chain") else {
-        return Ok(None);
-    };
-    Ok(Some(countersign_domain::audit_chain::ChainedRecord {
-        id: get_s(i, "audit_id")?.to_owned(),
-        chain: chain.to_owned(),
-        seq: get_n(i, "chain_seq")?,
-        prev: opt_s(i, "chain_prev").unwrap_or_default().to_owned(),
-        at: get_s(i, "at")?.to_owned(),
-        actor: get_s(i, "actor")?.to_owned(),
-        action: get_s(i, "action")?.to_owned(),
-        changes: get_s(i, "changes")?.to_owned(),
-    }))
-}
 
 fn audit_from(i: &Item) -> Result<AuditEntry, StoreError> {
     Ok(AuditEntry {
@@ -115,6 +41,19 @@ fn audit_from(i: &Item) -> Result<AuditEntry, StoreError> {
 }
 
 impl DynamoStore {
+    /// The conversation chains the tenant's chain index names (L-3).
+    async fn chain_index(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let prefix = super::chain::CHAIN_INDEX_PREFIX;
+        self.tenant_items(tenant, prefix)
+            .await?
+            .iter()
+            .map(|i| get_s(i, "chain").map(str::to_owned))
+            .collect()
+    }
+
     /// Commits `tx` with its configuration audit record appended to the tenant's chain
     /// in the same transaction (issue 5, L-2). `false` when a condition of `tx` failed.
     async fn commit_audited(
@@ -530,34 +469,51 @@ impl TenantStore for DynamoStore {
         }
     }
 
+    /// L-3: a consistent view. The chain index and every head are read first, then the
+    /// records; a record past its head was written after the heads were read and is left
+    /// for the next verification (`verify_trail`). A chain with records but missing from
+    /// the first read was created since (its index entry exists now: left for the next
+    /// verification) or predates the index (its head is read now).
     async fn audit_trail(
         &self,
         tenant: &TenantId,
     ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
-        let mut trail = countersign_domain::ports::AuditTrail::default();
+        use countersign_domain::audit_chain::TENANT_CHAIN;
+        let mut trail = countersign_domain::ports::AuditTrail {
+            indexed: self.chain_index(tenant).await?,
+            ..Default::default()
+        };
+        let mut first: std::collections::BTreeSet<String> = trail.indexed.clone();
+        first.insert(TENANT_CHAIN.to_owned());
+        for chain in &first {
+            let at = Self::chain_named(tenant, chain)?;
+            if let Some(head) = self.stored_head(&at).await? {
+                trail.heads.insert(chain.clone(), head);
+            }
+        }
         for item in self.tenant_items(tenant, AUDIT_PREFIX).await? {
             match chained_from(&item)? {
                 Some(r) => trail.records.push(r),
                 None => trail.unchained += 1,
             }
         }
-        // Every chain's head: the tenant's, and each conversation's that has records.
-        let mut chains: std::collections::BTreeSet<String> =
-            trail.records.iter().map(|r| r.chain.clone()).collect();
-        chains.insert(countersign_domain::audit_chain::TENANT_CHAIN.to_owned());
-        for chain in chains {
-            let (pk, sk) = match chain.strip_prefix("case:") {
-                Some(case) => {
-                    let case = CaseId::parse(case).map_err(|_| corrupt("chain"))?;
-                    (conv_pk(tenant, &case), CASE_HEAD_SK)
+        let late: std::collections::BTreeSet<String> = trail
+            .records
+            .iter()
+            .filter(|r| !first.contains(&r.chain))
+            .map(|r| r.chain.clone())
+            .collect();
+        if !late.is_empty() {
+            let indexed_now = self.chain_index(tenant).await?;
+            for chain in late {
+                if indexed_now.contains(&chain) {
+                    trail.records.retain(|r| r.chain != chain);
+                } else if let Some(head) = self
+                    .stored_head(&Self::chain_named(tenant, &chain)?)
+                    .await?
+                {
+                    trail.heads.insert(chain, head);
                 }
-                None if chain == countersign_domain::audit_chain::TENANT_CHAIN => {
-                    (tenant_pk(tenant), AUDIT_HEAD_SK)
-                }
-                None => return Err(corrupt("chain")),
-            };
-            if let Some(item) = self.get(pk, sk).await? {
-                trail.heads.insert(chain, super::chain::head_from(&item));
             }
         }
         Ok(trail)

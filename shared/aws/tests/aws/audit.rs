@@ -6,7 +6,7 @@
 
 use crate::common::{Env, env};
 use countersign_aws::dynamo::DynamoStore;
-use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify};
+use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify_trail};
 use countersign_domain::ports::{
     ConversationStore, CreateProposalOutcome, TenantStore, TransitionOutcome,
 };
@@ -17,12 +17,7 @@ async fn check(
     tenant: &countersign_domain::ids::TenantId,
 ) -> countersign_domain::audit_chain::Report {
     let trail = store.audit_trail(tenant).await.unwrap();
-    verify(
-        tenant.as_str(),
-        &trail.records,
-        &trail.heads,
-        trail.unchained,
-    )
+    verify_trail(tenant.as_str(), &trail)
 }
 
 /// A life: configured, prepared, superseded by a second preparation, confirmed,
@@ -267,4 +262,120 @@ async fn l2_the_confirm_write_adds_no_call() {
     assert_eq!(calls.get("TransactWriteItems"), Some(&2), "{calls:?}");
     assert_eq!(calls.get("GetItem"), None, "{calls:?}");
     assert_eq!(check(&other, &tenant).await.broken, None);
+}
+
+/// L-3: verification while confirmations keep landing reports no false break: the heads
+/// are read before the records, so a record written in between is past its head and left
+/// for the next verification (before issue 27 it read "a record is missing").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn l3_verification_under_running_confirmations_reports_no_false_break() {
+    const CASES: usize = 6;
+    let env = std::sync::Arc::new(env().await);
+    let store = env.fresh_store().await;
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    let mut writers = Vec::new();
+    for c in 0..CASES {
+        let (env, store, tenant) = (env.clone(), store.clone(), tenant.clone());
+        writers.push(tokio::spawn(async move {
+            let case = env.open_case(&store, &tenant).await;
+            for i in 0..4 {
+                let (p, m) = env.proposal(&case, &format!("act_run_{c}_{i}"), 1);
+                store.create_proposal(&p, &m).await.unwrap();
+                let w = env.confirm_write(&p, &p.presented.message_id);
+                assert_eq!(store.confirm(&w).await.unwrap(), TransitionOutcome::Applied);
+                let step = (ProposalState::Executing, ProposalState::Completed);
+                let done = store
+                    .transition(&tenant, &case.id, &p.action_id, step.0, step.1, None)
+                    .await
+                    .unwrap();
+                assert_eq!(done, TransitionOutcome::Applied);
+            }
+        }));
+    }
+    let mut verified = 0;
+    while writers.iter().any(|w| !w.is_finished()) {
+        let report = check(&store, &tenant).await;
+        assert_eq!(report.broken, None, "a false break under load: {report:?}");
+        verified += 1;
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let report = check(&store, &tenant).await;
+    assert_eq!(report.broken, None, "{report:?}");
+    // Configuration, then per case 4 × (prepared, confirmed, completed).
+    assert_eq!((report.records, report.chains), (1 + CASES * 12, 1 + CASES));
+    assert!(
+        verified > 1,
+        "verification ran while the writers did ({verified} times)"
+    );
+}
+
+/// L-3: a conversation's chain deleted whole — every record and its head, as someone with
+/// write access to the table could — is found through the tenant's chain index; so is a
+/// record written without chain fields.
+#[tokio::test]
+async fn l3_a_deleted_conversation_chain_and_an_unchained_record_are_found() {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    let env = env().await;
+    let store = env.fresh_store().await;
+    let (tenant, case) = life(&env, &store).await;
+    assert_eq!(check(&store, &tenant).await.broken, None);
+    let raw = aws_sdk_dynamodb::Client::new(&env.sdk);
+    let chain = case_chain(case.id.as_str());
+    let trail = store.audit_trail(&tenant).await.unwrap();
+    let key = |pk: String, sk: String| {
+        std::collections::HashMap::from([("pk".to_owned(), A::S(pk)), ("sk".to_owned(), A::S(sk))])
+    };
+    for r in trail.records.iter().filter(|r| r.chain == chain) {
+        raw.delete_item()
+            .table_name(store.table())
+            .set_key(Some(key(
+                format!("TENANT#{tenant}"),
+                format!("AUDIT#{}", r.id),
+            )))
+            .send()
+            .await
+            .unwrap();
+    }
+    raw.delete_item()
+        .table_name(store.table())
+        .set_key(Some(key(
+            format!("CONV#{tenant}#{}", case.id),
+            "A#AUDIT".into(),
+        )))
+        .send()
+        .await
+        .unwrap();
+    let broken = check(&store, &tenant)
+        .await
+        .broken
+        .expect("the deleted chain is found");
+    assert_eq!(broken.chain, chain);
+
+    // A fresh trail with one record put without chain fields.
+    let store = env.fresh_store().await;
+    let (tenant, _) = life(&env, &store).await;
+    let mut item = key(
+        format!("TENANT#{tenant}"),
+        "AUDIT#aud_01JDZ6Y5X1QW9T3V7N2K4M8P0R".into(),
+    );
+    for (k, v) in [
+        ("audit_id", "aud_01JDZ6Y5X1QW9T3V7N2K4M8P0R"),
+        ("at", "2026-12-01T10:00:00Z"),
+        ("actor", "operator"),
+        ("action", "mcp.put"),
+        ("changes", "{}"),
+    ] {
+        item.insert(k.to_owned(), A::S(v.to_owned()));
+    }
+    raw.put_item()
+        .table_name(store.table())
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+    let broken = check(&store, &tenant).await.broken.expect("found");
+    assert_eq!(broken.reason, "a record has no chain fields");
 }

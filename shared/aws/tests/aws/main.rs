@@ -20,4 +20,5 @@ mod kms;
 mod leases;
 mod real_rules;
 mod secrets;
+mod sweep;
 mod tenants;

@@ -106,6 +106,31 @@ async fn c8_a_proposal_cancelled_by_a_settings_change_is_never_executed() {
     assert_eq!(h.signer.signed(), 0);
 }
 
+/// C-8 without the sweep (issue 27): the settings change committed but the save's sweep
+/// never reached this proposal (it timed out, or failed midway). The confirmation is
+/// recorded, yet nothing runs under the old URL or token: the settings are read after the
+/// confirmation committed, the proposal ends `failed` (nothing was sent), nothing is
+/// signed, and the person is told why.
+#[tokio::test]
+async fn c8_a_proposal_the_sweep_never_reached_is_not_executed_after_a_settings_change() {
+    let h = H::new().await;
+    let (action, presented) = h.propose().await;
+    h.configure(true, &[crate::harness::OPERATION], None).await;
+    assert_eq!(
+        h.state(&action),
+        ProposalState::PendingConfirmation,
+        "no sweep ran"
+    );
+    let out = h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Failed);
+    assert!(h.provider.calls_of("execute_action").is_empty());
+    assert_eq!(h.signer.signed(), 0, "no proof was made");
+    assert_eq!(
+        out.last().map(|m| m.content.as_str()),
+        Some(texts::invalidated_notice(Language::En))
+    );
+}
+
 #[tokio::test]
 async fn a_confirm_that_keeps_losing_races_asks_to_retry_and_keeps_the_proposal() {
     let h = H::new().await;

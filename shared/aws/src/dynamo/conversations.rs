@@ -1,0 +1,410 @@
+//! The conversation store's port on DynamoDB: one partition per conversation, read by one
+//! Query; the writes that move a proposal are in `proposals`, `confirm`, `transitions`
+//! and `sweep`.
+
+use super::*;
+
+impl DynamoStore {
+    /// The case item and the conversation's non-terminal proposal items (one Query).
+    pub(super) async fn read_conversation(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<(Option<Item>, Vec<Item>), StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+            // Terminal proposals stay in the partition as history; only the case and the
+            // (at most one, P-2) non-terminal proposal are returned.
+            // The conversation's audit chain head comes along (L-2): the confirm path
+            // appends to the chain without a read of its own.
+            .filter_expression("sk = :case OR sk = :head OR #state IN (:p, :e, :u)")
+            .expression_attribute_names("#state", "state")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(conv_pk(tenant, case))),
+                (":a", s(ACTIVE_PREFIX)),
+                (":case", s(CASE_SK)),
+                (":head", s(CASE_HEAD_SK)),
+                (":p", s(ProposalState::PendingConfirmation.as_str())),
+                (":e", s(ProposalState::Executing.as_str())),
+                (":u", s(ProposalState::Unknown.as_str())),
+            ])));
+        let mut case_item = None;
+        let mut proposals = Vec::new();
+        let mut head = countersign_domain::audit_chain::Head::default();
+        for item in self.query_all(query).await? {
+            match opt_s(&item, SK) {
+                Some(CASE_SK) => case_item = Some(item),
+                Some(CASE_HEAD_SK) => head = chain::head_from(&item),
+                _ => proposals.push(item),
+            }
+        }
+        if case_item.is_some() {
+            self.remember_head(&chain::ChainRef::case(tenant, case), head);
+        }
+        Ok((case_item, proposals))
+    }
+
+    /// The case item alone (with its slot), by a consistent GetItem: what preparation and
+    /// closing decide on.
+    pub(super) async fn case_item(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<Item>, StoreError> {
+        let item = self.get(conv_pk(tenant, case), CASE_SK).await?;
+        Ok(item)
+    }
+
+    /// The slot as stored on the case item: (action id, state).
+    pub(super) fn slot(case_item: &Item) -> Option<(String, String)> {
+        Some((
+            opt_s(case_item, "slot_action")?.to_owned(),
+            opt_s(case_item, "slot_state")?.to_owned(),
+        ))
+    }
+}
+
+#[async_trait]
+impl ConversationStore for DynamoStore {
+    async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
+        let mut item = case_item(case, language);
+        if case.status == CaseStatus::Open
+            && let Some(t) = self.retention_ttl()
+        {
+            item.insert(TTL.into(), t);
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn load(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<ConversationView>, StoreError> {
+        let (case_item, proposals) = self.read_conversation(tenant, case).await?;
+        let Some(case_item) = case_item else {
+            return Ok(None);
+        };
+        let (case, language) = case_from(&case_item)?;
+        let slot_action = opt_s(&case_item, "slot_action");
+        let active = proposals
+            .iter()
+            .find(|p| opt_s(p, "action_id") == slot_action)
+            .map(proposal_from)
+            .transpose()?;
+        Ok(Some(ConversationView {
+            case,
+            active,
+            language,
+        }))
+    }
+
+    async fn append_message(
+        &self,
+        tenant: &TenantId,
+        message: &NewMessage,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(message_item(tenant, message)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn list_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        after: Option<&MessageId>,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        let from = after.map_or_else(|| "M#".to_owned(), msg_sk);
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        while out.len() < limit {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                // Issue 27: a message stored a moment ago (another tab's, a settlement's
+                // notice) is in the page the widget reads now.
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND sk > :from")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(conv_pk(tenant, case))),
+                    (":from", s(from.as_str())),
+                ])))
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items.unwrap_or_default() {
+                out.push(message_from(&item)?);
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn recent_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        // Newest first, one page of at most `limit`, then back to oldest first.
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            // Consistent: the model must see the message that was stored milliseconds
+            // before this turn began.
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(conv_pk(tenant, case))),
+                (":m", s("M#")),
+            ])))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let mut out = page
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(message_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn create_proposal(
+        &self,
+        proposal: &Proposal,
+        presentation: &[NewMessage],
+    ) -> Result<CreateProposalOutcome, StoreError> {
+        // The case item as last seen: from a read first, then from the failed
+        // condition's ALL_OLD image, which saves a read per lost race.
+        let mut seen_case: Option<Item> = None;
+        for attempt in 0..MAX_ATTEMPTS {
+            let case_item = match seen_case.take() {
+                Some(i) => i,
+                None => match self.case_item(&proposal.tenant, &proposal.case).await? {
+                    Some(i) => i,
+                    None => return Ok(CreateProposalOutcome::CaseNotOpen),
+                },
+            };
+            let seen = match slot_for_preparation(&case_item)? {
+                Ok(seen) => seen,
+                Err(refused) => return Ok(refused),
+            };
+            let lang = case_from(&case_item)?.1;
+            let plan = self.proposal_tx(proposal, presentation, seen.as_ref(), lang)?;
+            let chain = chain::ChainRef::case(&proposal.tenant, &proposal.case);
+            match self
+                .transact_chained(&chain, plan.items, &plan.entries)
+                .await?
+            {
+                Tx::Committed => {
+                    let superseded = plan.superseded;
+                    return Ok(CreateProposalOutcome::Applied { superseded });
+                }
+                Tx::Cancelled(reasons) => {
+                    // the action id was used before in this tenant.
+                    let reused = [plan.guard_index, plan.proposal_index]
+                        .into_iter()
+                        .chain(plan.registration_index)
+                        .any(|i| failed(reasons.get(i)));
+                    if reused {
+                        return Ok(CreateProposalOutcome::ActionIdReused);
+                    }
+                    // C-8: the settings it was prepared with are no longer in force.
+                    if plan.fence_index.is_some_and(|i| failed(reasons.get(i))) {
+                        return Ok(CreateProposalOutcome::SettingsChanged);
+                    }
+                    // Someone changed the slot between our read and write: decide again.
+                    seen_case = reasons
+                        .first()
+                        .filter(|r| failed(Some(r)))
+                        .and_then(|r| r.item().cloned());
+                    backoff(attempt).await;
+                }
+            }
+        }
+        Ok(CreateProposalOutcome::Conflict)
+    }
+
+    async fn confirm(&self, w: &ConfirmWrite) -> Result<TransitionOutcome, StoreError> {
+        self.confirm_tx(w).await
+    }
+
+    async fn transition(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        from: ProposalState,
+        to: ProposalState,
+        notice: Option<&NewMessage>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let step = Step {
+            tenant,
+            case,
+            action_id,
+            from,
+            to,
+        };
+        self.transition_with(&step, notice, None).await
+    }
+
+    async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
+        let mut all = self
+            .tenant_items(tenant, UNSETTLED_PREFIX)
+            .await?
+            .iter()
+            .map(unsettled_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        all.sort_by_key(|u| u.since);
+        Ok(all)
+    }
+
+    async fn note_status(
+        &self,
+        tenant: &TenantId,
+        action_id: &ActionId,
+        answer: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(
+                tenant_pk(tenant),
+                format!("{UNSETTLED_PREFIX}{action_id}"),
+            )))
+            .update_expression("SET last_status = :s, last_status_at = :t")
+            .condition_expression("attribute_exists(pk)")
+            .set_expression_attribute_values(Some(values([
+                (":s", s(answer)),
+                (":t", s(at.to_rfc3339())),
+            ])))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(()),
+            // Settled meanwhile: nothing to note.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn settle_by_admin(
+        &self,
+        settle: &SettleByAdmin<'_>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let step = Step {
+            tenant: settle.tenant,
+            case: settle.case,
+            action_id: settle.action_id,
+            from: settle.from,
+            to: settle.to,
+        };
+        self.transition_with(&step, Some(settle.notice), Some(settle.audit))
+            .await
+    }
+
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(case_item) = self.case_item(tenant, case).await? else {
+                return Ok(TransitionOutcome::Applied);
+            };
+            if opt_s(&case_item, "status") == Some("closed") {
+                return Ok(TransitionOutcome::Applied);
+            }
+            let seen = Self::slot(&case_item);
+            let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
+            // An action whose outcome is not settled keeps the case open: it must be
+            // reconciled in it, and a closed case never executes.
+            if let Some(state) = seen_state.filter(|st| st.needs_reconciliation()) {
+                return Ok(TransitionOutcome::Conflict {
+                    current: Some(state),
+                });
+            }
+            let (tx, entries) = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
+            let chain = chain::ChainRef::case(tenant, case);
+            match self.transact_chained(&chain, tx, &entries).await? {
+                Tx::Committed => return Ok(TransitionOutcome::Applied),
+                Tx::Cancelled(_) => backoff(attempt).await,
+            }
+        }
+        Err(StoreError::Unavailable(
+            "closing the case kept losing races".into(),
+        ))
+    }
+
+    async fn invalidate_pending(
+        &self,
+        tenant: &TenantId,
+        keep: Option<(u64, &str)>,
+        notice: &(dyn for<'c> Fn(&'c CaseId, Language) -> NewMessage + Send + Sync),
+    ) -> Result<usize, StoreError> {
+        self.sweep(tenant, keep, notice).await
+    }
+}
+
+impl DynamoStore {
+    /// The raw TTL of a conversation's case item and of a proposal (tests of P-3).
+    pub async fn retention_of(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action: Option<&ActionId>,
+    ) -> Result<Option<i64>, StoreError> {
+        let sk = action.map_or_else(|| CASE_SK.to_owned(), prop_sk);
+        let item = self.get(conv_pk(tenant, case), sk).await?;
+        Ok(item.and_then(|i| get_n::<i64>(&i, TTL).ok()))
+    }
+
+    /// A proposal by id, whatever its state (history included).
+    pub async fn proposal(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action: &ActionId,
+    ) -> Result<Option<Proposal>, StoreError> {
+        let item = self.get(conv_pk(tenant, case), prop_sk(action)).await?;
+        item.as_ref().map(proposal_from).transpose()
+    }
+}

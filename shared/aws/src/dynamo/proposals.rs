@@ -1,0 +1,223 @@
+//! Preparation and closing: the transactions that take or free a conversation's slot
+//! (P-2, A-15 … A-17, A-26, C-8's fence at preparation).
+
+use super::*;
+
+/// A-17: the slot as seen, when a new proposal may take it (`Ok`), or the outcome that
+/// refuses preparation (`Err`): the case is not open, or an action is unsettled.
+#[allow(clippy::type_complexity)]
+pub(super) fn slot_for_preparation(
+    case_item: &Item,
+) -> Result<Result<Option<(String, String)>, CreateProposalOutcome>, StoreError> {
+    if opt_s(case_item, "status") != Some("open") {
+        return Ok(Err(CreateProposalOutcome::CaseNotOpen));
+    }
+    let seen = DynamoStore::slot(case_item);
+    let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
+    if let (Some((a, _)), Some(st)) = (&seen, seen_state)
+        && st.blocks_preparation()
+    {
+        let action_id = ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?;
+        return Ok(Err(CreateProposalOutcome::Blocked {
+            action_id,
+            state: st,
+        }));
+    }
+    Ok(Ok(seen))
+}
+
+/// The transaction that stores a proposal, and where its guards sit in it.
+pub(super) struct ProposalTx {
+    pub(super) items: Vec<TransactWriteItem>,
+    /// L-1 records, appended to the conversation's chain (L-2).
+    pub(super) entries: Vec<countersign_domain::ports::AuditEntry>,
+    pub(super) superseded: Option<ActionId>,
+    pub(super) proposal_index: usize,
+    pub(super) guard_index: usize,
+    pub(super) registration_index: Option<usize>,
+    pub(super) fence_index: Option<usize>,
+}
+
+impl DynamoStore {
+    /// The slot condition on the case item: as seen (the optimistic lock), or empty.
+    pub(super) fn slot_condition(
+        seen: Option<&(String, String)>,
+        vals: &mut HashMap<String, AttributeValue>,
+    ) -> &'static str {
+        match seen {
+            Some((a, st)) => {
+                vals.insert(":seen_a".into(), s(a.as_str()));
+                vals.insert(":seen_s".into(), s(st.as_str()));
+                "#status = :open AND slot_action = :seen_a AND slot_state = :seen_s"
+            }
+            None => "#status = :open AND attribute_not_exists(slot_action)",
+        }
+    }
+
+    /// Moves a pending proposal to `to` inside a larger transaction, with retention when
+    /// configured.
+    pub(super) fn end_pending_update(
+        &self,
+        pk: &str,
+        action: &ActionId,
+        to: ProposalState,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut vals = values([
+            (":pending", s(ProposalState::PendingConfirmation.as_str())),
+            (":to", s(to.as_str())),
+        ]);
+        let expr = match self.retention_ttl() {
+            Some(t) => {
+                vals.insert(":ttl".into(), t);
+                "SET #state = :to, #ttl = :ttl"
+            }
+            None => "SET #state = :to",
+        };
+        self.update(
+            key(pk, prop_sk(action)),
+            expr.to_owned(),
+            "#state = :pending",
+            vals,
+        )
+    }
+
+    /// A-14 … A-17 in one transaction: the slot taken (conditional on what was seen),
+    /// a pending predecessor superseded, the proposal and its tenant-wide id guard put
+    /// new, the presentation messages, and (C-8) the proposal's registration with a
+    /// condition that the tenant's action settings are still the ones it was prepared
+    /// with.
+    pub(super) fn proposal_tx(
+        &self,
+        proposal: &Proposal,
+        presentation: &[NewMessage],
+        seen: Option<&(String, String)>,
+        lang: Language,
+    ) -> Result<ProposalTx, StoreError> {
+        let pk = conv_pk(&proposal.tenant, &proposal.case);
+        let mut vals = values([
+            (":open", s("open")),
+            (":new", s(proposal.action_id.as_str())),
+            (":pending", s(ProposalState::PendingConfirmation.as_str())),
+        ]);
+        let condition = Self::slot_condition(seen, &mut vals);
+        // A held conversation never expires (P-3).
+        let take = "SET slot_action = :new, slot_state = :pending REMOVE #ttl".to_owned();
+        let mut items = vec![self.update(key(pk.as_str(), CASE_SK), take, condition, vals)?];
+        // A-15, A-16: the pending predecessor is superseded in the same transaction.
+        let pending = seen.filter(|(_, st)| st == ProposalState::PendingConfirmation.as_str());
+        let superseded = match pending {
+            Some((a, _)) => {
+                let old = ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?;
+                items.push(self.end_pending_update(&pk, &old, ProposalState::Superseded)?);
+                Some(old)
+            }
+            None => None,
+        };
+        let proposal_index = items.len();
+        items.push(self.put_new(proposal_item(proposal))?);
+        let guard_index = items.len();
+        let mut guard = key(guard_pk(&proposal.tenant, &proposal.action_id), "ACTION");
+        guard.insert("case_id".into(), s(proposal.case.as_str()));
+        guard.insert("created_at".into(), s(proposal.prepared_at.to_rfc3339()));
+        items.push(self.put_new(guard)?);
+        for m in presentation {
+            items.push(self.put_new(message_item(&proposal.tenant, m))?);
+        }
+        let (mut registration_index, mut fence_index) = (None, None);
+        if let Some(sv) = &proposal.secret_version {
+            registration_index = Some(items.len());
+            items.push(self.put_new(registration_item(proposal, sv, lang))?);
+            fence_index = Some(items.len());
+            items.push(self.settings_fence(&proposal.tenant, proposal.config_version, sv)?);
+        }
+        // L-1: prepared and presented (one write), and the predecessor's end.
+        let mut entries = vec![life::prepared(proposal, self.ids.audit_id())];
+        if let Some(old) = &superseded {
+            let stamp = self.stamp();
+            entries.push(life::superseded(
+                old,
+                &proposal.case,
+                &proposal.action_id,
+                stamp,
+            ));
+        }
+        Ok(ProposalTx {
+            items,
+            entries,
+            superseded,
+            proposal_index,
+            guard_index,
+            registration_index,
+            fence_index,
+        })
+    }
+
+    /// C-8 at preparation: the tenant's action settings are still `(version,
+    /// secret_version)`. This condition is on the tenant's one configuration item, so it
+    /// is kept off the confirm path (where it would make every confirmation of a tenant
+    /// conflict with every other); preparations are far rarer.
+    pub(super) fn settings_fence(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+        secret_version: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(tenant_pk(tenant), tenants::MCP_SK)))
+                .condition_expression(
+                    "secret_version = :sv AND (actions_version = :v OR \
+                     (attribute_not_exists(actions_version) AND version = :v))",
+                )
+                .expression_attribute_values(":v", n(version))
+                .expression_attribute_values(":sv", s(secret_version))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// A-26 in one transaction: the case closed (conditional on the slot as seen), with
+    /// its retention unless an action holds it, and a pending proposal cancelled with it.
+    pub(super) fn close_tx(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        seen: Option<&(String, String)>,
+        seen_state: Option<ProposalState>,
+    ) -> Result<
+        (
+            Vec<TransactWriteItem>,
+            Vec<countersign_domain::ports::AuditEntry>,
+        ),
+        StoreError,
+    > {
+        let pk = conv_pk(tenant, case);
+        let mut vals = values([(":open", s("open")), (":closed", s("closed"))]);
+        let mut expr = "SET #status = :closed".to_owned();
+        let condition = Self::slot_condition(seen, &mut vals);
+        let pending = match seen {
+            Some((a, st)) if st == ProposalState::PendingConfirmation.as_str() => {
+                Some(ActionId::parse(a.as_str()).map_err(|_| corrupt("slot_action"))?)
+            }
+            _ => None,
+        };
+        let held = seen_state
+            .is_some_and(|st| st.blocks_purge() && st != ProposalState::PendingConfirmation);
+        if pending.is_some() {
+            vals.insert(":cancelled".into(), s(ProposalState::Cancelled.as_str()));
+            expr.push_str(", slot_state = :cancelled");
+        }
+        if let (Some(t), false) = (self.retention_ttl(), held) {
+            vals.insert(":ttl".into(), t);
+            expr.push_str(", #ttl = :ttl");
+        }
+        let mut tx = vec![self.update(key(pk.as_str(), CASE_SK), expr, condition, vals)?];
+        let mut entries = Vec::new();
+        if let Some(old) = &pending {
+            tx.push(self.end_pending_update(&pk, old, ProposalState::Cancelled)?);
+            entries.push(life::cancelled_with_case(old, case, self.stamp()));
+        }
+        Ok((tx, entries))
+    }
+}

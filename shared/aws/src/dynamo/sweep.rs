@@ -1,0 +1,116 @@
+//! C-8's sweep after an action-settings change (decision 0042).
+
+use super::*;
+
+impl DynamoStore {
+    /// C-8's sweep (issue 27): bounded and honest. The settings already in force are what
+    /// stops an old proposal from running (the execution reads them after the confirm
+    /// write); the sweep tells each person, cancelling their pending proposal with a
+    /// notice, [`SWEEP_CONCURRENCY`] at a time, for at most its budget ([`SWEEP_BUDGET`]). A
+    /// registration is deleted only once its proposal is no longer pending; whatever is
+    /// left is reported (`Unavailable`, the API's `SAVED_UNFINISHED`) and finished by the
+    /// next save, or ends by itself when the proposal expires (within 5 minutes, A-14).
+    pub(super) async fn sweep(
+        &self,
+        tenant: &TenantId,
+        keep: Option<(u64, &str)>,
+        notice: &(dyn for<'c> Fn(&'c CaseId, Language) -> NewMessage + Send + Sync),
+    ) -> Result<usize, StoreError> {
+        use futures::StreamExt as _;
+        let started = std::time::Instant::now();
+        // Consistent: every proposal whose creation committed before this call is here
+        // (a proposal created after it was fenced by its own condition on the settings).
+        let now = epoch_now();
+        let mut ended = Vec::new();
+        let mut live = Vec::new();
+        for item in self.tenant_items(tenant, PENDING_PREFIX).await? {
+            let r = registration_from(&item)?;
+            if keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv) {
+                continue;
+            }
+            // An expired one has nothing to cancel: only its registration goes.
+            if r.expires > now {
+                live.push(r);
+            } else {
+                ended.push(r.action);
+            }
+        }
+        let outcomes: Vec<_> = futures::stream::iter(live)
+            .map(|r| async move {
+                if started.elapsed() >= self.sweep_budget {
+                    return (r, None);
+                }
+                let message = notice(&r.case, r.lang);
+                let (from, to) = (ProposalState::PendingConfirmation, ProposalState::Cancelled);
+                let outcome = self
+                    .transition(tenant, &r.case, &r.action, from, to, Some(&message))
+                    .await;
+                (r, Some(outcome))
+            })
+            .buffer_unordered(SWEEP_CONCURRENCY)
+            .collect()
+            .await;
+        let (mut cancelled, mut left, mut cause) = (0, 0, None);
+        for (r, outcome) in outcomes {
+            match outcome {
+                Some(Ok(TransitionOutcome::Applied)) => {
+                    cancelled += 1;
+                    ended.push(r.action);
+                }
+                // Still pending (a race it kept losing): its registration stays.
+                Some(Ok(TransitionOutcome::Conflict {
+                    current: Some(ProposalState::PendingConfirmation),
+                })) => left += 1,
+                // Already past pending, or gone: nothing left to cancel.
+                Some(Ok(TransitionOutcome::Conflict { .. })) => ended.push(r.action),
+                Some(Err(e)) => {
+                    left += 1;
+                    cause.get_or_insert(e);
+                }
+                None => left += 1,
+            }
+        }
+        self.delete_registrations(tenant, &ended).await?;
+        if left > 0 {
+            let why = cause.map_or_else(|| "out of time".to_owned(), |e| e.to_string());
+            return Err(StoreError::Unavailable(
+                format!("{left} pending proposals not cancelled yet ({why}); {cancelled} were")
+                    .into(),
+            ));
+        }
+        Ok(cancelled)
+    }
+}
+
+impl DynamoStore {
+    /// Deletes the registrations of `actions`, [`SWEEP_CONCURRENCY`] at a time.
+    async fn delete_registrations(
+        &self,
+        tenant: &TenantId,
+        actions: &[ActionId],
+    ) -> Result<(), StoreError> {
+        use futures::{StreamExt as _, TryStreamExt as _};
+        futures::stream::iter(actions.iter().cloned())
+            .map(|action| async move {
+                let sk = format!("{PENDING_PREFIX}{action}");
+                self.client
+                    .delete_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key(tenant_pk(tenant), sk)))
+                    .send()
+                    .await
+                    .map(drop)
+                    .map_err(unavailable)
+            })
+            .buffer_unordered(SWEEP_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+}
+
+/// How many cancellations (or deletions) of one C-8 sweep run at once: each is one write
+/// to its own conversation, so they never contend with each other.
+pub(super) const SWEEP_CONCURRENCY: usize = 16;
+/// How long a C-8 sweep cancels before it reports what is left: well inside the admin
+/// API's 29 s.
+pub(super) const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
