@@ -57,12 +57,14 @@ impl DynamoStore {
                     cancelled += 1;
                     ended.push(r.action);
                 }
-                // Still pending (a race it kept losing): its registration stays.
-                Some(Ok(TransitionOutcome::Conflict {
-                    current: Some(ProposalState::PendingConfirmation),
-                })) => left += 1,
-                // Already past pending, or gone: nothing left to cancel.
-                Some(Ok(TransitionOutcome::Conflict { .. })) => ended.push(r.action),
+                // Already past pending: nothing left to cancel.
+                Some(Ok(TransitionOutcome::Conflict { current: Some(st) }))
+                    if st != ProposalState::PendingConfirmation =>
+                {
+                    ended.push(r.action);
+                }
+                // Still pending, or not known (every race lost): its registration stays.
+                Some(Ok(TransitionOutcome::Conflict { .. })) => left += 1,
                 Some(Err(e)) => {
                     left += 1;
                     cause.get_or_insert(e);

@@ -4,7 +4,6 @@
 //! other, client request tokens, in-flight holds). The in-memory store passes the same
 //! rules in `shared/testkit/tests/contract.rs`.
 
-use crate::common::env;
 use crate::faulty::Faulty;
 use async_trait::async_trait;
 use countersign_aws::dynamo::DynamoStore;
@@ -36,21 +35,45 @@ impl Subject for OnDynamo {
     }
 }
 
+/// A new table (the contract needs no key, secret or alias: its rules start from new
+/// tenants), with the store's SDK client on `endpoint`.
+async fn on_new_table(endpoint: Option<&str>) -> DynamoStore {
+    countersign_testkit::local_aws_endpoint();
+    let sdk = aws_config::load_from_env().await;
+    let table = format!(
+        "cs-contract-{}",
+        ulid::Ulid::new().to_string().to_lowercase()
+    );
+    let direct = DynamoStore::client(&sdk, None);
+    countersign_aws::bootstrap::ensure_table(&direct, &table)
+        .await
+        .unwrap();
+    let client = match endpoint {
+        None => direct,
+        Some(url) => aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&sdk)
+                .endpoint_url(url)
+                .build(),
+        ),
+    };
+    DynamoStore::new(client, table, Some(30))
+}
+
 /// The store on a new table, talking to the emulator directly.
 async fn direct() -> Arc<dyn Subject> {
-    let env = env().await;
     Arc::new(OnDynamo {
-        store: env.fresh_store().await,
+        store: on_new_table(None).await,
         _proxy: None,
     })
 }
 
-/// The store on a new table, through the proxy that imitates real DynamoDB.
+/// The store on a new table, through the proxy that imitates real DynamoDB (each
+/// transaction held 5 ms in flight, as `real_rules` does).
 async fn proxied() -> Arc<dyn Subject> {
-    let env = env().await;
-    let (store, proxy) = crate::real_rules::through_proxy(&env).await;
+    let upstream = countersign_testkit::local_aws_endpoint();
+    let proxy = Faulty::start(&upstream, std::time::Duration::from_millis(5)).await;
     Arc::new(OnDynamo {
-        store,
+        store: on_new_table(Some(proxy.url())).await,
         _proxy: Some(proxy),
     })
 }

@@ -12,7 +12,6 @@
 
 mod audit;
 mod common;
-mod concurrency;
 mod contract;
 mod dynamo;
 mod faulty;
