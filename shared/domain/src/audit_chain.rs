@@ -96,6 +96,38 @@ pub fn append(tenant: &str, head: &Head, mut record: ChainedRecord) -> (ChainedR
     (record, next)
 }
 
+/// One change to a tenant's configuration, written in the same transaction as the change
+/// itself: which admin key (or the operator) made it and what changed. Never holds a
+/// secret value: tokens and secrets appear only as "changed".
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    /// Sorts by time.
+    pub id: crate::ids::AuditId,
+    /// When.
+    pub at: crate::time::Timestamp,
+    /// Who: `adminKey:<fingerprint>` or `operator`.
+    pub actor: String,
+    /// What kind of change, e.g. `mcp.put`.
+    pub action: String,
+    /// The change's details (field names, non-secret old and new values).
+    pub changes: serde_json::Value,
+}
+
+/// A tenant's whole audit trail as stored (L-2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditTrail {
+    /// The chained records, in no particular order.
+    pub records: Vec<ChainedRecord>,
+    /// Each chain's head, read before the records (L-3: a record written after the heads
+    /// were read is past its head and left for the next verification).
+    pub heads: std::collections::BTreeMap<String, Head>,
+    /// The conversation chains named in the tenant's chain index (L-3): each must have its
+    /// head and its records, so a deleted conversation chain is found.
+    pub indexed: std::collections::BTreeSet<String>,
+    /// Records without chain fields (L-3: each one breaks verification).
+    pub unchained: usize,
+}
+
 /// The first broken link found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broken {
@@ -207,7 +239,7 @@ pub fn extends(
 /// then the records): records past their chain's head were written after the heads were
 /// read and are left for the next verification; a record without chain fields, and an
 /// indexed chain without a head, break the trail.
-pub fn verify_trail(tenant: &str, trail: &crate::ports::AuditTrail) -> Report {
+pub fn verify_trail(tenant: &str, trail: &AuditTrail) -> Report {
     let records: Vec<ChainedRecord> = trail
         .records
         .iter()
@@ -326,15 +358,15 @@ pub struct CheckpointClaims {
 /// A compact RS256 JWS of `claims`, signed through the platform's signer (verifiable with
 /// the JWKS, K-1), typed [`CHECKPOINT_TYPE`].
 pub async fn sign_checkpoint(
-    signer: &dyn crate::ports::ProofSigner,
+    signer: &dyn crate::ports::signer::ProofSigner,
     claims: &CheckpointClaims,
-) -> Result<String, crate::ports::SignerError> {
+) -> Result<String, crate::ports::signer::SignerError> {
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let kid = signer.key_id().await?;
     let header = serde_json::json!({"alg": "RS256", "typ": CHECKPOINT_TYPE, "kid": kid});
     let claims = serde_json::to_vec(claims)
-        .map_err(|e| crate::ports::SignerError::Unavailable(Box::new(e)))?;
+        .map_err(|e| crate::ports::signer::SignerError::Unavailable(Box::new(e)))?;
     let input = format!(
         "{}.{}",
         URL_SAFE_NO_PAD.encode(header.to_string()),
@@ -429,11 +461,8 @@ mod tests {
         assert!(verify("ten_1", &records, &headless, 0).broken.is_some());
     }
 
-    fn as_trail(
-        records: Vec<ChainedRecord>,
-        heads: BTreeMap<String, Head>,
-    ) -> crate::ports::AuditTrail {
-        crate::ports::AuditTrail {
+    fn as_trail(records: Vec<ChainedRecord>, heads: BTreeMap<String, Head>) -> AuditTrail {
+        AuditTrail {
             indexed: heads
                 .keys()
                 .filter(|c| *c != TENANT_CHAIN)

@@ -7,7 +7,7 @@
 //! operations). H-4: enabling actions needs the latest run to have passed for a subject
 //! equal to the configuration being saved; changing any of those fields voids it.
 
-use crate::ports::StoredMcpConfig;
+use crate::config::StoredMcpConfig;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 

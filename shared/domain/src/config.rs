@@ -578,6 +578,22 @@ pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig,
     }
 }
 
+/// A tenant's stored MCP configuration: without the token, which lives in the secret
+/// store, referenced by version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMcpConfig {
+    /// The configuration; its `service_token` is empty here and read from the secret store.
+    pub config: McpConfig,
+    /// Grows on every change (the admin API's optimistic lock).
+    pub version: u64,
+    /// The `version` at which an action-relevant field (URL, service token, audience,
+    /// action policy) last changed: proposals are prepared against it, and only its
+    /// change invalidates them (C-7, C-8).
+    pub actions_version: u64,
+    /// The secret version holding this configuration's service token.
+    pub secret_version: String,
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

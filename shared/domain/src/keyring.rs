@@ -24,39 +24,9 @@ use serde::{Deserialize, Serialize};
 pub const SIGNER_REFRESH_MAX_SECONDS: i64 = 60;
 /// The largest clock leeway a provider may allow (the provider kit clamps to it).
 pub const VERIFIER_LEEWAY_MAX_SECONDS: i64 = 30;
-/// The JWKS cache time a new key ring starts with.
-pub const DEFAULT_CACHE_SECONDS: i64 = 300;
+pub use crate::ports::signer::DEFAULT_CACHE_SECONDS;
 
-/// Where a key is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KeyStatus {
-    /// Published, not signing yet.
-    Announced,
-    /// Signs new proofs (exactly one key at a time).
-    Active,
-    /// Stopped signing; published until its proofs have expired.
-    Previous,
-    /// Withdrawn from the JWKS; kept as history.
-    Retired,
-}
-
-impl KeyStatus {
-    /// Lowercase name, as the JWKS view and the CLI show it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Announced => "announced",
-            Self::Active => "active",
-            Self::Previous => "previous",
-            Self::Retired => "retired",
-        }
-    }
-
-    /// Whether the JWKS lists keys in this state.
-    pub fn published(self) -> bool {
-        !matches!(self, Self::Retired)
-    }
-}
+pub use crate::ports::signer::KeyStatus;
 
 /// One signing key: its KMS identity and its state. No key material: what the JWKS
 /// publishes for it is what KMS returns for its ARN (V-5), so writing the ring cannot

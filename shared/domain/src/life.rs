@@ -7,8 +7,9 @@
 //!
 //! Never a proof, a token or a secret: ids, states, hashes and times only.
 
+use crate::audit_chain::AuditEntry;
 use crate::ids::{ActionId, AuditId, CaseId};
-use crate::ports::{AuditEntry, ConfirmWrite};
+use crate::ports::conversations::ConfirmWrite;
 use crate::proposal::{Proposal, ProposalState};
 use crate::time::Timestamp;
 use serde_json::json;
@@ -147,7 +148,7 @@ mod tests {
     use super::*;
     use crate::conversation::{MessageKind, Role};
     use crate::ids::MessageId;
-    use crate::ports::NewMessage;
+    use crate::ports::conversations::NewMessage;
 
     const ULID: &str = "01JDZ6Y5X1QW9T3V7N2K4M8P0R";
 

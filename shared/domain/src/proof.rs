@@ -5,7 +5,7 @@
 //! The proof is a secret: [`Proof`] never prints, and nothing here stores it.
 
 use crate::confirmation::Authorized;
-use crate::ports::{ProofSigner, SignerError};
+use crate::ports::signer::{ProofSigner, SignerError};
 use crate::proposal::{Proposal, ProposalState};
 use crate::secret::SecretString;
 use crate::time::Timestamp;

@@ -9,7 +9,7 @@
 
 use crate::config::{BUILT_IN_TOOLS, RESERVED_TOOLS};
 use crate::ids::{OperationName, ToolName};
-use crate::ports::ProviderTool;
+use crate::ports::provider::ProviderTool;
 use serde_json::Value;
 use std::fmt;
 

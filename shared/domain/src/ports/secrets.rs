@@ -1,0 +1,31 @@
+//! The secret store.
+
+use super::store::Cause;
+use crate::secret::SecretString;
+use async_trait::async_trait;
+
+/// A secret store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The store could not be reached or refused.
+    #[error("the secret store is unavailable")]
+    Unavailable(#[source] Cause),
+}
+
+/// Where tenants' secrets live (service tokens, widget secrets), encrypted at rest.
+#[async_trait]
+pub trait SecretStore: Send + Sync {
+    /// Stores a new version of secret `name` (creating it if needed); returns the version id.
+    async fn put(&self, name: &str, value: &SecretString) -> Result<String, SecretError>;
+    /// The current version and its id; `None` when the secret does not exist.
+    async fn get_current(&self, name: &str) -> Result<Option<(SecretString, String)>, SecretError>;
+    /// A given version (C-8: reconcile with the integration that executed); `None` when
+    /// absent.
+    async fn get_version(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<SecretString>, SecretError>;
+    /// Deletes the secret and all its versions. Deleting an absent secret succeeds.
+    async fn delete(&self, name: &str) -> Result<(), SecretError>;
+}

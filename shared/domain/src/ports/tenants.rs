@@ -1,0 +1,139 @@
+//! The tenant store: tenants, their credentials and MCP settings, certifications and
+//! the audit trail (C-1 … C-11, L-1, L-2).
+
+use super::store::{StoreError, TransitionOutcome};
+use crate::audit_chain::{AuditEntry, AuditTrail};
+use crate::config::StoredMcpConfig;
+use crate::ids::{TenantId, WidgetKeyId};
+use crate::texts::Language;
+use crate::time::Timestamp;
+use async_trait::async_trait;
+
+/// A registered tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    /// Its id.
+    pub id: TenantId,
+    /// Display name.
+    pub name: String,
+    /// SHA-256 of the admin key; the key itself is never stored (C-1).
+    pub admin_key_hash: crate::hash::Sha256Hex,
+    /// Language of fixed texts.
+    pub language: Language,
+    /// Registration time.
+    pub created_at: Timestamp,
+}
+
+/// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
+/// creation time. The secret itself lives in the secret store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WidgetKey {
+    /// The credential id.
+    pub id: WidgetKeyId,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// The web origins whose pages may use it from a browser (CORS, decision 0025):
+    /// normalised by [`crate::config::parse_origin`]. Empty: no cross-origin page may.
+    pub allowed_origins: Vec<String>,
+}
+
+/// One page of audit records, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditPage {
+    /// The records.
+    pub items: Vec<AuditEntry>,
+    /// Pass as `before` to read the next (older) page; `None` on the last page.
+    pub next: Option<crate::ids::AuditId>,
+}
+
+/// The tenant store. Every method that changes a tenant's configuration takes the
+/// `AuditEntry` describing it and writes both atomically.
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    /// Registers a tenant.
+    async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError>;
+    /// Reads a tenant.
+    async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError>;
+    /// Lists tenants (operator CLI).
+    async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError>;
+    /// The tenant whose admin key has this hash (C-2: a key identifies its own tenant,
+    /// so another tenant's id can answer 404 while a wrong key answers 401).
+    async fn tenant_by_admin_key_hash(
+        &self,
+        hash: &crate::hash::Sha256Hex,
+    ) -> Result<Option<TenantId>, StoreError>;
+    /// Replaces the admin key hash (and its index) atomically; the old key stops working
+    /// at once. `Conflict` when the tenant does not exist.
+    async fn set_admin_key_hash(
+        &self,
+        id: &TenantId,
+        hash: &crate::hash::Sha256Hex,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+    /// Reads the MCP configuration.
+    async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError>;
+    /// Records a widget credential (C-9).
+    async fn put_widget_key(
+        &self,
+        tenant: &TenantId,
+        key: &WidgetKey,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+    /// One widget credential, if it exists (not revoked).
+    async fn get_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<Option<WidgetKey>, StoreError>;
+    /// The tenant's widget credentials, oldest first.
+    async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError>;
+    /// Revokes a widget credential: from then on its tokens fail (D-2). `Conflict` when it
+    /// does not exist.
+    async fn delete_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+    /// Removes the MCP configuration (C-10) if the stored version is `expected`;
+    /// `Conflict` when another write came first or nothing is stored.
+    async fn delete_mcp_config(
+        &self,
+        id: &TenantId,
+        expected: u64,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+    /// Writes the MCP configuration only if the stored version is `expected` (`None`: none
+    /// stored yet). `Conflict` when another write came first.
+    async fn put_mcp_config(
+        &self,
+        id: &TenantId,
+        config: &StoredMcpConfig,
+        expected: Option<u64>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+    /// Stores a certification run as the tenant's latest (H-1), with its audit record,
+    /// in one transaction.
+    async fn put_certification(
+        &self,
+        tenant: &TenantId,
+        run: &crate::certification::Certification,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+    /// The tenant's latest certification run, if any (H-4).
+    async fn latest_certification(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<crate::certification::Certification>, StoreError>;
+    /// The tenant's audit records, newest first: at most `limit`, older than `before`.
+    async fn list_audit(
+        &self,
+        tenant: &TenantId,
+        before: Option<&crate::ids::AuditId>,
+        limit: usize,
+    ) -> Result<AuditPage, StoreError>;
+    /// Every audit record of the tenant with its chain fields, and every chain's stored
+    /// head (L-2), for the verifier. A store without chains reports every record as
+    /// unchained.
+    async fn audit_trail(&self, tenant: &TenantId) -> Result<AuditTrail, StoreError>;
+}
