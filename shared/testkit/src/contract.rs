@@ -202,13 +202,14 @@ impl Fixture {
         (p, m)
     }
 
-    /// Stores `tenant`'s MCP configuration with action settings `(version, secret_version)`.
+    /// Stores `tenant`'s MCP configuration at `version`, with action settings
+    /// `(actions_version, secret_version)`.
     pub async fn configure(
         &self,
         store: &dyn TenantStore,
         tenant: &TenantId,
         expected: Option<u64>,
-        (version, secret_version): (u64, &str),
+        (version, actions_version, secret_version): (u64, u64, &str),
     ) {
         let config = validate_mcp_config(
             &json!({
@@ -222,7 +223,7 @@ impl Fixture {
         let stored = StoredMcpConfig {
             config,
             version,
-            actions_version: version,
+            actions_version,
             secret_version: secret_version.to_owned(),
         };
         let audit = self.audit("mcp.put", json!({}));
@@ -603,13 +604,14 @@ pub async fn c8_a_settings_change_fences_preparation_and_cancels_pending_proposa
         f.open_case(store, &tenant).await,
         f.open_case(store, &tenant).await,
     );
-    f.configure(s.tenants(), &tenant, None, (1, "v1")).await;
+    f.configure(s.tenants(), &tenant, None, (1, 1, "v1")).await;
     let (old, m) = f.registered(&a, "act_v1", (1, "v1"));
     assert_eq!(create(&*s, &old, &m).await, applied());
     let (running, m) = f.registered(&c, "act_v1_exec", (1, "v1"));
     create(&*s, &running, &m).await;
     assert_eq!(confirm(&*s, &f, &running).await, TransitionOutcome::Applied);
-    f.configure(s.tenants(), &tenant, Some(1), (2, "v1")).await;
+    f.configure(s.tenants(), &tenant, Some(1), (2, 2, "v1"))
+        .await;
     let (late, m) = f.registered(&b, "act_v1_late", (1, "v1"));
     assert_eq!(
         create(&*s, &late, &m).await,
@@ -837,7 +839,7 @@ pub async fn unsettled_index_follows_each_action_to_its_end(s: Arc<dyn Subject>)
     let f = Fixture::default();
     let tenant = f.tenant();
     let store = s.conversations();
-    f.configure(s.tenants(), &tenant, None, (1, "v1")).await;
+    f.configure(s.tenants(), &tenant, None, (1, 1, "v1")).await;
     let case = f.open_case(store, &tenant).await;
     assert!(store.list_unsettled(&tenant).await.unwrap().is_empty());
     let (p, m) = f.registered(&case, "act_idx_1", (1, "v1"));
@@ -900,7 +902,7 @@ pub async fn unsettled_index_follows_each_action_to_its_end(s: Arc<dyn Subject>)
 /// by `<prefix>_2`, which was confirmed and completed.
 async fn life(s: &dyn Subject, f: &Fixture, prefix: &str) -> (TenantId, Case) {
     let tenant = f.tenant();
-    f.configure(s.tenants(), &tenant, None, (1, "v1")).await;
+    f.configure(s.tenants(), &tenant, None, (1, 1, "v1")).await;
     let case = f.open_case(s.conversations(), &tenant).await;
     let (p1, m1) = f.proposal(&case, &format!("{prefix}_1"));
     let (p2, m2) = f.proposal(&case, &format!("{prefix}_2"));

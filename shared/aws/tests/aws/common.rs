@@ -5,19 +5,20 @@ use aws_config::SdkConfig;
 use countersign_aws::AwsSettings;
 use countersign_aws::calls::CallLog;
 use countersign_aws::dynamo::DynamoStore;
-use countersign_aws::system::{SystemClock, UlidIds};
-use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
-use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
-use countersign_domain::ports::{Clock, ConfirmWrite, ConversationStore, Ids, NewMessage};
-use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
-use countersign_domain::text::SafeText;
+use countersign_aws::system::UlidIds;
+use countersign_domain::conversation::Case;
+use countersign_domain::ids::{MessageId, TenantId};
+use countersign_domain::ports::{ConfirmWrite, Ids, NewMessage};
+use countersign_domain::proposal::Proposal;
+use countersign_testkit::contract::Fixture;
 
 pub struct Env {
     pub sdk: SdkConfig,
     pub settings: AwsSettings,
     pub calls: CallLog,
     pub ids: UlidIds,
+    /// Cases, proposals and records, as the store contract builds them.
+    pub fixture: Fixture,
 }
 
 /// Refuses to run anywhere but against a loopback emulator: these tests create and
@@ -43,6 +44,7 @@ pub async fn env() -> Env {
         settings,
         calls: CallLog::default(),
         ids: UlidIds::default(),
+        fixture: Fixture::default(),
     }
 }
 
@@ -71,73 +73,21 @@ impl Env {
     }
 
     pub async fn open_case(&self, store: &DynamoStore, tenant: &TenantId) -> Case {
-        let case = Case {
-            id: self.ids.case_id(),
-            tenant: tenant.clone(),
-            user: UserId::parse("driver-42").unwrap(),
-            status: CaseStatus::Open,
-            created_at: SystemClock.now(),
-        };
-        store
-            .create_case(&case, countersign_domain::texts::Language::En)
-            .await
-            .unwrap();
-        case
+        self.fixture.open_case(store, tenant).await
     }
 
     /// A pending proposal for `case` with a fresh presentation message id, plus its two
-    /// presentation messages (summary and instructions).
+    /// presentation messages (summary and instructions); no integration (see
+    /// [`Env::with_settings`] for tests of C-8).
     pub fn proposal(
         &self,
         case: &Case,
         action: &str,
         config_version: u64,
     ) -> (Proposal, Vec<NewMessage>) {
-        let now = SystemClock.now();
-        let summary = format!("Move session 4812 to car GR86 ({action}).");
-        let presented = self.ids.message_id();
-        let p = Proposal {
-            action_id: ActionId::parse(action).unwrap(),
-            tenant: case.tenant.clone(),
-            user: case.user.clone(),
-            case: case.id.clone(),
-            operation: OperationName::parse("reassign_session_car").unwrap(),
-            summary: SafeText::check(summary.as_str()).unwrap(),
-            summary_hash: Sha256Hex::digest(&summary),
-            arguments_hash: Sha256Hex::digest("{\"sessionId\":4812}"),
-            expires_at: now.plus_seconds(300),
-            prepared_at: now,
-            state: ProposalState::PendingConfirmation,
-            presented: Presentation {
-                message_id: presented.clone(),
-            },
-            confirmation_message_id: None,
-            config_version,
-            // No integration: the C-8 fence and registration are skipped (see
-            // `Env::with_settings` for tests of C-8).
-            secret_version: None,
-            server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
-            audience: None,
-        };
-        let msgs = vec![
-            self.message(
-                &case.id,
-                presented,
-                Role::Assistant,
-                MessageKind::Proposal,
-                &summary,
-                None,
-            ),
-            self.message(
-                &case.id,
-                self.ids.message_id(),
-                Role::Assistant,
-                MessageKind::Instructions,
-                "reply confirm or cancel",
-                None,
-            ),
-        ];
-        (p, msgs)
+        let (mut p, m) = self.fixture.proposal(case, action);
+        p.config_version = config_version;
+        (p, m)
     }
 
     /// `p` prepared under the action settings `(version, secret_version)`.
@@ -147,82 +97,22 @@ impl Env {
         p
     }
 
-    /// Stores `tenant`'s MCP configuration with these action settings (and `version`).
+    /// Stores `tenant`'s MCP configuration at `version` with action settings
+    /// `(actions_version, secret_version)`.
     pub async fn configure(
         &self,
         store: &DynamoStore,
         tenant: &TenantId,
         expected: Option<u64>,
-        (version, actions_version, secret_version): (u64, u64, &str),
+        settings: (u64, u64, &str),
     ) {
-        let config = countersign_domain::config::validate_mcp_config(
-            &serde_json::json!({
-                "serverUrl": "https://mcp.trackshare.example.com/mcp",
-                "serviceToken": "svc_token_123",
-                "allowedTools": ["get_user_uploads"],
-            }),
-            countersign_domain::config::UrlPolicy::default(),
-        )
-        .unwrap();
-        let stored = countersign_domain::ports::StoredMcpConfig {
-            config,
-            version,
-            actions_version,
-            secret_version: secret_version.to_owned(),
-        };
-        let audit = countersign_domain::ports::AuditEntry {
-            id: self.ids.audit_id(),
-            at: SystemClock.now(),
-            actor: "operator".into(),
-            action: "mcp.put".into(),
-            changes: serde_json::json!({}),
-        };
-        let outcome = countersign_domain::ports::TenantStore::put_mcp_config(
-            store, tenant, &stored, expected, &audit,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            outcome,
-            countersign_domain::ports::TransitionOutcome::Applied
-        );
-    }
-
-    pub fn message(
-        &self,
-        case: &CaseId,
-        id: MessageId,
-        role: Role,
-        kind: MessageKind,
-        content: &str,
-        reply_to: Option<MessageId>,
-    ) -> NewMessage {
-        NewMessage {
-            id,
-            case: case.clone(),
-            role,
-            kind,
-            content: content.to_owned(),
-            reply_to,
-            created_at: SystemClock.now(),
-        }
+        self.fixture
+            .configure(store, tenant, expected, settings)
+            .await;
     }
 
     /// The write a "confirm" reply to `p`'s presentation makes.
     pub fn confirm_write(&self, p: &Proposal, presented: &MessageId) -> ConfirmWrite {
-        ConfirmWrite {
-            tenant: p.tenant.clone(),
-            case: p.case.clone(),
-            action_id: p.action_id.clone(),
-            presented_message_id: presented.clone(),
-            message: self.message(
-                &p.case,
-                self.ids.message_id(),
-                Role::User,
-                MessageKind::Text,
-                "confirm",
-                Some(presented.clone()),
-            ),
-        }
+        self.fixture.confirm_write(p, presented)
     }
 }
