@@ -440,30 +440,58 @@ impl Stack {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
-    /// Starts (or restarts) the messages function's process and waits until it listens.
+    /// Starts (or restarts) the messages function's process and waits until it says it
+    /// listens. Readiness is read from this process's own log, never from a connection
+    /// (another test's process may hold the port); a port taken between choosing it and
+    /// binding it is replaced by a fresh one.
     pub async fn spawn_messages(&mut self) {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let err = out.try_clone().unwrap();
-        let mut cmd = Command::new(messages_binary());
-        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err));
-        self.child = Some(cmd.spawn().unwrap());
-        let addr = self.messages_url.trim_start_matches("http://").to_owned();
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
-                return;
+        for _ in 0..5 {
+            let seen = self.output().len();
+            let mut cmd = Command::new(messages_binary());
+            let out = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.log)
+                .unwrap();
+            let err = out.try_clone().unwrap();
+            cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .stdout(Stdio::from(out))
+                .stderr(Stdio::from(err));
+            let mut child = cmd.spawn().unwrap();
+            for _ in 0..200 {
+                let new = self.output().get(seen..).unwrap_or_default().to_owned();
+                if new.contains("messages API listening") {
+                    self.child = Some(child);
+                    return;
+                }
+                if child.try_wait().unwrap().is_some() {
+                    assert!(
+                        new.contains("Address already in use"),
+                        "the messages function stopped; see {}",
+                        self.log.display()
+                    );
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            if child.try_wait().unwrap().is_none() {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!(
+                    "the messages function did not start; see {}",
+                    self.log.display()
+                );
+            }
+            // The port was taken: another one.
+            let addr = free_addr().to_string();
+            for (k, v) in &mut self.env {
+                if k == "COUNTERSIGN_MESSAGES_ADDR" {
+                    v.clone_from(&addr);
+                }
+            }
+            self.messages_url = format!("http://{addr}");
         }
-        panic!(
-            "the messages function did not start; see {}",
-            self.log.display()
-        );
+        panic!("no free port for the messages function");
     }
 
     /// Kills the messages process at once (SIGKILL: no cleanup, like a crashed Lambda).
