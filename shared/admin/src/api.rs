@@ -277,6 +277,24 @@ pub struct AuditRecord {
     /// The change's fields (never a secret value).
     #[schema(value_type = Object)]
     pub changes: Value,
+    /// The record's place in its hash chain (L-3); `null` for a record written before
+    /// chains existed.
+    pub chain: Option<AuditLink>,
+}
+
+/// A record's place in its hash chain (L-2, L-3): with `prev` and `hash` an export can be
+/// checked record by record, and against a checkpoint's heads, without the platform.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditLink {
+    /// The chain: `tenant` (configuration) or `case:<caseId>` (one conversation).
+    pub id: String,
+    /// The record's place in the chain, from 1.
+    pub seq: u64,
+    /// The previous record's hash (empty for the first).
+    pub prev: String,
+    /// This record's hash (SHA-256, hex), as `prev` of the next record names it.
+    pub hash: String,
 }
 
 /// A page of the audit trail, newest first.
@@ -623,8 +641,15 @@ async fn list_audit(
         .map_err(store_down)?;
     let items = page
         .items
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|a| AuditRecord {
+            chain: page.links.get(&a.id).map(|l| AuditLink {
+                id: l.chain.clone(),
+                seq: l.seq,
+                prev: l.prev.clone(),
+                hash: l.hash.clone(),
+            }),
             id: a.id.to_string(),
             at: a.at.to_rfc3339(),
             actor: a.actor,
@@ -907,7 +932,7 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
     paths(get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
+    components(schemas(ErrorBody, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]

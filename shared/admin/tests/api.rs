@@ -638,6 +638,16 @@ async fn audit_records_every_change_without_secrets() {
     for i in items {
         assert_eq!(i["actor"], format!("adminKey:{fingerprint}"));
     }
+    // L-3: each record's place in the tenant's chain, linked to the one before it.
+    for (newer, older) in items.iter().zip(items.iter().skip(1)) {
+        assert_eq!(newer["chain"]["id"], "tenant");
+        assert_eq!(newer["chain"]["prev"], older["chain"]["hash"], "{newer}");
+        assert_eq!(
+            newer["chain"]["seq"].as_u64(),
+            older["chain"]["seq"].as_u64().map(|s| s + 1)
+        );
+        assert_eq!(newer["chain"]["hash"].as_str().map(str::len), Some(64));
+    }
     let put2 = &items[3]["changes"];
     assert_eq!(
         put2["serverUrl"],

@@ -52,6 +52,32 @@ pub struct ChainedRecord {
     pub changes: String,
 }
 
+/// A record's place in its chain, as the audit API gives it (L-3): enough to check each
+/// record against the previous one and against a checkpoint's heads without the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainLink {
+    /// Which chain (`tenant` or `case:<id>`).
+    pub chain: String,
+    /// Its place in the chain, from 1.
+    pub seq: u64,
+    /// The previous record's hash (empty for the first).
+    pub prev: String,
+    /// This record's hash ([`ChainedRecord::hash`]).
+    pub hash: String,
+}
+
+impl ChainLink {
+    /// The link of `record`, a record of `tenant`.
+    pub fn of(record: &ChainedRecord, tenant: &str) -> Self {
+        Self {
+            chain: record.chain.clone(),
+            seq: record.seq,
+            prev: record.prev.clone(),
+            hash: record.hash(tenant),
+        }
+    }
+}
+
 impl ChainedRecord {
     /// SHA-256 (hex) over the tenant and every field, each length-prefixed so that no two
     /// records can be made to hash alike by moving text between fields.

@@ -989,4 +989,12 @@ pub async fn l2_every_record_is_chained_and_the_trail_verifies(s: Arc<dyn Subjec
     assert_eq!(trail.heads[TENANT_CHAIN].seq, 1);
     assert_eq!(trail.heads[&chain].seq, 5);
     assert!(trail.indexed.contains(&chain), "{:?}", trail.indexed);
+    // L-3: the audit listing gives each record's place in its chain, as verified.
+    let page = s.tenants().list_audit(&tenant, None, 50).await.unwrap();
+    assert_eq!((page.items.len(), page.links.len()), (6, 6));
+    for r in &trail.records {
+        let id = AuditId::parse(r.id.as_str()).unwrap();
+        let link = countersign_domain::audit_chain::ChainLink::of(r, tenant.as_str());
+        assert_eq!(page.links.get(&id), Some(&link), "{}", r.id);
+    }
 }

@@ -1015,7 +1015,18 @@ impl TenantStore for MemoryStore {
             } else {
                 None
             };
-            AuditPage { items, next }
+            let links = s
+                .records
+                .get(tenant)
+                .into_iter()
+                .flatten()
+                .filter(|r| items.iter().any(|e| e.id.as_str() == r.id))
+                .filter_map(|r| {
+                    let id = AuditId::parse(&r.id).ok()?;
+                    Some((id, audit_chain::ChainLink::of(r, tenant.as_str())))
+                })
+                .collect();
+            AuditPage { items, links, next }
         })
     }
 

@@ -28,6 +28,8 @@ pub(crate) struct ChainRef {
     pub(crate) chain: String,
     head_pk: String,
     head_sk: &'static str,
+    /// Where the chain's records and index entry live (decision 0043).
+    pub(crate) index_pk: String,
 }
 
 impl ChainRef {
@@ -38,6 +40,7 @@ impl ChainRef {
             chain: TENANT_CHAIN.to_owned(),
             head_pk: tenant_pk(tenant),
             head_sk: AUDIT_HEAD_SK,
+            index_pk: tenant_pk(tenant),
         }
     }
 
@@ -48,6 +51,7 @@ impl ChainRef {
             chain: audit_chain::case_chain(case.as_str()),
             head_pk: conv_pk(tenant, case),
             head_sk: CASE_HEAD_SK,
+            index_pk: index_pk(tenant, case.as_str()),
         }
     }
 
@@ -128,7 +132,7 @@ impl DynamoStore {
             let (record, after) =
                 audit_chain::append(tenant, &next, record_of(&chain.chain, entry));
             items.push(self.put_new(chained_audit_item(
-                &chain.tenant,
+                &chain.index_pk,
                 entry,
                 &record,
                 &after.hash,
@@ -162,7 +166,7 @@ impl DynamoStore {
     /// The tenant's index entry of `chain` (unconditional: writing it twice is harmless).
     fn chain_index_put(&self, chain: &ChainRef) -> Result<TransactWriteItem, StoreError> {
         let mut item = key(
-            tenant_pk(&chain.tenant),
+            chain.index_pk.as_str(),
             format!("{CHAIN_INDEX_PREFIX}{}", chain.chain),
         );
         item.insert("chain".into(), s(chain.chain.as_str()));

@@ -208,6 +208,14 @@ impl ConversationStore for DynamoStore {
         // The case item as last seen: from a read first, then from the failed
         // condition's ALL_OLD image, which saves a read per lost race.
         let mut seen_case: Option<Item> = None;
+        // C-8: the settings it was prepared with are still in force (decision 0043).
+        if let Some(sv) = &proposal.secret_version
+            && !self
+                .settings_in_force(&proposal.tenant, proposal.config_version, sv)
+                .await?
+        {
+            return Ok(CreateProposalOutcome::SettingsChanged);
+        }
         for attempt in 0..MAX_ATTEMPTS {
             let case_item = match seen_case.take() {
                 Some(i) => i,
@@ -239,10 +247,6 @@ impl ConversationStore for DynamoStore {
                         .any(|i| failed(reasons.get(i)));
                     if reused {
                         return Ok(CreateProposalOutcome::ActionIdReused);
-                    }
-                    // C-8: the settings it was prepared with are no longer in force.
-                    if plan.fence_index.is_some_and(|i| failed(reasons.get(i))) {
-                        return Ok(CreateProposalOutcome::SettingsChanged);
                     }
                     // Someone changed the slot between our read and write: decide again.
                     seen_case = reasons
@@ -281,7 +285,7 @@ impl ConversationStore for DynamoStore {
 
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
         let mut all = self
-            .tenant_items(tenant, UNSETTLED_PREFIX)
+            .index_items(tenant, UNSETTLED_PREFIX)
             .await?
             .iter()
             .map(unsettled_from)
@@ -297,33 +301,32 @@ impl ConversationStore for DynamoStore {
         answer: &str,
         at: Timestamp,
     ) -> Result<(), StoreError> {
-        let sent = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(
-                tenant_pk(tenant),
-                format!("{UNSETTLED_PREFIX}{action_id}"),
-            )))
-            .update_expression("SET last_status = :s, last_status_at = :t")
-            .condition_expression("attribute_exists(pk)")
-            .set_expression_attribute_values(Some(values([
-                (":s", s(answer)),
-                (":t", s(at.to_rfc3339())),
-            ])))
-            .send()
-            .await;
-        match sent {
-            Ok(_) => Ok(()),
-            // Settled meanwhile: nothing to note.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
+        // Its shard, else the tenant's own partition (an entry from before the shards,
+        // decision 0043).
+        for pk in [index_pk(tenant, action_id.as_str()), tenant_pk(tenant)] {
+            let sent = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(pk, format!("{UNSETTLED_PREFIX}{action_id}"))))
+                .update_expression("SET last_status = :s, last_status_at = :t")
+                .condition_expression("attribute_exists(pk)")
+                .set_expression_attribute_values(Some(values([
+                    (":s", s(answer)),
+                    (":t", s(at.to_rfc3339())),
+                ])))
+                .send()
+                .await;
+            match sent {
+                Ok(_) => return Ok(()),
+                // Not there (settled meanwhile, or in the other partition).
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(unavailable(e)),
             }
-            Err(e) => Err(unavailable(e)),
         }
+        Ok(())
     }
 
     async fn settle_by_admin(

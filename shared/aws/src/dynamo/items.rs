@@ -11,13 +11,20 @@
 //! | action-id guard (A-14) | `ACTION#<tenant>#<actionId>` | `ACTION` |
 //! | tenant | `TENANT#<tenant>` | `TENANT` |
 //! | tenant MCP configuration | `TENANT#<tenant>` | `MCP` |
-//! | proposal registration (C-8) | `TENANT#<tenant>` | `PENDING#<actionId>` |
+//! | proposal registration (C-8) | `TENANT#<tenant>#<shard of actionId>` | `PENDING#<actionId>` |
+//! | unsettled action (decision 0028) | `TENANT#<tenant>#<shard of actionId>` | `UNSETTLED#<actionId>` |
+//! | configuration audit record (L-2) | `TENANT#<tenant>` | `AUDIT#<auditId>` |
+//! | conversation audit record (L-1, L-2) | `TENANT#<tenant>#<shard of caseId>` | `AUDIT#<auditId>` |
+//! | conversation chain index entry (L-3) | `TENANT#<tenant>#<shard of caseId>` | `AUDITCHAIN#case:<caseId>` |
 //! | tenant registry entry | `TENANTS` | `<tenant>` |
 //! | tenant lease (V-7: one certification, verification, checkpoint at a time) | `LEASE#<tenant>#<kind>` | `LEASE` |
 //!
-//! A proposal's registration is written with it, in the tenant's partition, so that a
-//! configuration change finds every proposal prepared under the old settings with one
-//! consistent `Query` (C-8). Each is its own item: no two conversations share one.
+//! A proposal's registration is written with it, in one of the tenant's 16 index
+//! partitions, so that a configuration change finds every proposal prepared under the old
+//! settings with one consistent `Query` per partition (C-8). Each is its own item: no two
+//! conversations share one. The shards keep one tenant's confirmations and preparations
+//! from all writing one partition key (decision 0043); readers also read the tenant's own
+//! partition, where index items written before the shards stay until they end.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
@@ -53,6 +60,34 @@ pub(crate) fn guard_pk(tenant: &TenantId, action: &ActionId) -> String {
 }
 pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
     format!("TENANT#{tenant}")
+}
+
+/// How many partitions a tenant's per-conversation index items are spread over (issue 27,
+/// decision 0043): proposal registrations, unsettled-action entries, conversation-chain
+/// audit records and the chain index. Never change it: items are found where it put them.
+pub(crate) const INDEX_SHARDS: u32 = 16;
+
+/// The shard of `id` (a case or an action id): FNV-1a of its text, so every process puts
+/// the same item in the same place without coordination.
+pub(crate) fn shard_of(id: &str) -> u32 {
+    let h = id.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    h % INDEX_SHARDS
+}
+
+/// The partition of a tenant's index item keyed by `id` (decision 0043).
+pub(crate) fn index_pk(tenant: &TenantId, id: &str) -> String {
+    format!("TENANT#{tenant}#{:02}", shard_of(id))
+}
+
+/// Every partition that may hold a tenant's index items: the tenant's own first (the
+/// configuration chain's records, and index items written before sharding), then each
+/// shard.
+pub(crate) fn index_pks(tenant: &TenantId) -> Vec<String> {
+    std::iter::once(tenant_pk(tenant))
+        .chain((0..INDEX_SHARDS).map(|i| format!("TENANT#{tenant}#{i:02}")))
+        .collect()
 }
 
 pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
@@ -188,7 +223,7 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
 /// can no longer be confirmed, so its registration has no use).
 pub(crate) fn registration_item(p: &Proposal, secret_version: &str, lang: Language) -> Item {
     let mut i = key(
-        tenant_pk(&p.tenant),
+        index_pk(&p.tenant, p.action_id.as_str()),
         format!("{PENDING_PREFIX}{}", p.action_id),
     );
     i.insert("case_id".into(), s(p.case.as_str()));
@@ -204,6 +239,9 @@ pub(crate) fn registration_item(p: &Proposal, secret_version: &str, lang: Langua
 /// A registration as read back: the conversation, the proposal, the settings it was
 /// prepared with, the conversation's language and its expiry (Unix seconds).
 pub(crate) struct Registration {
+    /// The partition it was read from (its shard, or the tenant's own for one written
+    /// before the shards).
+    pub pk: String,
     pub case: CaseId,
     pub action: ActionId,
     pub config_version: u64,
@@ -214,6 +252,7 @@ pub(crate) struct Registration {
 
 pub(crate) fn registration_from(i: &Item) -> Result<Registration, StoreError> {
     Ok(Registration {
+        pk: get_s(i, PK)?.to_owned(),
         case: parse(i, "case_id", CaseId::parse)?,
         action: parse(i, "action_id", ActionId::parse)?,
         config_version: get_n(i, "config_version")?,
@@ -312,10 +351,11 @@ pub(crate) fn message_from(item: &Item) -> Result<Message, StoreError> {
 /// The tenant's audit records (L-1, L-2): `AUDIT#<id>` in the tenant's partition.
 pub(crate) const AUDIT_PREFIX: &str = "AUDIT#";
 
-/// An audit record: same partition as the tenant, sorted by its time-ordered id, kept
-/// without TTL (an audit trail outlives conversations).
-pub(crate) fn audit_item(tenant: &TenantId, a: &AuditEntry) -> Item {
-    let mut i = key(tenant_pk(tenant), format!("{AUDIT_PREFIX}{}", a.id));
+/// An audit record in `pk` (its chain's index partition: the tenant's own for the
+/// configuration chain, the conversation's shard for a conversation chain), sorted by its
+/// time-ordered id, kept without TTL (an audit trail outlives conversations).
+pub(crate) fn audit_item(pk: &str, a: &AuditEntry) -> Item {
+    let mut i = key(pk, format!("{AUDIT_PREFIX}{}", a.id));
     i.insert("audit_id".into(), s(a.id.as_str()));
     i.insert("at".into(), s(a.at.to_rfc3339()));
     i.insert("actor".into(), s(a.actor.as_str()));
@@ -331,12 +371,12 @@ pub(crate) const CASE_HEAD_SK: &str = "A#AUDIT";
 
 /// An audit record with its chain fields (L-2).
 pub(crate) fn chained_audit_item(
-    tenant: &TenantId,
+    pk: &str,
     a: &AuditEntry,
     record: &countersign_domain::audit_chain::ChainedRecord,
     hash: &str,
 ) -> Item {
-    let mut i = audit_item(tenant, a);
+    let mut i = audit_item(pk, a);
     i.insert("chain".into(), s(record.chain.as_str()));
     i.insert("chain_seq".into(), n(i128::from(record.seq)));
     i.insert("chain_prev".into(), s(record.prev.as_str()));

@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, ConditionCheck, Delete, Put,
+    AttributeValue, CancellationReason, Delete, Put,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use countersign_domain::conversation::{Case, CaseStatus, Message};
@@ -239,6 +239,27 @@ impl DynamoStore {
                 (":prefix", s(prefix)),
             ])));
         self.query_all(query).await
+    }
+
+    /// Every index item of the tenant whose sort key starts with `prefix`, from the
+    /// tenant's own partition and each of its shards (decision 0043): one consistent Query
+    /// per partition, all at once, each followed across pages.
+    async fn index_items(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let queries = index_pks(tenant).into_iter().map(|pk| {
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .set_expression_attribute_values(Some(values([
+                    (":pk", s(pk)),
+                    (":prefix", s(prefix)),
+                ])));
+            self.query_all(query)
+        });
+        let pages = futures::future::try_join_all(queries).await?;
+        Ok(pages.into_iter().flatten().collect())
     }
 
     /// One item by key, read consistently.

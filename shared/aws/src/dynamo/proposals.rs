@@ -35,7 +35,6 @@ pub(super) struct ProposalTx {
     pub(super) proposal_index: usize,
     pub(super) guard_index: usize,
     pub(super) registration_index: Option<usize>,
-    pub(super) fence_index: Option<usize>,
 }
 
 impl DynamoStore {
@@ -83,9 +82,8 @@ impl DynamoStore {
 
     /// A-14 … A-17 in one transaction: the slot taken (conditional on what was seen),
     /// a pending predecessor superseded, the proposal and its tenant-wide id guard put
-    /// new, the presentation messages, and (C-8) the proposal's registration with a
-    /// condition that the tenant's action settings are still the ones it was prepared
-    /// with.
+    /// new, the presentation messages, and (C-8) the proposal's registration (the
+    /// settings it was prepared with are checked before, [`Self::settings_in_force`]).
     pub(super) fn proposal_tx(
         &self,
         proposal: &Proposal,
@@ -123,12 +121,10 @@ impl DynamoStore {
         for m in presentation {
             items.push(self.put_new(message_item(&proposal.tenant, m))?);
         }
-        let (mut registration_index, mut fence_index) = (None, None);
+        let mut registration_index = None;
         if let Some(sv) = &proposal.secret_version {
             registration_index = Some(items.len());
             items.push(self.put_new(registration_item(proposal, sv, lang))?);
-            fence_index = Some(items.len());
-            items.push(self.settings_fence(&proposal.tenant, proposal.config_version, sv)?);
         }
         // L-1: prepared and presented (one write), and the predecessor's end.
         let mut entries = vec![life::prepared(proposal, self.ids.audit_id())];
@@ -148,33 +144,30 @@ impl DynamoStore {
             proposal_index,
             guard_index,
             registration_index,
-            fence_index,
         })
     }
 
-    /// C-8 at preparation: the tenant's action settings are still `(version,
-    /// secret_version)`. This condition is on the tenant's one configuration item, so it
-    /// is kept off the confirm path (where it would make every confirmation of a tenant
-    /// conflict with every other); preparations are far rarer.
-    pub(super) fn settings_fence(
+    /// C-8 at preparation: whether the tenant's action settings are still `(version,
+    /// secret_version)`, from one consistent read before the preparation's transaction
+    /// (decision 0043). Not a condition inside it: every preparation of a tenant would then
+    /// include the tenant's one settings item, and DynamoDB cancels concurrent transactions
+    /// on one item, so a tenant's preparations would contend with each other. A save that
+    /// commits between this read and the write leaves a proposal of the old settings
+    /// pending; the check before execution refuses it (decision 0042).
+    pub(super) async fn settings_in_force(
         &self,
         tenant: &TenantId,
         version: u64,
         secret_version: &str,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let check = build(
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(tenant_pk(tenant), tenants::MCP_SK)))
-                .condition_expression(
-                    "secret_version = :sv AND (actions_version = :v OR \
-                     (attribute_not_exists(actions_version) AND version = :v))",
-                )
-                .expression_attribute_values(":v", n(version))
-                .expression_attribute_values(":sv", s(secret_version))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().condition_check(check).build())
+    ) -> Result<bool, StoreError> {
+        let Some(item) = self.get(tenant_pk(tenant), tenants::MCP_SK).await? else {
+            return Ok(false);
+        };
+        let actions_version = match get_n::<u64>(&item, "actions_version") {
+            Ok(v) => v,
+            Err(_) => get_n::<u64>(&item, "version")?,
+        };
+        Ok(opt_s(&item, "secret_version") == Some(secret_version) && actions_version == version)
     }
 
     /// A-26 in one transaction: the case closed (conditional on the slot as seen), with

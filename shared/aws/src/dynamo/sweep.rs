@@ -23,7 +23,7 @@ impl DynamoStore {
         let now = epoch_now();
         let mut ended = Vec::new();
         let mut live = Vec::new();
-        for item in self.tenant_items(tenant, PENDING_PREFIX).await? {
+        for item in self.index_items(tenant, PENDING_PREFIX).await? {
             let r = registration_from(&item)?;
             if keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv) {
                 continue;
@@ -32,7 +32,7 @@ impl DynamoStore {
             if r.expires > now {
                 live.push(r);
             } else {
-                ended.push(r.action);
+                ended.push((r.pk, r.action));
             }
         }
         let outcomes: Vec<_> = futures::stream::iter(live)
@@ -55,13 +55,13 @@ impl DynamoStore {
             match outcome {
                 Some(Ok(TransitionOutcome::Applied)) => {
                     cancelled += 1;
-                    ended.push(r.action);
+                    ended.push((r.pk, r.action));
                 }
                 // Already past pending: nothing left to cancel.
                 Some(Ok(TransitionOutcome::Conflict { current: Some(st) }))
                     if st != ProposalState::PendingConfirmation =>
                 {
-                    ended.push(r.action);
+                    ended.push((r.pk, r.action));
                 }
                 // Still pending, or not known (every race lost): its registration stays.
                 Some(Ok(TransitionOutcome::Conflict { .. })) => left += 1,
@@ -72,7 +72,7 @@ impl DynamoStore {
                 None => left += 1,
             }
         }
-        self.delete_registrations(tenant, &ended).await?;
+        self.delete_registrations(&ended).await?;
         if left > 0 {
             let why = cause.map_or_else(|| "out of time".to_owned(), |e| e.to_string());
             return Err(StoreError::Unavailable(
@@ -85,20 +85,17 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
-    /// Deletes the registrations of `actions`, [`SWEEP_CONCURRENCY`] at a time.
-    async fn delete_registrations(
-        &self,
-        tenant: &TenantId,
-        actions: &[ActionId],
-    ) -> Result<(), StoreError> {
+    /// Deletes the registrations of `actions` (each with the partition it was read from),
+    /// [`SWEEP_CONCURRENCY`] at a time.
+    async fn delete_registrations(&self, actions: &[(String, ActionId)]) -> Result<(), StoreError> {
         use futures::{StreamExt as _, TryStreamExt as _};
         futures::stream::iter(actions.iter().cloned())
-            .map(|action| async move {
+            .map(|(pk, action)| async move {
                 let sk = format!("{PENDING_PREFIX}{action}");
                 self.client
                     .delete_item()
                     .table_name(&self.table)
-                    .set_key(Some(key(tenant_pk(tenant), sk)))
+                    .set_key(Some(key(pk, sk)))
                     .send()
                     .await
                     .map(drop)

@@ -6,6 +6,7 @@ use super::items::*;
 use super::{DynamoStore, Tx, build, unavailable, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use countersign_domain::audit_chain::ChainLink;
 use countersign_domain::certification::Certification;
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
@@ -41,13 +42,60 @@ fn audit_from(i: &Item) -> Result<AuditEntry, StoreError> {
 }
 
 impl DynamoStore {
+    /// The tenant's `take` newest audit records at or before `before`, newest first: the
+    /// newest `take` of each of its partitions (decision 0043), merged.
+    async fn newest_audit(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AuditId>,
+        take: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        let queries = index_pks(tenant).into_iter().map(|pk| {
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .scan_index_forward(false)
+                .limit(i32::try_from(take).unwrap_or(i32::MAX));
+            let query = match before {
+                None => query
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+                    .set_expression_attribute_values(Some(values([
+                        (":pk", s(pk)),
+                        (":a", s(AUDIT_PREFIX)),
+                    ]))),
+                Some(b) => query
+                    .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
+                    .set_expression_attribute_values(Some(values([
+                        (":pk", s(pk)),
+                        (":a", s(AUDIT_PREFIX)),
+                        (":b", s(format!("{AUDIT_PREFIX}{b}"))),
+                    ]))),
+            };
+            async move {
+                let page = query.send().await.map_err(super::unavailable)?;
+                Ok::<_, StoreError>(page.items.unwrap_or_default())
+            }
+        });
+        let mut all: Vec<Item> = futures::future::try_join_all(queries)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        let sk = |i: &Item| opt_s(i, SK).unwrap_or_default().to_owned();
+        all.sort_by_key(|i| std::cmp::Reverse(sk(i)));
+        all.truncate(take);
+        Ok(all)
+    }
+
     /// The conversation chains the tenant's chain index names (L-3).
     async fn chain_index(
         &self,
         tenant: &TenantId,
     ) -> Result<std::collections::BTreeSet<String>, StoreError> {
         let prefix = super::chain::CHAIN_INDEX_PREFIX;
-        self.tenant_items(tenant, prefix)
+        self.index_items(tenant, prefix)
             .await?
             .iter()
             .map(|i| get_s(i, "chain").map(str::to_owned))
@@ -491,7 +539,7 @@ impl TenantStore for DynamoStore {
                 trail.heads.insert(chain.clone(), head);
             }
         }
-        for item in self.tenant_items(tenant, AUDIT_PREFIX).await? {
+        for item in self.index_items(tenant, AUDIT_PREFIX).await? {
             match chained_from(&item)? {
                 Some(r) => trail.records.push(r),
                 None => trail.unchained += 1,
@@ -529,32 +577,8 @@ impl TenantStore for DynamoStore {
         // One more than asked tells whether an older page exists (no empty last page); one
         // more again with a cursor, because `BETWEEN` also returns the cursor's own record.
         let extra = if before.is_some() { 2 } else { 1 };
-        let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .scan_index_forward(false)
-            .limit(i32::try_from(limit + extra).unwrap_or(i32::MAX));
-        query = match before {
-            None => query
-                .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
-                .set_expression_attribute_values(Some(values([
-                    (":pk", s(tenant_pk(tenant))),
-                    (":a", s(AUDIT_PREFIX)),
-                ]))),
-            Some(b) => query
-                .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
-                .set_expression_attribute_values(Some(values([
-                    (":pk", s(tenant_pk(tenant))),
-                    (":a", s(AUDIT_PREFIX)),
-                    (":b", s(format!("{AUDIT_PREFIX}{b}"))),
-                ]))),
-        };
-        let page = query.send().await.map_err(super::unavailable)?;
-        let mut items = page
-            .items
-            .unwrap_or_default()
+        let stored = self.newest_audit(tenant, before, limit + extra).await?;
+        let mut items = stored
             .iter()
             .map(audit_from)
             .collect::<Result<Vec<_>, _>>()?;
@@ -568,7 +592,16 @@ impl TenantStore for DynamoStore {
         } else {
             None
         };
-        Ok(AuditPage { items, next })
+        let mut links = std::collections::BTreeMap::new();
+        for (item, entry) in stored.iter().zip(stored.iter().map(audit_from)) {
+            let (Some(record), Ok(entry)) = (chained_from(item)?, entry) else {
+                continue;
+            };
+            if items.iter().any(|a| a.id == entry.id) {
+                links.insert(entry.id, ChainLink::of(&record, tenant.as_str()));
+            }
+        }
+        Ok(AuditPage { items, links, next })
     }
 }
 

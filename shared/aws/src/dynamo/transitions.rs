@@ -23,7 +23,10 @@ pub(crate) fn unsettled_item(
     action_id: &ActionId,
     since: Timestamp,
 ) -> Item {
-    let mut i = key(tenant_pk(tenant), format!("{UNSETTLED_PREFIX}{action_id}"));
+    let mut i = key(
+        index_pk(tenant, action_id.as_str()),
+        format!("{UNSETTLED_PREFIX}{action_id}"),
+    );
     i.insert("case_id".into(), s(case.as_str()));
     i.insert("action_id".into(), s(action_id.as_str()));
     i.insert("since".into(), s(since.to_rfc3339()));
@@ -123,7 +126,7 @@ impl DynamoStore {
                 tx.push(self.put_new(message_item(tenant, m))?);
             }
             if to.is_terminal() && from.blocks_preparation() {
-                tx.push(self.delete_unsettled(tenant, action_id)?);
+                tx.extend(self.delete_unsettled(tenant, action_id)?);
             }
             let entries = [self.step_entry(step, extra)?];
             let chain = chain::ChainRef::case(tenant, case);
@@ -157,21 +160,25 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(p).build())
     }
 
-    /// Removes an action from the tenant's unsettled index (nothing if absent).
+    /// Removes an action from the tenant's unsettled index (nothing if absent): from its
+    /// shard, and from the tenant's own partition, where an entry written before the shards
+    /// (decision 0043) stays until its action is settled.
     pub(super) fn delete_unsettled(
         &self,
         tenant: &TenantId,
         action_id: &ActionId,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let d = build(
-            Delete::builder()
+    ) -> Result<[TransactWriteItem; 2], StoreError> {
+        let sk = format!("{UNSETTLED_PREFIX}{action_id}");
+        let delete = |pk: String| -> Result<TransactWriteItem, StoreError> {
+            let d = Delete::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(
-                    tenant_pk(tenant),
-                    format!("{UNSETTLED_PREFIX}{action_id}"),
-                )))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().delete(d).build())
+                .set_key(Some(key(pk, sk.as_str())))
+                .build();
+            Ok(TransactWriteItem::builder().delete(build(d)?).build())
+        };
+        Ok([
+            delete(index_pk(tenant, action_id.as_str()))?,
+            delete(tenant_pk(tenant))?,
+        ])
     }
 }

@@ -12,6 +12,28 @@ use countersign_domain::ports::{
 };
 use countersign_domain::proposal::ProposalState;
 
+/// The table key of audit record `id`, wherever the store put it (found by a scan: the
+/// test does not assume the table's layout, decision 0043).
+async fn record_key(
+    raw: &aws_sdk_dynamodb::Client,
+    table: &str,
+    id: &str,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    let found = raw
+        .scan()
+        .table_name(table)
+        .filter_expression("sk = :sk")
+        .expression_attribute_values(":sk", A::S(format!("AUDIT#{id}")))
+        .projection_expression("pk, sk")
+        .send()
+        .await
+        .unwrap();
+    let items = found.items.unwrap_or_default();
+    assert_eq!(items.len(), 1, "{id}");
+    items.into_iter().next().unwrap()
+}
+
 async fn check(
     store: &DynamoStore,
     tenant: &countersign_domain::ids::TenantId,
@@ -119,23 +141,11 @@ async fn l2_a_record_altered_or_removed_in_the_table_is_found() {
         .unwrap()
         .clone();
     let raw = aws_sdk_dynamodb::Client::new(&env.sdk);
-    let key = |id: &str| {
-        std::collections::HashMap::from([
-            (
-                "pk".to_owned(),
-                aws_sdk_dynamodb::types::AttributeValue::S(format!("TENANT#{tenant}")),
-            ),
-            (
-                "sk".to_owned(),
-                aws_sdk_dynamodb::types::AttributeValue::S(format!("AUDIT#{id}")),
-            ),
-        ])
-    };
     let altered = confirmed.changes.replace("act_life_2", "act_life_1");
     assert_ne!(altered, confirmed.changes);
     raw.update_item()
         .table_name(store.table())
-        .set_key(Some(key(&confirmed.id)))
+        .set_key(Some(record_key(&raw, store.table(), &confirmed.id).await))
         .update_expression("SET changes = :c")
         .expression_attribute_values(":c", aws_sdk_dynamodb::types::AttributeValue::S(altered))
         .send()
@@ -150,7 +160,7 @@ async fn l2_a_record_altered_or_removed_in_the_table_is_found() {
     // Put it back: intact again. Then remove the configuration's record.
     raw.update_item()
         .table_name(store.table())
-        .set_key(Some(key(&confirmed.id)))
+        .set_key(Some(record_key(&raw, store.table(), &confirmed.id).await))
         .update_expression("SET changes = :c")
         .expression_attribute_values(
             ":c",
@@ -167,7 +177,7 @@ async fn l2_a_record_altered_or_removed_in_the_table_is_found() {
         .unwrap();
     raw.delete_item()
         .table_name(store.table())
-        .set_key(Some(key(&config.id)))
+        .set_key(Some(record_key(&raw, store.table(), &config.id).await))
         .send()
         .await
         .unwrap();
@@ -331,10 +341,7 @@ async fn l3_a_deleted_conversation_chain_and_an_unchained_record_are_found() {
     for r in trail.records.iter().filter(|r| r.chain == chain) {
         raw.delete_item()
             .table_name(store.table())
-            .set_key(Some(key(
-                format!("TENANT#{tenant}"),
-                format!("AUDIT#{}", r.id),
-            )))
+            .set_key(Some(record_key(&raw, store.table(), &r.id).await))
             .send()
             .await
             .unwrap();

@@ -37,7 +37,7 @@ impl Subject for OnDynamo {
 
 /// A new table (the contract needs no key, secret or alias: its rules start from new
 /// tenants), with the store's SDK client on `endpoint`.
-async fn on_new_table(endpoint: Option<&str>) -> DynamoStore {
+pub(crate) async fn on_new_table(endpoint: Option<&str>) -> DynamoStore {
     countersign_testkit::local_aws_endpoint();
     let sdk = aws_config::load_from_env().await;
     let table = format!(

@@ -21,6 +21,13 @@
 //!   never applied (their token stays unused).
 //! - **Single-item writes** (`PutItem`, `UpdateItem`, `DeleteItem`) on an item an
 //!   in-flight transaction touches are refused with `TransactionConflictException`.
+//! - **Per-partition throughput** (issue 27): with [`Faulty::limit_partitions`], a write
+//!   (a transaction, or a single-item write) that would take one partition key past its
+//!   write units in the current window is refused with
+//!   `ProvisionedThroughputExceededException`, as real DynamoDB refuses a partition past
+//!   1,000 write units a second whatever the table's capacity. Each item a transaction
+//!   touches (condition checks included) is one unit: the limit is real DynamoDB's scaled
+//!   down.
 //!
 //! It counts what it did, and records what the client did that real DynamoDB would
 //! punish: a token reused after a definite answer, an eventually consistent read.
@@ -56,6 +63,18 @@ pub struct Counters {
     pub dropped: AtomicUsize,
     /// Single-item writes refused for touching an item of an in-flight transaction.
     pub item_conflicts: AtomicUsize,
+    /// Writes refused for taking a partition key past its units.
+    pub partition_throttles: AtomicUsize,
+    /// The partition keys (`table|pk`) those writes would have taken past their units.
+    pub hot_partitions: Mutex<HashSet<String>>,
+}
+
+/// Write units per partition key per window, and each key's use in its window.
+#[derive(Debug, Default)]
+struct PartitionLimit {
+    units: usize,
+    window: Duration,
+    used: HashMap<String, (std::time::Instant, usize)>,
 }
 
 #[derive(Debug)]
@@ -80,6 +99,7 @@ struct Shared {
     slow_next: AtomicUsize,
     /// Tokens whose transaction is still running.
     running: Mutex<HashSet<String>>,
+    partitions: Mutex<Option<PartitionLimit>>,
     counters: Counters,
 }
 
@@ -154,6 +174,16 @@ impl Faulty {
         self.shared.throttle_resends.store(n, Ordering::SeqCst);
     }
 
+    /// From now on, each partition key takes at most `units` item writes per `window`;
+    /// a write past them is refused (`ProvisionedThroughputExceededException`).
+    pub fn limit_partitions(&self, units: usize, window: Duration) {
+        *self.shared.partitions.lock().unwrap() = Some(PartitionLimit {
+            units,
+            window,
+            used: HashMap::new(),
+        });
+    }
+
     /// The next `n` transactions are lost before they reach DynamoDB: a 500, nothing
     /// applied.
     pub fn drop_next(&self, n: usize) {
@@ -185,6 +215,57 @@ fn error(status: StatusCode, kind: &str, extra: Value) -> Response {
         body.to_string(),
     )
         .into_response()
+}
+
+/// Whether writing `keys` (`table|pk|sk`) fits every partition's units; if so they are
+/// counted, else nothing is and the hot partitions are recorded.
+fn admit(s: &Shared, keys: &[String]) -> bool {
+    let mut limit = s.partitions.lock().unwrap();
+    let Some(limit) = limit.as_mut() else {
+        return true;
+    };
+    let now = std::time::Instant::now();
+    let mut wanted: HashMap<String, usize> = HashMap::new();
+    for k in keys {
+        let partition = k.rsplit_once('|').map_or(k.as_str(), |(p, _)| p);
+        *wanted.entry(partition.to_owned()).or_default() += 1;
+    }
+    let (units, window) = (limit.units, limit.window);
+    let over: Vec<String> = wanted
+        .iter()
+        .filter(|(p, n)| {
+            let used = limit
+                .used
+                .get(*p)
+                .filter(|(since, _)| now.duration_since(*since) < window)
+                .map_or(0, |(_, u)| *u);
+            used + **n > units
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    if !over.is_empty() {
+        s.counters
+            .partition_throttles
+            .fetch_add(1, Ordering::SeqCst);
+        s.counters.hot_partitions.lock().unwrap().extend(over);
+        return false;
+    }
+    for (p, n) in wanted {
+        let slot = limit.used.entry(p).or_insert((now, 0));
+        if now.duration_since(slot.0) >= window {
+            *slot = (now, 0);
+        }
+        slot.1 += n;
+    }
+    true
+}
+
+fn throughput_exceeded() -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "ProvisionedThroughputExceededException",
+        json!({}),
+    )
 }
 
 /// `table|pk|sk` of each item a transaction touches, in order.
@@ -239,6 +320,9 @@ async fn handle(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Resp
                     json!({}),
                 );
             }
+            if !admit(&ctx.shared, std::slice::from_ref(&k)) {
+                return throughput_exceeded();
+            }
         }
         _ => {}
     }
@@ -261,6 +345,9 @@ async fn transact(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: Value) -> Re
         .is_some_and(|t| s.tokens.lock().unwrap().contains_key(t));
     if take(&s.throttle_next) || (resend && take(&s.throttle_resends)) {
         return error(StatusCode::BAD_REQUEST, "ThrottlingException", json!({}));
+    }
+    if !admit(s, &touched(&json)) {
+        return throughput_exceeded();
     }
     if let Some(t) = &token
         && s.running.lock().unwrap().contains(t)

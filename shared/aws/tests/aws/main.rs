@@ -19,5 +19,6 @@ mod kms;
 mod leases;
 mod real_rules;
 mod secrets;
+mod shards;
 mod sweep;
 mod tenants;

@@ -313,12 +313,14 @@ async fn a35_a_refusal_after_an_unknown_answer_does_not_lose_the_confirmation() 
     assert_eq!(proxy.counters().lost.load(Ordering::SeqCst), 1);
 }
 
-/// Issue 27: an admin save that overlaps a preparation (which condition-checks the
-/// settings item the save rewrites) meets `TransactionConflict`, which is no refusal: the
-/// save is retried and applied, never answered as a conflict (`configure` asserts
-/// `Applied`).
+/// Issue 27, decision 0043: a preparation no longer includes the tenant's settings item
+/// (C-8 is read before it), so an admin save overlapping it meets no conflict and both
+/// apply; two configuration changes that overlap on the tenant chain's head (a settings
+/// save and a new widget credential) meet `TransactionConflict`, which is no refusal: the
+/// later one is retried and applied (`configure` asserts `Applied`).
 #[tokio::test]
-async fn an_admin_save_overlapping_a_preparation_is_retried_not_refused() {
+async fn an_admin_save_overlapping_a_preparation_or_another_change_is_never_refused() {
+    use countersign_domain::ports::{Ids as _, TenantStore as _, WidgetKey};
     let env = Arc::new(env().await);
     let (store, proxy) = through_proxy(&env).await;
     let tenant = env.tenant();
@@ -331,8 +333,29 @@ async fn an_admin_save_overlapping_a_preparation_is_retried_not_refused() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         env.configure(&store, &tenant, Some(1), (2, 1, "v1")).await;
     });
+    assert_eq!(
+        proxy.counters().conflicts.load(Ordering::SeqCst),
+        before,
+        "a preparation and a save touch no common item"
+    );
+    // A credential's creation stays in flight; a save starts meanwhile, on the same head.
+    let key = WidgetKey {
+        id: env.ids.widget_key_id(),
+        created_at: env.fixture.now(),
+        allowed_origins: Vec::new(),
+    };
+    let audit = env.fixture.audit("widgetCredential.create", serde_json::json!({}));
+    proxy.slow_next(1);
+    let (created, ()) = tokio::join!(store.put_widget_key(&tenant, &key, &audit), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        env.configure(&store, &tenant, Some(2), (3, 1, "v1")).await;
+    });
+    created.unwrap();
     assert!(
         proxy.counters().conflicts.load(Ordering::SeqCst) > before,
-        "the save ran into the preparation"
+        "the save ran into the credential's creation"
     );
+    let trail = store.audit_trail(&tenant).await.unwrap();
+    let report = countersign_domain::audit_chain::verify_trail(tenant.as_str(), &trail);
+    assert_eq!(report.broken, None, "{report:?}");
 }

@@ -2,7 +2,7 @@
 //! the audit trail (C-1 … C-11, L-1, L-2).
 
 use super::store::{StoreError, TransitionOutcome};
-use crate::audit_chain::{AuditEntry, AuditTrail};
+use crate::audit_chain::{AuditEntry, AuditTrail, ChainLink};
 use crate::config::StoredMcpConfig;
 use crate::ids::{TenantId, WidgetKeyId};
 use crate::texts::Language;
@@ -42,6 +42,9 @@ pub struct WidgetKey {
 pub struct AuditPage {
     /// The records.
     pub items: Vec<AuditEntry>,
+    /// Each chained record's place in its chain, by record id (L-3: the audit API gives
+    /// the chain fields). A record without chain fields has none.
+    pub links: std::collections::BTreeMap<crate::ids::AuditId, ChainLink>,
     /// Pass as `before` to read the next (older) page; `None` on the last page.
     pub next: Option<crate::ids::AuditId>,
 }
