@@ -12,19 +12,9 @@ cd "$root"
 . infra/scripts/dev-server-wait.sh
 target=${CARGO_TARGET_DIR:-$root/target}
 [ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server -p countersign-cli
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port=$(free_port) demo_port=$(free_port) site_port=$(free_port)
-suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
-export COUNTERSIGN_TABLE="since-$suffix" COUNTERSIGN_SIGNING_KEY="alias/since-$suffix" \
-  COUNTERSIGN_SECRET_PREFIX="since-$suffix/" COUNTERSIGN_CHECKPOINT_KEY="alias/since-ckpt-$suffix"
 logs="$target/audit-since"
 rm -rf "$logs"; mkdir -p "$logs"
-COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$demo_port" COUNTERSIGN_DEMO_SITE_ADDR="127.0.0.1:$site_port" \
-  COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 RUST_LOG=warn \
-  "$target/debug/countersign-dev" >"$logs/dev-server.log" 2>&1 &
-dev=$!
-trap 'kill $dev 2>/dev/null || true' EXIT
-wait_for_dev_server "$logs/dev-server.log" "$dev"
+start_dev_server since "$logs"
 tenant=$(sed -n 's/^TENANT=//p' "$logs/dev-server.log")
 key=$(sed -n 's/^ADMIN_KEY=//p' "$logs/dev-server.log")
 base="http://127.0.0.1:$port"

@@ -12,3 +12,23 @@ wait_for_dev_server() {
   cat "$log" >&2
   return 1
 }
+
+# A free loopback port.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Starts the debug dev server on the emulator with its own table, keys and secrets (named
+# `$1-<random>`), logging to `$2/dev-server.log`, and waits until it runs. Sets `port`,
+# `demo_port`, `site_port`, `suffix` and `dev` (its pid, killed on exit); needs `target`.
+start_dev_server() {
+  local name=$1 logs=$2
+  port=$(free_port) demo_port=$(free_port) site_port=$(free_port)
+  suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
+  export COUNTERSIGN_TABLE="$name-$suffix" COUNTERSIGN_SIGNING_KEY="alias/$name-$suffix" \
+    COUNTERSIGN_SECRET_PREFIX="$name-$suffix/" COUNTERSIGN_CHECKPOINT_KEY="alias/$name-ckpt-$suffix"
+  COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$demo_port" COUNTERSIGN_DEMO_SITE_ADDR="127.0.0.1:$site_port" \
+    COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 RUST_LOG=warn \
+    "$target/debug/countersign-dev" >"$logs/dev-server.log" 2>&1 &
+  dev=$!
+  trap 'kill $dev 2>/dev/null || true' EXIT
+  wait_for_dev_server "$logs/dev-server.log" "$dev"
+}

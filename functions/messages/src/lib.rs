@@ -199,6 +199,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
     let mut chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
+        settings: Arc::new(store.clone()),
         integration: Arc::new(integration),
         signer: Arc::new(settings.signer(sdk)),
         model: model(sdk, config)?,

@@ -6,7 +6,8 @@
 
 use countersign_aws::AwsSettings;
 use countersign_domain::ids::TenantId;
-use countersign_domain::ports::TenantStore as _;
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::Tenants;
 use std::io::Write as _;
 
 pub(crate) async fn verify(

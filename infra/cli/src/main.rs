@@ -4,6 +4,7 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use countersign_aws::AwsSettings;
+use countersign_domain::ports::Tenants;
 use std::io::Write as _;
 
 mod audit;
@@ -228,7 +229,7 @@ async fn tenant(
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
     use countersign_admin::tenants;
-    use countersign_domain::ports::TenantStore as _;
+
     let store = countersign_aws::dynamo::DynamoStore::new(
         countersign_aws::dynamo::DynamoStore::client(sdk, None),
         &settings.table,

@@ -8,9 +8,10 @@ use countersign_domain::config::service_token_secret_name;
 use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, OperationName, UserId};
-use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, NewMessage, SecretError, SecretStore, TenantStore,
-};
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::{Clock, Ids, NewMessage, SecretError, SecretStore};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::secret::SecretString;
 use countersign_domain::text::SafeText;

@@ -5,7 +5,8 @@
 
 use countersign_admin::tenants;
 use countersign_aws::system::{SystemClock, UlidIds};
-use countersign_domain::ports::{ProofSigner, TenantStore};
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::ProofSigner;
 use countersign_domain::texts::Language;
 use http::StatusCode;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};

@@ -13,7 +13,9 @@ use countersign_domain::certification::{Certification, CheckStatus};
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ToolName, UserId};
-use countersign_domain::ports::{Clock, ProviderTool, Resolver, Tenant, TenantStore};
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::Certifications;
+use countersign_domain::ports::{Clock, ProviderTool, Resolver, Tenant};
 use countersign_domain::texts::Language;
 use countersign_testkit::{
     FakeSigner, MemorySecrets, MemoryStore, Reply, ScriptedProvider, SeqIds, TestClock,

@@ -8,6 +8,9 @@ use axum::body::Body;
 use countersign_admin::api::{AdminState, router};
 use countersign_admin::tenants;
 use countersign_domain::config::UrlPolicy;
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::ProposalLock;
 use countersign_domain::ports::Resolver;
 use countersign_domain::texts::Language;
 use countersign_testkit::{FakeSigner, MemorySecrets, MemoryStore, SeqIds, TestClock};
@@ -123,7 +126,7 @@ async fn pending_proposal(
     use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
     use countersign_domain::hash::Sha256Hex;
     use countersign_domain::ids::{ActionId, OperationName, UserId};
-    use countersign_domain::ports::{ConversationStore, CreateProposalOutcome, TenantStore};
+    use countersign_domain::ports::CreateProposalOutcome;
     use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
     use countersign_domain::text::SafeText;
     let config = store.get_mcp_config(&tenant.id).await.unwrap().unwrap();
@@ -179,7 +182,7 @@ async fn pending_proposal(
 /// a notice in their conversation.
 #[tokio::test]
 async fn c8_only_action_relevant_saves_invalidate_and_an_unchanged_save_writes_nothing() {
-    use countersign_domain::ports::{SecretStore, TenantStore};
+    use countersign_domain::ports::SecretStore;
     use countersign_domain::proposal::ProposalState;
     let (state, store, secrets, tenant) = admin().await;
     let body = |url: &str, token: &str, tools: &[&str]| {
@@ -243,7 +246,6 @@ async fn c8_only_action_relevant_saves_invalidate_and_an_unchanged_save_writes_n
 /// version.
 #[tokio::test]
 async fn c8_an_unfinished_sweep_is_reported_and_finished_by_saving_again() {
-    use countersign_domain::ports::TenantStore;
     use countersign_domain::proposal::ProposalState;
     use countersign_testkit::Fault;
     let (state, store, _secrets, tenant) = admin().await;

@@ -9,7 +9,9 @@ use countersign_admin::api::AdminState;
 use countersign_admin::{mcp, tenants};
 use countersign_domain::config::{UrlPolicy, service_token_secret_name};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ports::{Resolver, SecretStore, Tenant, TenantStore};
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::Tenants;
+use countersign_domain::ports::{Resolver, SecretStore, Tenant};
 use countersign_domain::texts::Language;
 use countersign_testkit::{
     FakeSigner, MemorySecrets, MemoryStore, ScriptedProvider, SeqIds, TestClock,

@@ -4,7 +4,9 @@
 use countersign_admin::{keys, tenants};
 use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::system::{SystemClock, UlidIds};
-use countersign_domain::ports::{Ids as _, TenantStore};
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::Ids as _;
+use countersign_domain::ports::Tenants;
 use countersign_domain::texts::Language;
 
 async fn store() -> DynamoStore {

@@ -11,9 +11,10 @@ use countersign_domain::config::UrlPolicy;
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, OperationName, UserId};
-use countersign_domain::ports::{
-    ConfirmWrite, ConversationStore, Resolver, Tenant, TenantStore, TransitionOutcome,
-};
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::{ConfirmWrite, Resolver, Tenant, TransitionOutcome};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::{self, Language};

@@ -16,9 +16,9 @@ use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, OperationName, UserId};
-use countersign_domain::ports::{
-    Clock, ConfirmWrite, ConversationStore, Ids, NewMessage, ProofSigner, SecretStore,
-};
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::{Clock, ConfirmWrite, Ids, NewMessage, ProofSigner, SecretStore};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::secret::SecretString;
 use countersign_domain::text::SafeText;

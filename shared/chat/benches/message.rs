@@ -14,7 +14,7 @@ use countersign_domain::conversation::{MessageKind, Principal};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{OperationName, ToolName, UserId};
 use countersign_domain::ports::{
-    AuditEntry, Clock, Ids, SecretStore, StoredMcpConfig, Tenant, TenantStore,
+    AuditEntry, Clock, Ids, McpSettings, SecretStore, StoredMcpConfig, Tenant, Tenants,
 };
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::Language;
@@ -136,6 +136,7 @@ async fn setup() -> Bench {
     let chat = Chat::new(ChatParts {
         conversations: store.clone(),
         tenants: store.clone(),
+        settings: store.clone(),
         integration: Arc::new(IntegrationService::new(store.clone(), secrets, provider)),
         signer: Arc::new(FakeSigner::default()),
         model: Arc::new(ScriptedModel),

@@ -13,8 +13,8 @@ use countersign_domain::confirmation::{Refusal, Reply, classify};
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Principal, Role};
 use countersign_domain::ids::{CaseId, MessageId};
 use countersign_domain::ports::{
-    Admission, Clock, ConversationStore, ConversationView, Ids, Model, NewMessage, ProofSigner,
-    RateLimiter, StoreError, TenantStore, TransitionOutcome,
+    Admission, Clock, ConversationStore, ConversationView, Ids, McpSettings, Model, NewMessage,
+    ProofSigner, RateLimiter, StoreError, Tenants, TransitionOutcome,
 };
 use countersign_domain::proposal::{Proposal, ProposalState};
 use countersign_domain::texts::{self, Language};
@@ -122,8 +122,10 @@ impl std::fmt::Debug for Chat {
 pub struct ChatParts {
     /// Cases, messages, proposals.
     pub conversations: Arc<dyn ConversationStore>,
-    /// Tenants and their configuration.
-    pub tenants: Arc<dyn TenantStore>,
+    /// The tenants (each turn reads its tenant).
+    pub tenants: Arc<dyn Tenants>,
+    /// The tenants' MCP settings (the built-in tools read them).
+    pub settings: Arc<dyn McpSettings>,
     /// The tenant's MCP server: configuration, service token, tools (shared with the
     /// gateway).
     pub integration: Arc<IntegrationService>,

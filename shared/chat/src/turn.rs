@@ -333,7 +333,7 @@ impl<'a> Turn<'a> {
             case: self.view.case.id.clone(),
             services: Services {
                 conversations: self.chat.parts.conversations.clone(),
-                tenants: self.chat.parts.tenants.clone(),
+                tenants: self.chat.parts.settings.clone(),
                 actions: Some(self.preparer.clone()),
             },
             consultations: Vec::new(),

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::config::widget_secret_name;
 use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
-use countersign_domain::ports::{SecretStore, TenantStore};
+use countersign_domain::ports::{SecretStore, WidgetKeys};
 use countersign_domain::secret::SecretString;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -60,7 +60,7 @@ struct TenantOnly {
 
 /// Verifies widget tokens.
 pub struct WidgetAuth {
-    tenants: Arc<dyn TenantStore>,
+    tenants: Arc<dyn WidgetKeys>,
     secrets: Arc<dyn SecretStore>,
     cache: Mutex<HashMap<(TenantId, WidgetKeyId), SecretString>>,
 }
@@ -73,7 +73,7 @@ impl std::fmt::Debug for WidgetAuth {
 
 impl WidgetAuth {
     /// A verifier over the tenant store (credentials) and the secret store (secrets).
-    pub fn new(tenants: Arc<dyn TenantStore>, secrets: Arc<dyn SecretStore>) -> Self {
+    pub fn new(tenants: Arc<dyn WidgetKeys>, secrets: Arc<dyn SecretStore>) -> Self {
         Self {
             tenants,
             secrets,

@@ -13,10 +13,11 @@ use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
 use countersign_domain::life::{self, Stamp};
 use countersign_domain::ports::{
-    Admission, AuditEntry, AuditPage, Clock, ConfirmWrite, ConversationStore, ConversationView,
-    CreateProposalOutcome, Ids, Lease, Leases, NewMessage, PanelSession, RateLimiter, SessionStore,
-    SettleByAdmin, StoreError, StoredMcpConfig, Tenant, TenantStore, TransitionOutcome,
-    UnsettledAction, WidgetKey,
+    Admission, AuditEntry, AuditPage, AuditRecords, Certifications, Clock, ConfirmWrite,
+    ConversationView, Conversations, CreateProposalOutcome, Ids, Lease, Leases, McpSettings,
+    NewMessage, PanelSession, ProposalLock, RateLimiter, SessionStore, SettingsFence,
+    SettleByAdmin, StoreError, StoredMcpConfig, Tenant, Tenants, TransitionOutcome,
+    UnsettledAction, UnsettledIndex, WidgetKey, WidgetKeys,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
@@ -324,7 +325,7 @@ fn confirm_conflict(state: &mut State, w: &ConfirmWrite) -> Option<TransitionOut
 }
 
 #[async_trait]
-impl ConversationStore for MemoryStore {
+impl Conversations for MemoryStore {
     async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
         yield_now().await;
         self.run(
@@ -408,6 +409,69 @@ impl ConversationStore for MemoryStore {
         })
     }
 
+    async fn recent_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        yield_now().await;
+        self.read("recent_messages", |s| {
+            let all: Vec<Message> = s
+                .conversations
+                .get(&(tenant.clone(), case.clone()))
+                .map(|c| c.messages.values().cloned().collect())
+                .unwrap_or_default();
+            all[all.len().saturating_sub(limit)..].to_vec()
+        })
+    }
+
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        let stamp = self.stamp();
+        self.run(
+            "close_case",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(conv) = s.conversation(tenant, case) else {
+                    return Ok(TransitionOutcome::Applied);
+                };
+                if let Some(state) = conv
+                    .active()
+                    .map(|p| p.state)
+                    .filter(|st| st.needs_reconciliation())
+                {
+                    return Ok(TransitionOutcome::Conflict {
+                        current: Some(state),
+                    });
+                }
+                // a pending proposal is cancelled with the case.
+                let cancelled = conv
+                    .slot
+                    .clone()
+                    .and_then(|a| conv.proposals.get_mut(&a))
+                    .filter(|p| p.state == ProposalState::PendingConfirmation)
+                    .map(|p| {
+                        p.state = ProposalState::Cancelled;
+                        p.action_id.clone()
+                    });
+                conv.case.status = CaseStatus::Closed;
+                if let Some(action) = cancelled {
+                    let record = life::cancelled_with_case(&action, case, stamp);
+                    s.audit_case(tenant, case, &record);
+                }
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+}
+
+#[async_trait]
+impl ProposalLock for MemoryStore {
     async fn create_proposal(
         &self,
         proposal: &Proposal,
@@ -524,7 +588,10 @@ impl ConversationStore for MemoryStore {
         let record = life::stepped(action_id, case, (from, to), self.stamp());
         self.step(tenant, case, action_id, (from, to), notice, &record)
     }
+}
 
+#[async_trait]
+impl UnsettledIndex for MemoryStore {
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
         yield_now().await;
         self.read("list_unsettled", |s| {
@@ -601,67 +668,10 @@ impl ConversationStore for MemoryStore {
             settle.audit,
         )
     }
+}
 
-    async fn close_case(
-        &self,
-        tenant: &TenantId,
-        case: &CaseId,
-    ) -> Result<TransitionOutcome, StoreError> {
-        yield_now().await;
-        let stamp = self.stamp();
-        self.run(
-            "close_case",
-            || TransitionOutcome::Conflict { current: None },
-            |s| {
-                let Some(conv) = s.conversation(tenant, case) else {
-                    return Ok(TransitionOutcome::Applied);
-                };
-                if let Some(state) = conv
-                    .active()
-                    .map(|p| p.state)
-                    .filter(|st| st.needs_reconciliation())
-                {
-                    return Ok(TransitionOutcome::Conflict {
-                        current: Some(state),
-                    });
-                }
-                // a pending proposal is cancelled with the case.
-                let cancelled = conv
-                    .slot
-                    .clone()
-                    .and_then(|a| conv.proposals.get_mut(&a))
-                    .filter(|p| p.state == ProposalState::PendingConfirmation)
-                    .map(|p| {
-                        p.state = ProposalState::Cancelled;
-                        p.action_id.clone()
-                    });
-                conv.case.status = CaseStatus::Closed;
-                if let Some(action) = cancelled {
-                    let record = life::cancelled_with_case(&action, case, stamp);
-                    s.audit_case(tenant, case, &record);
-                }
-                Ok(TransitionOutcome::Applied)
-            },
-        )
-    }
-
-    async fn recent_messages(
-        &self,
-        tenant: &TenantId,
-        case: &CaseId,
-        limit: usize,
-    ) -> Result<Vec<Message>, StoreError> {
-        yield_now().await;
-        self.read("recent_messages", |s| {
-            let all: Vec<Message> = s
-                .conversations
-                .get(&(tenant.clone(), case.clone()))
-                .map(|c| c.messages.values().cloned().collect())
-                .unwrap_or_default();
-            all[all.len().saturating_sub(limit)..].to_vec()
-        })
-    }
-
+#[async_trait]
+impl SettingsFence for MemoryStore {
     async fn invalidate_pending(
         &self,
         tenant: &TenantId,
@@ -793,7 +803,7 @@ impl RateLimiter for MemoryStore {
 }
 
 #[async_trait]
-impl TenantStore for MemoryStore {
+impl Tenants for MemoryStore {
     async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {
         yield_now().await;
         self.run(
@@ -849,12 +859,61 @@ impl TenantStore for MemoryStore {
             },
         )
     }
+}
 
+#[async_trait]
+impl McpSettings for MemoryStore {
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
         yield_now().await;
         self.read("get_mcp_config", |s| s.configs.get(id).cloned())
     }
 
+    async fn put_mcp_config(
+        &self,
+        id: &TenantId,
+        config: &StoredMcpConfig,
+        expected: Option<u64>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "put_mcp_config",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                if s.configs.get(id).map(|c| c.version) != expected {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                }
+                s.configs.insert(id.clone(), config.clone());
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn delete_mcp_config(
+        &self,
+        id: &TenantId,
+        expected: u64,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "delete_mcp_config",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                if s.configs.get(id).map(|c| c.version) != Some(expected) {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                }
+                s.configs.remove(id);
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+}
+
+#[async_trait]
+impl WidgetKeys for MemoryStore {
     async fn put_widget_key(
         &self,
         tenant: &TenantId,
@@ -917,50 +976,10 @@ impl TenantStore for MemoryStore {
             },
         )
     }
+}
 
-    async fn delete_mcp_config(
-        &self,
-        id: &TenantId,
-        expected: u64,
-        audit: &AuditEntry,
-    ) -> Result<TransitionOutcome, StoreError> {
-        yield_now().await;
-        self.run(
-            "delete_mcp_config",
-            || TransitionOutcome::Conflict { current: None },
-            |s| {
-                if s.configs.get(id).map(|c| c.version) != Some(expected) {
-                    return Ok(TransitionOutcome::Conflict { current: None });
-                }
-                s.configs.remove(id);
-                s.audit(id, audit);
-                Ok(TransitionOutcome::Applied)
-            },
-        )
-    }
-
-    async fn put_mcp_config(
-        &self,
-        id: &TenantId,
-        config: &StoredMcpConfig,
-        expected: Option<u64>,
-        audit: &AuditEntry,
-    ) -> Result<TransitionOutcome, StoreError> {
-        yield_now().await;
-        self.run(
-            "put_mcp_config",
-            || TransitionOutcome::Conflict { current: None },
-            |s| {
-                if s.configs.get(id).map(|c| c.version) != expected {
-                    return Ok(TransitionOutcome::Conflict { current: None });
-                }
-                s.configs.insert(id.clone(), config.clone());
-                s.audit(id, audit);
-                Ok(TransitionOutcome::Applied)
-            },
-        )
-    }
-
+#[async_trait]
+impl Certifications for MemoryStore {
     async fn put_certification(
         &self,
         tenant: &TenantId,
@@ -988,7 +1007,10 @@ impl TenantStore for MemoryStore {
             s.certifications.get(tenant).cloned()
         })
     }
+}
 
+#[async_trait]
+impl AuditRecords for MemoryStore {
     async fn list_audit(
         &self,
         tenant: &TenantId,

@@ -8,7 +8,7 @@ use crate::registry::{Annotations, Invocation, Registry, RegistryError, ToolSpec
 use async_trait::async_trait;
 use countersign_domain::conversation::Principal;
 use countersign_domain::ids::CaseId;
-use countersign_domain::ports::{ConversationStore, TenantStore};
+use countersign_domain::ports::{Conversations, McpSettings};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -38,10 +38,10 @@ pub trait ActionPreparer: Send + Sync {
 /// The platform services tools use.
 #[derive(Clone)]
 pub struct Services {
-    /// Conversations and proposals.
-    pub conversations: Arc<dyn ConversationStore>,
-    /// Tenants and their configuration.
-    pub tenants: Arc<dyn TenantStore>,
+    /// Conversations (a status query reads its case).
+    pub conversations: Arc<dyn Conversations>,
+    /// The tenants' MCP settings.
+    pub tenants: Arc<dyn McpSettings>,
     /// Action preparation, where available.
     pub actions: Option<Arc<dyn ActionPreparer>>,
 }

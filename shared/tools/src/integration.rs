@@ -19,8 +19,8 @@ use countersign_domain::config::{ServerUrl, UrlPolicy, service_token_secret_name
 use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{CaseId, TenantId};
 use countersign_domain::ports::{
-    Provider, ProviderContext, ProviderError, ProviderTool, SecretError, SecretStore, StoreError,
-    StoredMcpConfig, TenantStore,
+    McpSettings, Provider, ProviderContext, ProviderError, ProviderTool, SecretError, SecretStore,
+    StoreError, StoredMcpConfig,
 };
 use countersign_domain::proposal::Proposal;
 use countersign_domain::secret::SecretString;
@@ -87,7 +87,7 @@ pub fn route<'a, C: Clone + Send + Sync + 'static>(
 
 /// The service. Cheap to share (`Arc`); one per process.
 pub struct IntegrationService {
-    tenants: Arc<dyn TenantStore>,
+    tenants: Arc<dyn McpSettings>,
     secrets: Arc<dyn SecretStore>,
     provider: Arc<dyn Provider>,
     tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
@@ -102,7 +102,7 @@ impl std::fmt::Debug for IntegrationService {
 impl IntegrationService {
     /// Over the tenant store, the secret store and the provider client.
     pub fn new(
-        tenants: Arc<dyn TenantStore>,
+        tenants: Arc<dyn McpSettings>,
         secrets: Arc<dyn SecretStore>,
         provider: Arc<dyn Provider>,
     ) -> Self {

@@ -8,9 +8,8 @@ use countersign_domain::config::{
 use countersign_domain::conversation::Principal;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, ToolName, UserId};
-use countersign_domain::ports::{
-    AuditEntry, Clock, Ids, SecretStore, StoredMcpConfig, TenantStore,
-};
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::{AuditEntry, Clock, Ids, SecretStore, StoredMcpConfig};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::secret::SecretString;
 use countersign_domain::text::SafeText;

@@ -1010,7 +1010,7 @@ async fn t16_closed_conversation_never_executes() {
         (409, Some("CASE_CLOSED"))
     );
     assert_eq!(stat(&s, "executeCalls"), 0);
-    let view = countersign_domain::ports::ConversationStore::load(
+    let view = countersign_domain::ports::Conversations::load(
         &s.store,
         &s.tenant,
         &CaseId::parse(&case).unwrap(),

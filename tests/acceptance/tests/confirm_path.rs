@@ -48,6 +48,7 @@ async fn serve(stack: &Stack, sdk: &aws_config::SdkConfig, calls: &CallLog) -> S
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
+        settings: Arc::new(store.clone()),
         integration: Arc::new(countersign_tools::integration::IntegrationService::new(
             Arc::new(store.clone()),
             secrets.clone(),

@@ -69,7 +69,7 @@ impl DynamoStore {
 }
 
 #[async_trait]
-impl ConversationStore for DynamoStore {
+impl Conversations for DynamoStore {
     async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
         let mut item = case_item(case, language);
         if case.status == CaseStatus::Open
@@ -200,6 +200,42 @@ impl ConversationStore for DynamoStore {
         Ok(out)
     }
 
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(case_item) = self.case_item(tenant, case).await? else {
+                return Ok(TransitionOutcome::Applied);
+            };
+            if opt_s(&case_item, "status") == Some("closed") {
+                return Ok(TransitionOutcome::Applied);
+            }
+            let seen = Self::slot(&case_item);
+            let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
+            // An action whose outcome is not settled keeps the case open: it must be
+            // reconciled in it, and a closed case never executes.
+            if let Some(state) = seen_state.filter(|st| st.needs_reconciliation()) {
+                return Ok(TransitionOutcome::Conflict {
+                    current: Some(state),
+                });
+            }
+            let (tx, entries) = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
+            let chain = chain::ChainRef::case(tenant, case);
+            match self.transact_chained(&chain, tx, &entries).await? {
+                Tx::Committed => return Ok(TransitionOutcome::Applied),
+                Tx::Cancelled(_) => backoff(attempt).await,
+            }
+        }
+        Err(StoreError::Unavailable(
+            "closing the case kept losing races".into(),
+        ))
+    }
+}
+
+#[async_trait]
+impl ProposalLock for DynamoStore {
     async fn create_proposal(
         &self,
         proposal: &Proposal,
@@ -282,7 +318,10 @@ impl ConversationStore for DynamoStore {
         };
         self.transition_with(&step, notice, None).await
     }
+}
 
+#[async_trait]
+impl UnsettledIndex for DynamoStore {
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError> {
         let mut all = self
             .index_items(tenant, UNSETTLED_PREFIX)
@@ -343,40 +382,10 @@ impl ConversationStore for DynamoStore {
         self.transition_with(&step, Some(settle.notice), Some(settle.audit))
             .await
     }
+}
 
-    async fn close_case(
-        &self,
-        tenant: &TenantId,
-        case: &CaseId,
-    ) -> Result<TransitionOutcome, StoreError> {
-        for attempt in 0..MAX_ATTEMPTS {
-            let Some(case_item) = self.case_item(tenant, case).await? else {
-                return Ok(TransitionOutcome::Applied);
-            };
-            if opt_s(&case_item, "status") == Some("closed") {
-                return Ok(TransitionOutcome::Applied);
-            }
-            let seen = Self::slot(&case_item);
-            let seen_state = seen.as_ref().and_then(|(_, st)| ProposalState::parse(st));
-            // An action whose outcome is not settled keeps the case open: it must be
-            // reconciled in it, and a closed case never executes.
-            if let Some(state) = seen_state.filter(|st| st.needs_reconciliation()) {
-                return Ok(TransitionOutcome::Conflict {
-                    current: Some(state),
-                });
-            }
-            let (tx, entries) = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
-            let chain = chain::ChainRef::case(tenant, case);
-            match self.transact_chained(&chain, tx, &entries).await? {
-                Tx::Committed => return Ok(TransitionOutcome::Applied),
-                Tx::Cancelled(_) => backoff(attempt).await,
-            }
-        }
-        Err(StoreError::Unavailable(
-            "closing the case kept losing races".into(),
-        ))
-    }
-
+#[async_trait]
+impl SettingsFence for DynamoStore {
     async fn invalidate_pending(
         &self,
         tenant: &TenantId,

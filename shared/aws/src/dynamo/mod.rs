@@ -24,15 +24,15 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, Delete, Put,
-    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, CancellationReason, Delete, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 use countersign_domain::conversation::{Case, CaseStatus, Message};
 use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
 use countersign_domain::life;
 use countersign_domain::ports::{
-    ConfirmWrite, ConversationStore, ConversationView, CreateProposalOutcome, NewMessage,
-    SettleByAdmin, StoreError, TransitionOutcome, UnsettledAction,
+    ConfirmWrite, ConversationView, Conversations, CreateProposalOutcome, NewMessage, ProposalLock,
+    SettingsFence, SettleByAdmin, StoreError, TransitionOutcome, UnsettledAction, UnsettledIndex,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;

@@ -12,8 +12,8 @@ use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{AuditId, OperationName, TenantId, ToolName, WidgetKeyId};
 use countersign_domain::ports::{
-    AuditEntry, AuditPage, PanelSession, SessionStore, StoreError, StoredMcpConfig, Tenant,
-    TenantStore, TransitionOutcome, WidgetKey,
+    AuditEntry, AuditPage, AuditRecords, Certifications, McpSettings, PanelSession, SessionStore,
+    StoreError, StoredMcpConfig, Tenant, Tenants, TransitionOutcome, WidgetKey, WidgetKeys,
 };
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
@@ -261,7 +261,7 @@ fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
 }
 
 #[async_trait]
-impl TenantStore for DynamoStore {
+impl Tenants for DynamoStore {
     async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {
         let mut entry = key(REGISTRY_PK, tenant.id.as_str());
         entry.insert("name".into(), s(tenant.name.as_str()));
@@ -352,7 +352,10 @@ impl TenantStore for DynamoStore {
             Ok(TransitionOutcome::Conflict { current: None })
         }
     }
+}
 
+#[async_trait]
+impl McpSettings for DynamoStore {
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
         self.get(tenant_pk(id), MCP_SK)
             .await?
@@ -361,44 +364,60 @@ impl TenantStore for DynamoStore {
             .transpose()
     }
 
-    async fn put_certification(
+    async fn put_mcp_config(
         &self,
-        tenant: &TenantId,
-        run: &Certification,
+        id: &TenantId,
+        config: &StoredMcpConfig,
+        expected: Option<u64>,
         audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
-        let mut item = key(tenant_pk(tenant), CERTIFICATION_SK);
-        let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        item.insert("run".into(), s(body));
-        let put = build(
-            Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
+    ) -> Result<TransitionOutcome, StoreError> {
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(mcp_item(id, config)));
+        put = match expected {
+            None => put.condition_expression("attribute_not_exists(pk)"),
+            Some(v) => put
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(v)),
+        };
+        // The configuration and its audit record commit together or not at all.
+        let tx = vec![
+            TransactWriteItem::builder()
+                .put(build(put.build())?)
                 .build(),
-        )?;
-        let tx = vec![TransactWriteItem::builder().put(put).build()];
-        if self.commit_audited(tenant, tx, audit).await? {
-            Ok(())
+        ];
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
         } else {
-            Err(StoreError::Corrupt(format!(
-                "audit record {} already exists",
-                audit.id
-            )))
+            Ok(TransitionOutcome::Conflict { current: None })
         }
     }
 
-    async fn latest_certification(
+    async fn delete_mcp_config(
         &self,
-        tenant: &TenantId,
-    ) -> Result<Option<Certification>, StoreError> {
-        let Some(item) = self.get(tenant_pk(tenant), CERTIFICATION_SK).await? else {
-            return Ok(None);
-        };
-        serde_json::from_str(get_s(&item, "run")?)
-            .map(Some)
-            .map_err(|_| corrupt("run"))
+        id: &TenantId,
+        expected: u64,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let delete = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(tenant_pk(id), MCP_SK)))
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(expected))
+                .build(),
+        )?;
+        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
+        }
     }
+}
 
+#[async_trait]
+impl WidgetKeys for DynamoStore {
     async fn put_widget_key(
         &self,
         tenant: &TenantId,
@@ -465,56 +484,86 @@ impl TenantStore for DynamoStore {
             Ok(TransitionOutcome::Conflict { current: None })
         }
     }
+}
 
-    async fn delete_mcp_config(
+#[async_trait]
+impl Certifications for DynamoStore {
+    async fn put_certification(
         &self,
-        id: &TenantId,
-        expected: u64,
+        tenant: &TenantId,
+        run: &Certification,
         audit: &AuditEntry,
-    ) -> Result<TransitionOutcome, StoreError> {
-        let delete = build(
-            Delete::builder()
+    ) -> Result<(), StoreError> {
+        let mut item = key(tenant_pk(tenant), CERTIFICATION_SK);
+        let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        item.insert("run".into(), s(body));
+        let put = build(
+            Put::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(tenant_pk(id), MCP_SK)))
-                .condition_expression("version = :v")
-                .expression_attribute_values(":v", n(expected))
+                .set_item(Some(item))
                 .build(),
         )?;
-        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
+        let tx = vec![TransactWriteItem::builder().put(put).build()];
+        if self.commit_audited(tenant, tx, audit).await? {
+            Ok(())
         } else {
-            Ok(TransitionOutcome::Conflict { current: None })
+            Err(StoreError::Corrupt(format!(
+                "audit record {} already exists",
+                audit.id
+            )))
         }
     }
 
-    async fn put_mcp_config(
+    async fn latest_certification(
         &self,
-        id: &TenantId,
-        config: &StoredMcpConfig,
-        expected: Option<u64>,
-        audit: &AuditEntry,
-    ) -> Result<TransitionOutcome, StoreError> {
-        let mut put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(mcp_item(id, config)));
-        put = match expected {
-            None => put.condition_expression("attribute_not_exists(pk)"),
-            Some(v) => put
-                .condition_expression("version = :v")
-                .expression_attribute_values(":v", n(v)),
+        tenant: &TenantId,
+    ) -> Result<Option<Certification>, StoreError> {
+        let Some(item) = self.get(tenant_pk(tenant), CERTIFICATION_SK).await? else {
+            return Ok(None);
         };
-        // The configuration and its audit record commit together or not at all.
-        let tx = vec![
-            TransactWriteItem::builder()
-                .put(build(put.build())?)
-                .build(),
-        ];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
+        serde_json::from_str(get_s(&item, "run")?)
+            .map(Some)
+            .map_err(|_| corrupt("run"))
+    }
+}
+
+#[async_trait]
+impl AuditRecords for DynamoStore {
+    async fn list_audit(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AuditId>,
+        limit: usize,
+    ) -> Result<AuditPage, StoreError> {
+        let limit = limit.clamp(1, MAX_AUDIT_PAGE);
+        // One more than asked tells whether an older page exists (no empty last page); one
+        // more again with a cursor, because `BETWEEN` also returns the cursor's own record.
+        let extra = if before.is_some() { 2 } else { 1 };
+        let stored = self.newest_audit(tenant, before, limit + extra).await?;
+        let mut items = stored
+            .iter()
+            .map(audit_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        // `BETWEEN` is inclusive: drop the cursor's own record.
+        if let Some(b) = before {
+            items.retain(|a| &a.id != b);
         }
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|a| a.id.clone())
+        } else {
+            None
+        };
+        let mut links = std::collections::BTreeMap::new();
+        for (item, entry) in stored.iter().zip(stored.iter().map(audit_from)) {
+            let (Some(record), Ok(entry)) = (chained_from(item)?, entry) else {
+                continue;
+            };
+            if items.iter().any(|a| a.id == entry.id) {
+                links.insert(entry.id, ChainLink::of(&record, tenant.as_str()));
+            }
+        }
+        Ok(AuditPage { items, links, next })
     }
 
     /// L-3: a consistent view. The chain index and every head are read first, then the
@@ -565,43 +614,6 @@ impl TenantStore for DynamoStore {
             }
         }
         Ok(trail)
-    }
-
-    async fn list_audit(
-        &self,
-        tenant: &TenantId,
-        before: Option<&AuditId>,
-        limit: usize,
-    ) -> Result<AuditPage, StoreError> {
-        let limit = limit.clamp(1, MAX_AUDIT_PAGE);
-        // One more than asked tells whether an older page exists (no empty last page); one
-        // more again with a cursor, because `BETWEEN` also returns the cursor's own record.
-        let extra = if before.is_some() { 2 } else { 1 };
-        let stored = self.newest_audit(tenant, before, limit + extra).await?;
-        let mut items = stored
-            .iter()
-            .map(audit_from)
-            .collect::<Result<Vec<_>, _>>()?;
-        // `BETWEEN` is inclusive: drop the cursor's own record.
-        if let Some(b) = before {
-            items.retain(|a| &a.id != b);
-        }
-        let next = if items.len() > limit {
-            items.truncate(limit);
-            items.last().map(|a| a.id.clone())
-        } else {
-            None
-        };
-        let mut links = std::collections::BTreeMap::new();
-        for (item, entry) in stored.iter().zip(stored.iter().map(audit_from)) {
-            let (Some(record), Ok(entry)) = (chained_from(item)?, entry) else {
-                continue;
-            };
-            if items.iter().any(|a| a.id == entry.id) {
-                links.insert(entry.id, ChainLink::of(&record, tenant.as_str()));
-            }
-        }
-        Ok(AuditPage { items, links, next })
     }
 }
 

@@ -49,7 +49,7 @@ pub(super) fn unsettled_from(i: &Item) -> Result<UnsettledAction, StoreError> {
 }
 
 impl DynamoStore {
-    /// [`ConversationStore::transition`], with one more item in the same write (the
+    /// [`ProposalLock::transition`], with one more item in the same write (the
     /// administrator's audit record). Settling an unsettled action also removes it from
     /// the tenant's index, in the same write.
     /// L-1: the record of a step `from → to`: an administrator's settlement record is

@@ -7,9 +7,10 @@
 use crate::common::{Env, env};
 use countersign_aws::dynamo::DynamoStore;
 use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify_trail};
-use countersign_domain::ports::{
-    ConversationStore, CreateProposalOutcome, TenantStore, TransitionOutcome,
-};
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::{CreateProposalOutcome, TransitionOutcome};
 use countersign_domain::proposal::ProposalState;
 
 /// The table key of audit record `id`, wherever the store put it (found by a scan: the

@@ -3,8 +3,10 @@
 //! (`countersign_testkit::contract`, run here by `contract.rs`).
 
 use crate::common::env;
+use countersign_domain::ports::Conversations;
 use countersign_domain::ports::Ids as _;
-use countersign_domain::ports::{ConversationStore, CreateProposalOutcome, TransitionOutcome};
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::{CreateProposalOutcome, TransitionOutcome};
 use countersign_domain::proposal::ProposalState as S;
 use std::collections::BTreeMap;
 

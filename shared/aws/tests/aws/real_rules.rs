@@ -6,7 +6,11 @@ use crate::common::{Env, env};
 use crate::faulty::Faulty;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_domain::conversation::Case;
-use countersign_domain::ports::{ConversationStore, TransitionOutcome};
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::TransitionOutcome;
+use countersign_domain::ports::WidgetKeys;
 use countersign_domain::proposal::{Proposal, ProposalState};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -320,7 +324,7 @@ async fn a35_a_refusal_after_an_unknown_answer_does_not_lose_the_confirmation() 
 /// later one is retried and applied (`configure` asserts `Applied`).
 #[tokio::test]
 async fn an_admin_save_overlapping_a_preparation_or_another_change_is_never_refused() {
-    use countersign_domain::ports::{Ids as _, TenantStore as _, WidgetKey};
+    use countersign_domain::ports::{Ids as _, WidgetKey};
     let env = Arc::new(env().await);
     let (store, proxy) = through_proxy(&env).await;
     let tenant = env.tenant();
@@ -344,7 +348,9 @@ async fn an_admin_save_overlapping_a_preparation_or_another_change_is_never_refu
         created_at: env.fixture.now(),
         allowed_origins: Vec::new(),
     };
-    let audit = env.fixture.audit("widgetCredential.create", serde_json::json!({}));
+    let audit = env
+        .fixture
+        .audit("widgetCredential.create", serde_json::json!({}));
     proxy.slow_next(1);
     let (created, ()) = tokio::join!(store.put_widget_key(&tenant, &key, &audit), async {
         tokio::time::sleep(Duration::from_millis(50)).await;

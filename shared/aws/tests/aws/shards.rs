@@ -11,9 +11,10 @@ use aws_sdk_dynamodb::types::AttributeValue as A;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::{CaseId, TenantId};
-use countersign_domain::ports::{
-    ConversationStore, CreateProposalOutcome, NewMessage, TransitionOutcome,
-};
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::SettingsFence;
+use countersign_domain::ports::UnsettledIndex;
+use countersign_domain::ports::{CreateProposalOutcome, NewMessage, TransitionOutcome};
 use countersign_domain::proposal::{Proposal, ProposalState};
 use countersign_domain::texts::{Language, invalidated_notice};
 use countersign_testkit::contract::Fixture;

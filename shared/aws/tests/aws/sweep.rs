@@ -5,7 +5,9 @@
 use crate::common::{Env, env};
 use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::CaseId;
-use countersign_domain::ports::{ConversationStore, Ids as _, NewMessage, StoreError};
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::SettingsFence;
+use countersign_domain::ports::{Ids as _, NewMessage, StoreError};
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::texts::{Language, invalidated_notice};
 

@@ -4,9 +4,13 @@ use crate::common::env;
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};
 use countersign_domain::hash::Sha256Hex;
+use countersign_domain::ports::AuditRecords;
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::ProposalLock;
+use countersign_domain::ports::Tenants;
 use countersign_domain::ports::{
-    AuditEntry, Clock, ConversationStore, CreateProposalOutcome, Ids, StoredMcpConfig, Tenant,
-    TenantStore, TransitionOutcome,
+    AuditEntry, Clock, CreateProposalOutcome, Ids, StoredMcpConfig, Tenant, TransitionOutcome,
 };
 use countersign_domain::texts::Language;
 

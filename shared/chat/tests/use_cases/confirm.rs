@@ -2,7 +2,8 @@
 
 use crate::harness::{H, kinds};
 use countersign_domain::conversation::MessageKind;
-use countersign_domain::ports::{ConversationStore, TenantStore};
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::SettingsFence;
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::texts::{self, Language};
 use countersign_testkit::{Fault, Reply, action_answer};

@@ -8,9 +8,11 @@ use countersign_domain::config::{
 use countersign_domain::conversation::{CaseStatus, Message, MessageKind, Principal};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, ToolName, UserId};
+use countersign_domain::ports::Conversations;
+use countersign_domain::ports::McpSettings;
+use countersign_domain::ports::Tenants;
 use countersign_domain::ports::{
-    AuditEntry, ConversationStore, Ids, NewMessage, SecretStore, StoredMcpConfig, Tenant,
-    TenantStore,
+    AuditEntry, Ids, NewMessage, SecretStore, StoredMcpConfig, Tenant,
 };
 use countersign_domain::proposal::{Proposal, ProposalState};
 use countersign_domain::secret::SecretString;
@@ -70,6 +72,7 @@ impl H {
         let chat = Chat::new(ChatParts {
             conversations: store.clone(),
             tenants: store.clone(),
+            settings: store.clone(),
             integration: Arc::new(IntegrationService::new(
                 store.clone(),
                 secrets.clone(),

@@ -89,11 +89,11 @@ async fn a_signer_outage_is_a_retryable_service_error() {
 #[tokio::test]
 async fn without_an_integration_nothing_can_be_prepared() {
     let h = H::new().await;
-    let current = countersign_domain::ports::TenantStore::get_mcp_config(&*h.store, &h.who.tenant)
+    let current = countersign_domain::ports::McpSettings::get_mcp_config(&*h.store, &h.who.tenant)
         .await
         .unwrap()
         .unwrap();
-    countersign_domain::ports::TenantStore::delete_mcp_config(
+    countersign_domain::ports::McpSettings::delete_mcp_config(
         &*h.store,
         &h.who.tenant,
         current.version,

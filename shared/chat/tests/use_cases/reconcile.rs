@@ -68,7 +68,7 @@ async fn a44_a_non_final_status_keeps_it_unknown() {
     assert_eq!(h.state(&action), ProposalState::Unknown);
     // Decision 0028: the administrator sees what the provider last answered.
     let listed =
-        countersign_domain::ports::ConversationStore::list_unsettled(&*h.store, &h.who.tenant)
+        countersign_domain::ports::UnsettledIndex::list_unsettled(&*h.store, &h.who.tenant)
             .await
             .unwrap();
     assert_eq!(listed.len(), 1);

@@ -101,10 +101,10 @@ pub struct SettleByAdmin<'a> {
     pub audit: &'a AuditEntry,
 }
 
-/// The conversation / proposal store. Every method is scoped by tenant: an id of another
-/// tenant behaves as absent.
+/// A case and its messages (D-1): what the chat reads and appends. Every method is scoped
+/// by tenant: an id of another tenant behaves as absent.
 #[async_trait]
-pub trait ConversationStore: Send + Sync {
+pub trait Conversations: Send + Sync {
     /// Creates an open case whose fixed texts use `language` (the tenant's, copied so that
     /// one query serves every decision).
     async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError>;
@@ -133,12 +133,35 @@ pub trait ConversationStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Message>, StoreError>;
 
+    /// The `limit` most recent messages of a case, oldest first (the model's history).
+    async fn recent_messages(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError>;
+
+    /// Closes a case (A-26: a closed case never executes); a pending proposal is cancelled
+    /// with it. `Conflict { current }` while the slot holds an `executing` or `unknown`
+    /// proposal: its outcome must be reconciled first. Closing a closed or missing case is
+    /// `Applied`.
+    async fn close_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<TransitionOutcome, StoreError>;
+}
+
+/// The proposal's lock and state machine (P-2, A-14 … ): preparation, the
+/// confirmation, and each later move, each one conditional write.
+#[async_trait]
+pub trait ProposalLock: Send + Sync {
     /// Stores a new pending proposal and its presentation messages atomically, guarded by
     /// the slot (A-15 … A-17) and by the tenant-wide action-id guard. The
     /// proposal's `presented` must be the first of `presentation`. When the proposal
-    /// carries a `secret_version`, the write also requires the tenant's action settings to
-    /// still be the ones it was prepared with (C-8, `SettingsChanged` otherwise) and
-    /// registers the proposal so that [`Self::invalidate_pending`] finds it.
+    /// carries a `secret_version`, the tenant's action settings must still be the ones it
+    /// was prepared with (C-8, `SettingsChanged` otherwise; read just before the write) and
+    /// registers the proposal so that [`SettingsFence::invalidate_pending`] finds it.
     async fn create_proposal(
         &self,
         proposal: &Proposal,
@@ -152,7 +175,7 @@ pub trait ConversationStore: Send + Sync {
     /// message: the caller stores it as an ordinary message. `Conflict { current: None }`
     /// when retries ran out. No item shared by the tenant's conversations is read or
     /// written here (C-8 is held by [`Self::create_proposal`] and
-    /// [`Self::invalidate_pending`]). When the store cannot tell whether its write
+    /// [`SettingsFence::invalidate_pending`]). When the store cannot tell whether its write
     /// committed, it reads the proposal back and reports `Applied` if this write's message
     /// is the recorded confirmation.
     async fn confirm(&self, write: &ConfirmWrite) -> Result<TransitionOutcome, StoreError>;
@@ -169,7 +192,12 @@ pub trait ConversationStore: Send + Sync {
         to: ProposalState,
         notice: Option<&NewMessage>,
     ) -> Result<TransitionOutcome, StoreError>;
+}
 
+/// The tenant's index of actions whose outcome is not settled (decision 0028): what an
+/// administrator may have to settle by hand.
+#[async_trait]
+pub trait UnsettledIndex: Send + Sync {
     /// The tenant's actions whose outcome is not settled (`executing` or `unknown`),
     /// oldest first: what the administrator may have to settle by hand.
     async fn list_unsettled(&self, tenant: &TenantId) -> Result<Vec<UnsettledAction>, StoreError>;
@@ -185,30 +213,17 @@ pub trait ConversationStore: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// An administrator records the outcome of an unsettled action: like
-    /// [`Self::transition`] (`from` is `executing` or `unknown`, `to` is `completed` or
+    /// [`ProposalLock::transition`] (`from` is `executing` or `unknown`, `to` is `completed` or
     /// `failed`), with the person's notice and the audit record in the same write.
     async fn settle_by_admin(
         &self,
         settle: &SettleByAdmin<'_>,
     ) -> Result<TransitionOutcome, StoreError>;
+}
 
-    /// Closes a case (A-26: a closed case never executes); a pending proposal is cancelled
-    /// with it. `Conflict { current }` while the slot holds an `executing` or `unknown`
-    /// proposal: its outcome must be reconciled first. Closing a closed or missing case is
-    /// `Applied`.
-    async fn close_case(
-        &self,
-        tenant: &TenantId,
-        case: &CaseId,
-    ) -> Result<TransitionOutcome, StoreError>;
-    /// The `limit` most recent messages of a case, oldest first (the model's history).
-    async fn recent_messages(
-        &self,
-        tenant: &TenantId,
-        case: &CaseId,
-        limit: usize,
-    ) -> Result<Vec<Message>, StoreError>;
-
+/// C-8 after a settings change: the proposals prepared under the old settings.
+#[async_trait]
+pub trait SettingsFence: Send + Sync {
     /// C-8: cancels every `pending_confirmation` proposal of the tenant whose action
     /// settings (`config_version`, `secret_version`) differ from `keep` (all of them when
     /// `keep` is `None`: the connector was removed), each with the notice `notice(case,
@@ -220,4 +235,13 @@ pub trait ConversationStore: Send + Sync {
         keep: Option<(u64, &str)>,
         notice: &(dyn for<'c> Fn(&'c CaseId, Language) -> NewMessage + Send + Sync),
     ) -> Result<usize, StoreError>;
+}
+
+/// Every conversation port at once, for the adapters' wiring and the store contract; a use
+/// case holds only the narrow ports it calls.
+pub trait ConversationStore: Conversations + ProposalLock + UnsettledIndex + SettingsFence {}
+
+impl<T: Conversations + ProposalLock + UnsettledIndex + SettingsFence + ?Sized> ConversationStore
+    for T
+{
 }

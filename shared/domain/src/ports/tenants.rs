@@ -49,22 +49,25 @@ pub struct AuditPage {
     pub next: Option<crate::ids::AuditId>,
 }
 
-/// The tenant store. Every method that changes a tenant's configuration takes the
-/// `AuditEntry` describing it and writes both atomically.
+/// The tenants and their administrators' keys (D-4).
 #[async_trait]
-pub trait TenantStore: Send + Sync {
+pub trait Tenants: Send + Sync {
     /// Registers a tenant.
     async fn create_tenant(&self, tenant: &Tenant) -> Result<(), StoreError>;
+
     /// Reads a tenant.
     async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError>;
+
     /// Lists tenants (operator CLI).
     async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError>;
+
     /// The tenant whose admin key has this hash (C-2: a key identifies its own tenant,
     /// so another tenant's id can answer 404 while a wrong key answers 401).
     async fn tenant_by_admin_key_hash(
         &self,
         hash: &crate::hash::Sha256Hex,
     ) -> Result<Option<TenantId>, StoreError>;
+
     /// Replaces the admin key hash (and its index) atomically; the old key stops working
     /// at once. `Conflict` when the tenant does not exist.
     async fn set_admin_key_hash(
@@ -73,39 +76,14 @@ pub trait TenantStore: Send + Sync {
         hash: &crate::hash::Sha256Hex,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
+}
+
+/// A tenant's MCP settings (C-1 … C-8); every change writes its audit record with it.
+#[async_trait]
+pub trait McpSettings: Send + Sync {
     /// Reads the MCP configuration.
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError>;
-    /// Records a widget credential (C-9).
-    async fn put_widget_key(
-        &self,
-        tenant: &TenantId,
-        key: &WidgetKey,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError>;
-    /// One widget credential, if it exists (not revoked).
-    async fn get_widget_key(
-        &self,
-        tenant: &TenantId,
-        id: &WidgetKeyId,
-    ) -> Result<Option<WidgetKey>, StoreError>;
-    /// The tenant's widget credentials, oldest first.
-    async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError>;
-    /// Revokes a widget credential: from then on its tokens fail (D-2). `Conflict` when it
-    /// does not exist.
-    async fn delete_widget_key(
-        &self,
-        tenant: &TenantId,
-        id: &WidgetKeyId,
-        audit: &AuditEntry,
-    ) -> Result<TransitionOutcome, StoreError>;
-    /// Removes the MCP configuration (C-10) if the stored version is `expected`;
-    /// `Conflict` when another write came first or nothing is stored.
-    async fn delete_mcp_config(
-        &self,
-        id: &TenantId,
-        expected: u64,
-        audit: &AuditEntry,
-    ) -> Result<TransitionOutcome, StoreError>;
+
     /// Writes the MCP configuration only if the stored version is `expected` (`None`: none
     /// stored yet). `Conflict` when another write came first.
     async fn put_mcp_config(
@@ -115,6 +93,51 @@ pub trait TenantStore: Send + Sync {
         expected: Option<u64>,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
+
+    /// Removes the MCP configuration (C-10) if the stored version is `expected`;
+    /// `Conflict` when another write came first or nothing is stored.
+    async fn delete_mcp_config(
+        &self,
+        id: &TenantId,
+        expected: u64,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+}
+
+/// A tenant's widget credentials (C-9, D-2).
+#[async_trait]
+pub trait WidgetKeys: Send + Sync {
+    /// Records a widget credential (C-9).
+    async fn put_widget_key(
+        &self,
+        tenant: &TenantId,
+        key: &WidgetKey,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+
+    /// One widget credential, if it exists (not revoked).
+    async fn get_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+    ) -> Result<Option<WidgetKey>, StoreError>;
+
+    /// The tenant's widget credentials, oldest first.
+    async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError>;
+
+    /// Revokes a widget credential: from then on its tokens fail (D-2). `Conflict` when it
+    /// does not exist.
+    async fn delete_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+}
+
+/// A tenant's provider certification runs (H-1 … H-4).
+#[async_trait]
+pub trait Certifications: Send + Sync {
     /// Stores a certification run as the tenant's latest (H-1), with its audit record,
     /// in one transaction.
     async fn put_certification(
@@ -123,11 +146,18 @@ pub trait TenantStore: Send + Sync {
         run: &crate::certification::Certification,
         audit: &AuditEntry,
     ) -> Result<(), StoreError>;
+
     /// The tenant's latest certification run, if any (H-4).
     async fn latest_certification(
         &self,
         tenant: &TenantId,
     ) -> Result<Option<crate::certification::Certification>, StoreError>;
+}
+
+/// A tenant's audit trail as stored (L-1 … L-3): pages for people, the whole trail
+/// with its chains for the verifier.
+#[async_trait]
+pub trait AuditRecords: Send + Sync {
     /// The tenant's audit records, newest first: at most `limit`, older than `before`.
     async fn list_audit(
         &self,
@@ -135,8 +165,19 @@ pub trait TenantStore: Send + Sync {
         before: Option<&crate::ids::AuditId>,
         limit: usize,
     ) -> Result<AuditPage, StoreError>;
+
     /// Every audit record of the tenant with its chain fields, and every chain's stored
     /// head (L-2), for the verifier. A store without chains reports every record as
     /// unchained.
     async fn audit_trail(&self, tenant: &TenantId) -> Result<AuditTrail, StoreError>;
+}
+
+/// Every tenant port at once, for the adapters' wiring and the store contract; a use case
+/// holds only the narrow ports it calls. Every method that changes a tenant's
+/// configuration takes the `AuditEntry` describing it and writes both atomically.
+pub trait TenantStore: Tenants + McpSettings + WidgetKeys + Certifications + AuditRecords {}
+
+impl<T: Tenants + McpSettings + WidgetKeys + Certifications + AuditRecords + ?Sized> TenantStore
+    for T
+{
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Measures C-8's sweep (issue 27, decision 0042) on the local AWS emulator: N pending
+# proposals of one tenant prepared under old settings, then the settings saved; prints each
+# sweep pass's time (a pass stops at its 15 s budget and reports what it left, the next one
+# finishes) and checks that every old proposal ends cancelled. Not part of the test command
+# at large N (the test command runs the same test with N=48).
+#
+#   infra/scripts/measure-sweep.sh [N]      # default 1000
+#
+# moto applies transactions one at a time and copies the table for each (FIELD-NOTES), so
+# its times are an upper bound far above DynamoDB's 10–25 ms per transaction.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+n=${1:-1000}
+export PATH="$root/.venv/tools/bin:$PATH"
+COUNTERSIGN_SWEEP_SCALE="$n" infra/scripts/with-local-aws.sh \
+  cargo nextest run -p countersign-aws --no-capture \
+  sweep::c8_a_save_over_many_registrations_leaves_no_old_proposal_confirmable 2>&1 |
+  grep -E "C-8 sweep of|PASS|FAIL"
