@@ -23,10 +23,12 @@ impl Clock for SystemClock {
 }
 
 /// ULID ids, monotonic within this process: two ids made in the same millisecond still
-/// sort in creation order (message order, decision 0002).
+/// sort in creation order (message order, decision 0002); and never before an id this
+/// process has seen ([`Ids::observe_message`], A-23).
 #[derive(Default)]
 pub struct UlidIds {
-    generator: Mutex<ulid::Generator>,
+    /// The last id minted or seen.
+    last: Mutex<Option<ulid::Ulid>>,
 }
 
 impl std::fmt::Debug for UlidIds {
@@ -37,15 +39,32 @@ impl std::fmt::Debug for UlidIds {
 
 impl UlidIds {
     fn next(&self) -> String {
-        let mut g = self
-            .generator
+        let mut last = self
+            .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Overflow of the random part within one millisecond (2^80 ids) cannot happen in
-        // practice; fall back to a fresh ULID rather than failing.
-        g.generate()
-            .unwrap_or_else(|_| ulid::Ulid::new())
-            .to_string()
+        let fresh = ulid::Ulid::new();
+        // Past the last one: the next in its millisecond (its random part plus one; an
+        // overflow of 2^80 ids cannot happen in practice, then a fresh one).
+        let id = match *last {
+            Some(l) if fresh <= l => l.increment().unwrap_or(fresh),
+            _ => fresh,
+        };
+        *last = Some(id);
+        id.to_string()
+    }
+
+    fn observe(&self, seen: &str) {
+        let Ok(seen) = ulid::Ulid::from_string(seen) else {
+            return;
+        };
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_none_or(|l| seen > l) {
+            *last = Some(seen);
+        }
     }
 }
 
@@ -79,11 +98,39 @@ impl Ids for UlidIds {
     fn audit_id(&self) -> countersign_domain::ids::AuditId {
         make!(self, countersign_domain::ids::AuditId)
     }
+    fn observe_message(&self, seen: &MessageId) {
+        if let Some(ulid) = seen.as_str().strip_prefix(MessageId::PREFIX) {
+            self.observe(ulid);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A-23 (issue 27): an id seen from a process whose clock is an hour ahead raises the
+    /// floor; every id minted afterwards sorts after it, and ids stay in creation order.
+    #[test]
+    fn ids_minted_after_an_observed_one_sort_after_it() {
+        let ahead = ulid::Ulid::from_parts(
+            u64::try_from(SystemClock.now().unix_millis() + 3_600_000).unwrap_or(0),
+            7,
+        );
+        let seen = MessageId::from_ulid_text(&ahead.to_string()).unwrap();
+        let ids = UlidIds::default();
+        let before = ids.message_id();
+        assert!(before < seen);
+        ids.observe_message(&seen);
+        let after: Vec<MessageId> = (0..100).map(|_| ids.message_id()).collect();
+        assert!(after[0] > seen, "{} {}", after[0], seen);
+        let mut sorted = after.clone();
+        sorted.sort();
+        assert_eq!(after, sorted);
+        // An older id seen later changes nothing.
+        ids.observe_message(&before);
+        assert!(ids.message_id() > after[99]);
+    }
 
     #[test]
     fn message_ids_sort_in_creation_order() {

@@ -269,12 +269,19 @@ impl Chat {
         who: &Principal,
         case: &CaseId,
     ) -> Result<ConversationView, ChatError> {
-        self.parts
+        let view = self
+            .parts
             .conversations
             .load(&who.tenant, case)
             .await?
             .filter(|v| v.case.is_owned_by(who))
-            .ok_or(ChatError::NotFound)
+            .ok_or(ChatError::NotFound)?;
+        // A-23 (issue 27): what this request writes sorts after the presentation it read,
+        // whatever the clock of the instance that wrote it.
+        if let Some(p) = &view.active {
+            self.parts.ids.observe_message(&p.presented.message_id);
+        }
+        Ok(view)
     }
 
     /// `GET /api/cases/:id/messages`.

@@ -2,7 +2,10 @@
 //!
 //! Messages of a case are totally ordered by their ids: a message id is a ULID (48 bits of
 //! milliseconds, then randomness, generated monotonically per process), so "written after
-//! the presentation" (A-23) is `message.id > presented_message_id`. See decision 0002.
+//! the presentation" (A-23) is `message.id > presented_message_id`. A process mints every
+//! id after the presentation it read (`Ids::observe_message`, a hybrid logical clock), so
+//! the order is the conversation's, not the clocks' of the instances serving it. See
+//! decision 0002.
 
 use crate::ids::{CaseId, MessageId, TenantId, UserId};
 use crate::time::Timestamp;

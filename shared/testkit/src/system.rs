@@ -39,6 +39,8 @@ impl Clock for TestClock {
 pub struct SeqIds {
     clock: Arc<TestClock>,
     next: AtomicU64,
+    /// The last id minted or seen ([`Ids::observe_message`]).
+    last: Mutex<u128>,
 }
 
 impl SeqIds {
@@ -47,13 +49,17 @@ impl SeqIds {
         Self {
             clock,
             next: AtomicU64::new(1),
+            last: Mutex::new(0),
         }
     }
 
     fn ulid(&self) -> String {
         let ms = u64::try_from(self.clock.now().unix_millis()).unwrap_or(0);
         let n = self.next.fetch_add(1, Ordering::SeqCst);
-        ulid::Ulid::from_parts(ms, u128::from(n)).to_string()
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = ulid::Ulid::from_parts(ms, u128::from(n)).0.max(*last + 1);
+        *last = id;
+        ulid::Ulid(id).to_string()
     }
 }
 
@@ -84,6 +90,13 @@ impl Ids for SeqIds {
     }
     fn audit_id(&self) -> AuditId {
         make!(self, AuditId)
+    }
+    fn observe_message(&self, seen: &MessageId) {
+        let seen = seen.as_str().strip_prefix(MessageId::PREFIX).unwrap_or("");
+        if let Ok(u) = ulid::Ulid::from_string(seen) {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            *last = (*last).max(u.0);
+        }
     }
 }
 

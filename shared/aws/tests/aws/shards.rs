@@ -11,6 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue as A;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::{CaseId, TenantId};
+use countersign_domain::ports::AuditRecords;
 use countersign_domain::ports::ProposalLock;
 use countersign_domain::ports::SettingsFence;
 use countersign_domain::ports::UnsettledIndex;
@@ -204,4 +205,45 @@ async fn hot_key_index_items_from_before_the_shards_still_count() {
             .any(|i| text(i, "sk").starts_with("PENDING#")),
         "the old registration is removed by the sweep"
     );
+}
+
+/// Decision 0043: the audit page merges the tenant's partitions: paging by 3 through a
+/// trail spread over the tenant's own partition and several shards gives every record
+/// once, newest first, as one page of all of them does.
+#[tokio::test]
+async fn hot_key_audit_pages_merge_the_shards_in_time_order() {
+    let store = on_new_table(None).await;
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    f.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    for i in 0..6 {
+        let case = f.open_case(&store, &tenant).await;
+        prepare_and_confirm(&store, &f, &case, format!("act_page_{i}"))
+            .await
+            .unwrap();
+    }
+    let all = store.list_audit(&tenant, None, 100).await.unwrap();
+    let ids: Vec<_> = all.items.iter().map(|a| a.id.clone()).collect();
+    assert_eq!(ids.len(), 1 + 6 * 2);
+    let mut newest_first = ids.clone();
+    newest_first.sort_by(|a, b| b.cmp(a));
+    assert_eq!(ids, newest_first);
+    let mut paged = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store.list_audit(&tenant, before.as_ref(), 3).await.unwrap();
+        paged.extend(page.items.iter().map(|a| a.id.clone()));
+        match page.next {
+            Some(next) => before = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(paged, ids);
+    let partitions: std::collections::BTreeSet<String> = scan(&store)
+        .await
+        .iter()
+        .filter(|i| text(i, "sk").starts_with("AUDIT#"))
+        .map(|i| text(i, "pk").to_owned())
+        .collect();
+    assert!(partitions.len() >= 3, "{partitions:?}");
 }

@@ -224,3 +224,33 @@ async fn a_cancel_that_lost_to_a_completed_confirmation_says_it_was_carried_out(
     let told = &cancelled.last().unwrap().content;
     assert!(told.starts_with("Too late to cancel"), "{cancelled:?}");
 }
+
+/// A-23, issue 27: "written after the presentation" follows the conversation, not the
+/// clocks of the instances serving it: an instance whose clock is an hour behind the one
+/// that presented the proposal mints the person's confirmation after the presentation it
+/// read, so the confirmation is honoured (without `observe_message` its id would sort
+/// before the presentation and the confirmation would be refused).
+#[tokio::test]
+async fn a23_a_confirmation_served_by_an_instance_whose_clock_is_behind_still_confirms() {
+    let h = H::new().await;
+    h.clock.advance_secs(3600);
+    let (action, presented) = h.propose().await;
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", Some("Moved."))),
+    );
+    let behind = std::sync::Arc::new(countersign_testkit::SeqIds::new(std::sync::Arc::new(
+        countersign_testkit::TestClock::default(),
+    )));
+    assert!(countersign_domain::ports::Ids::message_id(&*behind) < presented);
+    let chat = countersign_chat::Chat::new(countersign_chat::ChatParts {
+        ids: behind,
+        ..h.chat.parts.clone()
+    });
+    let (out, _) = chat
+        .post(&h.who, &h.case, "confirm", Some(presented.clone()))
+        .await
+        .unwrap();
+    assert!(out[0].id > presented, "{} {presented}", out[0].id);
+    assert_eq!(h.state(&action), ProposalState::Completed);
+}

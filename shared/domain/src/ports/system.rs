@@ -23,4 +23,10 @@ pub trait Ids: Send + Sync {
     fn proof_jti(&self) -> String;
     /// A new audit record id.
     fn audit_id(&self) -> crate::ids::AuditId;
+    /// Raises this process's floor: every id minted afterwards sorts after `seen`, whatever
+    /// the clock of the process that minted `seen` said (a hybrid logical clock). Called
+    /// with the presentation of the proposal a request read, so that "written after the
+    /// presentation" (A-23) follows the conversation, not the clocks of the instances that
+    /// served it (issue 27).
+    fn observe_message(&self, seen: &MessageId);
 }
