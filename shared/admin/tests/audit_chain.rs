@@ -3,11 +3,8 @@
 //! trail, with the platform's key, and verifies with the JWKS (K-1).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use countersign_admin::tenants;
-use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::ports::AuditRecords;
 use countersign_domain::ports::ProofSigner;
-use countersign_domain::texts::Language;
 use http::StatusCode;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
@@ -18,15 +15,7 @@ use common::*;
 #[tokio::test]
 async fn l2_verification_and_signed_checkpoints() {
     let env = env(true).await;
-    let a = tenants::register(
-        &env.store,
-        &UlidIds::default(),
-        &SystemClock,
-        "A",
-        Language::En,
-    )
-    .await
-    .unwrap();
+    let a = env.tenant("A").await;
     let key = a.admin_key.expose();
     let base = format!("/api/admin/tenants/{}", a.tenant.id);
     let app = || app(&env, env.secrets.clone());
@@ -210,15 +199,7 @@ fn recipe(export: &Value, checkpoint: &Value, keys: &Value) -> (bool, String) {
 #[tokio::test]
 async fn l3_an_export_verifies_offline_against_a_kept_checkpoint() {
     let env = env(true).await;
-    let a = tenants::register(
-        &env.store,
-        &UlidIds::default(),
-        &SystemClock,
-        "A",
-        Language::En,
-    )
-    .await
-    .unwrap();
+    let a = env.tenant("A").await;
     let key = a.admin_key.expose();
     let base = format!("/api/admin/tenants/{}", a.tenant.id);
     let app = || app(&env, env.secrets.clone());

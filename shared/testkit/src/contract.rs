@@ -258,6 +258,12 @@ impl Fixture {
         }
     }
 
+    /// C-8's notice to the person in `case`, as a settings change's sweep writes it.
+    pub fn invalidated(&self, case: &CaseId, lang: Language) -> NewMessage {
+        let text = invalidated_notice(lang);
+        self.message(case, Role::Assistant, MessageKind::Notice, text)
+    }
+
     /// The write a "confirm" reply to the presentation `presented` of `p` makes.
     pub fn confirm_write(&self, p: &Proposal, presented: &MessageId) -> ConfirmWrite {
         let mut message = self.message(&p.case, Role::User, MessageKind::Text, "confirm");
@@ -621,15 +627,7 @@ pub async fn c8_a_settings_change_fences_preparation_and_cancels_pending_proposa
     let (new, m) = f.registered(&b, "act_v2", (2, "v1"));
     assert_eq!(create(&*s, &new, &m).await, applied());
 
-    let notice = |case: &CaseId, lang: Language| NewMessage {
-        id: f.message_id(),
-        case: case.clone(),
-        role: Role::Assistant,
-        kind: MessageKind::Notice,
-        content: invalidated_notice(lang).to_owned(),
-        reply_to: None,
-        created_at: f.now(),
-    };
+    let notice = |case: &CaseId, lang: Language| f.invalidated(case, lang);
     let keep = Some((2, "v1"));
     assert_eq!(
         store

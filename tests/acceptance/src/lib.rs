@@ -184,167 +184,210 @@ fn messages_binary() -> PathBuf {
     target.join("debug/countersign-messages")
 }
 
+/// The stack's own table, signing and checkpoint keys and secret prefix, bootstrapped on
+/// the emulator; its store, secret store and signer.
+async fn backing(
+    sdk: &aws_config::SdkConfig,
+    suffix: &str,
+    options: &Options,
+) -> (
+    AwsSettings,
+    DynamoStore,
+    Arc<SecretsManagerStore>,
+    Arc<KmsProofSigner>,
+) {
+    let settings = AwsSettings {
+        table: format!("cs-e2e-{suffix}"),
+        signing_key: Some(format!("alias/cs-e2e-{suffix}")),
+        checkpoint_key: Some(format!("alias/cs-e2e-checkpoints-{suffix}")),
+        call_metrics: false,
+        secret_prefix: format!("cs-e2e-{suffix}/"),
+        retention_days: None,
+        ..AwsSettings::default()
+    };
+    countersign_aws::bootstrap::bootstrap(sdk, &settings)
+        .await
+        .unwrap();
+    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table, None);
+    if let Some(seconds) = options.jwks_cache_seconds {
+        let kms = KmsProofSigner::client(sdk, None);
+        let alias = settings.signing_key.clone().unwrap();
+        countersign_aws::rotation::Rotation::new(&kms, &store, &alias)
+            .set_cache_seconds(seconds)
+            .await
+            .unwrap();
+    }
+    let secrets = Arc::new(SecretsManagerStore::new(
+        SecretsManagerStore::client(sdk, None),
+        settings.secret_prefix.clone(),
+    ));
+    let refresh = Duration::from_secs(options.signing_key_refresh_secs.unwrap_or(60));
+    let signer = Arc::new(
+        KmsProofSigner::new(
+            KmsProofSigner::client(sdk, None),
+            settings.signing_key.clone(),
+        )
+        .with_refresh(refresh)
+        .with_ring(store.clone()),
+    );
+    (settings, store, secrets, signer)
+}
+
+/// The demo provider for `tenant`, with the platform's public key installed (as a tenant
+/// would from `actionVerification`), or following the JWKS; and its URL.
+async fn demo_provider(
+    options: &Options,
+    signer: &KmsProofSigner,
+    tenant: &TenantId,
+    admin_url: &str,
+    service_token: &str,
+) -> (Arc<Demo>, String) {
+    let demo_addr = free_addr();
+    let demo_url = format!("http://{demo_addr}/mcp");
+    let mut demo_config = DemoConfig::new(service_token.to_owned(), ISSUER, demo_url.clone());
+    demo_config.tenant_id = Some(tenant.to_string());
+    demo_config.proposal_ttl = options.proposal_ttl;
+    if options.follow_jwks {
+        demo_config.jwks_url = Some(format!("{admin_url}{}", countersign_admin::jwks::JWKS_PATH));
+    } else {
+        let key = signer.verification_key().await.unwrap();
+        demo_config.keys = vec![(key.key_id, key.public_key_pem)];
+    }
+    let (_, demo) = countersign_demo_provider::spawn(demo_config, demo_addr)
+        .await
+        .unwrap();
+    (demo, demo_url)
+}
+
+/// The admin API's ports over the stack's store, secrets and keys (loopback providers
+/// allowed, no tool-list cache).
+fn admin_state(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+    store: &DynamoStore,
+    secrets: &Arc<SecretsManagerStore>,
+    signer: &Arc<KmsProofSigner>,
+) -> AdminState {
+    let loopback = UrlPolicy {
+        allow_loopback_http: true,
+    };
+    let provider =
+        countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
+            tools_ttl: Duration::ZERO,
+            url_policy: loopback,
+            ..countersign_provider_client::Settings::default()
+        })
+        .unwrap();
+    AdminState {
+        tenants: Arc::new(store.clone()),
+        leases: Arc::new(store.clone()),
+        conversations: Arc::new(store.clone()),
+        sessions: Arc::new(store.clone()),
+        secrets: secrets.clone(),
+        signer: signer.clone(),
+        checkpoint_signer: Arc::new(settings.checkpoint_signer(sdk)),
+        issuer: ISSUER.into(),
+        url_policy: loopback,
+        resolver: Arc::new(countersign_admin::resolve::SystemResolver),
+        provider: Arc::new(provider),
+        ids: Arc::new(UlidIds::default()),
+        clock: Arc::new(SystemClock),
+    }
+}
+
+/// The messages process's environment: the stack's table, keys and secrets, its address,
+/// and the options' limits and timeouts.
+fn messages_env(
+    settings: &AwsSettings,
+    options: &Options,
+    addr: SocketAddr,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        ("COUNTERSIGN_TABLE", settings.table.clone()),
+        (
+            "COUNTERSIGN_SIGNING_KEY",
+            settings.signing_key.clone().unwrap(),
+        ),
+        (
+            "COUNTERSIGN_CHECKPOINT_KEY",
+            settings.checkpoint_key.clone().unwrap(),
+        ),
+        ("COUNTERSIGN_SECRET_PREFIX", settings.secret_prefix.clone()),
+        ("COUNTERSIGN_MESSAGES_ADDR", addr.to_string()),
+        ("COUNTERSIGN_ISSUER", ISSUER.to_owned()),
+        ("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "1".to_owned()),
+        (
+            "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
+            options.stuck_after_secs.to_string(),
+        ),
+        (
+            "COUNTERSIGN_PROVIDER_TIMEOUT_SECS",
+            options.provider_timeout_secs.to_string(),
+        ),
+        (
+            "COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
+            options.function_timeout_secs.to_string(),
+        ),
+        (
+            "COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE",
+            options.person_messages_per_minute.to_string(),
+        ),
+        ("RUST_LOG", "info".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    if let Some(secs) = options.signing_key_refresh_secs {
+        env.push((
+            "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS".to_owned(),
+            secs.to_string(),
+        ));
+    }
+    env
+}
+
 impl Stack {
     /// A stack with default options.
     pub async fn start() -> Self {
         Self::with(Options::default()).await
     }
 
-    /// A stack with `options`.
+    /// A stack with `options`: its own table, keys and secrets on the emulator, a
+    /// registered tenant, the demo provider, the admin API in process and the messages
+    /// function as a process, the tenant connected, certified and enabled.
     pub async fn with(options: Options) -> Self {
         countersign_testkit::local_aws_endpoint();
         let sdk = aws_config::load_from_env().await;
         let suffix = ulid::Ulid::new().to_string().to_lowercase();
-        let settings = AwsSettings {
-            table: format!("cs-e2e-{suffix}"),
-            signing_key: Some(format!("alias/cs-e2e-{suffix}")),
-            checkpoint_key: Some(format!("alias/cs-e2e-checkpoints-{suffix}")),
-            call_metrics: false,
-            secret_prefix: format!("cs-e2e-{suffix}/"),
-            retention_days: None,
-            ..AwsSettings::default()
-        };
-        countersign_aws::bootstrap::bootstrap(&sdk, &settings)
-            .await
-            .unwrap();
-        let store = DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None);
-        if let Some(seconds) = options.jwks_cache_seconds {
-            let kms = KmsProofSigner::client(&sdk, None);
-            let alias = settings.signing_key.clone().unwrap();
-            countersign_aws::rotation::Rotation::new(&kms, &store, &alias)
-                .set_cache_seconds(seconds)
-                .await
-                .unwrap();
-        }
-        let secrets = Arc::new(SecretsManagerStore::new(
-            SecretsManagerStore::client(&sdk, None),
-            settings.secret_prefix.clone(),
-        ));
-        let signer = Arc::new(
-            KmsProofSigner::new(
-                KmsProofSigner::client(&sdk, None),
-                settings.signing_key.clone(),
-            )
-            .with_refresh(Duration::from_secs(
-                options.signing_key_refresh_secs.unwrap_or(60),
-            ))
-            .with_ring(store.clone()),
-        );
-        let ids = UlidIds::default();
-        let registered = tenants::register(&store, &ids, &SystemClock, "TrackShare", Language::En)
-            .await
-            .unwrap();
+        let (settings, store, secrets, signer) = backing(&sdk, &suffix, &options).await;
+        let registered = tenants::register(
+            &store,
+            &UlidIds::default(),
+            &SystemClock,
+            "TrackShare",
+            Language::En,
+        )
+        .await
+        .unwrap();
         let tenant = registered.tenant.id.clone();
 
         // The admin API's address (its JWKS is what a JWKS-following provider reads).
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let admin_url = format!("http://{}", listener.local_addr().unwrap());
-
-        // The demo provider, with the platform's public key installed (as a tenant would
-        // from actionVerification), or following the JWKS.
-        let demo_addr = free_addr();
-        let demo_url = format!("http://{demo_addr}/mcp");
         let service_token = format!("svc_trackshare_{suffix}");
-        let mut demo_config = DemoConfig::new(service_token.clone(), ISSUER, demo_url.clone());
-        demo_config.tenant_id = Some(tenant.to_string());
-        demo_config.proposal_ttl = options.proposal_ttl;
-        if options.follow_jwks {
-            demo_config.jwks_url =
-                Some(format!("{admin_url}{}", countersign_admin::jwks::JWKS_PATH));
-        } else {
-            let key = signer.verification_key().await.unwrap();
-            demo_config.keys = vec![(key.key_id, key.public_key_pem)];
-        }
-        let (_, demo) = countersign_demo_provider::spawn(demo_config, demo_addr)
-            .await
-            .unwrap();
-
-        // The admin API on loopback.
-        let admin_state = AdminState {
-            tenants: Arc::new(store.clone()),
-            leases: Arc::new(store.clone()),
-            conversations: Arc::new(store.clone()),
-            sessions: Arc::new(store.clone()),
-            secrets: secrets.clone(),
-            signer: signer.clone(),
-            checkpoint_signer: Arc::new(settings.checkpoint_signer(&sdk)),
-            issuer: ISSUER.into(),
-            url_policy: UrlPolicy {
-                allow_loopback_http: true,
-            },
-            resolver: Arc::new(countersign_admin::resolve::SystemResolver),
-            provider: Arc::new(
-                countersign_provider_client::HttpProvider::new(
-                    countersign_provider_client::Settings {
-                        tools_ttl: Duration::ZERO,
-                        url_policy: UrlPolicy {
-                            allow_loopback_http: true,
-                        },
-                        ..countersign_provider_client::Settings::default()
-                    },
-                )
-                .unwrap(),
-            ),
-            ids: Arc::new(UlidIds::default()),
-            clock: Arc::new(SystemClock),
-        };
+        let (demo, demo_url) =
+            demo_provider(&options, &signer, &tenant, &admin_url, &service_token).await;
+        let admin_state = admin_state(&sdk, &settings, &store, &secrets, &signer);
         // The messages function serves the certification routes (decision 0026); here
         // they sit beside the rest of the admin API.
         let admin = countersign_admin::app(admin_state.clone())
             .merge(countersign_admin::certification_app(admin_state));
         tokio::spawn(async move { axum::serve(listener, admin).await });
 
-        let http = reqwest::Client::new();
         let log = workspace().join(format!("target/acceptance-logs/{suffix}.log"));
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         let messages_addr = free_addr();
-        let mut env = vec![
-            ("COUNTERSIGN_TABLE".to_owned(), settings.table.clone()),
-            (
-                "COUNTERSIGN_SIGNING_KEY".to_owned(),
-                settings.signing_key.clone().unwrap(),
-            ),
-            (
-                "COUNTERSIGN_CHECKPOINT_KEY".to_owned(),
-                settings.checkpoint_key.clone().unwrap(),
-            ),
-            (
-                "COUNTERSIGN_SECRET_PREFIX".to_owned(),
-                settings.secret_prefix.clone(),
-            ),
-            (
-                "COUNTERSIGN_MESSAGES_ADDR".to_owned(),
-                messages_addr.to_string(),
-            ),
-            ("COUNTERSIGN_ISSUER".to_owned(), ISSUER.to_owned()),
-            (
-                "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER".to_owned(),
-                "1".to_owned(),
-            ),
-            (
-                "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS".to_owned(),
-                options.stuck_after_secs.to_string(),
-            ),
-            (
-                "COUNTERSIGN_PROVIDER_TIMEOUT_SECS".to_owned(),
-                options.provider_timeout_secs.to_string(),
-            ),
-            (
-                "COUNTERSIGN_FUNCTION_TIMEOUT_SECS".to_owned(),
-                options.function_timeout_secs.to_string(),
-            ),
-            (
-                "COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE".to_owned(),
-                options.person_messages_per_minute.to_string(),
-            ),
-            ("RUST_LOG".to_owned(), "info".to_owned()),
-        ];
-        if let Some(secs) = options.signing_key_refresh_secs {
-            env.push((
-                "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS".to_owned(),
-                secs.to_string(),
-            ));
-        }
+        let mut env = messages_env(&settings, &options, messages_addr);
         let (model, model_env) = model_service(options.model, &sdk, &settings).await;
         env.extend(model_env);
         let mut stack = Self {
@@ -352,7 +395,7 @@ impl Stack {
             store,
             tenant,
             admin_key: registered.admin_key,
-            // Replaced below by the credential the administrator creates.
+            // Replaced by the credential the administrator creates.
             widget_key: ids_widget(),
             widget_secret: SecretString::new(""),
             service_token,
@@ -360,32 +403,36 @@ impl Stack {
             demo_url,
             admin_url,
             messages_url: format!("http://{messages_addr}"),
-            http,
+            http: reqwest::Client::new(),
             child: None,
             log,
             env,
             tokens: std::sync::Mutex::new(Vec::new()),
             model,
         };
-        // The tenant administrator connects TrackShare, certifies it, enables actions
-        // (H-4), and creates a widget credential.
-        let token = stack.service_token.clone();
-        let (status, body) = stack.put_mcp(stack.mcp_config(&token, false)).await;
+        stack.enroll().await;
+        stack.spawn_messages().await;
+        stack
+    }
+
+    /// The tenant administrator connects TrackShare, certifies it, enables actions (H-4),
+    /// and creates a widget credential.
+    async fn enroll(&mut self) {
+        let token = self.service_token.clone();
+        let (status, body) = self.put_mcp(self.mcp_config(&token, false)).await;
         assert_eq!(status, 200, "{body}");
-        let (status, run) = stack.certify().await;
+        let (status, run) = self.certify().await;
         assert_eq!((status, &run["passed"]), (201, &json!(true)), "{run:#}");
         // The tests count the provider's calls and verified proofs from here on (the run
         // made ~70 calls and executed one action for its synthetic person).
-        stack.demo.store.lock().unwrap().stats = Default::default();
-        stack.demo.verified_kids.lock().unwrap().clear();
-        let (status, body) = stack.put_mcp(stack.mcp_config(&token, true)).await;
+        self.demo.store.lock().unwrap().stats = Default::default();
+        self.demo.verified_kids.lock().unwrap().clear();
+        let (status, body) = self.put_mcp(self.mcp_config(&token, true)).await;
         assert_eq!(status, 200, "{body}");
-        let (status, created) = stack.admin("POST", "widget-credentials", None).await;
+        let (status, created) = self.admin("POST", "widget-credentials", None).await;
         assert_eq!(status, 201, "{created}");
-        stack.widget_key = WidgetKeyId::parse(created["keyId"].as_str().unwrap()).unwrap();
-        stack.widget_secret = SecretString::new(created["secret"].as_str().unwrap());
-        stack.spawn_messages().await;
-        stack
+        self.widget_key = WidgetKeyId::parse(created["keyId"].as_str().unwrap()).unwrap();
+        self.widget_secret = SecretString::new(created["secret"].as_str().unwrap());
     }
 
     /// The configuration a tenant administrator saves: the seven consultations, and

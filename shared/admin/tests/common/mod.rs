@@ -28,6 +28,23 @@ pub(crate) struct Env {
     pub(crate) provider: Arc<ScriptedProvider>,
 }
 
+impl Env {
+    /// A tenant registered by the operator (English), with its one-time admin key.
+    #[allow(dead_code)] // not every test binary registers through here
+    pub(crate) async fn tenant(&self, name: &str) -> countersign_admin::tenants::Registered {
+        let language = countersign_domain::texts::Language::En;
+        countersign_admin::tenants::register(
+            &self.store,
+            &UlidIds::default(),
+            &SystemClock,
+            name,
+            language,
+        )
+        .await
+        .unwrap()
+    }
+}
+
 /// The tools the test provider publishes (V-1: only the first three are consultations).
 pub(crate) fn published_tools() -> Vec<countersign_domain::ports::ProviderTool> {
     vec![

@@ -9,15 +9,14 @@ use crate::contract::on_new_table;
 use crate::faulty::Faulty;
 use aws_sdk_dynamodb::types::AttributeValue as A;
 use countersign_aws::dynamo::DynamoStore;
-use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::{CaseId, TenantId};
 use countersign_domain::ports::AuditRecords;
 use countersign_domain::ports::ProposalLock;
 use countersign_domain::ports::SettingsFence;
 use countersign_domain::ports::UnsettledIndex;
-use countersign_domain::ports::{CreateProposalOutcome, NewMessage, TransitionOutcome};
+use countersign_domain::ports::{CreateProposalOutcome, TransitionOutcome};
 use countersign_domain::proposal::{Proposal, ProposalState};
-use countersign_domain::texts::{Language, invalidated_notice};
+use countersign_domain::texts::Language;
 use countersign_testkit::contract::Fixture;
 use futures::future::join_all;
 use std::collections::{BTreeMap, HashMap};
@@ -185,15 +184,7 @@ async fn hot_key_index_items_from_before_the_shards_still_count() {
     store.create_proposal(&p, &m).await.unwrap();
     move_to_own_partition(&store, &tenant, "PENDING#act_old_pending").await;
     f.configure(&store, &tenant, Some(1), (2, 2, "v1")).await;
-    let notice = |case: &CaseId, lang: Language| NewMessage {
-        id: f.message_id(),
-        case: case.clone(),
-        role: Role::Assistant,
-        kind: MessageKind::Notice,
-        content: invalidated_notice(lang).to_owned(),
-        reply_to: None,
-        created_at: f.now(),
-    };
+    let notice = |case: &CaseId, lang: Language| f.invalidated(case, lang);
     let swept = store.invalidate_pending(&tenant, Some((2, "v1")), &notice);
     assert_eq!(swept.await.unwrap(), 1);
     let stored = store.proposal(&tenant, &other.id, &p.action_id).await;

@@ -3,13 +3,29 @@
 //! next sweep finishes it.
 
 use crate::common::{Env, env};
-use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::CaseId;
 use countersign_domain::ports::ProposalLock;
 use countersign_domain::ports::SettingsFence;
-use countersign_domain::ports::{Ids as _, NewMessage, StoreError};
+use countersign_domain::ports::StoreError;
 use countersign_domain::proposal::ProposalState;
-use countersign_domain::texts::{Language, invalidated_notice};
+use countersign_domain::texts::Language;
+
+/// Each proposal's stored state, 16 reads at a time.
+async fn states(
+    store: &countersign_aws::dynamo::DynamoStore,
+    tenant: &countersign_domain::ids::TenantId,
+    proposals: &[countersign_domain::proposal::Proposal],
+) -> Vec<ProposalState> {
+    use futures::StreamExt as _;
+    futures::stream::iter(proposals)
+        .map(|p| async move {
+            let stored = store.proposal(tenant, &p.case, &p.action_id).await;
+            stored.unwrap().unwrap().state
+        })
+        .buffered(16)
+        .collect()
+        .await
+}
 
 #[tokio::test]
 async fn c8_a_sweep_out_of_time_keeps_every_registration_it_did_not_settle() {
@@ -27,15 +43,7 @@ async fn c8_a_sweep_out_of_time_keeps_every_registration_it_did_not_settle() {
         proposals.push(p);
     }
     env.configure(&store, &tenant, Some(1), (2, 2, "v1")).await;
-    let notice = |case: &CaseId, lang: Language| NewMessage {
-        id: env.ids.message_id(),
-        case: case.clone(),
-        role: Role::Assistant,
-        kind: MessageKind::Notice,
-        content: invalidated_notice(lang).to_owned(),
-        reply_to: None,
-        created_at: countersign_domain::ports::Clock::now(&countersign_aws::system::SystemClock),
-    };
+    let notice = |case: &CaseId, lang: Language| env.fixture.invalidated(case, lang);
     let keep = Some((2, "v1"));
     let out_of_time = store.clone().with_sweep_budget(std::time::Duration::ZERO);
     let unfinished = out_of_time.invalidate_pending(&tenant, keep, &notice).await;
@@ -49,14 +57,13 @@ async fn c8_a_sweep_out_of_time_keeps_every_registration_it_did_not_settle() {
         }
         other => panic!("an unfinished sweep is reported: {other:?}"),
     }
-    for p in &proposals {
-        let stored = store
-            .proposal(&tenant, &p.case, &p.action_id)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(stored.state, ProposalState::PendingConfirmation);
-    }
+    let found = states(&store, &tenant, &proposals).await;
+    assert!(
+        found
+            .iter()
+            .all(|s| *s == ProposalState::PendingConfirmation),
+        "{found:?}"
+    );
     // Every registration is still there: the next sweep finds and finishes them all.
     assert_eq!(
         store
@@ -65,14 +72,11 @@ async fn c8_a_sweep_out_of_time_keeps_every_registration_it_did_not_settle() {
             .unwrap(),
         N
     );
-    for p in &proposals {
-        let stored = store
-            .proposal(&tenant, &p.case, &p.action_id)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(stored.state, ProposalState::Cancelled);
-    }
+    let found = states(&store, &tenant, &proposals).await;
+    assert!(
+        found.iter().all(|s| *s == ProposalState::Cancelled),
+        "{found:?}"
+    );
     assert_eq!(
         store
             .invalidate_pending(&tenant, keep, &notice)
@@ -114,15 +118,7 @@ async fn c8_a_save_over_many_registrations_leaves_no_old_proposal_confirmable() 
         .await;
     let prepared_in = started.elapsed();
     env.configure(&store, &tenant, Some(1), (2, 2, "v1")).await;
-    let notice = |case: &CaseId, lang: Language| NewMessage {
-        id: env.ids.message_id(),
-        case: case.clone(),
-        role: Role::Assistant,
-        kind: MessageKind::Notice,
-        content: invalidated_notice(lang).to_owned(),
-        reply_to: None,
-        created_at: countersign_domain::ports::Clock::now(&countersign_aws::system::SystemClock),
-    };
+    let notice = |case: &CaseId, lang: Language| env.fixture.invalidated(case, lang);
     let mut passes = Vec::new();
     loop {
         let pass = std::time::Instant::now();
@@ -148,20 +144,10 @@ async fn c8_a_save_over_many_registrations_leaves_no_old_proposal_confirmable() 
             passes.join("; ")
         );
     }
-    let states: Vec<_> = futures::stream::iter(&proposals)
-        .map(|p| {
-            let (store, tenant) = (&store, &tenant);
-            async move {
-                let stored = store.proposal(tenant, &p.case, &p.action_id).await;
-                stored.unwrap().unwrap().state
-            }
-        })
-        .buffer_unordered(16)
-        .collect()
-        .await;
+    let found = states(&store, &tenant, &proposals).await;
     assert!(
-        states.iter().all(|s| *s == ProposalState::Cancelled),
-        "{states:?}"
+        found.iter().all(|s| *s == ProposalState::Cancelled),
+        "{found:?}"
     );
     for p in proposals.iter().take(10) {
         let w = env.confirm_write(p, &p.presented.message_id);
