@@ -15,7 +15,7 @@ use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::conversation::{Case, CaseStatus, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ids::{ActionId, OperationName, UserId};
+use countersign_domain::ids::{ActionId, OperationName, TenantId, UserId};
 use countersign_domain::ports::Conversations;
 use countersign_domain::ports::ProposalLock;
 use countersign_domain::ports::{Clock, ConfirmWrite, Ids, NewMessage, ProofSigner, SecretStore};
@@ -121,269 +121,251 @@ fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
     )
 }
 
-#[tokio::main]
-async fn main() {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        endpoint.starts_with("http://127.0.0.1:"),
-        "run through infra/scripts/with-local-aws.sh"
-    );
-    let sdk = aws_config::load_from_env().await;
-    let suffix = ulid::Ulid::new().to_string().to_lowercase();
-    let settings = AwsSettings {
-        table: format!("cs-bench-{suffix}"),
-        signing_key: Some(format!("alias/cs-bench-{suffix}")),
-        checkpoint_key: Some(format!("alias/cs-bench-checkpoints-{suffix}")),
-        call_metrics: false,
-        secret_prefix: format!("cs-bench-{suffix}/"),
-        retention_days: Some(30),
-        ..AwsSettings::default()
-    };
-    countersign_aws::bootstrap::bootstrap(&sdk, &settings)
-        .await
-        .unwrap();
-    let calls = CallLog::default();
-    let store = DynamoStore::new(
-        DynamoStore::client(&sdk, Some(&calls)),
-        &settings.table,
-        settings.retention_days,
-    );
-    let signer = KmsProofSigner::new(
-        KmsProofSigner::client(&sdk, Some(&calls)),
-        settings.signing_key.clone(),
-    );
-    let secrets = SecretsManagerStore::new(
-        SecretsManagerStore::client(&sdk, Some(&calls)),
-        settings.secret_prefix.clone(),
-    );
-    let ids = UlidIds::default();
-    let tenant = ids.tenant_id();
+/// The stores under measurement, on their own table, keys and secrets, counting calls.
+struct Bench {
+    calls: CallLog,
+    store: DynamoStore,
+    signer: KmsProofSigner,
+    secrets: SecretsManagerStore,
+    ids: UlidIds,
+    tenant: TenantId,
+}
 
-    let new_case = || {
-        let (store, tenant, ids) = (&store, &tenant, &ids);
-        async move {
-            let case = Case {
-                id: ids.case_id(),
-                tenant: tenant.clone(),
-                user: UserId::parse("driver-42").unwrap(),
-                status: CaseStatus::Open,
-                created_at: SystemClock.now(),
-            };
-            store
-                .create_case(&case, countersign_domain::texts::Language::En)
-                .await
-                .unwrap();
-            case
+impl Bench {
+    async fn new() -> Self {
+        let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+        assert!(
+            endpoint.starts_with("http://127.0.0.1:"),
+            "run through infra/scripts/with-local-aws.sh"
+        );
+        let sdk = aws_config::load_from_env().await;
+        let suffix = ulid::Ulid::new().to_string().to_lowercase();
+        let settings = AwsSettings {
+            table: format!("cs-bench-{suffix}"),
+            signing_key: Some(format!("alias/cs-bench-{suffix}")),
+            checkpoint_key: Some(format!("alias/cs-bench-checkpoints-{suffix}")),
+            call_metrics: false,
+            secret_prefix: format!("cs-bench-{suffix}/"),
+            retention_days: Some(30),
+            ..AwsSettings::default()
+        };
+        countersign_aws::bootstrap::bootstrap(&sdk, &settings)
+            .await
+            .unwrap();
+        let calls = CallLog::default();
+        let store = DynamoStore::new(
+            DynamoStore::client(&sdk, Some(&calls)),
+            &settings.table,
+            settings.retention_days,
+        );
+        let signer = KmsProofSigner::new(
+            KmsProofSigner::client(&sdk, Some(&calls)),
+            settings.signing_key.clone(),
+        );
+        let secrets = SecretsManagerStore::new(
+            SecretsManagerStore::client(&sdk, Some(&calls)),
+            settings.secret_prefix.clone(),
+        );
+        let ids = UlidIds::default();
+        let tenant = ids.tenant_id();
+        Self {
+            calls,
+            store,
+            signer,
+            secrets,
+            ids,
+            tenant,
         }
-    };
-    let with_pending = || {
-        let (store, ids) = (&store, &ids);
-        let case = new_case();
-        async move {
-            let case = case.await;
-            let (p, m) = proposal(ids, &case);
-            store.create_proposal(&p, &m).await.unwrap();
-            (case, p)
-        }
-    };
+    }
 
-    let mut results = Vec::new();
-    results.push(
-        measure(
-            "load (case + slot + proposal)",
-            &calls,
-            with_pending,
-            |(case, _)| {
-                let store = &store;
-                async move { store.load(&case.tenant, &case.id).await.unwrap() }
-            },
-        )
-        .await,
-    );
-    results.push(
-        measure("append_message", &calls, new_case, |case| {
-            let (store, ids) = (&store, &ids);
-            async move {
-                store
-                    .append_message(&case.tenant, &message(ids, &case, MessageKind::Text, None))
-                    .await
-                    .unwrap();
-            }
-        })
-        .await,
-    );
-    results.push(
-        measure("create_proposal (empty slot)", &calls, new_case, |case| {
-            let (store, ids) = (&store, &ids);
-            async move {
-                let (p, m) = proposal(ids, &case);
-                store.create_proposal(&p, &m).await.unwrap()
-            }
-        })
-        .await,
-    );
-    results.push(
-        measure(
-            "create_proposal (supersedes pending)",
-            &calls,
-            with_pending,
-            |(case, _)| {
-                let (store, ids) = (&store, &ids);
-                async move {
+    /// A new open case, stored.
+    async fn new_case(&self) -> Case {
+        let case = Case {
+            id: self.ids.case_id(),
+            tenant: self.tenant.clone(),
+            user: UserId::parse("driver-42").unwrap(),
+            status: CaseStatus::Open,
+            created_at: SystemClock.now(),
+        };
+        self.store
+            .create_case(&case, countersign_domain::texts::Language::En)
+            .await
+            .unwrap();
+        case
+    }
+
+    /// A new case with a pending proposal.
+    async fn with_pending(&self) -> (Case, Proposal) {
+        let case = self.new_case().await;
+        let (p, m) = proposal(&self.ids, &case);
+        self.store.create_proposal(&p, &m).await.unwrap();
+        (case, p)
+    }
+
+    /// A new case with a proposal confirmed, `executing`.
+    async fn executing(&self) -> (Case, Proposal) {
+        let (case, p) = self.with_pending().await;
+        self.store
+            .confirm(&self.confirm_write(&case, &p))
+            .await
+            .unwrap();
+        (case, p)
+    }
+
+    /// A new case with 20 messages.
+    async fn with_messages(&self) -> Case {
+        let case = self.new_case().await;
+        for _ in 0..20 {
+            let m = message(&self.ids, &case, MessageKind::Text, None);
+            self.store.append_message(&case.tenant, &m).await.unwrap();
+        }
+        case
+    }
+
+    /// The person's "confirm" of `p`'s presentation.
+    fn confirm_write(&self, case: &Case, p: &Proposal) -> ConfirmWrite {
+        let presented = p.presented.message_id.clone();
+        ConfirmWrite {
+            tenant: case.tenant.clone(),
+            case: case.id.clone(),
+            action_id: p.action_id.clone(),
+            presented_message_id: presented.clone(),
+            message: message(&self.ids, case, MessageKind::Text, Some(presented)),
+        }
+    }
+
+    /// Reading and writing conversations, preparing proposals.
+    async fn conversation_ops(&self) -> Vec<Stats> {
+        let (store, ids, calls) = (&self.store, &self.ids, &self.calls);
+        Vec::from([
+            measure(
+                "load (case + slot + proposal)",
+                calls,
+                || self.with_pending(),
+                |(case, _)| async move { store.load(&case.tenant, &case.id).await.unwrap() },
+            )
+            .await,
+            measure(
+                "append_message",
+                calls,
+                || self.new_case(),
+                |case| async move {
+                    let m = message(ids, &case, MessageKind::Text, None);
+                    store.append_message(&case.tenant, &m).await.unwrap();
+                },
+            )
+            .await,
+            measure(
+                "create_proposal (empty slot)",
+                calls,
+                || self.new_case(),
+                |case| async move {
                     let (p, m) = proposal(ids, &case);
                     store.create_proposal(&p, &m).await.unwrap()
-                }
-            },
-        )
-        .await,
-    );
-    results.push(
-        measure(
-            "confirm (pending -> executing + message)",
-            &calls,
-            with_pending,
-            |(case, p)| {
-                let (store, ids) = (&store, &ids);
-                async move {
-                    let w = ConfirmWrite {
-                        tenant: case.tenant.clone(),
-                        case: case.id.clone(),
-                        action_id: p.action_id.clone(),
-                        presented_message_id: p.presented.message_id.clone(),
-                        message: message(
-                            ids,
-                            &case,
-                            MessageKind::Text,
-                            Some(p.presented.message_id.clone()),
-                        ),
-                    };
-                    store.confirm(&w).await.unwrap()
-                }
-            },
-        )
-        .await,
-    );
-    results.push(
-        measure(
-            "transition (record outcome + result message)",
-            &calls,
-            || {
-                let (store, ids) = (&store, &ids);
-                let pending = with_pending();
-                async move {
-                    let (case, p) = pending.await;
-                    let w = ConfirmWrite {
-                        tenant: case.tenant.clone(),
-                        case: case.id.clone(),
-                        action_id: p.action_id.clone(),
-                        presented_message_id: p.presented.message_id.clone(),
-                        message: message(
-                            ids,
-                            &case,
-                            MessageKind::Text,
-                            Some(p.presented.message_id.clone()),
-                        ),
-                    };
-                    store.confirm(&w).await.unwrap();
-                    (case, p)
-                }
-            },
-            |(case, p)| {
-                let (store, ids) = (&store, &ids);
-                async move {
-                    let notice = message(ids, &case, MessageKind::Result, None);
-                    store
-                        .transition(
-                            &case.tenant,
-                            &case.id,
-                            &p.action_id,
-                            ProposalState::Executing,
-                            ProposalState::Completed,
-                            Some(&notice),
-                        )
-                        .await
-                        .unwrap()
-                }
-            },
-        )
-        .await,
-    );
-    results.push(
-        measure(
-            "list_messages (20)",
-            &calls,
-            || {
-                let (store, ids) = (&store, &ids);
-                let case = new_case();
-                async move {
-                    let case = case.await;
-                    for _ in 0..20 {
+                },
+            )
+            .await,
+            measure(
+                "create_proposal (supersedes pending)",
+                calls,
+                || self.with_pending(),
+                |(case, _)| async move {
+                    let (p, m) = proposal(ids, &case);
+                    store.create_proposal(&p, &m).await.unwrap()
+                },
+            )
+            .await,
+        ])
+    }
+
+    /// The confirm path's writes, then a page of messages read back.
+    async fn confirm_path_ops(&self) -> Vec<Stats> {
+        let (store, ids, calls) = (&self.store, &self.ids, &self.calls);
+        Vec::from(
+            [
+                measure(
+                    "confirm (pending -> executing + message)",
+                    calls,
+                    || self.with_pending(),
+                    |(case, p)| async move {
+                        store.confirm(&self.confirm_write(&case, &p)).await.unwrap()
+                    },
+                )
+                .await,
+                measure(
+                    "transition (record outcome + result message)",
+                    calls,
+                    || self.executing(),
+                    |(case, p)| async move {
+                        let notice = message(ids, &case, MessageKind::Result, None);
+                        let (from, to) = (ProposalState::Executing, ProposalState::Completed);
                         store
-                            .append_message(
+                            .transition(
                                 &case.tenant,
-                                &message(ids, &case, MessageKind::Text, None),
+                                &case.id,
+                                &p.action_id,
+                                from,
+                                to,
+                                Some(&notice),
                             )
                             .await
-                            .unwrap();
-                    }
-                    case
-                }
-            },
-            |case| {
-                let store = &store;
-                async move {
-                    store
-                        .list_messages(&case.tenant, &case.id, None, 50)
-                        .await
-                        .unwrap()
-                }
-            },
+                            .unwrap()
+                    },
+                )
+                .await,
+                measure(
+                    "list_messages (20)",
+                    calls,
+                    || self.with_messages(),
+                    |case| async move {
+                        store
+                            .list_messages(&case.tenant, &case.id, None, 50)
+                            .await
+                            .unwrap()
+                    },
+                )
+                .await,
+            ],
         )
-        .await,
-    );
-    let kid = signer.key_id().await.unwrap();
-    results.push(
-        measure(
-            "kms sign_rs256 (key cached)",
-            &calls,
-            || async {},
-            |()| {
-                let (signer, kid) = (&signer, &kid);
-                async move { signer.sign_rs256(kid, b"header.payload").await.unwrap() }
-            },
-        )
-        .await,
-    );
-    results.push(
-        measure(
-            "secrets put (new version)",
-            &calls,
-            || async {},
-            |()| {
-                let secrets = &secrets;
-                async move {
+    }
+
+    /// KMS signing and Secrets Manager.
+    async fn key_and_secret_ops(&self) -> Vec<Stats> {
+        let (signer, secrets, calls) = (&self.signer, &self.secrets, &self.calls);
+        let kid = &signer.key_id().await.unwrap();
+        Vec::from([
+            measure(
+                "kms sign_rs256 (key cached)",
+                calls,
+                || async {},
+                |()| async move { signer.sign_rs256(kid, b"header.payload").await.unwrap() },
+            )
+            .await,
+            measure(
+                "secrets put (new version)",
+                calls,
+                || async {},
+                |()| async move {
                     secrets
                         .put("bench/token", &SecretString::new("t"))
                         .await
                         .unwrap()
-                }
-            },
-        )
-        .await,
-    );
-    results.push(
-        measure(
-            "secrets get_current",
-            &calls,
-            || async {},
-            |()| {
-                let secrets = &secrets;
-                async move { secrets.get_current("bench/token").await.unwrap() }
-            },
-        )
-        .await,
-    );
+                },
+            )
+            .await,
+            measure(
+                "secrets get_current",
+                calls,
+                || async {},
+                |()| async move { secrets.get_current("bench/token").await.unwrap() },
+            )
+            .await,
+        ])
+    }
+}
 
+/// One line per operation: its AWS calls, median and p90.
+fn print(results: &[Stats]) {
     println!(
         "{:<46} {:<44} {:>10} {:>10}",
         "operation", "AWS calls per operation", "median", "p90"
@@ -411,4 +393,13 @@ async fn main() {
             p90.as_secs_f64() * 1e3
         );
     }
+}
+
+#[tokio::main]
+async fn main() {
+    let bench = Bench::new().await;
+    let mut results = bench.conversation_ops().await;
+    results.extend(bench.confirm_path_ops().await);
+    results.extend(bench.key_and_secret_ops().await);
+    print(&results);
 }

@@ -12,10 +12,7 @@ impl DynamoStore {
         case: &CaseId,
     ) -> Result<(Option<Item>, Vec<Item>), StoreError> {
         let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
+            .consistent_query()
             .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
             // Terminal proposals stay in the partition as history; only the case and the
             // (at most one, P-2) non-terminal proposal are returned.

@@ -225,39 +225,39 @@ impl DynamoStore {
         }
     }
 
-    /// Every item of the tenant's partition whose sort key starts with `prefix`: one
-    /// consistent Query, followed across pages.
-    async fn tenant_items(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        let query = self
-            .client
+    /// A consistent Query of the table (every reader of index items needs one: a
+    /// registration or record written a moment before must be seen).
+    fn consistent_query(&self) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
             .query()
             .table_name(&self.table)
             .consistent_read(true)
+    }
+
+    /// Every item of partition `pk` whose sort key starts with `prefix`: one consistent
+    /// Query, followed across pages.
+    async fn partition_items(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let query = self
+            .consistent_query()
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
             .set_expression_attribute_values(Some(values([
-                (":pk", s(tenant_pk(tenant))),
+                (":pk", s(pk)),
                 (":prefix", s(prefix)),
             ])));
         self.query_all(query).await
     }
 
+    /// Every item of the tenant's own partition whose sort key starts with `prefix`.
+    async fn tenant_items(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        self.partition_items(tenant_pk(tenant), prefix).await
+    }
+
     /// Every index item of the tenant whose sort key starts with `prefix`, from the
-    /// tenant's own partition and each of its shards (decision 0043): one consistent Query
-    /// per partition, all at once, each followed across pages.
+    /// tenant's own partition and each of its shards (decision 0043), all at once.
     async fn index_items(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        let queries = index_pks(tenant).into_iter().map(|pk| {
-            let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .set_expression_attribute_values(Some(values([
-                    (":pk", s(pk)),
-                    (":prefix", s(prefix)),
-                ])));
-            self.query_all(query)
-        });
+        let queries = index_pks(tenant)
+            .into_iter()
+            .map(|pk| self.partition_items(pk, prefix));
         let pages = futures::future::try_join_all(queries).await?;
         Ok(pages.into_iter().flatten().collect())
     }

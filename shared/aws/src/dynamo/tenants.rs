@@ -52,10 +52,7 @@ impl DynamoStore {
     ) -> Result<Vec<Item>, StoreError> {
         let queries = index_pks(tenant).into_iter().map(|pk| {
             let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
+                .consistent_query()
                 .scan_index_forward(false)
                 .limit(i32::try_from(take).unwrap_or(i32::MAX));
             let query = match before {

@@ -57,7 +57,7 @@ async fn prepare_and_confirm(
     Ok((p, outcome))
 }
 
-/// Issue 27: 40 conversations of one tenant prepare and confirm at once under a
+/// P-2, C-8, issue 27: 40 conversations of one tenant prepare and confirm at once under a
 /// per-partition limit of 64 item writes (real DynamoDB's 1,000 units a second, scaled
 /// down): nothing is throttled, because the ~200 index items they write are spread over
 /// the tenant's 16 shards; in the tenant's own partition, only the settings it
@@ -137,7 +137,7 @@ async fn move_to_own_partition(store: &DynamoStore, tenant: &TenantId, sk: &str)
         .unwrap();
 }
 
-/// Decision 0043's migration: an unsettled entry and a registration written before the
+/// C-8, decision 0028, decision 0043's migration: an unsettled entry and a registration written before the
 /// shards (in the tenant's own partition) are listed, noted and removed on settlement, and
 /// found and removed by a settings change's sweep.
 #[tokio::test]
@@ -198,7 +198,7 @@ async fn hot_key_index_items_from_before_the_shards_still_count() {
     );
 }
 
-/// Decision 0043: the audit page merges the tenant's partitions: paging by 3 through a
+/// L-1, L-3, decision 0043: the audit page merges the tenant's partitions: paging by 3 through a
 /// trail spread over the tenant's own partition and several shards gives every record
 /// once, newest first, as one page of all of them does.
 #[tokio::test]
