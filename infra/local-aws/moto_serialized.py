@@ -8,8 +8,12 @@ confirmation wins) need that guarantee, so this launcher keeps moto's threaded H
 (many clients connected at once) but runs the application behind one lock.
 
 It also makes one change for speed, not behaviour: moto backs up a whole table once per
-*item* of a `TransactWriteItems` (a deep copy each time) to roll back on failure; here the
-backup is taken once per table per transaction. Rollback restores the same state.
+*item* of a `TransactWriteItems` (a deep copy of every item of the table, each time) to
+roll back on failure, so a transaction costs time in proportion to the table's size (about
+0.5 s per confirmation once a tenant has 1,000 pending proposals). Here the rollback keeps
+a journal instead: a copy of each item the transaction names, taken before it runs, and
+put back (or removed, if it did not exist) when it fails. Rollback restores the same
+state; a transaction costs time in proportion to its own items.
 
 Usage: python moto_serialized.py HOST PORT
 """
@@ -19,6 +23,7 @@ import sys
 import threading
 
 import moto.dynamodb.models as dynamodb_models
+from moto.dynamodb.models.dynamo_type import DynamoType
 
 from werkzeug.serving import run_simple
 
@@ -40,30 +45,67 @@ class Serialized:
             return list(self.app(environ, start_response))
 
 
-class _TableBackupOncePerTransaction:
+class _NoTableCopy:
     """Stands in for the `copy` module inside moto's DynamoDB models during one
-    transaction: a Table is deep-copied once, other objects as usual."""
-
-    def __init__(self):
-        self.tables = {}
+    transaction: a Table "copy" is the table itself (the journal below restores what
+    changes), other objects are copied as usual."""
 
     def deepcopy(self, obj, memo=None):
         if isinstance(obj, dynamodb_models.Table):
-            key = id(obj)
-            if key not in self.tables:
-                self.tables[key] = copy.deepcopy(obj)
-            return self.tables[key]
+            return obj
         return copy.deepcopy(obj, memo)
 
 
 _original_transact = dynamodb_models.DynamoDBBackend.transact_write_items
 
 
+def _journal(backend, transact_items):
+    """(table, hash key, range key, the item before the transaction or None) for every
+    item the transaction names; names the original rejects are skipped (it raises before
+    writing anything for them)."""
+    entries = []
+    for entry in transact_items:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            continue
+        (op,) = entry.values()
+        table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+        if table is None:
+            continue
+        attrs = op.get("Item") or op.get("Key") or {}
+        try:
+            hash_key = DynamoType(attrs[table.hash_key_attr])
+            range_key = (
+                DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+            )
+            before = table.get_item(hash_key, range_key)
+        except Exception:  # noqa: BLE001 - a malformed key: the original rejects it
+            continue
+        entries.append((table, hash_key, range_key, copy.deepcopy(before)))
+    return entries
+
+
+def _restore(entries):
+    for table, hash_key, range_key, before in reversed(entries):
+        if range_key is not None:
+            if before is None:
+                table.items[hash_key].pop(range_key, None)
+            else:
+                table.items[hash_key][range_key] = before
+        elif before is None:
+            table.items.pop(hash_key, None)
+        else:
+            table.items[hash_key] = before
+
+
 def _transact_write_items(self, transact_items):
     # Safe to swap the module global: requests run one at a time (see Serialized).
-    dynamodb_models.copy = _TableBackupOncePerTransaction()
+    entries = _journal(self, transact_items)
+    dynamodb_models.copy = _NoTableCopy()
     try:
         return _original_transact(self, transact_items)
+    except BaseException:
+        _restore(entries)
+        raise
     finally:
         dynamodb_models.copy = copy
 

@@ -70,9 +70,11 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Adm
         ..ProviderSettings::default()
     })?;
     Ok(AdminState {
-        tenants: Arc::new(store.clone()),
+        stores: countersign_admin::api::AdminStores::split(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+        ),
         leases: Arc::new(store.clone()),
-        conversations: Arc::new(store.clone()),
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),

@@ -245,9 +245,11 @@ pub fn certification_state(
             ..countersign_provider_client::Settings::default()
         })?;
     Ok(countersign_admin::api::AdminState {
-        tenants: Arc::new(store.clone()),
+        stores: countersign_admin::api::AdminStores::split(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+        ),
         leases: Arc::new(store.clone()),
-        conversations: Arc::new(store.clone()),
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),
         signer: Arc::new(settings.signer(sdk)),

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::OpenApi;
 
-pub use crate::state::AdminState;
+pub use crate::state::{AdminState, AdminStores};
 
 /// Largest accepted request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -128,6 +128,7 @@ impl FromRequestParts<AdminState> for TenantAdmin {
             .ok_or_else(unauthorized)?
             .to_owned();
         let owner = state
+            .stores
             .tenants
             .tenant_by_admin_key_hash(&Sha256Hex::digest(&key))
             .await
@@ -146,6 +147,7 @@ impl FromRequestParts<AdminState> for TenantAdmin {
             return Err(not_found());
         }
         let tenant = state
+            .stores
             .tenants
             .get_tenant(&owner)
             .await
@@ -635,7 +637,8 @@ async fn list_audit(
         return Err(ApiError::validation("limit", message));
     }
     let page = state
-        .tenants
+        .stores
+        .audit
         .list_audit(&tenant.id, query.cursor.as_ref(), limit)
         .await
         .map_err(store_down)?;

@@ -111,7 +111,8 @@ async fn verified_heads(
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<(Verification, Vec<CheckpointHead>), crate::AdminError> {
     let trail = state
-        .tenants
+        .stores
+        .audit
         .audit_trail(tenant)
         .await
         .map_err(crate::state::store_down)?;
@@ -239,7 +240,7 @@ async fn checkpoint_held(
 /// prints it and `docs/recipes/verify_audit_export.py` reads it: every record (any order)
 /// and every chain's head, read as the verifier reads them (decision 0041).
 pub async fn export(
-    tenants: &dyn countersign_domain::ports::TenantStore,
+    tenants: &dyn countersign_domain::ports::AuditRecords,
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<serde_json::Value, countersign_domain::ports::StoreError> {
     let trail = tenants.audit_trail(tenant).await?;

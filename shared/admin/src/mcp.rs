@@ -173,7 +173,8 @@ pub async fn view(
 ) -> Result<McpView, AdminError> {
     let latest = async {
         state
-            .tenants
+            .stores
+            .certifications
             .latest_certification(&tenant.id)
             .await
             .map_err(store_down)
@@ -226,7 +227,8 @@ pub async fn current(
     tenant: &Tenant,
 ) -> Result<Option<StoredMcpConfig>, AdminError> {
     state
-        .tenants
+        .stores
+        .settings
         .get_mcp_config(&tenant.id)
         .await
         .map_err(store_down)
@@ -436,7 +438,8 @@ async fn certified(
         ..current.clone()
     };
     let run = state
-        .tenants
+        .stores
+        .certifications
         .latest_certification(&tenant.id)
         .await
         .map_err(store_down)?;
@@ -560,7 +563,8 @@ async fn save(
     let record = crate::audit::by_admin(state, tenant, audited_as, changes);
     let expected = current.map(|c| c.version);
     let outcome = state
-        .tenants
+        .stores
+        .settings
         .put_mcp_config(&tenant.id, &stored, expected, &record)
         .await
         .map_err(store_down)?;
@@ -632,7 +636,8 @@ pub async fn delete(state: &AdminState, tenant: &Tenant) -> Result<(), AdminErro
     let changes = config_changes(Some(&c), None, true);
     let record = crate::audit::by_admin(state, tenant, "mcp.delete", changes);
     let outcome = state
-        .tenants
+        .stores
+        .settings
         .delete_mcp_config(&tenant.id, c.version, &record)
         .await
         .map_err(store_down)?;
@@ -659,7 +664,8 @@ async fn invalidate_pending(
         created_at: state.clock.now(),
     };
     match state
-        .conversations
+        .stores
+        .fence
         .invalidate_pending(&tenant.id, keep, &notice)
         .await
     {

@@ -2,18 +2,17 @@
 
 use countersign_domain::config::UrlPolicy;
 use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, Leases, ProofSigner, Provider, Resolver, SecretStore,
-    SessionStore, TenantStore,
+    AuditRecords, Certifications, Clock, ConversationStore, Conversations, Ids, Leases,
+    McpSettings, ProofSigner, Provider, Resolver, SecretStore, SessionStore, SettingsFence,
+    TenantStore, Tenants, UnsettledIndex, WidgetKeys,
 };
 use std::sync::Arc;
 
 /// The admin function's ports and settings.
 #[derive(Clone)]
 pub struct AdminState {
-    /// Tenants and configurations.
-    pub tenants: Arc<dyn TenantStore>,
-    /// Conversations (C-8 invalidation).
-    pub conversations: Arc<dyn ConversationStore>,
+    /// The stores, one narrow port each.
+    pub stores: AdminStores,
     /// Service tokens and widget secrets.
     pub secrets: Arc<dyn SecretStore>,
     /// The action signing key (C-5, C-6): action proofs only (A-31, V-6).
@@ -36,6 +35,52 @@ pub struct AdminState {
     pub clock: Arc<dyn Clock>,
     /// V-7: one certification run, verification and checkpoint in flight per tenant.
     pub leases: Arc<dyn Leases>,
+}
+
+/// The stores the admin use cases call, one narrow port each: a use case reaches only the
+/// operations of the port it names (issue 27).
+#[derive(Clone)]
+pub struct AdminStores {
+    /// Tenants and their admin keys (authentication, the panel's header).
+    pub tenants: Arc<dyn Tenants>,
+    /// The MCP configuration (saves, deletes, reads).
+    pub settings: Arc<dyn McpSettings>,
+    /// Widget credentials.
+    pub widget_keys: Arc<dyn WidgetKeys>,
+    /// Certification runs (H-1 … H-4).
+    pub certifications: Arc<dyn Certifications>,
+    /// The audit trail (L-1 … L-3).
+    pub audit: Arc<dyn AuditRecords>,
+    /// Cases, read for an unsettled action's conversation.
+    pub cases: Arc<dyn Conversations>,
+    /// Unsettled actions (A-41 … A-45).
+    pub unsettled: Arc<dyn UnsettledIndex>,
+    /// C-8: the pending proposals a settings change invalidates.
+    pub fence: Arc<dyn SettingsFence>,
+}
+
+impl std::fmt::Debug for AdminStores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminStores").finish_non_exhaustive()
+    }
+}
+
+impl AdminStores {
+    /// The narrow ports of one tenant store and one conversation store (in deployments
+    /// both are the same DynamoDB table).
+    #[must_use]
+    pub fn split(tenants: Arc<dyn TenantStore>, conversations: Arc<dyn ConversationStore>) -> Self {
+        Self {
+            tenants: tenants.clone(),
+            settings: tenants.clone(),
+            widget_keys: tenants.clone(),
+            certifications: tenants.clone(),
+            audit: tenants,
+            cases: conversations.clone(),
+            unsettled: conversations.clone(),
+            fence: conversations,
+        }
+    }
 }
 
 impl std::fmt::Debug for AdminState {

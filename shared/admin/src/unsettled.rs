@@ -58,14 +58,16 @@ pub enum Outcome {
 pub async fn list(state: &AdminState, tenant: &Tenant) -> Result<Vec<Unsettled>, AdminError> {
     let now = state.clock.now();
     let index = state
-        .conversations
+        .stores
+        .unsettled
         .list_unsettled(&tenant.id)
         .await
         .map_err(store_down)?;
     let mut out = Vec::with_capacity(index.len());
     for entry in index {
         let view = state
-            .conversations
+            .stores
+            .cases
             .load(&tenant.id, &entry.case)
             .await
             .map_err(store_down)?;
@@ -121,7 +123,8 @@ pub async fn settle(
         return Err(AdminError::StillRunning(SETTLE_AFTER_SECONDS));
     }
     let language = state
-        .conversations
+        .stores
+        .cases
         .load(&tenant.id, case)
         .await
         .map_err(store_down)?
@@ -158,7 +161,8 @@ pub async fn settle(
         audit: &audit,
     };
     match state
-        .conversations
+        .stores
+        .unsettled
         .settle_by_admin(&settle)
         .await
         .map_err(store_down)?

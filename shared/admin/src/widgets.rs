@@ -29,7 +29,8 @@ pub async fn create(
     let changes = json!({"keyId": key.id.as_str(), "allowedOrigins": key.allowed_origins});
     let record = crate::audit::by_admin(state, tenant, "widgetCredential.create", changes);
     state
-        .tenants
+        .stores
+        .widget_keys
         .put_widget_key(&tenant.id, &key, &record)
         .await
         .map_err(store_down)?;
@@ -69,7 +70,8 @@ pub fn origins(raw: &[String]) -> Result<Vec<String>, AdminError> {
 /// The tenant's credentials: ids and dates only.
 pub async fn list(state: &AdminState, tenant: &Tenant) -> Result<Vec<WidgetKey>, AdminError> {
     state
-        .tenants
+        .stores
+        .widget_keys
         .list_widget_keys(&tenant.id)
         .await
         .map_err(store_down)
@@ -82,7 +84,8 @@ pub async fn revoke(state: &AdminState, tenant: &Tenant, key: &str) -> Result<()
     let changes = json!({"keyId": key.as_str()});
     let record = crate::audit::by_admin(state, tenant, "widgetCredential.revoke", changes);
     let outcome = state
-        .tenants
+        .stores
+        .widget_keys
         .delete_widget_key(&tenant.id, &key, &record)
         .await
         .map_err(store_down)?;

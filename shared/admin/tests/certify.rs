@@ -181,9 +181,8 @@ async fn env_with(lax: Lax) -> Env {
         .await
         .unwrap();
     let state = AdminState {
-        tenants: store.clone(),
+        stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
-        conversations: store.clone(),
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),

@@ -37,9 +37,8 @@ async fn c9_a_new_widget_secret_is_never_cached_and_a_listing_carries_none() {
         .await
         .unwrap();
     let app = router(AdminState {
-        tenants: store.clone(),
+        stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
-        conversations: store.clone(),
         sessions: store,
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
@@ -95,9 +94,8 @@ async fn admin() -> (
         .await
         .unwrap();
     let state = AdminState {
-        tenants: store.clone(),
+        stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
-        conversations: store.clone(),
         sessions: store.clone(),
         secrets: secrets.clone(),
         signer: Arc::new(FakeSigner::default()),

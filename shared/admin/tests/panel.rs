@@ -48,9 +48,8 @@ async fn env(local: bool, name: &str) -> Env {
         .await
         .unwrap();
     let state = AdminState {
-        tenants: store.clone(),
+        stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
-        conversations: store.clone(),
         sessions: store.clone(),
         secrets: secrets.clone(),
         signer: Arc::new(FakeSigner::default()),

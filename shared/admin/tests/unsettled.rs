@@ -47,9 +47,8 @@ async fn env() -> Env {
     let store = Arc::new(MemoryStore::default());
     let provider = Arc::new(ScriptedProvider::with_read_only(&["get_user_cars"]));
     let state = AdminState {
-        tenants: store.clone(),
+        stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
-        conversations: store.clone(),
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),

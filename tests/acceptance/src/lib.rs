@@ -279,9 +279,11 @@ fn admin_state(
         })
         .unwrap();
     AdminState {
-        tenants: Arc::new(store.clone()),
+        stores: countersign_admin::api::AdminStores::split(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+        ),
         leases: Arc::new(store.clone()),
-        conversations: Arc::new(store.clone()),
         sessions: Arc::new(store.clone()),
         secrets: secrets.clone(),
         signer: signer.clone(),

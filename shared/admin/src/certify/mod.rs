@@ -136,7 +136,8 @@ async fn run_held(
     });
     let record = crate::audit::by_admin(state, tenant, "mcp.certify", changes);
     state
-        .tenants
+        .stores
+        .certifications
         .put_certification(&tenant.id, &certification, &record)
         .await
         .map_err(store_down)?;
@@ -149,7 +150,8 @@ async fn run_held(
 /// The tenant's latest run.
 pub async fn latest(state: &AdminState, tenant: &Tenant) -> Result<Certification, AdminError> {
     state
-        .tenants
+        .stores
+        .certifications
         .latest_certification(&tenant.id)
         .await
         .map_err(store_down)?

@@ -259,7 +259,8 @@ async fn saved(
 ) -> Result<(Option<StoredMcpConfig>, Option<Certification>), AdminError> {
     let stored = mcp::current(state, tenant).await?;
     let run = state
-        .tenants
+        .stores
+        .certifications
         .latest_certification(&tenant.id)
         .await
         .map_err(store_down)?;
@@ -692,7 +693,8 @@ async fn audit_page(State(state): State<AdminState>, session: Session, uri: Uri)
         .get("cursor")
         .and_then(|c| AuditId::parse(c.as_str()).ok());
     match state
-        .tenants
+        .stores
+        .audit
         .list_audit(&session.tenant.id, cursor.as_ref(), 20)
         .await
     {

@@ -83,6 +83,7 @@ impl FromRequestParts<AdminState> for Session {
             .filter(|s| s.expires_at > state.clock.now())
             .ok_or_else(to_sign_in)?;
         let tenant = state
+            .stores
             .tenants
             .get_tenant(&session.tenant)
             .await
@@ -163,12 +164,14 @@ pub async fn sign_in(state: &AdminState, key: &str) -> Result<HeaderValue, SignI
     }
     let down = |e| SignInError::Unavailable(store_down(e));
     let owner = state
+        .stores
         .tenants
         .tenant_by_admin_key_hash(&Sha256Hex::digest(key.as_bytes()))
         .await
         .map_err(down)?
         .ok_or(SignInError::WrongKey)?;
     let tenant = state
+        .stores
         .tenants
         .get_tenant(&owner)
         .await

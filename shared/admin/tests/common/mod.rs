@@ -96,9 +96,11 @@ pub(crate) async fn env(signing_key: bool) -> Env {
 
 pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
     let state = AdminState {
-        tenants: Arc::new(env.store.clone()),
+        stores: countersign_admin::api::AdminStores::split(
+            Arc::new(env.store.clone()),
+            Arc::new(env.store.clone()),
+        ),
         leases: Arc::new(env.store.clone()),
-        conversations: Arc::new(env.store.clone()),
         sessions: Arc::new(env.store.clone()),
         secrets,
         signer: env.signer.clone(),
