@@ -146,7 +146,7 @@ async fn c8_a_save_over_many_registrations_leaves_no_old_proposal_confirmable() 
     }
     // Every old proposal is cancelled, or expired while the saves ran (a long run on the
     // emulator outlasts the 5 minutes of A-14): an expired one is refused by the
-    // confirmation check and its registration is gone.
+    // confirmation check (its registration stays until its TTL).
     let now = env.fixture.now();
     let found = states(&store, &tenant, &proposals).await;
     let mut cancelled = Vec::new();
