@@ -23,7 +23,15 @@ impl DynamoStore {
         let now = epoch_now();
         let mut ended = Vec::new();
         let mut live = Vec::new();
-        for item in self.index_items(tenant, PENDING_PREFIX).await? {
+        // The read is inside the budget too: a tenant with more registrations than one
+        // pass can read gets the same honest answer, never a gateway timeout.
+        let read = tokio::time::timeout(READ_BUDGET, self.index_items(tenant, PENDING_PREFIX));
+        let Ok(items) = read.await else {
+            return Err(StoreError::Unavailable(
+                "the pending proposals could not all be read within the sweep's budget".into(),
+            ));
+        };
+        for item in items? {
             let r = registration_from(&item)?;
             if keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv) {
                 continue;
@@ -125,6 +133,9 @@ pub(super) const SWEEP_CONCURRENCY: usize = 16;
 /// How long a C-8 sweep cancels before it reports what is left: well inside the admin
 /// API's 29 s.
 pub(super) const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
+/// How long a C-8 sweep may spend reading the registrations (inside [`SWEEP_BUDGET`]: on
+/// DynamoDB 10,000 registrations are about 3 MB, one or two pages per partition).
+const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long past [`SWEEP_BUDGET`] a sweep may go on deleting the registrations of the
 /// proposals it settled.
 const DELETE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
