@@ -20,6 +20,7 @@ use countersign_http::{ApiError, bearer};
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{CallContext, DESCRIBE_TOOL, Services};
 use countersign_tools::integration::IntegrationService;
+use countersign_tools::integration::ToolAnswer;
 use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
@@ -201,12 +202,23 @@ impl Gateway {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
-    /// `tools/call` for `grant`. Shared by rmcp's handler and the stateless fast path.
+    /// `tools/call` for `grant` (rmcp's handler).
     pub(crate) async fn call_tool(
         &self,
         grant: &Grant,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
     ) -> Result<CallToolResponse, McpError> {
+        let answer = self.answer_tool(grant, request).await?;
+        Ok(CallToolResponse::Complete(answer.into_call_tool_result()))
+    }
+
+    /// `tools/call` for `grant`, a built-in's answer still sealed (the stateless fast path
+    /// writes its envelope text once, decision 0038).
+    pub(crate) async fn answer_tool(
+        &self,
+        grant: &Grant,
+        mut request: CallToolRequestParams,
+    ) -> Result<ToolAnswer, McpError> {
         let call_ctx = CallContext {
             principal: grant.principal.clone(),
             case: grant.case.clone(),
@@ -217,7 +229,7 @@ impl Gateway {
         // tenant's allowlisted consultations.
         let builtin = self.registry.get(&request.name).is_some();
         if !builtin && let Some(spent) = self.spend(grant, &request.name).await? {
-            return Ok(CallToolResponse::Complete(spent));
+            return Ok(ToolAnswer::Plain(spent));
         }
         // `describe_tool` of a name that is not built in describes a consultation, so it
         // needs the list (cached); describing a built-in reaches nobody.
@@ -231,7 +243,7 @@ impl Gateway {
                 let proxied = proxied.as_ref().map(|(c, t)| (c, t.as_slice()));
                 let (registry, name) = (&self.registry, request.name.as_ref());
                 integration
-                    .call(registry, call_ctx, proxied, name, request.arguments.take())
+                    .answer(registry, call_ctx, proxied, name, request.arguments.take())
                     .await
             }
             None if builtin => {
@@ -242,7 +254,7 @@ impl Gateway {
                 self.registry
                     .call(call_ctx, &request.name, args)
                     .await
-                    .map(countersign_tools::envelope::Sealed::into_call_tool_result)
+                    .map(ToolAnswer::Sealed)
             }
             None => None,
         };
@@ -250,7 +262,7 @@ impl Gateway {
         let result = raw.ok_or_else(|| {
             McpError::invalid_params(format!("unknown tool: {}", request.name), None)
         })?;
-        Ok(CallToolResponse::Complete(result))
+        Ok(result)
     }
 }
 

@@ -3,10 +3,22 @@
 //! port, so the code a developer runs locally is the code that runs in Lambda.
 
 /// JSON logs to stdout, filtered by `RUST_LOG`.
+///
+/// Outside Lambda, the EMF collector's own complaints are off: a long-running local server
+/// flushes its metrics once a second (see `emf`), the collector keeps at most 100 values of
+/// a histogram between flushes (EMF's limit per document), and past that it logs an error
+/// for every value it drops — under load, one log line per request (issue 26's profile).
+/// In Lambda every request is flushed, so nothing is dropped and nothing is hidden.
 pub fn init_tracing() {
+    let mut filter = tracing_subscriber::EnvFilter::from_default_env();
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none()
+        && let Ok(quiet) = "metrics_cloudwatch_embedded=off".parse()
+    {
+        filter = filter.add_directive(quiet);
+    }
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(filter)
         .init();
 }
 

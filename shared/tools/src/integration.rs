@@ -85,6 +85,26 @@ pub fn route<'a, C: Clone + Send + Sync + 'static>(
         .map_or(Route::Unknown, Route::Proxied)
 }
 
+/// A tool call's answer: a built-in's sealed envelope (its text is its
+/// `structuredContent` serialised, G-1), or a consultation's result as the provider gave it.
+#[derive(Debug, Clone)]
+pub enum ToolAnswer {
+    /// A built-in tool's envelope.
+    Sealed(crate::envelope::Sealed),
+    /// Any other result, passed on as it is (a consultation's, G-6).
+    Plain(CallToolResult),
+}
+
+impl ToolAnswer {
+    /// The MCP result.
+    pub fn into_call_tool_result(self) -> CallToolResult {
+        match self {
+            Self::Sealed(sealed) => sealed.into_call_tool_result(),
+            Self::Plain(result) => result,
+        }
+    }
+}
+
 /// The service. Cheap to share (`Arc`); one per process.
 pub struct IntegrationService {
     tenants: Arc<dyn McpSettings>,
@@ -211,9 +231,7 @@ impl IntegrationService {
         })
     }
 
-    /// Calls `name` for `ctx`: a built-in through the registry, an allowlisted
-    /// consultation through the provider (checked against its `outputSchema`, G-6).
-    /// Returns the `CallToolResult`, or `None` for a tool that is neither.
+    /// [`Self::answer`] as an MCP result.
     pub async fn call(
         &self,
         registry: &Registry<CallContext>,
@@ -222,16 +240,29 @@ impl IntegrationService {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Option<CallToolResult> {
+        self.answer(registry, ctx, proxied, name, arguments)
+            .await
+            .map(ToolAnswer::into_call_tool_result)
+    }
+
+    /// Calls `name` for `ctx`: a built-in through the registry, an allowlisted
+    /// consultation through the provider (checked against its `outputSchema`, G-6).
+    /// Returns the answer, or `None` for a tool that is neither.
+    pub async fn answer(
+        &self,
+        registry: &Registry<CallContext>,
+        ctx: CallContext,
+        proxied: Option<(&ProviderContext, &[ProviderTool])>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Option<ToolAnswer> {
         let tools: &[ProviderTool] = proxied.map_or(&[], |(_, t)| t);
         match route(registry, tools, name) {
             Route::BuiltIn => {
                 let args = arguments.map_or(Value::Null, Value::Object);
                 let mut ctx = ctx;
                 ctx.consultations = tools.iter().map(|t| t.descriptor.clone()).collect();
-                registry
-                    .call(ctx, name, args)
-                    .await
-                    .map(crate::envelope::Sealed::into_call_tool_result)
+                registry.call(ctx, name, args).await.map(ToolAnswer::Sealed)
             }
             Route::Proxied(tool) => {
                 let (pctx, _) = proxied?;
@@ -245,7 +276,7 @@ impl IntegrationService {
                 // 2026-07-28 caller needs `resultType` on every result (rmcp removes it for
                 // earlier protocol versions), and the platform answers only complete ones.
                 result.result_type = Some(ResultType::COMPLETE);
-                Some(result)
+                Some(ToolAnswer::Plain(result))
             }
             Route::Unknown => None,
         }
