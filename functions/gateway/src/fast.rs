@@ -117,21 +117,25 @@ fn sealed_response(id: RequestId, sealed: Sealed) -> Response {
         id: &'a RequestId,
         result: &'a ServerResult,
     }
-    let (result, envelope) = sealed.into_parts();
-    let mut result = ServerResult::CallToolResult(result);
+    let mut result = ServerResult::CallToolResult(sealed.into_text_only_result());
     result.strip_result_type_for_legacy_peer();
     let message = Message {
         jsonrpc: "2.0",
         id: &id,
         result: &result,
     };
-    match serde_json::to_vec(&message) {
+    // The envelope's text, read from the text block it was moved into (not copied).
+    let envelope = match &result {
+        ServerResult::CallToolResult(r) => r.content.last().and_then(|c| c.as_text()),
+        _ => None,
+    };
+    match (serde_json::to_vec(&message), envelope) {
         // `result` is the message's last member and a non-empty object (its `content` is
         // always there): the body ends with its closing brace and the message's.
-        Ok(mut body) if body.ends_with(b"}}") && !body.ends_with(b"{}}") => {
+        (Ok(mut body), Some(envelope)) if body.ends_with(b"}}") && !body.ends_with(b"{}}") => {
             body.truncate(body.len() - 2);
             body.extend_from_slice(br#","structuredContent":"#);
-            body.extend_from_slice(envelope.as_bytes());
+            body.extend_from_slice(envelope.text.as_bytes());
             body.extend_from_slice(b"}}");
             (
                 StatusCode::OK,

@@ -108,14 +108,14 @@ impl Sealed {
         self.clone().into_call_tool_result()
     }
 
-    /// The MCP `CallToolResult` without its `structuredContent`, and the envelope's text
-    /// (which is that `structuredContent` serialised, G-1): for a caller that writes the
-    /// answer itself and needs the envelope serialised only once (the gateway's fast path).
-    pub fn into_parts(self) -> (CallToolResult, String) {
-        let envelope = self.text.clone();
+    /// The MCP `CallToolResult` without its `structuredContent`: its last content block is
+    /// the envelope's text, which is that `structuredContent` serialised (G-1), for a
+    /// caller that writes the answer itself and serialises the envelope only once (the
+    /// gateway's fast path).
+    pub fn into_text_only_result(self) -> CallToolResult {
         let mut result = self.into_call_tool_result();
         result.structured_content = None;
-        (result, envelope)
+        result
     }
 
     /// [`Self::to_call_tool_result`], moving the envelope instead of copying it (the
