@@ -18,31 +18,8 @@ impl DynamoStore {
     ) -> Result<usize, StoreError> {
         use futures::StreamExt as _;
         let started = std::time::Instant::now();
-        // Consistent: every proposal whose creation committed before this call is here
-        // (a proposal created after it was fenced by its own condition on the settings).
-        let now = epoch_now();
+        let live = self.live_registrations(tenant, keep).await?;
         let mut ended = Vec::new();
-        let mut live = Vec::new();
-        // The read is inside the budget too: a tenant with more registrations than one
-        // pass can read gets the same honest answer, never a gateway timeout.
-        let read = tokio::time::timeout(READ_BUDGET, self.index_items(tenant, PENDING_PREFIX));
-        let Ok(items) = read.await else {
-            return Err(StoreError::Unavailable(
-                "the pending proposals could not all be read within the sweep's budget".into(),
-            ));
-        };
-        for item in items? {
-            let r = registration_from(&item)?;
-            if keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv) {
-                continue;
-            }
-            // An expired proposal has nothing to cancel and its registration carries a
-            // TTL: it is skipped, not deleted (issue 27 measured 10,000 of them: deleting
-            // each cost more than the pass's whole budget on the emulator).
-            if r.expires > now {
-                live.push(r);
-            }
-        }
         let outcomes: Vec<_> = futures::stream::iter(live)
             .map(|r| async move {
                 if started.elapsed() >= self.sweep_budget {
@@ -97,6 +74,40 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
+    /// The registrations of proposals prepared under other settings than `keep` and not
+    /// yet expired, read within [`READ_BUDGET`].
+    async fn live_registrations(
+        &self,
+        tenant: &TenantId,
+        keep: Option<(u64, &str)>,
+    ) -> Result<Vec<Registration>, StoreError> {
+        // Consistent: every proposal whose creation committed before this call is here
+        // (a proposal created after it was fenced by its own condition on the settings).
+        let now = epoch_now();
+        // The read is inside the budget too: a tenant with more registrations than one
+        // pass can read gets the same honest answer, never a gateway timeout.
+        let read = tokio::time::timeout(READ_BUDGET, self.index_items(tenant, PENDING_PREFIX));
+        let Ok(items) = read.await else {
+            return Err(StoreError::Unavailable(
+                "the pending proposals could not all be read within the sweep's budget".into(),
+            ));
+        };
+        let mut live = Vec::new();
+        for item in items? {
+            let r = registration_from(&item)?;
+            if keep.is_some_and(|(v, sv)| r.config_version == v && r.secret_version == sv) {
+                continue;
+            }
+            // An expired proposal has nothing to cancel and its registration carries a
+            // TTL: it is skipped, not deleted (issue 27 measured 10,000 of them: deleting
+            // each cost more than the pass's whole budget on the emulator).
+            if r.expires > now {
+                live.push(r);
+            }
+        }
+        Ok(live)
+    }
+
     /// Deletes the registrations of `actions` (each with the partition it was read from),
     /// [`SWEEP_CONCURRENCY`] at a time, until `deadline` after `started`.
     async fn delete_registrations(
