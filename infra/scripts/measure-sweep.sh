@@ -7,8 +7,10 @@
 #
 #   infra/scripts/measure-sweep.sh [N]      # default 1000
 #
-# moto applies transactions one at a time and copies the table for each (FIELD-NOTES), so
-# its times are an upper bound far above DynamoDB's 10–25 ms per transaction.
+# moto answers one request at a time (about 150 a second here, through our launcher,
+# which also spares it a whole-table copy per transaction and a whole-table sort per
+# Query), so its times are an upper bound far above DynamoDB's 10–25 ms per transaction;
+# at 10,000 it cannot even return the registrations within a pass's 10 s read limit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
