@@ -16,7 +16,7 @@ use countersign_domain::proposal::Proposal;
 use countersign_domain::texts;
 use countersign_tools::builtins::{CallContext, Services};
 use countersign_tools::errors::code;
-use countersign_tools::integration::{Catalog, Connected};
+use countersign_tools::integration::{Catalog, Connected, ToolAnswer};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -355,14 +355,15 @@ impl<'a> Turn<'a> {
             .chat
             .parts
             .integration
-            .call(
+            .answer(
                 registry,
                 ctx,
                 proxied,
                 name,
                 call.arguments.as_object().cloned(),
             )
-            .await;
+            .await
+            .map(ToolAnswer::into_call_tool_result);
         answer.map_or_else(|| unknown_tool(&call.name), |raw| model_view(&raw))
     }
 }

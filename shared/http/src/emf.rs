@@ -8,7 +8,7 @@
 /// once a second instead: a write to stdout per request cost the gateway a tenth of its
 /// time under load (issue 26). Call once per process, inside the Tokio runtime.
 pub fn with_emf_metrics(app: axum::Router) -> std::io::Result<axum::Router> {
-    let in_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
+    let in_lambda = crate::serve::in_lambda();
     let mut builder =
         metrics_cloudwatch_embedded::Builder::new().cloudwatch_namespace("Countersign");
     if !in_lambda {

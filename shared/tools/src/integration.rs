@@ -231,20 +231,6 @@ impl IntegrationService {
         })
     }
 
-    /// [`Self::answer`] as an MCP result.
-    pub async fn call(
-        &self,
-        registry: &Registry<CallContext>,
-        ctx: CallContext,
-        proxied: Option<(&ProviderContext, &[ProviderTool])>,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> Option<CallToolResult> {
-        self.answer(registry, ctx, proxied, name, arguments)
-            .await
-            .map(ToolAnswer::into_call_tool_result)
-    }
-
     /// Calls `name` for `ctx`: a built-in through the registry, an allowlisted
     /// consultation through the provider (checked against its `outputSchema`, G-6).
     /// Returns the answer, or `None` for a tool that is neither.

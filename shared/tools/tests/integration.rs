@@ -15,7 +15,9 @@ use countersign_domain::secret::SecretString;
 use countersign_domain::text::SafeText;
 use countersign_testkit::{MemorySecrets, MemoryStore, ScriptedProvider, SeqIds, TestClock, tool};
 use countersign_tools::builtins::{CallContext, Services, registry};
-use countersign_tools::integration::{IntegrationError, IntegrationService, Route, route};
+use countersign_tools::integration::{
+    IntegrationError, IntegrationService, Route, ToolAnswer, route,
+};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -283,19 +285,20 @@ async fn calls_route_to_built_ins_first_then_allowlisted_consultations_else_nowh
     };
     let unknown = env
         .service
-        .call(
+        .answer(
             &registry,
             ctx.clone(),
             Some((&c.ctx, &proxied)),
             "get_user_sessions",
             None,
         )
-        .await;
+        .await
+        .map(ToolAnswer::into_call_tool_result);
     assert!(unknown.is_none());
     assert!(env.provider.calls().is_empty());
     let answer = env
         .service
-        .call(
+        .answer(
             &registry,
             ctx,
             Some((&c.ctx, &proxied)),
@@ -303,6 +306,7 @@ async fn calls_route_to_built_ins_first_then_allowlisted_consultations_else_nowh
             None,
         )
         .await
+        .map(ToolAnswer::into_call_tool_result)
         .unwrap();
     assert_eq!(env.provider.calls_of("get_user_cars").len(), 1);
     let text = answer.content.first().and_then(|b| b.as_text()).unwrap();
@@ -337,7 +341,7 @@ async fn describe_tool_describes_the_consultations_it_was_given() {
     let describe = |name: &str| Some(json!({"name": name}).as_object().unwrap().clone());
     let answer = env
         .service
-        .call(
+        .answer(
             &registry,
             ctx.clone(),
             Some((&c.ctx, &proxied)),
@@ -345,6 +349,7 @@ async fn describe_tool_describes_the_consultations_it_was_given() {
             describe("get_user_cars"),
         )
         .await
+        .map(ToolAnswer::into_call_tool_result)
         .unwrap();
     let envelope = answer.structured_content.unwrap();
     assert_eq!(envelope["ok"], true, "{envelope}");
@@ -355,7 +360,7 @@ async fn describe_tool_describes_the_consultations_it_was_given() {
     // Without the consultations (none loaded), the name is unknown.
     let answer = env
         .service
-        .call(
+        .answer(
             &registry,
             ctx,
             None,
@@ -363,6 +368,7 @@ async fn describe_tool_describes_the_consultations_it_was_given() {
             describe("get_user_cars"),
         )
         .await
+        .map(ToolAnswer::into_call_tool_result)
         .unwrap();
     let envelope = answer.structured_content.unwrap();
     assert_eq!(envelope["error"]["code"], "NOT_FOUND", "{envelope}");
