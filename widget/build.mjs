@@ -1,7 +1,9 @@
 // Builds the widget from its one source (src/widget.js): an ES module and a classic
 // script (global `CountersignWidget`), both minified with esbuild (a build-time tool
-// only: the SDK has no runtime dependency). Prints each file's size, gzipped size and
-// Subresource Integrity hash. `--check` fails when dist/ is not what the source builds.
+// only: the SDK has no runtime dependency), into dist/<version>/. Earlier versions'
+// directories are never written: each published version stays served as it was (S-5).
+// Prints each file's size, gzipped size and Subresource Integrity hash. `--check` fails
+// when dist/<version>/ is not what the source builds.
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
@@ -20,10 +22,15 @@ const outputs = {
   "countersign-widget.min.js": (await transform(source, { ...common, format: "iife", globalName: "CountersignWidget" })).code,
 };
 const check = process.argv.includes("--check");
-mkdirSync(new URL("dist/", here), { recursive: true });
+const pkg = JSON.parse(readFileSync(new URL("package.json", here), "utf8"));
+if (pkg.module !== `./dist/${version}/countersign-widget.min.mjs`) {
+  throw new Error(`package.json must point at dist/${version}/`);
+}
+const dir = `dist/${version}/`;
+mkdirSync(new URL(dir, here), { recursive: true });
 let stale = [];
 for (const [name, code] of Object.entries(outputs)) {
-  const path = new URL(`dist/${name}`, here);
+  const path = new URL(`${dir}${name}`, here);
   if (check) {
     let current = "";
     try { current = readFileSync(path, "utf8"); } catch (_) {}
@@ -42,11 +49,14 @@ if (!check) {
     const sri = "sha384-" + createHash("sha384").update(code).digest("base64");
     const row = new RegExp("(`/widget/" + version.replace(/\./g, "\\.") + "/" + name.replace(/\./g, "\\.") + "`[^|]*\\| `)sha384-[A-Za-z0-9+/=]+", "g");
     readme = readme.replace(row, `$1${sri}`);
-    if (name.endsWith(".js")) readme = readme.replace(/(integrity=")sha384-[A-Za-z0-9+/=]+(" crossorigin)/g, `$1${sri}$2`);
+    // The embedding example shows the current version.
+    if (name.endsWith(".js")) {
+      readme = readme.replace(/(<script src="https:\/\/<API>\/widget\/)[0-9.]+(\/countersign-widget\.min\.js"\n\s+integrity=")sha384-[A-Za-z0-9+/=]+(" crossorigin)/g, `$1${version}$2${sri}$3`);
+    }
   }
   writeFileSync(readmePath, readme);
 }
 if (stale.length) {
-  console.error(`widget/dist is stale (${stale.join(", ")}): run \`npm run build\` in widget/ and commit`);
+  console.error(`widget/${dir} is stale (${stale.join(", ")}): run \`npm run build\` in widget/ and commit`);
   process.exit(1);
 }

@@ -8,14 +8,17 @@ export interface WidgetOptions {
   /** Returns a fresh widget JWT minted by your backend (docs/widget-guide.md). Called at
    *  start and once more after a 401. */
   getToken: () => Promise<string>;
-  /** `en` (default) or `pt`. */
-  language?: "en" | "pt";
+  /** The person's language: `en` or `pt-BR` (`pt`); the tenant's default when absent (S-4). */
+  language?: "en" | "pt" | "pt-BR";
   /** Optional look. */
   theme?: { accent?: string };
   /** Where the open case's id is kept (default `localStorage`). */
   storage?: Pick<Storage, "getItem" | "setItem"> | null;
   /** A `fetch` to use (default the page's). */
   fetch?: typeof fetch;
+  /** How often a visible widget checks for messages written elsewhere, in ms (default
+   *  3000; S-2). */
+  pollMs?: number;
 }
 
 /** A message as the widget API returns it. */
@@ -39,6 +42,8 @@ export interface Widget {
   rendered: Message[];
   /** Sends `content` as the person, replying to the last assistant message rendered. */
   send(content: string): Promise<boolean>;
+  /** Ends the conversation and opens a new one (a proposal still waiting is cancelled). */
+  end(): Promise<void>;
 }
 
 /** Mounts the widget in `host` (an element or a CSS selector) and starts it. */

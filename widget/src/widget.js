@@ -8,7 +8,7 @@
 // message of the history this tab has rendered again. A confirmation counts only when
 // it replies to the proposal the person saw.
 
-export const VERSION = "1.0.0";
+export const VERSION = "1.1.0";
 
 const TEXTS = {
   en: {
@@ -19,16 +19,36 @@ const TEXTS = {
     cancel: "Cancel",
     confirmWord: "confirm",
     cancelWord: "cancel",
+    checkWord: "check status",
     sending: "Sending…",
+    typing: "The assistant is answering…",
+    carryingOut: "Carrying out the action…",
     you: "You",
     assistant: "Assistant",
     authFailed: "Your session with the support chat has ended. Reload the page to continue.",
     sendFailed: "The message could not be sent. It may or may not have arrived.",
     check: "Check what happened",
+    checkAgain: "Check again",
     loadFailed: "The conversation could not be loaded.",
     retry: "Try again",
     rateLimited: "Too many messages right now. Please wait a moment and try again.",
     proposal: "Proposal",
+    end: "End conversation",
+    ended: "The conversation was ended. You can start a new one below.",
+    previousEnded: "Your previous conversation has ended. This is a new one.",
+    endBlocked: "The conversation cannot end while an action's outcome is being checked. Use “Check again” first.",
+    expiresIn: (m) => (m <= 1 ? "Waiting for your answer · expires in under a minute" : `Waiting for your answer · expires in ${m} minutes`),
+    states: {
+      pending_confirmation: "Waiting for your answer",
+      executing: "Being carried out…",
+      completed: "Confirmed and carried out",
+      failed: "Confirmed, but it failed: nothing was changed",
+      conflict: "Not carried out: something changed",
+      expired: "Expired",
+      cancelled: "Cancelled",
+      unknown: "Outcome uncertain",
+      superseded: "Replaced by a newer proposal",
+    },
   },
   pt: {
     title: "Suporte",
@@ -38,22 +58,50 @@ const TEXTS = {
     cancel: "Cancelar",
     confirmWord: "confirmar",
     cancelWord: "cancelar",
+    checkWord: "verificar status",
     sending: "Enviando…",
+    typing: "O assistente está respondendo…",
+    carryingOut: "Executando a ação…",
     you: "Você",
     assistant: "Assistente",
     authFailed: "Sua sessão no chat de suporte terminou. Recarregue a página para continuar.",
     sendFailed: "A mensagem não pôde ser enviada. Ela pode ou não ter chegado.",
     check: "Verificar o que aconteceu",
+    checkAgain: "Verificar novamente",
     loadFailed: "Não foi possível carregar a conversa.",
     retry: "Tentar novamente",
     rateLimited: "Muitas mensagens agora. Aguarde um momento e tente novamente.",
     proposal: "Proposta",
+    end: "Encerrar conversa",
+    ended: "A conversa foi encerrada. Você pode começar uma nova abaixo.",
+    previousEnded: "Sua conversa anterior foi encerrada. Esta é uma nova.",
+    endBlocked: "A conversa não pode ser encerrada enquanto o resultado de uma ação é verificado. Use “Verificar novamente” antes.",
+    expiresIn: (m) => (m <= 1 ? "Aguardando sua resposta · expira em menos de um minuto" : `Aguardando sua resposta · expira em ${m} minutos`),
+    states: {
+      pending_confirmation: "Aguardando sua resposta",
+      executing: "Em execução…",
+      completed: "Confirmada e executada",
+      failed: "Confirmada, mas falhou: nada foi alterado",
+      conflict: "Não executada: algo mudou",
+      expired: "Expirada",
+      cancelled: "Cancelada",
+      unknown: "Resultado incerto",
+      superseded: "Substituída por uma proposta mais nova",
+    },
   },
 };
 
+/** The language code `tag` names (`en`, `pt`; `pt-BR` is `pt`), or null. */
+export function languageOf(tag) {
+  const t = String(tag || "").toLowerCase();
+  if (t === "en" || t.startsWith("en-")) return "en";
+  if (t === "pt" || t.startsWith("pt-")) return "pt";
+  return null;
+}
+
 /** The fixed texts of `language` (`en` when unknown). */
 export function texts(language) {
-  return TEXTS[language] || TEXTS.en;
+  return TEXTS[languageOf(language)] || TEXTS.en;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -75,12 +123,98 @@ export function lastAssistantId(rendered) {
   return null;
 }
 
+/** The state of a proposal as the person should see it now: a pending one past its
+ *  expiry is expired (the platform settles it lazily). `proposal` is the API's
+ *  `{messageId, state, expiresAt}`, or undefined when not known yet (then pending). */
+export function proposalState(proposal, now = Date.now()) {
+  if (!proposal) return "pending_confirmation";
+  if (proposal.state === "pending_confirmation" && Date.parse(proposal.expiresAt) <= now) return "expired";
+  return proposal.state;
+}
+
 /** Whether `message` is a proposal the person can still answer from this tab: the last
- *  assistant message rendered, with nothing from the person after it. */
-export function isAnswerable(rendered, message) {
+ *  message rendered, with nothing from the person after it, and still pending. */
+export function isAnswerable(rendered, message, proposal, now = Date.now()) {
   if (message.kind !== "proposal") return false;
   const last = rendered[rendered.length - 1];
-  return Boolean(last) && last.id === message.id;
+  return Boolean(last) && last.id === message.id && proposalState(proposal, now) === "pending_confirmation";
+}
+
+/** Parses the safe markdown subset of model text (S polish): paragraphs, `-`/`1.` lists,
+ *  fenced code, and inline `code`, **strong**, *emphasis*, [links](https://…) and bare
+ *  https links. Returns plain data (the view builds DOM nodes from it, never HTML): blocks
+ *  `{type: "p"|"ul"|"ol"|"pre", …}` whose inlines are `{t: "text"|"strong"|"em"|"code"|"a",
+ *  v, href?}`. Only `http:`, `https:` and `mailto:` links become links; anything else
+ *  stays text. */
+export function parseMarkdown(source) {
+  const blocks = [];
+  const lines = String(source).replace(/\r\n?/g, "\n").split("\n");
+  let para = [];
+  const flush = () => {
+    if (para.length) blocks.push({ type: "p", inlines: inlines(para.join("\n")) });
+    para = [];
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (/^```/.test(line)) {
+      flush();
+      const code = [];
+      for (i++; i < lines.length && !/^```/.test(lines[i]); i++) code.push(lines[i]);
+      blocks.push({ type: "pre", text: code.join("\n") });
+      continue;
+    }
+    const bullet = /^\s*[-*]\s+(.*)$/.exec(line);
+    const numbered = /^\s*\d{1,3}[.)]\s+(.*)$/.exec(line);
+    if (bullet || numbered) {
+      flush();
+      const type = bullet ? "ul" : "ol";
+      const prev = blocks[blocks.length - 1];
+      const item = inlines((bullet || numbered)[1]);
+      if (prev && prev.type === type && prev.open) prev.items.push(item);
+      else blocks.push({ type, items: [item], open: true });
+      continue;
+    }
+    if (line.trim() === "") {
+      flush();
+      const prev = blocks[blocks.length - 1];
+      if (prev) prev.open = false;
+      continue;
+    }
+    const prev = blocks[blocks.length - 1];
+    if (prev && prev.open) prev.open = false;
+    para.push(line);
+  }
+  flush();
+  for (const b of blocks) delete b.open;
+  return blocks;
+}
+
+const SAFE_HREF = /^(https?:\/\/|mailto:)[^\s<>"]+$/i;
+
+/** The inline spans of `text` (see parseMarkdown). */
+export function inlines(text) {
+  const out = [];
+  const push = (t, v, href) => {
+    const last = out[out.length - 1];
+    if (t === "text" && last && last.t === "text") last.v += v;
+    else out.push(href ? { t, v, href } : { t, v });
+  };
+  // No `_emphasis_`: identifiers (ses_a1, car_a2) are common in answers and must stay whole.
+  const pattern = /`([^`\n]+)`|\*\*([^*\n]+)\*\*|\*([^*\s][^*\n]*)\*|\[([^\]\n]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>"')\]]+)/g;
+  let at = 0;
+  for (let m; (m = pattern.exec(text)); ) {
+    if (m.index > at) push("text", text.slice(at, m.index));
+    if (m[1] !== undefined) push("code", m[1]);
+    else if (m[2] !== undefined) push("strong", m[2]);
+    else if (m[3] !== undefined) push("em", m[3]);
+    else if (m[4] !== undefined) {
+      if (SAFE_HREF.test(m[5])) push("a", m[4], m[5]);
+      else push("text", m[0]);
+    } else push("a", m[6], m[6]);
+    at = pattern.lastIndex;
+  }
+  if (at < text.length) push("text", text.slice(at));
+  return out;
 }
 
 /** The body of a message the person sends from this tab (W-3). */
@@ -162,16 +296,23 @@ export class Client {
     });
   }
 
-  async history(caseId) {
+  /** The case's messages after `after` (all when null), and its proposals' states. */
+  async history(caseId, after = null) {
     let all = [];
-    let after = null;
+    let proposals = [];
     for (;;) {
       const q = after ? `?limit=500&after=${encodeURIComponent(after)}` : "?limit=500";
       const page = await this.request("GET", `/api/cases/${encodeURIComponent(caseId)}/messages${q}`);
       all = mergeMessages(all, page.messages);
-      if (page.messages.length < 500) return all;
+      proposals = page.proposals || proposals;
+      if (page.messages.length < 500) return { messages: all, proposals };
       after = page.messages[page.messages.length - 1].id;
     }
+  }
+
+  /** The case: `{caseId, status, language, lastMessageId}` (S-2, S-3). */
+  summary(caseId) {
+    return this.request("GET", `/api/cases/${encodeURIComponent(caseId)}`);
   }
 }
 
@@ -179,26 +320,49 @@ export class Client {
 // The view.
 
 const STYLE = `
-:host { all: initial; display: block; font: 14px/1.45 system-ui, sans-serif; color: #1d2430; }
+:host { all: initial; display: block; font: 15px/1.45 system-ui, sans-serif; color: #1d2430; }
 .cs { display: flex; flex-direction: column; height: 100%; min-height: 320px; border: 1px solid #c9d1dc; border-radius: 10px; background: #fff; overflow: hidden; }
-.cs h2 { margin: 0; padding: 10px 14px; font-size: 15px; background: var(--cs-accent, #2357c6); color: #fff; }
+.cs header { display: flex; align-items: center; justify-content: space-between; gap: 8px; padding: 4px 6px 4px 14px; background: var(--cs-accent, #2357c6); color: #fff; }
+.cs h2 { margin: 0; font-size: 16px; }
+.cs header button { border-color: #fff; background: transparent; color: #fff; }
 .cs ol { list-style: none; margin: 0; padding: 12px; flex: 1; overflow-y: auto; }
-.cs li { margin: 0 0 10px; padding: 8px 10px; border-radius: 8px; white-space: pre-wrap; overflow-wrap: anywhere; max-width: 85%; }
+.cs li.msg { margin: 0 0 10px; padding: 8px 10px; border-radius: 8px; overflow-wrap: anywhere; max-width: 85%; }
+.cs li.msg > .body { white-space: pre-wrap; }
+.cs li.md > .body { white-space: normal; }
+.cs li.md p { margin: 0 0 6px; white-space: pre-wrap; }
+.cs li.md p:last-child { margin-bottom: 0; }
+.cs li.md ul, .cs li.md ol { margin: 4px 0 6px; padding-left: 20px; }
+.cs li.md pre, .cs li.md code { font: 13px/1.4 ui-monospace, monospace; background: #e6e9ef; border-radius: 4px; }
+.cs li.md pre { padding: 6px 8px; white-space: pre-wrap; }
+.cs li.md code { padding: 0 3px; }
+.cs a { color: #1a47a8; }
 .cs li.user { margin-left: auto; background: #e8effd; }
+.cs li.user.sending { opacity: .7; }
 .cs li.assistant { background: #f2f4f7; }
 .cs li.proposal { background: #fff8e5; border: 1px solid #e8c65a; max-width: 100%; }
-.cs li.result, .cs li.notice { background: #eef7ee; }
+.cs li.proposal.settled { background: #f7f7f7; border-color: #c9d1dc; }
+.cs li.result.good { background: #e9f6ec; border-left: 4px solid #2f855a; }
+.cs li.result.bad { background: #fdeeee; border-left: 4px solid #c53030; }
+.cs li.notice { background: #eef2f8; border-left: 4px solid #5a6b85; }
+.cs .state { display: block; margin-top: 6px; font-size: 13px; font-weight: 600; color: #4a5568; }
 .cs .who { position: absolute; left: -9999px; }
 .cs .instructions { display: block; margin-top: 6px; color: #4a5568; }
-.cs .actions { display: flex; gap: 8px; margin-top: 8px; }
-.cs button { font: inherit; padding: 6px 14px; border-radius: 6px; border: 1px solid #2357c6; background: #fff; color: #2357c6; cursor: pointer; }
+.cs .actions { display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap; }
+.cs button { font: inherit; min-height: 44px; padding: 6px 14px; border-radius: 6px; border: 1px solid #2357c6; background: #fff; color: #2357c6; cursor: pointer; }
 .cs button.primary { background: var(--cs-accent, #2357c6); border-color: var(--cs-accent, #2357c6); color: #fff; }
-.cs button:focus-visible, .cs textarea:focus-visible { outline: 3px solid #f0b429; outline-offset: 1px; }
+.cs button:focus-visible, .cs textarea:focus-visible, .cs a:focus-visible { outline: 3px solid #f0b429; outline-offset: 1px; }
 .cs button:disabled { opacity: .5; cursor: default; }
 .cs form { display: flex; gap: 8px; padding: 10px; border-top: 1px solid #e2e8f0; }
-.cs textarea { flex: 1; font: inherit; resize: none; padding: 6px 8px; border: 1px solid #c9d1dc; border-radius: 6px; }
+.cs textarea { flex: 1; font: 16px/1.4 system-ui, sans-serif; resize: none; padding: 6px 8px; border: 1px solid #c9d1dc; border-radius: 6px; }
+.cs .typing { padding: 0 12px; min-height: 1.4em; color: #4a5568; font-style: italic; }
 .cs .status { padding: 0 12px; min-height: 1.4em; color: #9b2c2c; }
+.cs .status.info { color: #2c4a7a; }
 `;
+
+/** How often an open, visible widget checks its case for messages written elsewhere (S-2);
+ *  doubled after each failure up to POLL_MAX_MS. */
+export const POLL_MS = 3000;
+const POLL_MAX_MS = 60000;
 
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
@@ -207,19 +371,50 @@ function el(tag, attrs, text) {
   return node;
 }
 
+/** DOM nodes of `blocks` (parseMarkdown): elements and text nodes only. */
+function markdownNodes(blocks) {
+  const span = (i) => {
+    if (i.t === "text") return document.createTextNode(i.v);
+    if (i.t === "a") return el("a", { href: i.href, rel: "noopener noreferrer", target: "_blank" }, i.v);
+    return el(i.t, {}, i.v);
+  };
+  return blocks.map((b) => {
+    if (b.type === "pre") return el("pre", {}, b.text);
+    if (b.type === "p") {
+      const p = el("p");
+      p.append(...b.inlines.map(span));
+      return p;
+    }
+    const list = el(b.type);
+    for (const item of b.items) {
+      const li = el("li");
+      li.append(...item.map(span));
+      list.append(li);
+    }
+    return list;
+  });
+}
+
 /** One mounted widget. */
 export class Widget {
   constructor(host, options) {
     if (!options || !options.apiUrl || typeof options.getToken !== "function") {
       throw new TypeError("Countersign widget: apiUrl and getToken are required");
     }
-    this.t = texts(options.language);
+    // S-4: the host page's choice for this person, else the case's (the tenant's default).
+    this.chosenLanguage = languageOf(options.language);
+    this.t = texts(this.chosenLanguage || "en");
     this.client = new Client(options.apiUrl, options.getToken, options.fetch);
     this.apiUrl = this.client.apiUrl;
     this.storage = options.storage || safeLocalStorage();
+    this.pollMs = options.pollMs || POLL_MS;
     this.rendered = [];
+    this.proposals = new Map();
+    this.items = new Map();
     this.caseId = null;
     this.busy = false;
+    this.timer = null;
+    this.failures = 0;
     this.root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
     this.build(options.theme || {});
   }
@@ -236,18 +431,24 @@ export class Widget {
       style = el("style");
       style.textContent = STYLE;
     }
-    const box = el("section", { class: "cs", "aria-label": this.t.title });
-    if (theme.accent) box.style.setProperty("--cs-accent", theme.accent);
-    box.append(el("h2", {}, this.t.title));
+    this.box = el("section", { class: "cs" });
+    if (theme.accent) this.box.style.setProperty("--cs-accent", theme.accent);
+    const header = el("header");
+    this.heading = el("h2");
+    this.endButton = el("button", { type: "button", class: "end" });
+    this.endButton.addEventListener("click", () => this.end());
+    header.append(this.heading, this.endButton);
     this.list = el("ol", { role: "log", "aria-live": "polite", "aria-relevant": "additions", tabindex: "0" });
+    this.typing = el("div", { class: "typing", role: "status", "aria-live": "polite" });
     this.status = el("div", { class: "status", role: "status", "aria-live": "assertive" });
     this.form = el("form");
-    this.input = el("textarea", { rows: "2", "aria-label": this.t.placeholder, placeholder: this.t.placeholder, maxlength: "4000" });
-    this.sendButton = el("button", { type: "submit", class: "primary" }, this.t.send);
+    this.input = el("textarea", { rows: "2", maxlength: "4000" });
+    this.sendButton = el("button", { type: "submit", class: "primary" });
     this.form.append(this.input, this.sendButton);
-    box.append(this.list, this.status, this.form);
+    this.box.append(header, this.list, this.typing, this.status, this.form);
     if (style) this.root.append(style);
-    this.root.append(box);
+    this.root.append(this.box);
+    this.label();
     this.form.addEventListener("submit", (e) => {
       e.preventDefault();
       this.submitTyped();
@@ -258,32 +459,80 @@ export class Widget {
         this.submitTyped();
       }
     });
+    if (typeof document !== "undefined" && document.addEventListener) {
+      document.addEventListener("visibilitychange", () => this.schedule(document.hidden ? null : 0));
+    }
   }
 
-  /** Opens the person's case, or restores the open one with its history (W-4). */
+  /** Sets the fixed texts of the frame in this.t's language. */
+  label() {
+    this.box.setAttribute("aria-label", this.t.title);
+    this.heading.textContent = this.t.title;
+    this.endButton.textContent = this.t.end;
+    this.input.setAttribute("aria-label", this.t.placeholder);
+    this.input.setAttribute("placeholder", this.t.placeholder);
+    this.sendButton.textContent = this.t.send;
+  }
+
+  /** Follows the case's language unless the host page chose one (S-4). */
+  useCase(view) {
+    this.caseId = view.caseId;
+    if (!this.chosenLanguage) {
+      this.t = texts(view.language || "en");
+      this.label();
+    }
+  }
+
+  /** Opens the person's case, or restores the open one with its history (W-4). A restored
+   *  case that was closed, or is gone, gives way to a new one with a notice (S-3). */
   async start() {
     try {
       this.token = await this.client.getToken();
       this.client.token = this.token;
       const key = caseKey(this.apiUrl, this.token);
       const saved = key && this.storage ? this.storage.getItem(key) : null;
+      let notice = null;
       if (saved) {
+        let view = null;
         try {
-          this.caseId = saved;
-          this.render(await this.client.history(saved));
-          return;
+          view = await this.client.summary(saved);
         } catch (e) {
-          if (e.status === 401) throw e;
-          // Gone or closed: a new case below.
+          if (e.status !== 404) throw e;
         }
+        if (view && view.status === "open") {
+          this.useCase(view);
+          const { messages, proposals } = await this.client.history(saved);
+          this.show(messages, proposals);
+          this.schedule(this.pollMs);
+          return;
+        }
+        notice = "previousEnded";
       }
-      const created = await this.client.request("POST", "/api/cases");
-      this.caseId = created.caseId;
-      if (key && this.storage) this.storage.setItem(key, this.caseId);
-      this.render([]);
+      await this.open(notice);
     } catch (e) {
       this.fail(e, this.t.loadFailed, [this.t.retry, () => this.start()]);
     }
+  }
+
+  /** A new case for the person; `notice` (a text key) says why, if any. */
+  async open(notice) {
+    const body = this.chosenLanguage ? { language: this.chosenLanguage === "pt" ? "pt-BR" : "en" } : undefined;
+    const created = await this.client.request("POST", "/api/cases", body);
+    const key = caseKey(this.apiUrl, this.client.token);
+    if (key && this.storage) this.storage.setItem(key, created.caseId);
+    this.useCase(created);
+    this.reset();
+    if (notice) this.say(this.t[notice], null, "info");
+    this.schedule(this.pollMs);
+  }
+
+  /** Forgets what was rendered (a new case). */
+  reset() {
+    this.list.textContent = "";
+    this.items.clear();
+    this.proposals.clear();
+    this.rendered = [];
+    this.say("");
   }
 
   submitTyped() {
@@ -294,22 +543,75 @@ export class Widget {
     });
   }
 
-  /** Sends `content` replying to the last assistant message rendered here (W-3). */
+  /** Sends `content` replying to the last assistant message rendered here (W-3). The
+   *  message shows at once, marked as sending, with the assistant's typing line. */
   async send(content) {
     if (!this.caseId || this.busy) return false;
+    const body = outgoing(content, this.rendered);
     this.setBusy(true);
     this.say("");
+    const pending = el("li", { class: "msg user text sending", "data-kind": "text" });
+    pending.append(el("span", { class: "who" }, `${this.t.you}: `), el("span", { class: "body" }, content), el("span", { class: "state" }, this.t.sending));
+    this.list.append(pending);
+    this.list.scrollTop = this.list.scrollHeight;
+    const action = content === this.t.confirmWord && Boolean(this.answerable());
+    this.typing.textContent = action ? this.t.carryingOut : this.t.typing;
     try {
-      const body = outgoing(content, this.rendered);
       const res = await this.client.request("POST", `/api/cases/${encodeURIComponent(this.caseId)}/messages`, body);
-      this.render(mergeMessages(this.rendered, res.messages));
+      pending.remove();
+      this.show(res.messages, res.proposals);
+      // A proposal was made, answered or settled: its card's state comes with the history
+      // (the answer to a post leaves it out to keep the confirm path short).
+      if (res.messages.some((m) => m.kind !== "text")) await this.syncStates();
       return true;
     } catch (e) {
+      pending.remove();
+      if (e.code === "CASE_CLOSED" || e.status === 404) {
+        // Closed in another tab or by the platform: a new case; the text stays typed.
+        await this.open("previousEnded").catch((err) => this.fail(err, this.t.loadFailed, [this.t.retry, () => this.start()]));
+        return false;
+      }
       // Never sent again on its own (W-5): the person decides, after checking.
       this.fail(e, this.t.sendFailed, [this.t.check, () => this.refresh()]);
       return false;
     } finally {
+      this.typing.textContent = "";
       this.setBusy(false);
+    }
+  }
+
+  /** Reads the proposals' states (and anything new) after the last message rendered. */
+  async syncStates() {
+    const caseId = this.caseId;
+    const last = this.rendered[this.rendered.length - 1];
+    try {
+      const { messages, proposals } = await this.client.history(caseId, last ? last.id : null);
+      if (caseId === this.caseId) this.show(messages, proposals);
+    } catch (_) {
+      // The next poll or send brings them.
+    }
+  }
+
+  /** The proposal this tab may answer, or null. */
+  answerable() {
+    const last = this.rendered[this.rendered.length - 1];
+    return last && isAnswerable(this.rendered, last, this.proposals.get(last.id)) ? last : null;
+  }
+
+  /** Ends the conversation (S-3) and opens a new one. A proposal still waiting is
+   *  cancelled with it (A-26); nothing is carried out. */
+  async end() {
+    if (!this.caseId || this.busy) return;
+    this.setBusy(true);
+    try {
+      await this.client.request("POST", `/api/cases/${encodeURIComponent(this.caseId)}/close`);
+      await this.open("ended");
+    } catch (e) {
+      if (e.code === "ACTION_IN_PROGRESS") this.say(this.t.endBlocked);
+      else this.fail(e, this.t.loadFailed, [this.t.retry, () => this.end()]);
+    } finally {
+      this.setBusy(false);
+      this.input.focus();
     }
   }
 
@@ -317,9 +619,48 @@ export class Widget {
   async refresh() {
     try {
       this.say("");
-      this.render(await this.client.history(this.caseId));
+      const { messages, proposals } = await this.client.history(this.caseId);
+      this.show(messages, proposals);
     } catch (e) {
       this.fail(e, this.t.loadFailed, [this.t.retry, () => this.refresh()]);
+    }
+  }
+
+  /** Schedules the next check of the case in `ms` (null: none; the tab is hidden). */
+  schedule(ms) {
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (ms === null || !this.caseId) return;
+    this.timer = setTimeout(() => this.poll(), ms);
+  }
+
+  /** S-2: one conditional read of the case; the messages only when something is new. */
+  async poll() {
+    if (typeof document !== "undefined" && document.hidden) return;
+    if (this.busy) return this.schedule(this.pollMs);
+    const caseId = this.caseId;
+    try {
+      const view = await this.client.summary(caseId);
+      if (caseId !== this.caseId || this.busy) return this.schedule(this.pollMs);
+      if (view.status !== "open") {
+        await this.open("previousEnded");
+        return;
+      }
+      const last = this.rendered[this.rendered.length - 1];
+      if (view.lastMessageId && (!last || view.lastMessageId > last.id)) {
+        const { messages, proposals } = await this.client.history(caseId, last ? last.id : null);
+        if (caseId === this.caseId && !this.busy) this.show(messages, proposals);
+      }
+      this.failures = 0;
+      this.tick();
+      this.schedule(this.pollMs);
+    } catch (e) {
+      if (e.status === 404) {
+        await this.open("previousEnded").catch(() => this.schedule(this.pollMs));
+        return;
+      }
+      this.failures = Math.min(this.failures + 1, 5);
+      this.schedule(Math.min(this.pollMs * 2 ** this.failures, POLL_MAX_MS));
     }
   }
 
@@ -330,8 +671,9 @@ export class Widget {
     return this.say(text, action);
   }
 
-  say(text, action) {
+  say(text, action, kind) {
     this.status.textContent = text;
+    this.status.className = kind ? `status ${kind}` : "status";
     if (action) {
       const b = el("button", { type: "button" }, action[0]);
       b.addEventListener("click", () => action[1]());
@@ -342,39 +684,101 @@ export class Widget {
   setBusy(busy) {
     this.busy = busy;
     this.sendButton.disabled = busy;
-    for (const b of this.list.querySelectorAll(".actions button")) b.disabled = busy || b.dataset.stale === "1";
+    this.endButton.disabled = busy;
+    this.tick();
   }
 
-  /** Renders `messages` (the whole conversation known to this tab), as text only. */
-  render(messages) {
-    this.list.textContent = "";
-    for (const m of messages) this.list.append(this.item(m, messages));
-    this.rendered = messages;
+  /** Adds `messages` (merged by id) and the proposals' states; renders what is new and
+   *  updates the proposal cards in place (no message is rendered twice: a screen reader
+   *  reads only what was added). */
+  show(messages, proposals) {
+    for (const p of proposals || []) this.proposals.set(p.messageId, p);
+    this.rendered = mergeMessages(this.rendered, messages || []);
+    let cursor = null;
+    for (const m of this.rendered) {
+      let li = this.items.get(m.id);
+      if (!li) {
+        li = this.item(m);
+        this.items.set(m.id, li);
+        this.list.insertBefore(li, cursor ? cursor.nextSibling : this.list.firstChild);
+      }
+      cursor = li;
+    }
+    this.tick();
     this.list.scrollTop = this.list.scrollHeight;
   }
 
-  item(m, all) {
-    const li = el("li", { class: `${m.role} ${m.kind}`, "data-id": m.id, "data-kind": m.kind });
+  /** Brings every proposal card and result up to date: state, time left, buttons. */
+  tick() {
+    const now = Date.now();
+    let lastState = null;
+    for (const m of this.rendered) {
+      const li = this.items.get(m.id);
+      if (!li) continue;
+      if (m.kind === "proposal") {
+        const p = this.proposals.get(m.id);
+        const state = proposalState(p, now);
+        lastState = state;
+        const answerable = isAnswerable(this.rendered, m, p, now);
+        const line = li.querySelector(".state");
+        if (state === "pending_confirmation" && p) {
+          line.textContent = this.t.expiresIn(Math.ceil((Date.parse(p.expiresAt) - now) / 60000));
+        } else {
+          line.textContent = this.t.states[state] || state;
+        }
+        li.classList.toggle("settled", state !== "pending_confirmation");
+        li.dataset.state = state;
+        for (const b of li.querySelectorAll(".actions button.answer")) {
+          b.dataset.stale = answerable ? "0" : "1";
+          b.disabled = !answerable || this.busy;
+        }
+        const check = li.querySelector(".actions button.check");
+        if (check) {
+          check.hidden = !(state === "unknown" || state === "executing");
+          check.disabled = check.hidden || this.busy;
+        }
+      } else if (m.kind === "result" && lastState) {
+        li.classList.toggle("good", lastState === "completed");
+        li.classList.toggle("bad", ["failed", "conflict", "expired"].includes(lastState));
+      }
+    }
+  }
+
+  item(m) {
+    const li = el("li", { class: `msg ${m.role} ${m.kind}`, "data-id": m.id, "data-kind": m.kind });
     li.append(el("span", { class: "who" }, `${m.role === "user" ? this.t.you : this.t.assistant}: `));
     if (m.kind === "proposal") li.append(el("strong", {}, `${this.t.proposal}: `));
-    li.append(document.createTextNode(m.content));
+    if (m.role === "assistant" && m.kind === "text") {
+      // Model prose: the safe markdown subset, built as nodes (never HTML).
+      li.classList.add("md");
+      const body = el("div", { class: "body" });
+      body.append(...markdownNodes(parseMarkdown(m.content)));
+      li.append(body);
+    } else {
+      // A proposal's summary, the person's words and the platform's texts: literal.
+      li.append(el("span", { class: "body" }, m.content));
+    }
     if (m.kind === "proposal") {
       if (m.instructions) li.append(el("span", { class: "instructions" }, m.instructions));
-      const answerable = isAnswerable(all, m);
+      li.append(el("span", { class: "state" }));
       const actions = el("div", { class: "actions", role: "group", "aria-label": this.t.proposal });
       for (const [label, word, cls] of [
-        [this.t.confirm, this.t.confirmWord, "primary"],
-        [this.t.cancel, this.t.cancelWord, ""],
+        [this.t.confirm, this.t.confirmWord, "primary answer"],
+        [this.t.cancel, this.t.cancelWord, "answer"],
       ]) {
         const b = el("button", { type: "button", class: cls, "data-word": word }, label);
-        b.dataset.stale = answerable ? "0" : "1";
-        b.disabled = !answerable || this.busy;
         // The literal word, as a new message from the person replying to this proposal
         // (W-5): the proposal is the last assistant message rendered, so `outgoing`
-        // replies to it.
-        b.addEventListener("click", () => this.send(word));
+        // replies to it. Focus stays in the widget.
+        b.addEventListener("click", () => this.send(word).then(() => this.input.focus()));
         actions.append(b);
       }
+      // S-3: an uncertain outcome is asked again (a status query; never an execution).
+      const check = el("button", { type: "button", class: "check" }, this.t.checkAgain);
+      check.hidden = true;
+      check.disabled = true;
+      check.addEventListener("click", () => this.send(this.t.checkWord).then(() => this.input.focus()));
+      actions.append(check);
       li.append(actions);
     }
     return li;

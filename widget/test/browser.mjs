@@ -51,25 +51,44 @@ async function open(page, query = "") {
 /** Messages as rendered: [{id, kind, role, text}] from the shadow DOM. */
 function rendered(page) {
   return page.locator("#chat").evaluate((host) =>
-    [...host.shadowRoot.querySelectorAll("li")].map((li) => ({
-      id: li.dataset.id, kind: li.dataset.kind, role: li.classList.contains("user") ? "user" : "assistant", text: li.textContent,
+    [...host.shadowRoot.querySelectorAll("li.msg:not(.sending)")].map((li) => ({
+      id: li.dataset.id, kind: li.dataset.kind, state: li.dataset.state, role: li.classList.contains("user") ? "user" : "assistant", text: li.textContent,
     })));
 }
+
+const count = (n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg:not(.sending)").length > n;
 
 async function type(page, text) {
   const before = (await rendered(page)).length;
   const input = page.locator("#chat textarea");
   await input.fill(text);
   await input.press("Enter");
-  await page.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li").length > n, before);
+  await page.waitForFunction(count, before);
   await page.waitForFunction(() => !window.demo.widget.busy);
 }
 
 async function press(page, label) {
   const before = (await rendered(page)).length;
   await page.locator("#chat li.proposal").last().getByRole("button", { name: label }).click();
-  await page.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li").length > n, before);
+  await page.waitForFunction(count, before);
   await page.waitForFunction(() => !window.demo.widget.busy);
+}
+
+/** The element focused inside the widget's shadow root: `tag.class` or null. */
+function focused(page) {
+  return page.locator("#chat").evaluate((h) => {
+    const a = h.shadowRoot.activeElement;
+    return a ? `${a.tagName.toLowerCase()}${a.className ? "." + a.className.split(" ").join(".") : ""}${a.dataset.word ? "[" + a.dataset.word + "]" : ""}` : null;
+  });
+}
+
+/** Presses Tab until `want` (a predicate on focused()) holds; at most `max` presses. */
+async function tabTo(page, want, max = 25) {
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press("Tab");
+    if (want(await focused(page))) return;
+  }
+  assert.fail(`Tab never reached the element (last: ${await focused(page)})`);
 }
 
 const last = async (page) => (await rendered(page)).at(-1);
@@ -122,10 +141,12 @@ test("W-3, W-4: after a reload with a proposal pending, the restored page confir
 });
 
 test("W-3: a second tab that did not render the proposal cannot confirm it", async () => {
-  const { ctx, page: a } = await person();
+  // Live updates off (S-2 would show B the proposal within seconds): what B replies to is
+  // what B rendered, whatever that is.
+  const { ctx, page: a } = await person("?poll=600000");
   const b = await ctx.newPage();
   b.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
-  await open(b);
+  await open(b, "?poll=600000");
   assert.equal(await b.evaluate(() => window.demo.widget.caseId), await a.evaluate(() => window.demo.widget.caseId), "one case, two tabs");
   await type(b, "show my cars");
   await type(a, "move ses_a1 to car_a3");
@@ -169,13 +190,120 @@ test("W-6: the host page's styles do not reach the widget; a live region; keyboa
     return l && l.getAttribute("aria-live");
   });
   assert.equal(log, "polite");
-  // Keyboard only: focus the text box with Tab, type, Enter.
-  await page.locator("#chat textarea").focus();
-  await page.keyboard.type("show my cars");
-  const before = (await rendered(page)).length;
+  // Keyboard only, really: Tab from the page into the text box, type, Enter; then Tab to
+  // a proposal's Confirm and press it with the keyboard; focus stays in the widget.
+  await page.locator("body").click({ position: { x: 1, y: 1 } });
+  await tabTo(page, (f) => f === "textarea");
+  await page.keyboard.type("move ses_a2 to car_a3");
+  let before = (await rendered(page)).length;
   await page.keyboard.press("Enter");
-  await page.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li").length > n, before);
+  await page.waitForFunction(count, before);
   await page.waitForFunction(() => !window.demo.widget.busy);
-  assert.match((await last(page)).text, /Cayman GT4/);
+  assert.equal((await last(page)).kind, "proposal");
+  await tabTo(page, (f) => f === "button.primary.answer[confirm]");
+  before = (await rendered(page)).length;
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(count, before);
+  await page.waitForFunction(() => !window.demo.widget.busy);
+  assert.match((await last(page)).text, /Action completed/);
+  assert.equal(await focused(page), "textarea", "focus stays in the widget after Confirm");
+  await type(page, "move ses_a2 to car_a1");
+  await press(page, "Confirm");
+  await ctx.close();
+});
+
+test("S-3: each proposal card shows its outcome; the result is styled by it", async () => {
+  const { ctx, page } = await person();
+  await type(page, "move ses_a2 to car_a3");
+  const first = await last(page);
+  assert.equal(first.state, "pending_confirmation");
+  assert.match(first.text, /expires in/);
+  await press(page, "Cancel");
+  await type(page, "move ses_a2 to car_a3");
+  await type(page, "show my cars");
+  await type(page, "move ses_a2 to car_a3");
+  await press(page, "Confirm");
+  const cards = (await rendered(page)).filter((m) => m.kind === "proposal");
+  assert.deepEqual(cards.map((c) => c.state), ["cancelled", "cancelled", "completed"]);
+  assert.match(cards[0].text, /Cancelled/);
+  assert.match(cards[2].text, /Confirmed and carried out/);
+  assert.equal(await page.locator("#chat li.result.good").count(), 1);
+  assert.equal(await page.locator("#chat li.proposal button.answer:enabled").count(), 0);
+  await type(page, "move ses_a2 to car_a1");
+  await press(page, "Confirm");
+  await ctx.close();
+});
+
+test("S-3: a restored case that was closed starts a new one with a notice; End conversation", async () => {
+  const { ctx, page } = await person("?user=u_bruno");
+  await type(page, "show my cars");
+  const old = await page.evaluate(() => window.demo.widget.caseId);
+  // Closed elsewhere (another tab, the platform): the reload must not restore it.
+  await page.evaluate((id) => window.demo.widget.client.request("POST", `/api/cases/${id}/close`), old);
+  await page.reload();
+  await page.waitForFunction(() => window.demo && window.demo.ready === true);
+  const fresh = await page.evaluate(() => window.demo.widget.caseId);
+  assert.notEqual(fresh, old);
+  assert.match(await page.locator("#chat .status").textContent(), /previous conversation has ended/);
+  await type(page, "show my cars");
+  assert.match((await last(page)).text, /Cayman GT4|car_/);
+  // The person ends it: a new, empty case, and sending works at once.
+  await page.locator("#chat").getByRole("button", { name: "End conversation" }).click();
+  await page.waitForFunction((id) => window.demo.widget.caseId !== id && !window.demo.widget.busy, fresh);
+  assert.equal((await rendered(page)).length, 0);
+  assert.match(await page.locator("#chat .status").textContent(), /conversation was ended/);
+  await type(page, "show my cars");
+  assert.equal((await rendered(page)).at(-1).role, "assistant");
+  await ctx.close();
+});
+
+test("S-2: two tabs of one person see each other's messages without a reload", async () => {
+  const { ctx, page: a } = await person("?user=u_bruno&poll=300");
+  const b = await ctx.newPage();
+  b.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+  await open(b, "?user=u_bruno&poll=300");
+  await type(a, "show my cars");
+  const fromA = (await rendered(a)).at(-1).id;
+  await b.waitForFunction((id) => [...document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg")].some((li) => li.dataset.id === id), fromA);
+  await type(b, "show my sessions");
+  const fromB = (await rendered(b)).at(-1).id;
+  await a.waitForFunction((id) => [...document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg")].some((li) => li.dataset.id === id), fromB);
+  assert.deepEqual((await rendered(a)).map((m) => m.id), (await rendered(b)).map((m) => m.id));
+  await ctx.close();
+});
+
+test("S-4: the walkthrough in Portuguese: every platform text, confirmar", async () => {
+  const { ctx, page } = await person("?lang=pt-BR");
+  assert.equal(await page.locator("#chat h2").textContent(), "Suporte");
+  assert.equal(await page.locator("#chat textarea").getAttribute("placeholder"), "Escreva uma mensagem");
+  await type(page, "mover ses_a2 para car_a3");
+  const proposal = await last(page);
+  assert.equal(proposal.kind, "proposal");
+  assert.match(proposal.text, /Para executar exatamente a ação acima, responda: confirmar/);
+  assert.match(proposal.text, /Aguardando sua resposta/);
+  await press(page, "Confirmar");
+  const all = await rendered(page);
+  assert.match(all.at(-2).text, /confirmar$/);
+  assert.match(all.at(-1).text, /^Assistente: Ação concluída\./);
+  assert.match(all.findLast((m) => m.kind === "proposal").text, /Confirmada e executada/);
+  await type(page, "confirmar");
+  assert.match((await last(page)).text, /Não há proposta aguardando confirmação/);
+  await page.screenshot({ path: `${ARTIFACTS}/walkthrough-pt.png`, fullPage: true });
+  await type(page, "mover ses_a2 para car_a1");
+  await press(page, "Confirmar");
+  await ctx.close();
+});
+
+test("model text: a safe markdown subset, built as elements; a javascript: link is never a link", async () => {
+  const { ctx, page } = await person("?user=u_mallory");
+  await type(page, "say **Bold** and *soft*, `code`, [docs](https://example.com/x) and [bad](javascript:alert(1))\n- one\n- two");
+  const li = page.locator("#chat li.msg").last();
+  assert.equal(await li.locator("strong").textContent(), "Bold");
+  assert.equal(await li.locator("em").textContent(), "soft");
+  assert.equal(await li.locator("code").textContent(), "code");
+  assert.equal(await li.locator("ul > li").count(), 2);
+  const links = await li.locator("a").evaluateAll((as) => as.map((a) => [a.getAttribute("href"), a.rel, a.target]));
+  assert.deepEqual(links, [["https://example.com/x", "noopener noreferrer", "_blank"]]);
+  assert.match(await li.textContent(), /\[bad\]\(javascript:alert\(1\)\)/);
   await ctx.close();
 });

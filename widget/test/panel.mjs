@@ -233,6 +233,40 @@ test("U-1: a cross-site form post is refused and changes nothing", async () => {
   assert.equal(await page.locator("#enabled").isChecked(), before);
 });
 
+test("S-4: the tenant's language, set in the panel, is the widget's and the platform's for new conversations", async () => {
+  await page.goto(`${BASE}/admin/settings`);
+  assert.equal(await page.locator("#language").inputValue(), "en");
+  await page.selectOption("#language", "pt-BR");
+  await Promise.all([page.waitForURL(/done=saved/), page.click("main button[type=submit]")]);
+  assert.equal(await page.locator("p.notice").innerText(), "Saved.");
+  // A reload of the confirmation page shows it again; it never posts again.
+  const again = await page.reload();
+  assert.equal(again.request().method(), "GET");
+  assert.equal(await page.locator("#language").inputValue(), "pt-BR");
+  try {
+    const person = await browser.newContext();
+    const site = await person.newPage();
+    watch(site);
+    await site.goto(SITE);
+    await site.waitForFunction(() => window.demo && window.demo.ready === true);
+    assert.equal(await site.locator("#chat h2").textContent(), "Suporte");
+    const chat = site.locator("#chat textarea");
+    await chat.fill("mover ses_a2 para car_a3");
+    await chat.press("Enter");
+    await site.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelector("li.proposal"));
+    assert.match(await site.locator("#chat li.proposal").textContent(), /responda: confirmar/);
+    await site.locator("#chat li.proposal").getByRole("button", { name: "Cancelar" }).click();
+    await site.waitForFunction(() => !window.demo.widget.busy);
+    await person.close();
+  } finally {
+    await page.goto(`${BASE}/admin/settings`);
+    await page.selectOption("#language", "en");
+    await Promise.all([page.waitForURL(/done=saved/), page.click("main button[type=submit]")]);
+  }
+  await page.goto(`${BASE}/admin/audit`);
+  assert.match(await page.locator("main").innerText(), /tenant\.language/);
+});
+
 test("U-1: sign out ends the session", async () => {
   await page.goto(`${BASE}/admin/mcp`);
   await Promise.all([page.waitForURL(`${BASE}/admin`), page.click("header form button")]);

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  Client, caseKey, isAnswerable, lastAssistantId, mergeMessages, outgoing, texts, tokenSubject,
+  Client, caseKey, isAnswerable, languageOf, lastAssistantId, mergeMessages, outgoing, parseMarkdown, proposalState, texts, tokenSubject,
 } from "../src/widget.js";
 
 const m = (id, role, kind = "text", content = id) => ({ id, role, kind, content });
@@ -33,6 +33,46 @@ test("W-5: only the proposal that is the last message rendered can be answered",
   assert.ok(!isAnswerable([p, m("msg_4", "user")], p));
   assert.ok(!isAnswerable([p, m("msg_5", "assistant", "result")], p));
   assert.ok(!isAnswerable([m("msg_1", "assistant")], m("msg_1", "assistant")));
+});
+
+test("S-3: a proposal that is no longer pending, or past its expiry, cannot be answered", () => {
+  const p = m("msg_3", "assistant", "proposal");
+  const now = Date.parse("2026-12-01T10:00:00Z");
+  const pending = { messageId: "msg_3", state: "pending_confirmation", expiresAt: "2026-12-01T10:05:00Z" };
+  assert.ok(isAnswerable([p], p, pending, now));
+  assert.ok(!isAnswerable([p], p, { ...pending, state: "superseded" }, now));
+  assert.ok(!isAnswerable([p], p, pending, Date.parse("2026-12-01T10:05:00Z")));
+  assert.equal(proposalState(pending, Date.parse("2026-12-01T10:06:00Z")), "expired");
+  assert.equal(proposalState({ ...pending, state: "completed" }, now), "completed");
+  assert.equal(proposalState(undefined, now), "pending_confirmation");
+});
+
+test("model text: the markdown subset; only http(s) and mailto links are links", () => {
+  const blocks = parseMarkdown("Hi **you**, see [docs](https://x.example/a) or [no](javascript:alert(1)).\n\n- one *a*\n- `two`\n\n```\n<b>raw</b>\n```");
+  assert.deepEqual(blocks[0], {
+    type: "p",
+    inlines: [
+      { t: "text", v: "Hi " }, { t: "strong", v: "you" }, { t: "text", v: ", see " },
+      { t: "a", v: "docs", href: "https://x.example/a" }, { t: "text", v: " or [no](javascript:alert(1))." },
+    ],
+  });
+  assert.deepEqual(blocks[1], { type: "ul", items: [[{ t: "text", v: "one " }, { t: "em", v: "a" }], [{ t: "code", v: "two" }]] });
+  assert.deepEqual(blocks[2], { type: "pre", text: "<b>raw</b>" });
+  assert.deepEqual(parseMarkdown("1. a\n2. b")[0].type, "ol");
+  assert.deepEqual(parseMarkdown("<img src=x onerror=alert(1)>"), [{ type: "p", inlines: [{ t: "text", v: "<img src=x onerror=alert(1)>" }] }]);
+  assert.deepEqual(parseMarkdown("[x](data:text/html,hi)")[0].inlines, [{ t: "text", v: "[x](data:text/html,hi)" }]);
+  // Identifiers keep their underscores; a lone star is text.
+  assert.deepEqual(parseMarkdown("ses_a1 on car_a2, 2 * 3")[0].inlines, [{ t: "text", v: "ses_a1 on car_a2, 2 * 3" }]);
+});
+
+test("S-4: language tags: pt-BR is Portuguese; unknown ones are no choice", () => {
+  assert.equal(languageOf("pt-BR"), "pt");
+  assert.equal(languageOf("PT"), "pt");
+  assert.equal(languageOf("en-GB"), "en");
+  assert.equal(languageOf("fr"), null);
+  assert.equal(languageOf(undefined), null);
+  assert.equal(texts("pt-BR").confirmWord, "confirmar");
+  assert.equal(texts("pt-BR").states.completed, "Confirmada e executada");
 });
 
 const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");

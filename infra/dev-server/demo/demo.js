@@ -1,6 +1,6 @@
 // The demo tenant site's own script (no inline script: the page's CSP forbids it).
 // Its "backend" is /token on this site, which mints a widget JWT for a demo person; the
-// platform's API is another origin (named in the page's countersign-api meta tag). Query parameters (for the browser tests): `user` (default u_alice), `lang`,
+// platform's API is another origin (named in the page's countersign-api meta tag). Query parameters (for the browser tests): `user` (default u_alice), `lang` (the person's language; absent: the tenant's), `poll` (ms between live checks),
 // and `expired=1` (the first token handed out is already expired, so the widget must ask
 // for a new one).
 (function () {
@@ -31,10 +31,12 @@
   }
   demo.widget = CountersignWidget.mount("#chat", {
     apiUrl: document.querySelector('meta[name="countersign-api"]').content,
-    language: params.get("lang") === "pt" ? "pt" : "en",
+    // S-4: absent, the widget follows the tenant's language; the page may choose.
+    language: params.get("lang") || undefined,
     getToken,
     fetch: recordingFetch,
     theme: { accent: "#b4442b" },
+    pollMs: Number(params.get("poll")) || undefined,
   });
   demo.widget.ready.then(() => {
     demo.ready = true;

@@ -49,10 +49,13 @@ struct Site {
 
 /// The site's routes (`/`, its script and style, `/token`), for the API at `api`.
 pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
-    let html = PAGE.replace("{{API}}", api).replace(
-        "{{INTEGRITY}}",
-        &countersign_chat::assets::integrity(countersign_chat::assets::CLASSIC),
-    );
+    let html = PAGE
+        .replace("{{API}}", api)
+        .replace("{{VERSION}}", countersign_chat::assets::WIDGET_VERSION)
+        .replace(
+            "{{INTEGRITY}}",
+            &countersign_chat::assets::integrity(countersign_chat::assets::CLASSIC),
+        );
     let csp = format!(
         "default-src 'none'; script-src 'self' {api}; style-src 'self'; connect-src 'self' {api}; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     );

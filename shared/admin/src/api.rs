@@ -490,6 +490,59 @@ pub const AUDIT_PAGE_DEFAULT: usize = 20;
 /// The largest `limit` of `GET audit`.
 pub const AUDIT_PAGE_MAX: usize = 100;
 
+/// The tenant's own settings (S-4).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TenantSettings {
+    /// The tenant's display name (set by the operator).
+    pub name: String,
+    /// The default language of the chat's fixed texts, its widget and the model's
+    /// instructions: `en` or `pt-BR`. A case keeps the language it was opened with.
+    #[schema(example = "pt-BR")]
+    pub language: String,
+}
+
+/// `PUT settings` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSettingsInput {
+    /// `en` or `pt-BR`.
+    #[schema(example = "pt-BR")]
+    pub language: String,
+}
+
+fn settings_view(tenant: &Tenant) -> TenantSettings {
+    TenantSettings {
+        name: tenant.name.clone(),
+        language: crate::tenants::language_tag(tenant.language).to_owned(),
+    }
+}
+
+/// The tenant's settings (S-4).
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = TenantSettings), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<TenantSettings> {
+    Json(settings_view(&tenant))
+}
+
+/// Sets the tenant's default language (S-4), audited as `tenant.language`. New cases take
+/// it; open cases keep theirs.
+#[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = TenantSettingsInput,
+    responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn put_settings(
+    State(state): State<AdminState>,
+    TenantAdmin(mut tenant): TenantAdmin,
+    Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
+) -> Result<Json<TenantSettings>, ApiError> {
+    let language = crate::tenants::parse_language_tag(&body.language)
+        .ok_or_else(|| ApiError::validation("language", "language must be `en` or `pt-BR`"))?;
+    crate::tenants::set_language(&state, &tenant, language).await?;
+    tenant.language = language;
+    Ok(Json(settings_view(&tenant)))
+}
+
 /// The tenant's MCP configuration (C-5).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
@@ -884,7 +937,7 @@ async fn audit_keys(State(state): State<AdminState>) -> Result<axum::response::R
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 13] = [
+pub const PATHS: [&str; 14] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -898,11 +951,12 @@ pub const PATHS: [&str; 13] = [
     "/api/admin/tenants/{id}/audit/checkpoints",
     crate::jwks::AUDIT_KEYS_PATH,
     "/api/admin/tenants/{id}/mcp/tools/{tool}/approval",
+    "/api/admin/tenants/{id}/settings",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 11] = [
+pub const ROUTES: [(&str, &str); 13] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -914,6 +968,8 @@ pub const ROUTES: [(&str, &str); 11] = [
     ("POST", PATHS[7]),
     ("GET", PATHS[9]),
     ("POST", PATHS[12]),
+    ("GET", PATHS[13]),
+    ("PUT", PATHS[13]),
 ];
 
 /// The routes of [`certification_router`], served by the messages function: the
@@ -934,8 +990,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
+    paths(get_settings, put_settings, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
+    components(schemas(ErrorBody, TenantSettings, TenantSettingsInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -992,8 +1048,10 @@ pub fn router(state: AdminState) -> Router {
         _,
         _,
         approval,
+        settings,
     ] = PATHS;
     Router::new()
+        .route(settings, get(get_settings).put(put_settings))
         .route(verification, get(verify_audit))
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(unsettled, get(list_unsettled))

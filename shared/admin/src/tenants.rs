@@ -78,3 +78,52 @@ pub async fn rotate_admin_key(
         TransitionOutcome::Conflict { .. } => Err(TenantError::NotFound(id.clone())),
     }
 }
+
+/// S-4: sets the tenant's default language, by its administrator (audited with the change).
+/// New cases take it; a case keeps the language it was opened with. Setting the language it
+/// already has writes nothing.
+pub async fn set_language(
+    state: &crate::AdminState,
+    tenant: &Tenant,
+    language: Language,
+) -> Result<(), crate::state::AdminError> {
+    if tenant.language == language {
+        return Ok(());
+    }
+    let changes = serde_json::json!({"language": {
+        "from": language_tag(tenant.language),
+        "to": language_tag(language),
+    }});
+    let record = crate::audit::by_admin(state, tenant, "tenant.language", changes);
+    match state
+        .stores
+        .tenants
+        .set_language(&tenant.id, language, &record)
+        .await
+        .map_err(crate::state::store_down)?
+    {
+        TransitionOutcome::Applied => Ok(()),
+        // The tenant was authenticated a moment ago: it is gone only if removed meanwhile.
+        TransitionOutcome::Conflict { .. } => Err(crate::state::AdminError::Unavailable {
+            what: "the tenant store",
+            cause: "the tenant was not found while saving".into(),
+        }),
+    }
+}
+
+/// The language's tag on the wire (BCP 47): `en` or `pt-BR`.
+pub fn language_tag(language: Language) -> &'static str {
+    match language {
+        Language::En => "en",
+        Language::Pt => "pt-BR",
+    }
+}
+
+/// The language a tag names: `en`, `pt-BR` (or `pt`), any case; `None` for any other.
+pub fn parse_language_tag(tag: &str) -> Option<Language> {
+    match tag.to_ascii_lowercase().as_str() {
+        "en" => Some(Language::En),
+        "pt-br" | "pt" => Some(Language::Pt),
+        _ => None,
+    }
+}

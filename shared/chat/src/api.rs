@@ -1,5 +1,6 @@
-//! The widget API (D-1): `POST /api/cases`, `GET /api/cases/{id}/messages`,
-//! `POST /api/cases/{id}/messages`, `POST /api/cases/{id}/close`.
+//! The widget API (D-1): `POST /api/cases`, `GET /api/cases/{id}`,
+//! `GET /api/cases/{id}/messages`, `POST /api/cases/{id}/messages`,
+//! `POST /api/cases/{id}/close`.
 //!
 //! Every request carries `Authorization: Bearer <widget JWT>` (D-2), read by the
 //! [`WidgetPrincipal`] extractor. Errors are `{"error": {"code", "message", "field"?}}`:
@@ -15,8 +16,9 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::routing::{get, post};
-use countersign_domain::conversation::{Message, MessageKind, Principal};
+use countersign_domain::conversation::{CaseStatus, Message, MessageKind, Principal};
 use countersign_domain::ids::{CaseId, MessageId};
+use countersign_domain::ports::ProposalOutcome;
 use countersign_domain::texts::{self, Language};
 use countersign_http::{ApiError, ErrorBody, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
@@ -31,26 +33,29 @@ pub const PAGE_DEFAULT: usize = 100;
 pub const PAGE_MAX: usize = 500;
 
 /// Every path the router serves.
-pub const PATHS: [&str; 3] = [
+pub const PATHS: [&str; 4] = [
     "/api/cases",
     "/api/cases/{id}/messages",
     "/api/cases/{id}/close",
+    "/api/cases/{id}",
 ];
 
 /// Every route (method, path) the router serves: the SAM template and the OpenAPI
 /// document are checked against it.
-pub const ROUTES: [(&str, &str); 4] = [
+pub const ROUTES: [(&str, &str); 5] = [
     ("POST", PATHS[0]),
     ("GET", PATHS[1]),
     ("POST", PATHS[1]),
     ("POST", PATHS[2]),
+    ("GET", PATHS[3]),
 ];
 
 /// The CORS preflights of the API's paths (decision 0025), answered by the function.
-pub const PREFLIGHT_ROUTES: [(&str, &str); 3] = [
+pub const PREFLIGHT_ROUTES: [(&str, &str); 4] = [
     ("OPTIONS", PATHS[0]),
     ("OPTIONS", PATHS[1]),
     ("OPTIONS", PATHS[2]),
+    ("OPTIONS", PATHS[3]),
 ];
 
 /// Routes outside the API (not in its OpenAPI document): the widget SDK's files (W-1).
@@ -209,11 +214,40 @@ fn serde_name<T: Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
+/// Where one proposal stands (S-3), by the message that presented it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalView {
+    /// The proposal message (`kind: proposal`) this is about.
+    pub message_id: String,
+    /// `pending_confirmation`, `executing`, `completed`, `failed`, `conflict`, `expired`,
+    /// `cancelled`, `unknown` or `superseded`. A pending proposal past `expiresAt` is
+    /// expired, whatever this says.
+    pub state: String,
+    /// RFC 3339.
+    pub expires_at: String,
+}
+
+impl From<&ProposalOutcome> for ProposalView {
+    fn from(o: &ProposalOutcome) -> Self {
+        Self {
+            message_id: o.presented.to_string(),
+            state: o.state.as_str().to_owned(),
+            expires_at: o.expires_at.to_rfc3339(),
+        }
+    }
+}
+
 /// Messages, in order: a page of the history, or what one posted message caused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Messages {
     /// The messages, oldest first.
     pub messages: Vec<MessageView>,
+    /// Every proposal of the case as it stands now (S-3), oldest first: a proposal card
+    /// shows its outcome and the time left. In a page of the history only (`GET`); the
+    /// answer to a posted message leaves it out (it would cost the confirm path a read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposals: Option<Vec<ProposalView>>,
 }
 
 /// A case.
@@ -227,25 +261,110 @@ pub struct CaseView {
     /// RFC 3339, on creation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    /// The language of the case's fixed texts (S-4): `en` or `pt-BR`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// The id of the case's newest message (S-2): an open widget reads the messages only
+    /// when this changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_message_id: Option<String>,
 }
 
-/// Opens a case for the person.
+/// `POST /api/cases` body (optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCase {
+    /// The person's language (S-4): `en` or `pt-BR`; the tenant's default when absent.
+    #[schema(example = "pt-BR")]
+    pub language: Option<String>,
+}
+
+/// The wire tag of `language` (BCP 47).
+pub fn language_tag(language: Language) -> &'static str {
+    match language {
+        Language::En => "en",
+        Language::Pt => "pt-BR",
+    }
+}
+
+/// Opens a case for the person, in the language the body names or the tenant's.
 #[utoipa::path(post, path = "/api/cases", tag = "cases", security(("widgetJwt" = [])),
-    responses((status = 201, body = CaseView), (status = 401, body = ErrorBody),
+    request_body(content = Option<CreateCase>, content_type = "application/json"),
+    responses((status = 201, body = CaseView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "This person opened too many conversations in the last minute (V-7); nothing was stored. `Retry-After` gives the seconds to wait.",
             headers(("Retry-After" = u64, description = "Seconds until the limit renews"))),
         (status = 503, body = ErrorBody)))]
 async fn create_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
+    body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<CaseView>), ApiError> {
-    let case = state.chat.create_case(&who).await?;
+    if body.len() > MAX_BODY_BYTES {
+        let message = format!("the body must be at most {MAX_BODY_BYTES} bytes");
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            message,
+        ));
+    }
+    // The body is optional: absent (the widget 1.0.0 sends none) or `null`.
+    let absent = body.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|v| v.is_null());
+    let request: CreateCase = if absent {
+        CreateCase::default()
+    } else {
+        countersign_http::parse_json(&body)?
+    };
+    let language =
+        match request.language.as_deref() {
+            None => None,
+            Some(tag) => Some(parse_language_tag(tag).ok_or_else(|| {
+                ApiError::validation("language", "language must be `en` or `pt-BR`")
+            })?),
+        };
+    let (case, language) = state.chat.open_case(&who, language).await?;
     let view = CaseView {
         case_id: case.id.to_string(),
         status: "open".into(),
         created_at: Some(case.created_at.to_rfc3339()),
+        language: Some(language_tag(language).into()),
+        last_message_id: None,
     };
     Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// The language a tag names: `en`, `pt-BR` (or `pt`), any case.
+fn parse_language_tag(tag: &str) -> Option<Language> {
+    match tag.to_ascii_lowercase().as_str() {
+        "en" => Some(Language::En),
+        "pt-br" | "pt" => Some(Language::Pt),
+        _ => None,
+    }
+}
+
+/// The case: open or closed, its language, its newest message (S-2, S-3). What an open
+/// widget polls: two small reads, however long the conversation.
+#[utoipa::path(get, path = "/api/cases/{id}", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id")),
+    responses((status = 200, body = CaseView), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn get_case(
+    State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
+    CasePath(case): CasePath,
+) -> Result<Json<CaseView>, ApiError> {
+    let summary = state.chat.summary(&who, &case).await?;
+    Ok(Json(CaseView {
+        case_id: summary.case.id.to_string(),
+        status: match summary.case.status {
+            CaseStatus::Open => "open",
+            CaseStatus::Closed => "closed",
+        }
+        .into(),
+        created_at: Some(summary.case.created_at.to_rfc3339()),
+        language: Some(language_tag(summary.language).into()),
+        last_message_id: summary.last_message.map(|m| m.to_string()),
+    }))
 }
 
 /// The case's messages, oldest first, after a cursor.
@@ -269,7 +388,11 @@ async fn list_messages(
         .messages(&who, &case, query.after.as_ref(), limit)
         .await?;
     let messages = messages.iter().map(|m| MessageView::new(m, lang)).collect();
-    Ok(Json(Messages { messages }))
+    let proposals = Some(proposal_views(&state, &who, &case).await?);
+    Ok(Json(Messages {
+        messages,
+        proposals,
+    }))
 }
 
 /// One message from the person, and everything it caused (the person's message first).
@@ -295,7 +418,23 @@ async fn post_message(
         .into_iter()
         .map(|m| MessageView::new(&m, lang))
         .collect();
-    Ok(Json(Messages { messages }))
+    // No `proposals` here: reading them would add a query to the confirm path (decision
+    // 0007); a widget that needs the states reads them with `GET …/messages`.
+    Ok(Json(Messages {
+        messages,
+        proposals: None,
+    }))
+}
+
+/// Every proposal of the case as it stands (S-3), read after the request proved the case
+/// is the person's.
+async fn proposal_views(
+    state: &AppState,
+    who: &Principal,
+    case: &CaseId,
+) -> Result<Vec<ProposalView>, ApiError> {
+    let outcomes = state.chat.proposal_outcomes(who, case).await?;
+    Ok(outcomes.iter().map(ProposalView::from).collect())
 }
 
 /// Closes the case; a pending proposal is cancelled with it (A-26).
@@ -313,6 +452,8 @@ async fn close_case(
         case_id: case.to_string(),
         status: "closed".into(),
         created_at: None,
+        language: None,
+        last_message_id: None,
     }))
 }
 
@@ -321,8 +462,8 @@ async fn close_case(
 #[openapi(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
-    paths(create_case, list_messages, post_message, close_case),
-    components(schemas(ErrorBody, Messages, MessageView, CaseView, PostMessage)),
+    paths(create_case, get_case, list_messages, post_message, close_case),
+    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, PostMessage)),
     modifiers(&WidgetJwt)
 )]
 struct WidgetApi;
@@ -354,6 +495,7 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[0], post(create_case))
         .route(PATHS[1], get(list_messages).post(post_message))
         .route(PATHS[2], post(close_case))
+        .route(PATHS[3], get(get_case))
         .layer(axum::middleware::from_fn(crate::cors::cors))
         .route(crate::assets::ASSET_PATH, get(crate::assets::asset))
         .with_state(state)

@@ -1,7 +1,9 @@
-//! W-1: the widget SDK, served by the messages function under a versioned path
-//! (decision 0025). A version's bytes never change, so they are cached for a year; the
-//! files are the ones `widget/build.mjs` writes (a test in the widget's test command
-//! checks they are what the source builds), compiled into the binary.
+//! W-1, S-5: the widget SDK, served by the messages function under a versioned path
+//! (decisions 0025, 0045). A version's bytes never change, so they are cached for a year;
+//! every published version stays served (a page pinned to an older one with SRI keeps
+//! loading after an upgrade). The files are the ones `widget/build.mjs` wrote into
+//! `widget/dist/<version>/` (the widget's test command checks the current one is what the
+//! source builds; earlier ones are frozen), compiled into the binary.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, header};
@@ -9,21 +11,40 @@ use axum::response::{IntoResponse, Response};
 use countersign_http::ApiError;
 use sha2::{Digest, Sha384};
 
-/// The widget version this build serves.
-pub const WIDGET_VERSION: &str = "1.0.0";
+/// The current widget version (the one the README and the guide show).
+pub const WIDGET_VERSION: &str = "1.1.0";
 
 /// The path the assets are served under.
 pub const ASSET_PATH: &str = "/widget/{version}/{file}";
 
-/// The classic script (global `CountersignWidget`).
-pub const CLASSIC: &str = include_str!("../../../widget/dist/countersign-widget.min.js");
-/// The ES module.
-pub const MODULE: &str = include_str!("../../../widget/dist/countersign-widget.min.mjs");
+/// The current version's classic script (global `CountersignWidget`).
+pub const CLASSIC: &str = include_str!("../../../widget/dist/1.1.0/countersign-widget.min.js");
+/// The current version's ES module.
+pub const MODULE: &str = include_str!("../../../widget/dist/1.1.0/countersign-widget.min.mjs");
 
 /// The files of [`WIDGET_VERSION`], by name.
 pub const FILES: [(&str, &str); 2] = [
     ("countersign-widget.min.js", CLASSIC),
     ("countersign-widget.min.mjs", MODULE),
+];
+
+/// Every published version and its files, oldest first (S-5). Publishing a version adds a
+/// line here; none is ever removed or changed (a test holds this list to `widget/dist/`).
+pub const VERSIONS: [(&str, [(&str, &str); 2]); 2] = [
+    (
+        "1.0.0",
+        [
+            (
+                "countersign-widget.min.js",
+                include_str!("../../../widget/dist/1.0.0/countersign-widget.min.js"),
+            ),
+            (
+                "countersign-widget.min.mjs",
+                include_str!("../../../widget/dist/1.0.0/countersign-widget.min.mjs"),
+            ),
+        ],
+    ),
+    (WIDGET_VERSION, FILES),
 ];
 
 /// The Subresource Integrity value of `body` (`sha384-…`), as the README publishes it.
@@ -38,10 +59,10 @@ pub fn integrity(body: &str) -> String {
 
 /// `GET /widget/{version}/{file}`.
 pub async fn asset(Path((version, file)): Path<(String, String)>) -> Response {
-    let body = FILES
+    let body = VERSIONS
         .iter()
-        .find(|(name, _)| *name == file)
-        .filter(|_| version == WIDGET_VERSION)
+        .find(|(v, _)| *v == version)
+        .and_then(|(_, files)| files.iter().find(|(name, _)| *name == file))
         .map(|(_, body)| *body);
     let Some(body) = body else {
         return ApiError::not_found("no such widget file").into_response();

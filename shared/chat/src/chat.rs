@@ -13,8 +13,8 @@ use countersign_domain::confirmation::{Refusal, Reply, classify};
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Principal, Role};
 use countersign_domain::ids::{CaseId, MessageId};
 use countersign_domain::ports::{
-    Admission, Clock, ConversationStore, ConversationView, Ids, McpSettings, Model, NewMessage,
-    ProofSigner, RateLimiter, StoreError, Tenants, TransitionOutcome,
+    Admission, CaseSummary, Clock, ConversationStore, ConversationView, Ids, McpSettings, Model,
+    NewMessage, ProofSigner, ProposalOutcome, RateLimiter, StoreError, Tenants, TransitionOutcome,
 };
 use countersign_domain::proposal::{Proposal, ProposalState};
 use countersign_domain::texts::{self, Language};
@@ -239,16 +239,30 @@ impl Chat {
         self.store(who, &n, out).await
     }
 
-    /// `POST /api/cases`: a new open case for this person.
+    /// A new open case for this person, in the tenant's language.
     pub async fn create_case(&self, who: &Principal) -> Result<Case, ChatError> {
+        self.open_case(who, None).await.map(|(case, _)| case)
+    }
+
+    /// `POST /api/cases` with the person's language (S-4): `None` takes the tenant's.
+    /// Returns the case and the language of its fixed texts.
+    pub async fn open_case(
+        &self,
+        who: &Principal,
+        language: Option<Language>,
+    ) -> Result<(Case, Language), ChatError> {
         self.spend_person(who, "cases").await?;
-        let language = self
-            .parts
-            .tenants
-            .get_tenant(&who.tenant)
-            .await?
-            .map(|t| t.language)
-            .unwrap_or_default();
+        // S-4: the host page may choose the person's language; else the tenant's default.
+        let language = match language {
+            Some(chosen) => chosen,
+            None => self
+                .parts
+                .tenants
+                .get_tenant(&who.tenant)
+                .await?
+                .map(|t| t.language)
+                .unwrap_or_default(),
+        };
         let case = Case {
             id: self.parts.ids.case_id(),
             tenant: who.tenant.clone(),
@@ -260,7 +274,33 @@ impl Chat {
             .conversations
             .create_case(&case, language)
             .await?;
-        Ok(case)
+        Ok((case, language))
+    }
+
+    /// `GET /api/cases/:id` (S-2, S-3): the case's status, language and newest message,
+    /// what an open widget polls. Two small reads, whatever the conversation's length.
+    pub async fn summary(&self, who: &Principal, case: &CaseId) -> Result<CaseSummary, ChatError> {
+        self.parts
+            .conversations
+            .summary(&who.tenant, case)
+            .await?
+            .filter(|s| s.case.is_owned_by(who))
+            .ok_or(ChatError::NotFound)
+    }
+
+    /// Where each proposal of the case stands (S-3), for the proposal cards. Only for a
+    /// request already found to be `who`'s own case's (the API calls it after
+    /// [`Self::messages`] or [`Self::post`] answered).
+    pub(crate) async fn proposal_outcomes(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+    ) -> Result<Vec<ProposalOutcome>, ChatError> {
+        Ok(self
+            .parts
+            .conversations
+            .proposal_outcomes(&who.tenant, case)
+            .await?)
     }
 
     /// The case, if `who` owns it (another person's case is absent, A-26).

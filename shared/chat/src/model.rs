@@ -65,7 +65,8 @@ pub fn decide(text: &str) -> ModelReply {
         let arguments = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
         return call(name.trim(), arguments);
     }
-    if words.first() == Some(&"move")
+    // "mover … para …": the Portuguese walkthrough (S-4) drives the same preparation.
+    if matches!(words.first(), Some(&"move" | &"mover"))
         && let (Some(session), Some(car)) = (
             words.iter().find(|w| w.starts_with("ses_")),
             words.iter().find(|w| w.starts_with("car_")),

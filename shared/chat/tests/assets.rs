@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use countersign_chat::assets::{
-    ASSET_PATH, CLASSIC, FILES, MODULE, WIDGET_VERSION, asset, integrity,
+    ASSET_PATH, CLASSIC, FILES, MODULE, VERSIONS, WIDGET_VERSION, asset, integrity,
 };
 use tower::ServiceExt as _;
 
@@ -62,5 +62,45 @@ fn w1_the_readme_publishes_each_files_integrity() {
     // W-6: no eval or Function constructor in what the browser runs.
     for body in [CLASSIC, MODULE] {
         assert!(!body.contains("eval(") && !body.contains("new Function"));
+    }
+}
+
+/// S-5: every version the README lists is served at its path, and its bytes have the
+/// integrity the README publishes for it; the list is exactly `widget/dist/`'s versions,
+/// and each names itself in its banner.
+#[tokio::test]
+async fn s5_every_published_version_stays_served_with_its_integrity() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let mut on_disk: Vec<String> = std::fs::read_dir(format!("{root}/widget/dist"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    on_disk.sort();
+    let served: Vec<&str> = VERSIONS.iter().map(|(v, _)| *v).collect();
+    assert_eq!(on_disk, served, "widget/dist/ and VERSIONS differ");
+    assert_eq!(served.last(), Some(&WIDGET_VERSION));
+    for (version, files) in VERSIONS {
+        for (name, body) in files {
+            let path = format!("/widget/{version}/{name}");
+            let row = readme
+                .lines()
+                .find(|l| l.contains(&format!("`{path}`")))
+                .unwrap_or_else(|| panic!("README.md does not list {path}"));
+            let (status, _, got) = fetch(&path).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert!(
+                row.contains(&integrity(&got)),
+                "{path}: README's integrity is not the served bytes'"
+            );
+            assert_eq!(got, body);
+            let on_disk =
+                std::fs::read_to_string(format!("{root}/widget/dist/{version}/{name}")).unwrap();
+            assert_eq!(got, on_disk, "{path}");
+            assert!(
+                got.contains(&format!("Countersign widget {version}")),
+                "{path}"
+            );
+        }
     }
 }

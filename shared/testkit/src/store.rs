@@ -13,11 +13,11 @@ use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, AuditId, CaseId, MessageId, TenantId, WidgetKeyId};
 use countersign_domain::life::{self, Stamp};
 use countersign_domain::ports::{
-    Admission, AuditEntry, AuditPage, AuditRecords, Certifications, Clock, ConfirmWrite,
-    ConversationView, Conversations, CreateProposalOutcome, Ids, Lease, Leases, McpSettings,
-    NewMessage, PanelSession, ProposalLock, RateLimiter, SessionStore, SettingsFence,
-    SettleByAdmin, StoreError, StoredMcpConfig, Tenant, Tenants, TransitionOutcome,
-    UnsettledAction, UnsettledIndex, WidgetKey, WidgetKeys,
+    Admission, AuditEntry, AuditPage, AuditRecords, CaseSummary, Certifications, Clock,
+    ConfirmWrite, ConversationView, Conversations, CreateProposalOutcome, Ids, Lease, Leases,
+    McpSettings, NewMessage, PanelSession, ProposalLock, ProposalOutcome, RateLimiter,
+    SessionStore, SettingsFence, SettleByAdmin, StoreError, StoredMcpConfig, Tenant, Tenants,
+    TransitionOutcome, UnsettledAction, UnsettledIndex, WidgetKey, WidgetKeys,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;
@@ -468,6 +468,49 @@ impl Conversations for MemoryStore {
             },
         )
     }
+
+    async fn summary(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<CaseSummary>, StoreError> {
+        yield_now().await;
+        self.read("summary", |s| {
+            s.conversations
+                .get(&(tenant.clone(), case.clone()))
+                .map(|c| CaseSummary {
+                    case: c.case.clone(),
+                    language: c.language,
+                    last_message: c.messages.keys().next_back().cloned(),
+                })
+        })
+    }
+
+    async fn proposal_outcomes(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Vec<ProposalOutcome>, StoreError> {
+        yield_now().await;
+        self.read("proposal_outcomes", |s| {
+            let mut outcomes: Vec<ProposalOutcome> = s
+                .conversations
+                .get(&(tenant.clone(), case.clone()))
+                .map(|c| {
+                    c.proposals
+                        .values()
+                        .map(|p| ProposalOutcome {
+                            presented: p.presented.message_id.clone(),
+                            state: p.state,
+                            expires_at: p.expires_at,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            outcomes.sort_by(|a, b| a.presented.cmp(&b.presented));
+            outcomes
+        })
+    }
 }
 
 #[async_trait]
@@ -854,6 +897,27 @@ impl Tenants for MemoryStore {
                     return Ok(TransitionOutcome::Conflict { current: None });
                 };
                 t.admin_key_hash = hash.clone();
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn set_language(
+        &self,
+        id: &TenantId,
+        language: Language,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_language",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                t.language = language;
                 s.audit(id, audit);
                 Ok(TransitionOutcome::Applied)
             },

@@ -8,7 +8,7 @@ use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
 use countersign_testkit::MemoryStore;
 use countersign_tools::builtins::{self, CallContext, DescribeToolArgs, Services};
-use countersign_tools::envelope::{Meta, Success, seal};
+use countersign_tools::envelope::{Data, Meta, Success, seal};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
@@ -48,7 +48,7 @@ fn dispatch(c: &mut Criterion) {
             });
         },
     );
-    let data = r.get("action_status").unwrap().published();
+    let data = std::sync::Arc::new(r.get("action_status").unwrap().published());
     let meta = Meta {
         tool: "describe_tool".into(),
         version: "1.0.0".into(),
@@ -58,7 +58,7 @@ fn dispatch(c: &mut Criterion) {
             seal(
                 &meta,
                 Ok(Success {
-                    data: black_box(data.clone()),
+                    data: Data::Shared(black_box(data.clone())),
                     images: Vec::new(),
                 }),
             )

@@ -2,7 +2,7 @@
 //! `action_status`, and `prepare_action` (A-10, A-12; its behaviour comes through the
 //! [`ActionPreparer`] port, implemented by the messages function).
 
-use crate::envelope::IntoData;
+use crate::envelope::{Data, IntoData};
 use crate::errors::{ToolError, code, from_store};
 use crate::registry::{Annotations, Invocation, Registry, RegistryError, ToolSpec};
 use async_trait::async_trait;
@@ -122,12 +122,13 @@ pub struct DescribedTool {
 }
 
 /// `describe_tool`'s data: a descriptor already in its published form; its schema is
-/// [`DescribedTool`]'s. Not `Serialize`: it is moved into the envelope as it is.
+/// [`DescribedTool`]'s. Not `Serialize`: a built-in's is the registry's own, serialised
+/// into the envelope where it lies.
 #[derive(Debug)]
-pub struct Described(pub Value);
+pub struct Described(pub Data);
 
 impl IntoData for Described {
-    fn into_data(self) -> Result<Value, serde_json::Error> {
+    fn into_data(self) -> Result<Data, serde_json::Error> {
         Ok(self.0)
     }
 }
@@ -263,7 +264,7 @@ async fn describe_tool(
     // Built-ins first: a consultation can never shadow one. Theirs is the
     // registry's own descriptor, passed on as it is.
     if let Some(published) = inv.catalog.get(name) {
-        return Ok(Described(published.clone()));
+        return Ok(Described(Data::Shared(published.clone())));
     }
     let consultation = inv
         .ctx
@@ -286,7 +287,7 @@ async fn describe_tool(
     let read: DescribedTool = serde_json::from_value(Value::Object(consultation.clone()))
         .map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))?;
     serde_json::to_value(read)
-        .map(Described)
+        .map(|v| Described(Data::Owned(v)))
         .map_err(|e| ToolError::internal(DESCRIBE_TOOL.name, &e))
 }
 

@@ -1,14 +1,15 @@
 //! The seal (G-1, G-2, G-7): the one place where a built-in answer gets its shape.
 //!
-//! Handlers return a body without `meta`; [`seal`] adds `meta {tool, version}`, builds the
-//! `structuredContent`, serialises the one text block *from that same object*, sets
-//! `isError = !ok`, puts image blocks first, and enforces the size ceiling on the text that
-//! actually goes out, envelope included.
+//! Handlers return a body without `meta`; [`seal`] adds `meta {tool, version}`, writes the
+//! envelope once as the one text block, and the `structuredContent` is that text read back
+//! (so the two cannot differ); it sets `isError = !ok`, puts image blocks first, and
+//! enforces the size ceiling on the text that actually goes out, envelope included.
 
 use crate::errors::{ToolError, code};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// Largest text block a tool answer may carry, in bytes (G-7). Larger answers become a
 /// `RESPONSE_TOO_LARGE` envelope.
@@ -24,11 +25,39 @@ pub struct ImageBlock {
     pub mime_type: String,
 }
 
+/// A handler's `data`: built for this answer, or shared with the registry (a built-in's
+/// descriptor, which `describe_tool` passes on): serialised where it lies, never copied
+/// (issue 26 measured copying and dropping it at a tenth of the gateway's time).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Data {
+    /// JSON built for this answer.
+    Owned(Value),
+    /// JSON the registry keeps for its whole life.
+    Shared(Arc<Value>),
+}
+
+impl From<Value> for Data {
+    fn from(v: Value) -> Self {
+        Self::Owned(v)
+    }
+}
+
+impl std::ops::Deref for Data {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        match self {
+            Self::Owned(v) => v,
+            Self::Shared(v) => v,
+        }
+    }
+}
+
 /// What a built-in handler returns on success: `data`, and optional images.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Success {
     /// The envelope's `data`.
-    pub data: Value,
+    pub data: Data,
     /// Image blocks, shown before the text.
     pub images: Vec<ImageBlock>,
 }
@@ -38,24 +67,23 @@ impl Success {
     pub fn data(data: impl Serialize) -> Result<Self, ToolError> {
         serde_json::to_value(data)
             .map(|data| Self {
-                data,
+                data: Data::Owned(data),
                 images: Vec::new(),
             })
             .map_err(|e| ToolError::internal("seal", &e))
     }
 }
 
-/// What a built-in handler may return as `data`: anything serialisable, or JSON already
-/// built, which is moved in rather than serialised into a second copy (describe_tool passes
-/// a descriptor on; issue 26 measured the copy at a tenth of the gateway's time).
+/// What a built-in handler may return as `data`: anything serialisable, or JSON the
+/// registry already holds, which is serialised where it lies rather than copied.
 pub trait IntoData {
     /// The envelope's `data`.
-    fn into_data(self) -> Result<Value, serde_json::Error>;
+    fn into_data(self) -> Result<Data, serde_json::Error>;
 }
 
 impl<T: Serialize> IntoData for T {
-    fn into_data(self) -> Result<Value, serde_json::Error> {
-        serde_json::to_value(self)
+    fn into_data(self) -> Result<Data, serde_json::Error> {
+        serde_json::to_value(self).map(Data::Owned)
     }
 }
 
@@ -80,26 +108,31 @@ pub struct Meta {
     pub version: String,
 }
 
-/// A sealed answer: an MCP `CallToolResult`.
+/// A sealed answer: an MCP `CallToolResult`. It keeps the envelope only as its text: the
+/// `structuredContent` is that text read back ([`Self::structured`]), so the two can never
+/// differ (G-1) and the envelope is built once, as bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sealed {
-    /// The envelope (`structuredContent`).
-    pub structured: Value,
-    /// The same envelope, serialised: the one text block.
+    /// The envelope serialised: the one text block, and the `structuredContent`.
     pub text: String,
     /// `!ok`.
     pub is_error: bool,
     /// Images, first in `content`.
     pub images: Vec<ImageBlock>,
+    /// The envelope's error code (the metric's `error_type`, G-8).
+    error_code: Option<&'static str>,
 }
 
 impl Sealed {
     /// The envelope's error code, or `none` (the metric's `error_type`, G-8).
     pub fn error_type(&self) -> &str {
-        self.structured
-            .pointer("/error/code")
-            .and_then(Value::as_str)
-            .unwrap_or("none")
+        self.error_code.unwrap_or("none")
+    }
+
+    /// The envelope (`structuredContent`): the text read back.
+    pub fn structured(&self) -> Value {
+        // The text was written by serde_json from a `Value`; reading it back cannot fail.
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
 
     /// The MCP `CallToolResult`: `content` (images, then the text), the
@@ -113,53 +146,59 @@ impl Sealed {
     /// caller that writes the answer itself and serialises the envelope only once (the
     /// gateway's fast path).
     pub fn into_text_only_result(self) -> CallToolResult {
-        let mut result = self.into_call_tool_result();
-        result.structured_content = None;
-        result
-    }
-
-    /// [`Self::to_call_tool_result`], moving the envelope instead of copying it (the
-    /// dispatch path: an answer is sealed once and sent once).
-    pub fn into_call_tool_result(self) -> CallToolResult {
         let mut content: Vec<ContentBlock> = self
             .images
             .into_iter()
             .map(|i| ContentBlock::image(i.data, i.mime_type))
             .collect();
         content.push(ContentBlock::text(self.text));
-        let mut r = if self.is_error {
+        if self.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
-        };
-        r.structured_content = Some(self.structured);
+        }
+    }
+
+    /// [`Self::to_call_tool_result`], moving the text instead of copying it (the dispatch
+    /// path: an answer is sealed once and sent once).
+    pub fn into_call_tool_result(self) -> CallToolResult {
+        let structured = self.structured();
+        let mut r = self.into_text_only_result();
+        r.structured_content = Some(structured);
         r
     }
 }
 
-/// The envelope of `outcome`; moves the handler's `data` in rather than copying it.
-fn envelope(meta: &Meta, outcome: Result<Value, &ToolError>) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("ok".into(), Value::Bool(outcome.is_ok()));
-    match outcome {
-        Ok(data) => m.insert("data".into(), data),
-        Err(e) => m.insert("error".into(), json!(e)),
-    };
-    m.insert("meta".into(), json!(meta));
-    Value::Object(m)
+/// The envelope, serialised as a `Value` would be (members in key order: `data`, `error`,
+/// `meta`, `ok`), without building one.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+    meta: &'a Meta,
+    ok: bool,
 }
 
-/// Seals a handler's outcome (G-2). The text is serialised from the structured object, so
-/// the two can never differ (G-1); an answer over [`MAX_TEXT_BYTES`] is replaced by a
-/// `RESPONSE_TOO_LARGE` error envelope (G-7).
+/// Seals a handler's outcome (G-2). The envelope is written once, as its text (G-1); an
+/// answer over [`MAX_TEXT_BYTES`] is replaced by a `RESPONSE_TOO_LARGE` error envelope
+/// (G-7).
 pub fn seal(meta: &Meta, outcome: Result<Success, ToolError>) -> Sealed {
-    let (is_error, images, structured) = match outcome {
-        Ok(s) => (false, s.images, envelope(meta, Ok(s.data))),
-        Err(e) => (true, Vec::new(), envelope(meta, Err(&e))),
+    let (data, images, error) = match outcome {
+        Ok(s) => (Some(s.data), s.images, None),
+        Err(e) => (None, Vec::new(), Some(e)),
     };
-    // `to_string` writes through `fmt::Write` one fragment at a time; `serde_json`'s own
-    // writer is several times faster (issue 26's profile).
-    let text = serde_json::to_string(&structured).unwrap_or_else(|_| structured.to_string());
+    let envelope = Envelope {
+        data: data.as_deref(),
+        error: error.as_ref().map(|e| json!(e)),
+        meta,
+        ok: error.is_none(),
+    };
+    let error_code = error.map(|e| e.code);
+    // `serde_json`'s own writer: several times faster than `to_string` through
+    // `fmt::Write` (issue 26's profile). A `Value` and a `Meta` always serialise.
+    let text = serde_json::to_string(&envelope).unwrap_or_default();
     if text.len() > MAX_TEXT_BYTES {
         let too_large = ToolError::new(
             code::RESPONSE_TOO_LARGE,
@@ -171,10 +210,10 @@ pub fn seal(meta: &Meta, outcome: Result<Success, ToolError>) -> Sealed {
         return seal(meta, Err(too_large));
     }
     Sealed {
-        structured,
+        is_error: error_code.is_some(),
         text,
-        is_error,
         images,
+        error_code,
     }
 }
 
@@ -198,14 +237,15 @@ mod tests {
         ] {
             let s = seal(&meta(), outcome);
             let parsed: Value = serde_json::from_str(&s.text).unwrap();
-            assert_eq!(parsed, s.structured);
-            assert_eq!(s.is_error, !s.structured["ok"].as_bool().unwrap());
+            assert_eq!(serde_json::to_string(&parsed).unwrap(), s.text);
+            assert_eq!(parsed, s.structured());
+            assert_eq!(s.is_error, !s.structured()["ok"].as_bool().unwrap());
             assert_eq!(
-                s.structured["meta"],
+                s.structured()["meta"],
                 json!({"tool": "describe_tool", "version": "1.0.0"})
             );
             let r = serde_json::to_value(s.to_call_tool_result()).unwrap();
-            assert_eq!(r["structuredContent"], s.structured);
+            assert_eq!(r["structuredContent"], s.structured());
             assert_eq!(r["isError"], s.is_error);
         }
     }
@@ -216,7 +256,7 @@ mod tests {
         let s = seal(
             &meta(),
             Ok(Success {
-                data: json!({}),
+                data: json!({}).into(),
                 images: vec![
                     ImageBlock {
                         data: "AAA".into(),

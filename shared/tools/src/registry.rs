@@ -111,7 +111,7 @@ pub struct Invocation<C> {
     /// authentication, never by arguments (D-4, A-11).
     pub ctx: C,
     /// Every registered tool's published descriptor, by name.
-    pub catalog: Arc<BTreeMap<&'static str, Value>>,
+    pub catalog: Arc<BTreeMap<&'static str, Arc<Value>>>,
 }
 
 impl<C> std::fmt::Debug for Invocation<C> {
@@ -140,7 +140,7 @@ pub enum RegistryError {
 /// The registry of built-in tools, generic over the caller context `C`.
 pub struct Registry<C> {
     tools: BTreeMap<&'static str, (ToolDescriptor, Handler<C>)>,
-    catalog: Arc<BTreeMap<&'static str, Value>>,
+    catalog: Arc<BTreeMap<&'static str, Arc<Value>>>,
 }
 
 impl<C> std::fmt::Debug for Registry<C> {
@@ -235,7 +235,7 @@ impl<C: Clone + Send + Sync + 'static> Registry<C> {
             .boxed()
         });
         let mut catalog = (*self.catalog).clone();
-        catalog.insert(spec.name, descriptor.published());
+        catalog.insert(spec.name, Arc::new(descriptor.published()));
         self.catalog = Arc::new(catalog);
         self.tools.insert(spec.name, (descriptor, erased));
         Ok(())

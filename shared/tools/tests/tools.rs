@@ -139,13 +139,15 @@ fn g1_g13_every_builtin_answer_is_sealed() {
     for d in r.descriptors() {
         for args in [good_args(d.spec.name), json!({"bogus": 1})] {
             let s = call(d.spec.name, args);
+            // The text is the envelope written as a JSON value is (members in key order),
+            // and the result's structuredContent is that same envelope.
+            let parsed = serde_json::from_str::<Value>(&s.text).unwrap();
+            assert_eq!(serde_json::to_string(&parsed).unwrap(), s.text);
+            let result = serde_json::to_value(s.to_call_tool_result()).unwrap();
+            assert_eq!(result["structuredContent"], parsed);
+            assert_eq!(s.is_error, !s.structured()["ok"].as_bool().unwrap());
             assert_eq!(
-                serde_json::from_str::<Value>(&s.text).unwrap(),
-                s.structured
-            );
-            assert_eq!(s.is_error, !s.structured["ok"].as_bool().unwrap());
-            assert_eq!(
-                s.structured["meta"],
+                s.structured()["meta"],
                 json!({"tool": d.spec.name, "version": d.spec.version})
             );
         }
@@ -177,13 +179,13 @@ fn g2_panics_are_sealed() {
     .unwrap();
     let s = pollster::block_on(r.call((), "boom", json!({}))).unwrap();
     assert!(s.is_error);
-    assert_eq!(s.structured["error"]["code"], code::INTERNAL_ERROR);
+    assert_eq!(s.structured()["error"]["code"], code::INTERNAL_ERROR);
     assert_eq!(
-        s.structured["error"]["errorId"].as_str().map(str::len),
+        s.structured()["error"]["errorId"].as_str().map(str::len),
         Some(26)
     );
     assert_eq!(
-        s.structured["meta"],
+        s.structured()["meta"],
         json!({"tool": "boom", "version": "2.1.0"})
     );
     assert!(!s.text.contains("kaboom") && !s.text.contains("10.0.0.9"));
@@ -215,8 +217,8 @@ fn g3_describe_tool_returns_the_published_descriptor() {
     for d in r.descriptors() {
         let s = call("describe_tool", json!({"name": d.spec.name}));
         assert!(!s.is_error, "{}", s.text);
-        assert_eq!(s.structured["data"], d.published());
-        assert_eq!(s.structured["data"]["_meta"]["version"], d.spec.version);
+        assert_eq!(s.structured()["data"], d.published());
+        assert_eq!(s.structured()["data"]["_meta"]["version"], d.spec.version);
     }
     let missing = call("describe_tool", json!({"name": "nope"}));
     assert_eq!(missing.error_type(), code::NOT_FOUND);
@@ -233,17 +235,18 @@ fn g12_unknown_missing_and_mistyped_arguments_name_the_field() {
         let s = call(d.spec.name, args);
         assert_eq!(s.error_type(), code::VALIDATION_ERROR, "{}", d.spec.name);
         assert_eq!(
-            s.structured["error"]["details"]["field"], "confirmed",
+            s.structured()["error"]["details"]["field"],
+            "confirmed",
             "{}",
             d.spec.name
         );
     }
     let s = call("describe_tool", json!({}));
-    assert_eq!(s.structured["error"]["details"]["field"], "name");
+    assert_eq!(s.structured()["error"]["details"]["field"], "name");
     let s = call("describe_tool", json!({"name": 5}));
-    assert_eq!(s.structured["error"]["details"]["field"], "name");
+    assert_eq!(s.structured()["error"]["details"]["field"], "name");
     let s = call("prepare_action", json!({"operation": "x", "arguments": []}));
-    assert_eq!(s.structured["error"]["details"]["field"], "arguments");
+    assert_eq!(s.structured()["error"]["details"]["field"], "arguments");
     let s = call("list_operations", json!([1]));
     assert_eq!(s.error_type(), code::VALIDATION_ERROR);
 }
@@ -262,7 +265,7 @@ fn g10_every_answer_validates_against_its_output_schema() {
         ];
         for s in answers {
             let errors: Vec<String> = validator
-                .iter_errors(&s.structured)
+                .iter_errors(&s.structured())
                 .map(|e| e.to_string())
                 .collect();
             assert!(
@@ -273,7 +276,7 @@ fn g10_every_answer_validates_against_its_output_schema() {
             );
         }
         // And the schema is not vacuous: a wrong meta fails it.
-        let mut wrong = call(d.spec.name, good_args(d.spec.name)).structured;
+        let mut wrong = call(d.spec.name, good_args(d.spec.name)).structured();
         wrong["meta"]["version"] = json!("0.0.0");
         assert!(!validator.is_valid(&wrong), "{}", d.spec.name);
     }
@@ -322,12 +325,12 @@ fn a12_prepare_action_is_not_read_only() {
 fn a2_list_operations_offers_only_enabled_operations() {
     let s = call("list_operations", json!({}));
     assert_eq!(
-        s.structured["data"],
+        s.structured()["data"],
         json!({"items": [{"operation": "reassign_session_car"}, {"operation": "change_date"}], "actionsEnabled": true})
     );
     let s = call_with(ctx(false, false), "list_operations", json!({}));
     assert_eq!(
-        s.structured["data"],
+        s.structured()["data"],
         json!({"items": [], "actionsEnabled": false})
     );
 }
@@ -337,12 +340,12 @@ fn a2_list_operations_offers_only_enabled_operations() {
 fn action_status_reads_the_local_proposal() {
     let s = call("action_status", json!({}));
     assert_eq!(
-        s.structured["data"]["proposal"],
+        s.structured()["data"]["proposal"],
         json!({"actionId": "act_1", "operation": "reassign_session_car", "state": "pending_confirmation", "expiresAt": "2026-11-29T21:19:00Z"})
     );
     let s = call_with(ctx(true, true), "action_status", json!({}));
     assert_eq!(s.error_type(), code::SERVICE_UNAVAILABLE);
-    assert_eq!(s.structured["error"]["retryable"], true);
+    assert_eq!(s.structured()["error"]["retryable"], true);
     assert!(
         !s.text.contains("planned fault"),
         "internal cause leaked: {}",

@@ -155,8 +155,9 @@ async fn w1_the_messages_function_serves_the_widget() {
     let res = s
         .http
         .get(format!(
-            "{}/widget/1.0.0/countersign-widget.min.js",
-            s.messages_url
+            "{}/widget/{}/countersign-widget.min.js",
+            s.messages_url,
+            countersign_chat::assets::WIDGET_VERSION
         ))
         .send()
         .await

@@ -70,6 +70,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/widgets/{key_id}/revoke", post(widget_revoke))
         .route("/admin/widgets/{key_id}/replace", post(widget_replace))
         .route("/admin/audit", get(audit_page))
+        .route("/admin/settings", get(settings_page).post(settings_save))
         .route("/admin/static/{file}", get(static_file))
         .route("/admin/actions", get(unsettled_page))
         .route("/admin/actions/settle", post(settle))
@@ -762,6 +763,45 @@ async fn settle(
             };
             render_unsettled(&state, &session, &errors_of(&e), None, status).await
         }
+    }
+}
+
+async fn settings_page(session: Session, uri: Uri) -> Response {
+    let notice = (query(&uri).get("done").map(String::as_str) == Some("saved")).then_some("Saved.");
+    html(
+        StatusCode::OK,
+        views::settings(&session, notice, &Errors::new()),
+    )
+}
+
+/// S-4: saves the tenant's language, then redirects (a reload never posts again).
+async fn settings_save(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
+    let Some(language) = form
+        .get("language")
+        .and_then(crate::tenants::parse_language_tag)
+    else {
+        let errors: Errors = [(
+            "language".to_owned(),
+            "Choose English or Português (Brasil).".to_owned(),
+        )]
+        .into();
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::settings(&session, None, &errors),
+        );
+    };
+    match crate::tenants::set_language(&state, &session.tenant, language).await {
+        Ok(()) => see_other("/admin/settings?done=saved"),
+        Err(e) => unavailable(&e),
     }
 }
 

@@ -33,6 +33,7 @@ pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             a href="/admin/widgets" { "Widget credentials" }
                             a href="/admin/actions" { "Unsettled actions" }
                             a href="/admin/audit" { "Audit trail" }
+                            a href="/admin/settings" { "Settings" }
                         }
                         span.tenant { (s.tenant.name) " (" (s.tenant.id) ")" }
                         form method="post" action="/admin/logout" {
@@ -54,6 +55,36 @@ fn error_for(errors: &Errors, field: &str) -> Markup {
             p.error role="alert" data-field=(field) { (m) }
         }
     }
+}
+
+/// The tenant's settings (S-4): the chat's default language.
+pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Markup {
+    use countersign_domain::texts::Language;
+    let current = session.tenant.language;
+    page(
+        "Settings",
+        Some(session),
+        html! {
+            @if let Some(n) = notice { p.notice role="status" { (n) } }
+            (error_for(errors, ""))
+            form method="post" action="/admin/settings" {
+                input type="hidden" name="csrf" value=(session.csrf);
+                label for="language" { "Chat language" }
+                select #language name="language" aria-describedby="language-help" {
+                    option value="en" selected[current == Language::En] { "English" }
+                    option value="pt-BR" selected[current == Language::Pt] { "Português (Brasil)" }
+                }
+                (error_for(errors, "language"))
+                p.help #language-help {
+                    "The language of new conversations: the widget's texts, the platform's notices and "
+                    "the confirm/cancel instructions (" code { "confirm" } " or " code { "confirmar" } "), "
+                    "and the assistant's instructions. A conversation already open keeps its language; "
+                    "your web page may choose another language per person (widget guide, “Language”)."
+                }
+                button type="submit" { "Save" }
+            }
+        },
+    )
 }
 
 /// The sign-in page.

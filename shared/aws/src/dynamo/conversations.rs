@@ -229,6 +229,66 @@ impl Conversations for DynamoStore {
             "closing the case kept losing races".into(),
         ))
     }
+
+    async fn summary(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<CaseSummary>, StoreError> {
+        // Two reads at once: the case item, and the key of the newest message (a Query of
+        // one key, newest first). About 1 RCU a poll, however long the conversation.
+        let newest = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(conv_pk(tenant, case))),
+                (":m", s("M#")),
+            ])))
+            .projection_expression("sk")
+            .scan_index_forward(false)
+            .limit(1)
+            .send();
+        let (case_item, newest) = tokio::join!(self.case_item(tenant, case), newest);
+        let Some(case_item) = case_item? else {
+            return Ok(None);
+        };
+        let (case, language) = case_from(&case_item)?;
+        let last_message = newest
+            .map_err(unavailable)?
+            .items
+            .unwrap_or_default()
+            .first()
+            .and_then(|i| opt_s(i, SK))
+            .and_then(|sk| sk.strip_prefix("M#"))
+            .map(MessageId::parse)
+            .transpose()
+            .map_err(|_| corrupt(SK))?;
+        Ok(Some(CaseSummary {
+            case,
+            language,
+            last_message,
+        }))
+    }
+
+    async fn proposal_outcomes(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Vec<ProposalOutcome>, StoreError> {
+        let items = self
+            .partition_items(conv_pk(tenant, case), PROPOSAL_PREFIX)
+            .await?;
+        let mut outcomes = items
+            .iter()
+            .map(outcome_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        // By presentation: proposal items sort by action id, which is not the chat's order.
+        outcomes.sort_by(|a, b| a.presented.cmp(&b.presented));
+        Ok(outcomes)
+    }
 }
 
 #[async_trait]

@@ -30,7 +30,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Role};
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
-use countersign_domain::ports::{AuditEntry, NewMessage, StoreError};
+use countersign_domain::ports::{AuditEntry, NewMessage, ProposalOutcome, StoreError};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::Language;
@@ -49,8 +49,10 @@ pub(crate) const ACTIVE_PREFIX: &str = "A#";
 pub(crate) fn conv_pk(tenant: &TenantId, case: &CaseId) -> String {
     format!("CONV#{tenant}#{case}")
 }
+/// The sort-key prefix of a conversation's proposals.
+pub(crate) const PROPOSAL_PREFIX: &str = "A#PROP#";
 pub(crate) fn prop_sk(action: &ActionId) -> String {
-    format!("A#PROP#{action}")
+    format!("{PROPOSAL_PREFIX}{action}")
 }
 pub(crate) fn msg_sk(id: &MessageId) -> String {
     format!("M#{id}")
@@ -259,6 +261,15 @@ pub(crate) fn registration_from(i: &Item) -> Result<Registration, StoreError> {
         secret_version: get_s(i, "secret_version")?.to_owned(),
         lang: opt_s(i, "lang").and_then(lang_parse).unwrap_or_default(),
         expires: get_n(i, "expires")?,
+    })
+}
+
+/// A proposal item's state and expiry, by its presentation (S-3).
+pub(crate) fn outcome_from(item: &Item) -> Result<ProposalOutcome, StoreError> {
+    Ok(ProposalOutcome {
+        presented: parse(item, "presented_message_id", MessageId::parse)?,
+        state: state_of(item).ok_or_else(|| corrupt("state"))?,
+        expires_at: ts(item, "expires_at")?,
     })
 }
 

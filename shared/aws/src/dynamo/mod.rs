@@ -31,8 +31,9 @@ use countersign_domain::conversation::{Case, CaseStatus, Message};
 use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
 use countersign_domain::life;
 use countersign_domain::ports::{
-    ConfirmWrite, ConversationView, Conversations, CreateProposalOutcome, NewMessage, ProposalLock,
-    SettingsFence, SettleByAdmin, StoreError, TransitionOutcome, UnsettledAction, UnsettledIndex,
+    CaseSummary, ConfirmWrite, ConversationView, Conversations, CreateProposalOutcome, NewMessage,
+    ProposalLock, ProposalOutcome, SettingsFence, SettleByAdmin, StoreError, TransitionOutcome,
+    UnsettledAction, UnsettledIndex,
 };
 use countersign_domain::proposal::{Proposal, ProposalState, is_legal};
 use countersign_domain::texts::Language;

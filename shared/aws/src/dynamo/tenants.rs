@@ -349,6 +349,25 @@ impl Tenants for DynamoStore {
             Ok(TransitionOutcome::Conflict { current: None })
         }
     }
+
+    async fn set_language(
+        &self,
+        id: &TenantId,
+        language: countersign_domain::texts::Language,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let tx = vec![self.update(
+            key(tenant_pk(id), TENANT_SK),
+            "SET lang = :l".to_owned(),
+            "attribute_exists(pk)",
+            values([(":l", s(lang_str(language)))]),
+        )?];
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
+        }
+    }
 }
 
 #[async_trait]

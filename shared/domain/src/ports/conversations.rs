@@ -21,6 +21,30 @@ pub struct ConversationView {
     pub language: Language,
 }
 
+/// A case as an open widget checks it (S-2, S-3): whether it is still open, its language,
+/// and its newest message, so the widget reads the messages only when there are new ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseSummary {
+    /// The case.
+    pub case: Case,
+    /// The language of its fixed texts.
+    pub language: Language,
+    /// Its newest message, if any.
+    pub last_message: Option<MessageId>,
+}
+
+/// Where one proposal of a case stands, by the message that presented it (S-3: each
+/// proposal card shows its outcome and its expiry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposalOutcome {
+    /// The presentation (the summary's message).
+    pub presented: MessageId,
+    /// Its state now.
+    pub state: ProposalState,
+    /// When it expires (or expired).
+    pub expires_at: Timestamp,
+}
+
 /// A message to append: a [`Message`] not yet stored. Its id (a ULID) gives its place in
 /// the case's total order.
 pub type NewMessage = Message;
@@ -150,6 +174,23 @@ pub trait Conversations: Send + Sync {
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<TransitionOutcome, StoreError>;
+
+    /// The case, its language and its newest message (S-2): what a widget polls, without
+    /// reading its proposals or its messages. `None` when the case does not exist in this
+    /// tenant.
+    async fn summary(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<CaseSummary>, StoreError>;
+
+    /// Every proposal of the case, terminal ones included, by presentation, oldest first
+    /// (S-3).
+    async fn proposal_outcomes(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Vec<ProposalOutcome>, StoreError>;
 }
 
 /// The proposal's lock and state machine (P-2, A-14 … ): preparation, the

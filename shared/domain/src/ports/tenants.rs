@@ -76,6 +76,15 @@ pub trait Tenants: Send + Sync {
         hash: &crate::hash::Sha256Hex,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
+
+    /// Sets the tenant's default language (S-4) with its audit record, in one write. New
+    /// cases take it; open cases keep theirs. `Conflict` when the tenant does not exist.
+    async fn set_language(
+        &self,
+        id: &TenantId,
+        language: crate::texts::Language,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
 }
 
 /// A tenant's MCP settings (C-1 … C-8); every change writes its audit record with it.
