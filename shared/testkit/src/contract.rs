@@ -83,6 +83,8 @@ macro_rules! store_contract {
             unsettled_index_follows_each_action_to_its_end,
             l1_each_step_of_a_proposal_is_recorded_with_the_step,
             l2_every_record_is_chained_and_the_trail_verifies,
+            s2_the_summary_names_the_newest_message_and_proposals_keep_their_states,
+            s4_the_tenants_language_is_set_with_its_audit_record,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -323,6 +325,122 @@ pub async fn p2_load_returns_the_case_and_its_active_proposal_to_its_tenant_only
         s.conversations().load(&other, &case.id).await.unwrap(),
         None
     );
+}
+
+/// S-2, S-3: a case's summary names its newest message, language and status; every
+/// proposal, terminal ones included, comes back by presentation with its state and expiry;
+/// another tenant sees neither.
+pub async fn s2_the_summary_names_the_newest_message_and_proposals_keep_their_states(
+    s: Arc<dyn Subject>,
+) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let case = f.open_case(store, &tenant).await;
+    let summary = store.summary(&tenant, &case.id).await.unwrap().unwrap();
+    assert_eq!(
+        (summary.case, summary.language, summary.last_message),
+        (case.clone(), Language::En, None)
+    );
+    let m = f.message(&case.id, Role::User, MessageKind::Text, "hello");
+    store.append_message(&tenant, &m).await.unwrap();
+    let (first, shown) = f.proposal(&case, "act_sum_1");
+    assert_eq!(create(&*s, &first, &shown).await, applied());
+    let (second, shown) = f.proposal(&case, "act_sum_2");
+    create(&*s, &second, &shown).await;
+    let summary = store.summary(&tenant, &case.id).await.unwrap().unwrap();
+    // The newest message is the second proposal's instructions.
+    assert_eq!(summary.last_message, Some(shown[1].id.clone()));
+    let outcomes = store.proposal_outcomes(&tenant, &case.id).await.unwrap();
+    let seen: Vec<_> = outcomes
+        .iter()
+        .map(|o| (o.presented.clone(), o.state, o.expires_at))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                first.presented.message_id.clone(),
+                S::Superseded,
+                first.expires_at
+            ),
+            (
+                second.presented.message_id.clone(),
+                S::PendingConfirmation,
+                second.expires_at
+            ),
+        ]
+    );
+    assert_eq!(
+        store.close_case(&tenant, &case.id).await.unwrap(),
+        TransitionOutcome::Applied
+    );
+    let summary = store.summary(&tenant, &case.id).await.unwrap().unwrap();
+    assert_eq!(summary.case.status, CaseStatus::Closed);
+    let outcomes = store.proposal_outcomes(&tenant, &case.id).await.unwrap();
+    assert_eq!(
+        outcomes[1].state,
+        S::Cancelled,
+        "closing cancels the pending one"
+    );
+    let other = f.tenant();
+    assert_eq!(store.summary(&other, &case.id).await.unwrap(), None);
+    assert!(
+        store
+            .proposal_outcomes(&other, &case.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// S-4: the tenant's language is set with its audit record in one write; an unknown
+/// tenant is a conflict and writes nothing.
+pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = countersign_domain::ports::Tenant {
+        id: f.tenant(),
+        name: "Language".into(),
+        admin_key_hash: Sha256Hex::digest("tsk_language"),
+        language: Language::En,
+        created_at: f.now(),
+    };
+    s.tenants().create_tenant(&tenant).await.unwrap();
+    let record = f.audit(
+        "tenant.language",
+        json!({"language": {"from": "en", "to": "pt-BR"}}),
+    );
+    assert_eq!(
+        s.tenants()
+            .set_language(&tenant.id, Language::Pt, &record)
+            .await
+            .unwrap(),
+        TransitionOutcome::Applied
+    );
+    let stored = s.tenants().get_tenant(&tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.language, Language::Pt);
+    assert_eq!(stored.admin_key_hash, tenant.admin_key_hash);
+    let page = s.tenants().list_audit(&tenant.id, None, 10).await.unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].action, "tenant.language");
+    let unknown = f.tenant();
+    let record = f.audit("tenant.language", json!({}));
+    assert!(matches!(
+        s.tenants()
+            .set_language(&unknown, Language::Pt, &record)
+            .await
+            .unwrap(),
+        TransitionOutcome::Conflict { .. }
+    ));
+    assert!(
+        s.tenants()
+            .list_audit(&unknown, None, 10)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(s.tenants().get_tenant(&unknown).await.unwrap(), None);
 }
 
 /// Messages of a case come back in creation order, after a given one, the newest for the

@@ -161,3 +161,43 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
     assert_eq!(stack.stats()["executions"], 3);
     stack.finish();
 }
+
+/// S-2: what an open widget's live check costs. `GET /api/cases/{id}` is two GetItems (the
+/// widget credential, read on every request so a revocation takes effect at once; the
+/// case) and one Query of one key (the newest message), whatever the conversation's length;
+/// the messages are read only when that key changed. `docs/widget-guide.md` prices it.
+#[tokio::test]
+async fn s2_a_live_check_is_two_gets_and_one_query() {
+    let stack = Stack::start().await;
+    let sdk = aws_config::load_from_env().await;
+    let calls = CallLog::default();
+    let base = serve(&stack, &sdk, &calls).await;
+    let http = reqwest::Client::new();
+    let t = stack.token("u_alice");
+    let case = stack.create_case(&t).await;
+    for content in ["show my cars", "show my sessions"] {
+        stack.say(&t, &case, content, None).await;
+    }
+    let newest = stack.history(&t, &case).await.last().unwrap()["id"].clone();
+    let check = || async {
+        let r = http
+            .get(format!("{base}/api/cases/{case}"))
+            .bearer_auth(&t)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.json::<Value>().await.unwrap()
+    };
+    check().await; // the cold container reads the widget secret once
+    calls.reset();
+    let view = check().await;
+    assert_eq!(view["status"], "open");
+    assert_eq!(view["lastMessageId"], newest);
+    assert_eq!(
+        calls.snapshot(),
+        counts(&[("GetItem", 2), ("Query", 1)]),
+        "a live check's AWS calls"
+    );
+    stack.finish();
+}
