@@ -48,7 +48,10 @@ fn dispatch(c: &mut Criterion) {
             });
         },
     );
-    let data = std::sync::Arc::new(r.get("action_status").unwrap().published());
+    let data: std::sync::Arc<serde_json::value::RawValue> =
+        serde_json::value::to_raw_value(&r.get("action_status").unwrap().published())
+            .unwrap()
+            .into();
     let meta = Meta {
         tool: "describe_tool".into(),
         version: "1.0.0".into(),
@@ -58,7 +61,7 @@ fn dispatch(c: &mut Criterion) {
             seal(
                 &meta,
                 Ok(Success {
-                    data: Data::Shared(black_box(data.clone())),
+                    data: Data::Written(black_box(data.clone())),
                     images: Vec::new(),
                 }),
             )

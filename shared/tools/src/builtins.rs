@@ -264,7 +264,7 @@ async fn describe_tool(
     // Built-ins first: a consultation can never shadow one. Theirs is the
     // registry's own descriptor, passed on as it is.
     if let Some(published) = inv.catalog.get(name) {
-        return Ok(Described(Data::Shared(published.clone())));
+        return Ok(Described(Data::Written(published.clone())));
     }
     let consultation = inv
         .ctx

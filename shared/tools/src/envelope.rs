@@ -8,6 +8,7 @@
 use crate::errors::{ToolError, code};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -25,15 +26,17 @@ pub struct ImageBlock {
     pub mime_type: String,
 }
 
-/// A handler's `data`: built for this answer, or shared with the registry (a built-in's
-/// descriptor, which `describe_tool` passes on): serialised where it lies, never copied
-/// (issue 26 measured copying and dropping it at a tenth of the gateway's time).
-#[derive(Debug, Clone, PartialEq)]
+/// A handler's `data`: built for this answer, or JSON the registry wrote once for its
+/// whole life (a built-in's descriptor, which `describe_tool` passes on), copied into the
+/// envelope as it was written, never rebuilt or serialised again (issue 26's profile: the
+/// copy, then the serialisation, of the descriptor were each a tenth of the gateway's time).
+#[derive(Debug, Clone)]
 pub enum Data {
     /// JSON built for this answer.
     Owned(Value),
-    /// JSON the registry keeps for its whole life.
-    Shared(Arc<Value>),
+    /// Compact JSON text the registry keeps, exactly as serialising its value would write
+    /// it.
+    Written(Arc<RawValue>),
 }
 
 impl From<Value> for Data {
@@ -42,13 +45,21 @@ impl From<Value> for Data {
     }
 }
 
-impl std::ops::Deref for Data {
-    type Target = Value;
+impl PartialEq for Data {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Owned(a), Self::Owned(b)) => a == b,
+            (Self::Written(a), Self::Written(b)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
+}
 
-    fn deref(&self) -> &Value {
+impl Serialize for Data {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Self::Owned(v) => v,
-            Self::Shared(v) => v,
+            Self::Owned(v) => v.serialize(s),
+            Self::Written(raw) => raw.serialize(s),
         }
     }
 }
@@ -174,7 +185,7 @@ impl Sealed {
 #[derive(Serialize)]
 struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<&'a Value>,
+    data: Option<&'a Data>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<Value>,
     meta: &'a Meta,
@@ -190,7 +201,7 @@ pub fn seal(meta: &Meta, outcome: Result<Success, ToolError>) -> Sealed {
         Err(e) => (None, Vec::new(), Some(e)),
     };
     let envelope = Envelope {
-        data: data.as_deref(),
+        data: data.as_ref(),
         error: error.as_ref().map(|e| json!(e)),
         meta,
         ok: error.is_none(),
@@ -277,6 +288,29 @@ mod tests {
         assert_eq!(content[0]["data"], "AAA");
         assert_eq!(content[1]["data"], "BBB");
         assert_eq!(content[2]["type"], "text");
+    }
+
+    /// G-1: JSON the registry wrote once seals to the very bytes its value would.
+    #[test]
+    fn g1_written_data_seals_like_its_value() {
+        let value = json!({"name": "action_status", "inputSchema": {"type": "object"}, "n": [1, 2.5, "é\"\n"]});
+        let written: Arc<RawValue> = serde_json::value::to_raw_value(&value).unwrap().into();
+        let owned = seal(
+            &meta(),
+            Ok(Success {
+                data: value.into(),
+                images: Vec::new(),
+            }),
+        );
+        let shared = seal(
+            &meta(),
+            Ok(Success {
+                data: Data::Written(written),
+                images: Vec::new(),
+            }),
+        );
+        assert_eq!(owned.text, shared.text);
+        assert_eq!(owned.structured()["data"]["n"][2], "é\"\n");
     }
 
     /// G-7: the ceiling applies to the text that goes out, envelope included.

@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -111,7 +112,7 @@ pub struct Invocation<C> {
     /// authentication, never by arguments (D-4, A-11).
     pub ctx: C,
     /// Every registered tool's published descriptor, by name.
-    pub catalog: Arc<BTreeMap<&'static str, Arc<Value>>>,
+    pub catalog: Arc<BTreeMap<&'static str, Arc<RawValue>>>,
 }
 
 impl<C> std::fmt::Debug for Invocation<C> {
@@ -135,12 +136,15 @@ pub enum RegistryError {
     /// An empty version.
     #[error("tool {0} declares an empty version")]
     NoVersion(&'static str),
+    /// The descriptor could not be written as JSON.
+    #[error("tool {0}'s descriptor cannot be written as JSON")]
+    Unwritable(&'static str),
 }
 
 /// The registry of built-in tools, generic over the caller context `C`.
 pub struct Registry<C> {
     tools: BTreeMap<&'static str, (ToolDescriptor, Handler<C>)>,
-    catalog: Arc<BTreeMap<&'static str, Arc<Value>>>,
+    catalog: Arc<BTreeMap<&'static str, Arc<RawValue>>>,
 }
 
 impl<C> std::fmt::Debug for Registry<C> {
@@ -234,8 +238,11 @@ impl<C: Clone + Send + Sync + 'static> Registry<C> {
             }
             .boxed()
         });
+        // Written once: `describe_tool` copies this text into its envelope (issue 26).
+        let written = serde_json::value::to_raw_value(&descriptor.published())
+            .map_err(|_| RegistryError::Unwritable(spec.name))?;
         let mut catalog = (*self.catalog).clone();
-        catalog.insert(spec.name, Arc::new(descriptor.published()));
+        catalog.insert(spec.name, Arc::from(written));
         self.catalog = Arc::new(catalog);
         self.tools.insert(spec.name, (descriptor, erased));
         Ok(())
