@@ -267,6 +267,18 @@ test("S-4: the tenant's language, set in the panel, is the widget's and the plat
   assert.match(await page.locator("main").innerText(), /tenant\.language/);
 });
 
+test("every panel page has its icon: no request for /favicon.ico (it answered 401)", async () => {
+  const asked = [];
+  const onRequest = (r) => asked.push(r.url());
+  page.on("request", onRequest);
+  const icon = page.waitForResponse((r) => r.url().endsWith("/admin/static/favicon.svg"));
+  await page.goto(`${BASE}/admin/settings`);
+  assert.equal((await icon).status(), 200);
+  await page.waitForTimeout(300);
+  page.off("request", onRequest);
+  assert.deepEqual(asked.filter((u) => u.includes("favicon.ico")), []);
+});
+
 test("U-1: sign out ends the session", async () => {
   await page.goto(`${BASE}/admin/mcp`);
   await Promise.all([page.waitForURL(`${BASE}/admin`), page.click("header form button")]);

@@ -518,7 +518,19 @@ impl Chat {
         if classify(&message.content) == Reply::Other {
             return Ok(Next::ModelTurn);
         }
-        let text = texts::refusal_notice(view.language, &Refusal::NoPendingProposal);
+        // S-3: a reply to a proposal that is no longer pending says what became of it.
+        let refusal = match &message.reply_to {
+            Some(reply) => self
+                .parts
+                .conversations
+                .proposal_outcomes(&who.tenant, &view.case.id)
+                .await?
+                .into_iter()
+                .find(|o| &o.presented == reply)
+                .map_or(Refusal::NoPendingProposal, |o| Refusal::NotPending(o.state)),
+            None => Refusal::NoPendingProposal,
+        };
+        let text = texts::refusal_notice(view.language, &refusal);
         self.tell(who, &view.case.id, text, out).await?;
         Ok(Next::Done)
     }

@@ -22,6 +22,7 @@ pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Countersign admin" }
                 link rel="stylesheet" href="/admin/static/panel.css";
+                link rel="icon" type="image/svg+xml" href="/admin/static/favicon.svg";
                 script src="/admin/static/panel.js" defer {}
             }
             body {

@@ -1,6 +1,7 @@
 //! The confirm path's checks (A-22 … A-26, C-8) and its one transaction (P-2).
 
 use crate::harness::{H, kinds};
+use countersign_domain::confirmation::Refusal;
 use countersign_domain::conversation::MessageKind;
 use countersign_domain::ports::McpSettings;
 use countersign_domain::ports::SettingsFence;
@@ -175,6 +176,36 @@ async fn a_confirm_after_the_action_completed_is_refused_without_a_second_execut
     let out = h.reply("confirm", &presented).await;
     assert_eq!(kinds(&out), [MessageKind::Text, MessageKind::Notice]);
     assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+}
+
+/// S-3: a confirm or cancel replying to a proposal that is no longer pending says what
+/// became of it; one replying to no proposal says none is waiting.
+#[tokio::test]
+async fn s3_a_reply_to_a_proposal_no_longer_pending_says_why() {
+    let h = H::new().await;
+    let (first, shown) = h.propose().await;
+    h.say("what else?").await;
+    assert_eq!(h.state(&first), ProposalState::Cancelled);
+    let out = h.reply("confirm", &shown).await;
+    assert_eq!(
+        out[1].content,
+        texts::refusal_notice(Language::En, &Refusal::NotPending(ProposalState::Cancelled))
+    );
+    let (second, cancelled) = h.propose().await;
+    h.reply("cancel", &cancelled).await;
+    assert_eq!(h.state(&second), ProposalState::Cancelled);
+    let out = h.reply("cancel", &cancelled).await;
+    assert!(
+        out[1].content.contains("was cancelled before"),
+        "{}",
+        out[1].content
+    );
+    let out = h.say("confirm").await;
+    assert_eq!(
+        out[1].content,
+        texts::refusal_notice(Language::En, &Refusal::NoPendingProposal)
+    );
+    assert!(h.provider.calls_of("execute_action").is_empty());
 }
 
 #[tokio::test]
