@@ -11,8 +11,9 @@ use countersign_domain::ids::OperationName;
 use countersign_domain::ports::{CreateProposalOutcome, NewMessage, SignerError};
 use countersign_domain::prepare::{PreparedAction as Prepared, parse_prepare_answer};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
+use countersign_domain::text::SafeText;
 use countersign_domain::time::Timestamp;
-use countersign_domain::tool_result::ToolResult;
+use countersign_domain::tool_result::{ContentBlock, ToolResult};
 use countersign_tools::builtins::{ActionPreparer, CallContext, PreparedAction};
 use countersign_tools::errors::{ToolError, code, from_provider, from_store};
 use countersign_tools::integration::Connected;
@@ -34,6 +35,8 @@ pub(crate) struct TurnPreparer {
     /// Whether the tenant's server refused or broke the contract in this turn (D-6: the
     /// person is then told so, with a fixed text).
     refused: std::sync::atomic::AtomicBool,
+    /// The tenant's server's own words for its refusal, when they pass A-20.
+    refusal: Mutex<Option<SafeText>>,
 }
 
 #[async_trait]
@@ -89,7 +92,16 @@ impl TurnPreparer {
             schemas,
             presented: Mutex::new(Vec::new()),
             refused: std::sync::atomic::AtomicBool::new(false),
+            refusal: Mutex::new(None),
         }
+    }
+
+    /// The tenant's server's words for a refusal in this turn, when they pass A-20.
+    pub(crate) fn refusal_reason(&self) -> Option<SafeText> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Whether the tenant's server refused a preparation in this turn, or answered it
@@ -211,14 +223,25 @@ impl TurnPreparer {
         let result = ToolResult::from_mcp_json(&raw)
             .map_err(|_| contract_error(&["the answer is not an MCP tool result".to_owned()]))?;
         if result.is_error {
-            return Err(ToolError::new(
-                code::TOOL_ERROR,
-                "The company's system refused to prepare this action.",
-            )
-            .retryable(false)
-            .hint(
+            // A business reason ("this loan is overdue") reaches the model and the person
+            // as the provider's words only when it passes the summary's rules;
+            // anything else stays the fixed text.
+            let reason = refusal_reason(&result);
+            let message = match &reason {
+                Some(r) => format!(
+                    "The company's system refused to prepare this action: {}",
+                    r.as_str()
+                ),
+                None => "The company's system refused to prepare this action.".to_owned(),
+            };
+            let mut error = ToolError::new(code::TOOL_ERROR, message).retryable(false).hint(
                 "Tell the person it cannot be done as asked; do not retry with the same arguments.",
-            ));
+            );
+            if let Some(r) = reason {
+                error = error.details(json!({"reason": r.as_str()}));
+                *self.refusal.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+            }
+            return Err(error);
         }
         // anything else is refused; nothing is stored or presented.
         parse_prepare_answer(&result, op, now).map_err(|v| {
@@ -348,6 +371,16 @@ fn blocked() -> ToolError {
 
 /// The contract rules an answer broke, by name: `problems` never carries the provider's
 /// values.
+/// The refusal's one text block, when it is safe to show as the company's words.
+fn refusal_reason(result: &ToolResult) -> Option<SafeText> {
+    let mut texts = result.content.iter().filter_map(|b| match b {
+        ContentBlock::Text(t) => Some(t.trim()),
+        ContentBlock::Other { .. } => None,
+    });
+    let text = texts.next()?;
+    SafeText::check(text).ok()
+}
+
 /// Every preparation refused for breaking the contract (a malformed answer, a broken rule,
 /// a reused `actionId`) gets this one answer and this one log line (issue 25).
 fn contract_error(problems: &[String]) -> ToolError {

@@ -147,8 +147,11 @@ pub(crate) async fn run(
     // D-6: a preparation the tenant's server refused (or answered outside the contract)
     // is told to the person in a fixed text, whatever the model said about it.
     if turn.preparer.was_refused() && !turn.preparer.has_presented() {
-        let text = texts::preparation_refused_notice(view.language);
-        chat.tell(who, &view.case.id, text, out).await?;
+        let text = match turn.preparer.refusal_reason() {
+            Some(reason) => texts::preparation_refused_because(view.language, &reason),
+            None => texts::preparation_refused_notice(view.language).to_owned(),
+        };
+        chat.tell(who, &view.case.id, &text, out).await?;
     }
     if turn.preparer.has_presented() {
         // the presentation (stored with the proposal) ends the turn.

@@ -132,6 +132,20 @@ pub fn preparation_refused_notice(lang: Language) -> &'static str {
     }
 }
 
+/// D-6 with the tenant's server's own reason, which passed the summary's rules:
+/// the fixed notice, then the reason quoted as the company's words.
+pub fn preparation_refused_because(lang: Language, reason: &SafeText) -> String {
+    let said = match lang {
+        Language::En => "The company's system said:",
+        Language::Pt => "O sistema da empresa disse:",
+    };
+    format!(
+        "{}\n{said} {}",
+        preparation_refused_notice(lang),
+        reason.as_str()
+    )
+}
+
 /// shown when other text discarded a pending proposal.
 pub fn discarded_notice(lang: Language) -> &'static str {
     match lang {

@@ -198,6 +198,60 @@ async fn a13_a_provider_refusal_is_a_tool_error_and_nothing_is_stored() {
     assert!(!kinds(&out).contains(&MessageKind::Proposal));
 }
 
+/// Issue 28: a business refusal whose words pass A-20 reaches the model (the error's
+/// message and `details.reason`) and the person (after the fixed notice, as the company's
+/// words); words that do not pass stay out, and the fixed notice alone is shown.
+#[tokio::test]
+async fn a_providers_refusal_reason_is_shown_only_when_it_passes_a20() {
+    for (reason, mark, shown) in [
+        (
+            "This loan is overdue: return it before borrowing again.",
+            "borrowing",
+            true,
+        ),
+        (
+            "Overdue. See http://10.0.0.5/admin for details.",
+            "10.0.0.5",
+            false,
+        ),
+        ("Overdue\u{202e}gnol", "gnol", false),
+    ] {
+        let h = H::new().await;
+        h.model.call(
+            "prepare_action",
+            json!({"operation": OPERATION, "arguments": {}}),
+        );
+        h.provider.answer(
+            "prepare_action",
+            Reply::Result(json!({"isError": true, "content": [{"type": "text", "text": reason}]})),
+        );
+        let out = h.say("move ses_a1 to car_a2").await;
+        let seen = h.last_tool_result();
+        assert_eq!(error_code(&seen), "TOOL_ERROR");
+        assert_eq!(seen.to_string().contains(mark), shown, "{seen}");
+        assert_eq!(
+            out.iter().any(|m| m.content.contains(mark)),
+            shown,
+            "{out:?}"
+        );
+        let fixed = countersign_domain::texts::preparation_refused_notice(
+            countersign_domain::texts::Language::En,
+        );
+        let notice = out
+            .iter()
+            .find(|m| m.kind == MessageKind::Notice)
+            .expect("the person is told");
+        if shown {
+            assert_eq!(
+                notice.content,
+                format!("{fixed}\nThe company's system said: {reason}")
+            );
+        } else {
+            assert_eq!(notice.content, fixed, "{reason}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a14_a_reused_action_id_is_refused() {
     let h = H::new().await;
