@@ -18,6 +18,8 @@ const COMPLETED: &str = "Action completed.";
 const CONFLICT: &str = "Action not carried out: something changed since it was proposed.";
 const UNCERTAIN: &str = "The outcome of the action is uncertain";
 const NO_PROPOSAL: &str = "There is no proposal waiting for confirmation.";
+/// S-3: a reply to a proposal that was cancelled says so.
+const CANCELLED_BEFORE: &str = "was cancelled before this message arrived";
 
 fn stat(s: &Stack, name: &str) -> u64 {
     s.stats()[name].as_u64().unwrap()
@@ -629,8 +631,8 @@ async fn t08_late_confirmation_of_an_earlier_presentation_refused() {
     assert!(texts(&m).contains("answers an earlier message"), "{m:?}");
     let m = s.say(&t, &case, "confirm", p2["id"].as_str()).await;
     assert!(
-        texts(&m).contains(NO_PROPOSAL),
-        "the failed confirm cancelled it: {m:?}"
+        texts(&m).contains(CANCELLED_BEFORE),
+        "the failed confirm cancelled it, and the answer says so (S-3): {m:?}"
     );
     // Without replyToMessageId a client can chat but never confirm.
     let p3 = s.propose(&t, &case, "ses_a2", "car_a2").await;
@@ -727,7 +729,7 @@ async fn t10_expiry_of_proposal_and_proof_and_cancellation() {
         let m = s.say(&t, &case, word, p["id"].as_str()).await;
         assert!(texts(&m).contains("was cancelled"), "{m:?}");
         let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
-        assert!(texts(&m).contains(NO_PROPOSAL), "{m:?}");
+        assert!(texts(&m).contains(CANCELLED_BEFORE), "{m:?}");
     }
     // The proposal expires before the confirmation.
     let p = s.propose(&t, &case, "ses_a1", "car_a2").await;
@@ -1078,7 +1080,7 @@ async fn t17_configuration_change_invalidates_pending_proposals() {
     let (st, _) = s.put_mcp(changed).await;
     assert_eq!(st, 200);
     let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
-    assert!(texts(&m).contains(NO_PROPOSAL), "{m:?}");
+    assert!(texts(&m).contains(CANCELLED_BEFORE), "{m:?}");
     assert_eq!(stat(&s, "executeCalls"), 0);
     s.finish();
 }
