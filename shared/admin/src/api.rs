@@ -505,9 +505,19 @@ pub struct TenantSettings {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSettingsInput {
-    /// `en` or `pt-BR`.
-    #[schema(example = "pt-BR")]
-    pub language: String,
+    /// The default language of new conversations.
+    pub language: LanguageInput,
+}
+
+/// A language of the chat's fixed texts (S-4), as a BCP 47 tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub enum LanguageInput {
+    /// English.
+    #[serde(rename = "en")]
+    En,
+    /// Brazilian Portuguese (`pt` is read as this too).
+    #[serde(rename = "pt-BR", alias = "pt")]
+    PtBr,
 }
 
 fn settings_view(tenant: &Tenant) -> TenantSettings {
@@ -536,8 +546,10 @@ async fn put_settings(
     TenantAdmin(mut tenant): TenantAdmin,
     Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
 ) -> Result<Json<TenantSettings>, ApiError> {
-    let language = crate::tenants::parse_language_tag(&body.language)
-        .ok_or_else(|| ApiError::validation("language", "language must be `en` or `pt-BR`"))?;
+    let language = match body.language {
+        LanguageInput::En => countersign_domain::texts::Language::En,
+        LanguageInput::PtBr => countersign_domain::texts::Language::Pt,
+    };
     crate::tenants::set_language(&state, &tenant, language).await?;
     tenant.language = language;
     Ok(Json(settings_view(&tenant)))
@@ -991,7 +1003,7 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
     paths(get_settings, put_settings, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, TenantSettings, TenantSettingsInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
+    components(schemas(ErrorBody, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]

@@ -274,9 +274,28 @@ pub struct CaseView {
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCase {
-    /// The person's language (S-4): `en` or `pt-BR`; the tenant's default when absent.
-    #[schema(example = "pt-BR")]
-    pub language: Option<String>,
+    /// The person's language (S-4); the tenant's default when absent.
+    pub language: Option<LanguageTag>,
+}
+
+/// A language of the chat's fixed texts (S-4), as a BCP 47 tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub enum LanguageTag {
+    /// English.
+    #[serde(rename = "en")]
+    En,
+    /// Brazilian Portuguese (`pt` is read as this too).
+    #[serde(rename = "pt-BR", alias = "pt")]
+    PtBr,
+}
+
+impl From<LanguageTag> for Language {
+    fn from(tag: LanguageTag) -> Self {
+        match tag {
+            LanguageTag::En => Language::En,
+            LanguageTag::PtBr => Language::Pt,
+        }
+    }
 }
 
 /// The wire tag of `language` (BCP 47).
@@ -315,13 +334,7 @@ async fn create_case(
     } else {
         countersign_http::parse_json(&body)?
     };
-    let language =
-        match request.language.as_deref() {
-            None => None,
-            Some(tag) => Some(parse_language_tag(tag).ok_or_else(|| {
-                ApiError::validation("language", "language must be `en` or `pt-BR`")
-            })?),
-        };
+    let language = request.language.map(Language::from);
     let (case, language) = state.chat.open_case(&who, language).await?;
     let view = CaseView {
         case_id: case.id.to_string(),
@@ -331,15 +344,6 @@ async fn create_case(
         last_message_id: None,
     };
     Ok((StatusCode::CREATED, Json(view)))
-}
-
-/// The language a tag names: `en`, `pt-BR` (or `pt`), any case.
-fn parse_language_tag(tag: &str) -> Option<Language> {
-    match tag.to_ascii_lowercase().as_str() {
-        "en" => Some(Language::En),
-        "pt-br" | "pt" => Some(Language::Pt),
-        _ => None,
-    }
 }
 
 /// The case: open or closed, its language, its newest message (S-2, S-3). What an open
@@ -463,7 +467,7 @@ async fn close_case(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
     paths(create_case, get_case, list_messages, post_message, close_case),
-    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, PostMessage)),
+    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage)),
     modifiers(&WidgetJwt)
 )]
 struct WidgetApi;
