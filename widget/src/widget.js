@@ -310,6 +310,48 @@ export class Client {
     }
   }
 
+  /** S-1: posts `body` to `path` and reads the answer as newline-delimited JSON events,
+   *  calling `onEvent` for each. Rejects with an ApiError for a refusal (nothing was
+   *  stored), and with `{cut: true}` when the stream broke before its end (what was
+   *  stored stays stored: read the history). */
+  async stream(path, body, onEvent) {
+    if (!this.token) this.token = await this.getToken();
+    let res = await this.send("POST", path, body);
+    if (res.status === 401) {
+      this.token = await this.getToken();
+      res = await this.send("POST", path, body);
+    }
+    if (!res.ok) {
+      const data = await res.json().catch(() => null);
+      const e = (data && data.error) || {};
+      throw new ApiError(res.status, e.code || null, e.message || null);
+    }
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = "";
+    let ended = false;
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        let newline;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, newline);
+          buffered = buffered.slice(newline + 1);
+          if (!line.trim()) continue;
+          const event = JSON.parse(line);
+          if (event.type === "end" || event.type === "error") ended = true;
+          onEvent(event);
+        }
+      }
+    } catch (e) {
+      if (e instanceof ApiError) throw e;
+      throw Object.assign(new Error("the answer's stream broke"), { cut: true });
+    }
+    if (!ended) throw Object.assign(new Error("the answer's stream ended early"), { cut: true });
+  }
+
   /** The case: `{caseId, status, language, lastMessageId}` (S-2, S-3). */
   summary(caseId) {
     return this.request("GET", `/api/cases/${encodeURIComponent(caseId)}`);
@@ -338,6 +380,7 @@ const STYLE = `
 .cs a { color: #1a47a8; }
 .cs li.user { margin-left: auto; background: #e8effd; }
 .cs li.user.sending { opacity: .7; }
+.cs li.draft { background: #f2f4f7; white-space: pre-wrap; }
 .cs li.assistant { background: #f2f4f7; }
 .cs li.proposal { background: #fff8e5; border: 1px solid #e8c65a; max-width: 100%; }
 .cs li.proposal.settled { background: #f7f7f7; border-color: #c9d1dc; }
@@ -408,9 +451,12 @@ export class Widget {
     this.apiUrl = this.client.apiUrl;
     this.storage = options.storage || safeLocalStorage();
     this.pollMs = options.pollMs || POLL_MS;
+    // S-1: the answer streams where the browser can read a response as it arrives.
+    this.streaming = options.stream !== false && typeof TextDecoder === "function" && typeof ReadableStream === "function";
     this.rendered = [];
     this.proposals = new Map();
     this.items = new Map();
+    this.drafting = null;
     this.caseId = null;
     this.busy = false;
     this.timer = null;
@@ -557,15 +603,24 @@ export class Widget {
     const action = content === this.t.confirmWord && Boolean(this.answerable());
     this.typing.textContent = action ? this.t.carryingOut : this.t.typing;
     try {
-      const res = await this.client.request("POST", `/api/cases/${encodeURIComponent(this.caseId)}/messages`, body);
+      const path = `/api/cases/${encodeURIComponent(this.caseId)}/messages`;
+      const messages = this.streaming ? await this.sendStreamed(path, body, pending) : (await this.client.request("POST", path, body)).messages;
       pending.remove();
-      this.show(res.messages, res.proposals);
+      this.show(messages);
       // A proposal was made, answered or settled: its card's state comes with the history
       // (the answer to a post leaves it out to keep the confirm path short).
-      if (res.messages.some((m) => m.kind !== "text")) await this.syncStates();
+      if (messages.some((m) => m.kind !== "text")) await this.syncStates();
       return true;
     } catch (e) {
       pending.remove();
+      this.draft(null);
+      if (e.cut) {
+        // S-1: the stream broke; the stored messages are the truth. Read them now, and
+        // soon again for what the turn stores after the break.
+        await this.refresh();
+        this.schedule(Math.min(this.pollMs, 1000));
+        return true;
+      }
       if (e.code === "CASE_CLOSED" || e.status === 404) {
         // Closed in another tab or by the platform: a new case; the text stays typed.
         await this.open("previousEnded").catch((err) => this.fail(err, this.t.loadFailed, [this.t.retry, () => this.start()]));
@@ -578,6 +633,47 @@ export class Widget {
       this.typing.textContent = "";
       this.setBusy(false);
     }
+  }
+
+  /** S-1: the post as a stream: the model's text shows as it is written (a draft), each
+   *  stored message replaces what stood for it. Returns every message stored. */
+  async sendStreamed(path, body, pending) {
+    const stored = [];
+    let failure = null;
+    await this.client.stream(`${path}/stream`, body, (event) => {
+      if (event.type === "delta") {
+        this.typing.textContent = "";
+        this.draft(event.text);
+      } else if (event.type === "message") {
+        const m = event.message;
+        if (m.role === "user") pending.remove();
+        if (m.role === "assistant" && m.kind === "text") this.draft(null);
+        stored.push(m);
+        this.show([m]);
+      } else if (event.type === "error") {
+        failure = new ApiError(503, (event.error && event.error.code) || null, event.error && event.error.message);
+      }
+    });
+    this.draft(null);
+    if (failure) throw failure;
+    return stored;
+  }
+
+  /** Appends `text` to the model's draft line (null: removes it). The draft is shown as
+   *  text; the stored message that follows is rendered in its place. */
+  draft(text) {
+    if (text === null) {
+      if (this.drafting) this.drafting.remove();
+      this.drafting = null;
+      return;
+    }
+    if (!this.drafting) {
+      this.drafting = el("li", { class: "msg assistant text draft", "data-kind": "draft", "aria-hidden": "true" });
+      this.drafting.append(el("span", { class: "body" }));
+      this.list.append(this.drafting);
+    }
+    this.drafting.firstChild.textContent += text;
+    this.list.scrollTop = this.list.scrollHeight;
   }
 
   /** Reads the proposals' states (and anything new) after the last message rendered. */

@@ -51,12 +51,12 @@ async function open(page, query = "") {
 /** Messages as rendered: [{id, kind, role, text}] from the shadow DOM. */
 function rendered(page) {
   return page.locator("#chat").evaluate((host) =>
-    [...host.shadowRoot.querySelectorAll("li.msg:not(.sending)")].map((li) => ({
+    [...host.shadowRoot.querySelectorAll("li.msg:not(.sending):not(.draft)")].map((li) => ({
       id: li.dataset.id, kind: li.dataset.kind, state: li.dataset.state, role: li.classList.contains("user") ? "user" : "assistant", text: li.textContent,
     })));
 }
 
-const count = (n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg:not(.sending)").length > n;
+const count = (n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg:not(.sending):not(.draft)").length > n;
 
 async function type(page, text) {
   const before = (await rendered(page)).length;
@@ -305,5 +305,80 @@ test("model text: a safe markdown subset, built as elements; a javascript: link 
   const links = await li.locator("a").evaluateAll((as) => as.map((a) => [a.getAttribute("href"), a.rel, a.target]));
   assert.deepEqual(links, [["https://example.com/x", "noopener noreferrer", "_blank"]]);
   assert.match(await li.textContent(), /\[bad\]\(javascript:alert\(1\)\)/);
+  await ctx.close();
+});
+
+/** Sends `text` from the page and watches the conversation while the answer comes: when
+ *  `first` (a text) first shows and whether the widget was still busy then, whether
+ *  `last` had shown by then, and every draft text seen. */
+function watchSend(page, text, first, last) {
+  return page.evaluate(async ([text, first, last]) => {
+    const root = document.querySelector("#chat").shadowRoot;
+    const t0 = performance.now();
+    const seen = { first: null, busyAtFirst: null, lastAtFirst: null, drafts: [] };
+    const look = () => {
+      const draft = root.querySelector("li.draft");
+      if (draft) seen.drafts.push(draft.textContent);
+      const shown = [...root.querySelectorAll("li.msg.assistant")].map((li) => li.textContent).join("\n");
+      if (seen.first === null && shown.includes(first)) {
+        seen.first = performance.now() - t0;
+        seen.busyAtFirst = window.demo.widget.busy;
+        seen.lastAtFirst = shown.includes(last);
+      }
+    };
+    const observer = new MutationObserver(look);
+    observer.observe(root, { subtree: true, childList: true, characterData: true });
+    await window.demo.widget.send(text);
+    observer.disconnect();
+    look();
+    seen.total = performance.now() - t0;
+    return seen;
+  }, [text, first, last]);
+}
+
+test("S-1: a streamed answer appears word by word before the turn ends (time to the first word, before and after)", async () => {
+  // A model that writes a word every 50 ms for 3 s (the scripted model's `say slowly`).
+  const words = Array.from({ length: 60 }, (_, i) => `w${i}x`).join(" ");
+  const timings = {};
+  for (const mode of ["buffered", "streamed"]) {
+    const { ctx, page } = await person(mode === "buffered" ? "?stream=0" : "?user=u_bruno");
+    const seen = await watchSend(page, `say slowly ${words}`, "w0x", "w59x");
+    timings[mode] = seen;
+    const all = await rendered(page);
+    assert.match(all.at(-1).text, /w0x w1x .* w59x$/, "the stored answer is whole");
+    assert.equal(all.filter((m) => m.role === "assistant" && m.text.includes("w59x")).length, 1, "shown once");
+    if (mode === "streamed") {
+      assert.equal(seen.busyAtFirst, true, "the first word showed while the turn ran");
+      assert.equal(seen.lastAtFirst, false, "…before the last word was written");
+      assert.ok(seen.drafts.length > 3, `the draft grew piece by piece (${seen.drafts.length} updates)`);
+    } else {
+      assert.equal(seen.lastAtFirst, true, "buffered: everything shows at once, at the end");
+    }
+    await ctx.close();
+  }
+  console.log(`S-1 time to the first visible word (3 s answer, a word every 50 ms): buffered ${Math.round(timings.buffered.first)} ms, streamed ${Math.round(timings.streamed.first)} ms; whole answer ${Math.round(timings.buffered.total)} / ${Math.round(timings.streamed.total)} ms`);
+});
+
+test("S-1: a proposal arrives whole, from the stored proposal, never as streamed text", async () => {
+  const { ctx, page } = await person();
+  const seen = await watchSend(page, "move ses_a2 to car_a3", "Move the session", "Move the session");
+  assert.ok(seen.drafts.every((d) => !d.includes("Move the session")), JSON.stringify(seen.drafts));
+  const proposal = await last(page);
+  assert.equal(proposal.kind, "proposal");
+  assert.match(proposal.text, /Move the session at Spa-Francorchamps/);
+  await press(page, "Cancel");
+  await ctx.close();
+});
+
+test("S-1: a stream cut mid-answer loses nothing: the widget reads back what was stored", async () => {
+  const { ctx, page } = await person("?user=u_bruno&cut=1&poll=300");
+  const words = Array.from({ length: 30 }, (_, i) => `c${i}y`).join(" ");
+  await page.evaluate((t) => window.demo.widget.send(t), `say slowly ${words}`);
+  await page.waitForFunction(() => [...document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg.assistant:not(.draft)")]
+    .some((li) => li.textContent.includes("c29y")), null, { timeout: 15000 });
+  const all = await rendered(page);
+  assert.equal(all.filter((m) => m.role === "user" && m.text.includes("say slowly")).length, 1, "the person's message once");
+  assert.equal(all.filter((m) => m.role === "assistant" && m.text.includes("c29y")).length, 1, "the answer once");
+  assert.equal(await page.locator("#chat li.draft").count(), 0, "no draft left behind");
   await ctx.close();
 });

@@ -74,10 +74,25 @@ test("U-2: load tools, choose consultations (writes cannot be chosen), save", as
   assert.equal(await page.locator("#tool-reassign_session_car").isDisabled(), true, "the direct write cannot be chosen");
   assert.equal(await page.locator("#tool-prepare_action").isDisabled(), true);
   assert.equal(await page.locator("#tool-get_matching_sessions").isChecked(), false);
+  // S-2: a person has the chat open with a proposal waiting when the administrator saves.
+  const person = await browser.newContext();
+  const site = await person.newPage();
+  watch(site);
+  await site.goto(`${SITE}?poll=400`);
+  await site.waitForFunction(() => window.demo && window.demo.ready === true);
+  await site.locator("#chat textarea").fill("move ses_a2 to car_a3");
+  await site.locator("#chat textarea").press("Enter");
+  await site.waitForFunction(() => !window.demo.widget.busy && document.querySelector("#chat").shadowRoot.querySelector("li.proposal"));
   await page.uncheck("#tool-get_download_status");
   await page.uncheck("#enabled");
   await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);
   assert.equal(await page.locator("p.notice").innerText(), "Saved.");
+  // The open widget shows the invalidation without a reload, and the card says so.
+  await site.waitForFunction(() => [...document.querySelector("#chat").shadowRoot.querySelectorAll("li.notice")]
+    .some((li) => li.textContent.includes("no longer valid because the integration settings changed")), null, { timeout: 15000 });
+  await site.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelector("li.proposal").dataset.state === "cancelled");
+  assert.equal(await site.locator("#chat li.proposal button.answer:enabled").count(), 0);
+  await person.close();
   assert.equal(await page.locator("#enabled").isChecked(), false);
   assert.ok(!(await page.locator("#allowedToolsText").inputValue()).includes("get_download_status"));
   // The key to install, ready to copy.

@@ -1,6 +1,6 @@
 // The demo tenant site's own script (no inline script: the page's CSP forbids it).
 // Its "backend" is /token on this site, which mints a widget JWT for a demo person; the
-// platform's API is another origin (named in the page's countersign-api meta tag). Query parameters (for the browser tests): `user` (default u_alice), `lang` (the person's language; absent: the tenant's), `poll` (ms between live checks),
+// platform's API is another origin (named in the page's countersign-api meta tag). Query parameters (for the browser tests): `user` (default u_alice), `lang` (the person's language; absent: the tenant's), `poll` (ms between live checks), `stream=0` (no streaming), `cut=1` (the first stream breaks),
 // and `expired=1` (the first token handed out is already expired, so the widget must ask
 // for a new one).
 (function () {
@@ -20,14 +20,39 @@
     if (!res.ok) throw new Error("the demo backend refused a token");
     return res.text();
   }
+  // `cut=1`: the next streamed answer breaks after its first few pieces, as a dropped
+  // connection would (the browser tests check the widget recovers what was stored).
+  let cutNext = params.get("cut") === "1";
+  demo.cut = () => { cutNext = true; };
+  function cutAfterAFewChunks(res) {
+    const reader = res.body.getReader();
+    let chunks = 0;
+    const body = new ReadableStream({
+      async pull(controller) {
+        const { value, done } = await reader.read();
+        if (done) return controller.close();
+        controller.enqueue(value);
+        if (++chunks >= 3) {
+          reader.cancel().catch(() => {});
+          controller.error(new TypeError("the demo cut the stream"));
+        }
+      },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  }
   // Records what the widget sends (tests read `replyToMessageId`), then sends it.
-  function recordingFetch(url, init) {
+  async function recordingFetch(url, init) {
     if (init && init.method === "POST" && init.body) {
       try {
         demo.lastReply = JSON.parse(init.body).replyToMessageId ?? null;
       } catch (_) {}
     }
-    return fetch(url, init);
+    const res = await fetch(url, init);
+    if (cutNext && String(url).endsWith("/stream") && res.ok && res.body) {
+      cutNext = false;
+      return cutAfterAFewChunks(res);
+    }
+    return res;
   }
   demo.widget = CountersignWidget.mount("#chat", {
     apiUrl: document.querySelector('meta[name="countersign-api"]').content,
@@ -37,6 +62,8 @@
     fetch: recordingFetch,
     theme: { accent: "#b4442b" },
     pollMs: Number(params.get("poll")) || undefined,
+    // `stream=0`: the buffered post (the streaming tests measure both).
+    stream: params.get("stream") !== "0",
   });
   demo.widget.ready.then(() => {
     demo.ready = true;

@@ -33,29 +33,32 @@ pub const PAGE_DEFAULT: usize = 100;
 pub const PAGE_MAX: usize = 500;
 
 /// Every path the router serves.
-pub const PATHS: [&str; 4] = [
+pub const PATHS: [&str; 5] = [
     "/api/cases",
     "/api/cases/{id}/messages",
     "/api/cases/{id}/close",
     "/api/cases/{id}",
+    crate::streamed::STREAM_PATH,
 ];
 
 /// Every route (method, path) the router serves: the SAM template and the OpenAPI
 /// document are checked against it.
-pub const ROUTES: [(&str, &str); 5] = [
+pub const ROUTES: [(&str, &str); 6] = [
     ("POST", PATHS[0]),
     ("GET", PATHS[1]),
     ("POST", PATHS[1]),
     ("POST", PATHS[2]),
     ("GET", PATHS[3]),
+    ("POST", PATHS[4]),
 ];
 
 /// The CORS preflights of the API's paths (decision 0025), answered by the function.
-pub const PREFLIGHT_ROUTES: [(&str, &str); 4] = [
+pub const PREFLIGHT_ROUTES: [(&str, &str); 5] = [
     ("OPTIONS", PATHS[0]),
     ("OPTIONS", PATHS[1]),
     ("OPTIONS", PATHS[2]),
     ("OPTIONS", PATHS[3]),
+    ("OPTIONS", PATHS[4]),
 ];
 
 /// Routes outside the API (not in its OpenAPI document): the widget SDK's files (W-1).
@@ -192,7 +195,7 @@ pub struct MessageView {
 }
 
 impl MessageView {
-    fn new(m: &Message, lang: Language) -> Self {
+    pub(crate) fn new(m: &Message, lang: Language) -> Self {
         Self {
             id: m.id.to_string(),
             role: serde_name(&m.role),
@@ -466,7 +469,7 @@ async fn close_case(
 #[openapi(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
-    paths(create_case, get_case, list_messages, post_message, close_case),
+    paths(create_case, get_case, list_messages, post_message, crate::streamed::post_message_stream, close_case),
     components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage)),
     modifiers(&WidgetJwt)
 )]
@@ -500,6 +503,7 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[1], get(list_messages).post(post_message))
         .route(PATHS[2], post(close_case))
         .route(PATHS[3], get(get_case))
+        .route(PATHS[4], post(crate::streamed::post_message_stream))
         .layer(axum::middleware::from_fn(crate::cors::cors))
         .route(crate::assets::ASSET_PATH, get(crate::assets::asset))
         .with_state(state)

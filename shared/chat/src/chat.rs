@@ -223,6 +223,7 @@ impl Chat {
             .conversations
             .append_message(&who.tenant, m)
             .await?;
+        crate::stream::emit(crate::stream::Event::Stored(m.clone()));
         out.push(m.clone());
         Ok(())
     }

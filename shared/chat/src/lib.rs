@@ -11,6 +11,8 @@ mod execute;
 pub mod metrics;
 pub mod model;
 mod prepare;
+pub mod stream;
+pub mod streamed;
 pub mod tool_names;
 mod turn;
 pub mod widget;

@@ -8,6 +8,8 @@
 //! - `call <tool> <json>` → that tool with those arguments (any tool: tests use it to try
 //!   what a misbehaving model would);
 //! - `say <text>` → answers `<text>` (model text that looks like a confirmation);
+//! - `say slowly <text>` → answers `<text>`, streamed one word every 50 ms (S-1: a model
+//!   that takes its time, for the widget's streaming tests and measurement);
 //! - words `sessions`, `cars`, `uploads`, `downloads`, `laps <ses_…>`, `diagnose <code>`,
 //!   `operations`, `status` → the matching consultation or built-in;
 //! - anything else → a short help text about these commands (the same for every tenant:
@@ -53,6 +55,13 @@ fn word_after<'a>(words: &'a [&'a str], key: &str) -> Option<&'a str> {
 pub fn decide(text: &str) -> ModelReply {
     let lower = text.trim().to_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
+    if let Some(rest) = text.trim().strip_prefix("say slowly ") {
+        return ModelReply {
+            text: Some(rest.to_owned()),
+            tool_calls: Vec::new(),
+            truncated: false,
+        };
+    }
     if let Some(rest) = text.trim().strip_prefix("say ") {
         return ModelReply {
             text: Some(rest.to_owned()),
@@ -135,16 +144,76 @@ pub fn reply_to(messages: &[ModelMessage]) -> ModelReply {
     decide(last_user.unwrap_or_default())
 }
 
+/// Whether the person asked for `say slowly` (the last message is theirs).
+fn slow(request: &ModelRequest) -> bool {
+    request
+        .messages
+        .last()
+        .is_some_and(|m| matches!(m, ModelMessage::User(t) if t.trim().starts_with("say slowly ")))
+}
+
+/// How long `say slowly` waits before each word.
+pub const SLOW_WORD: std::time::Duration = std::time::Duration::from_millis(50);
+
 #[async_trait]
 impl Model for ScriptedModel {
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        Ok(reply_to(&request.messages))
+        let reply = reply_to(&request.messages);
+        // `say slowly` takes as long unstreamed: the whole text after the last word.
+        if slow(request)
+            && let Some(text) = &reply.text
+        {
+            let words = text.split_inclusive(char::is_whitespace).count();
+            tokio::time::sleep(SLOW_WORD * u32::try_from(words).unwrap_or(u32::MAX)).await;
+        }
+        Ok(reply)
+    }
+
+    /// Word by word (S-1), so streaming is seen: each word with the space before it;
+    /// `say slowly` waits [`SLOW_WORD`] before each.
+    async fn step_streaming(
+        &self,
+        request: &ModelRequest,
+        delta: &(dyn for<'s> Fn(&'s str) + Send + Sync),
+    ) -> Result<ModelReply, ModelError> {
+        let reply = reply_to(&request.messages);
+        let slow = slow(request);
+        if let Some(text) = &reply.text {
+            for piece in text.split_inclusive(char::is_whitespace) {
+                if slow {
+                    tokio::time::sleep(SLOW_WORD).await;
+                }
+                delta(piece);
+            }
+        }
+        Ok(reply)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// S-1: the pieces add up to the reply's text, word by word.
+    #[tokio::test]
+    async fn it_streams_word_by_word() {
+        let request = ModelRequest {
+            system: String::new(),
+            messages: vec![ModelMessage::User("say one  two\nthree".into())],
+            tools: Vec::new(),
+            max_output_tokens: 64,
+        };
+        let pieces = std::sync::Mutex::new(Vec::new());
+        let reply = ScriptedModel
+            .step_streaming(&request, &|p: &str| {
+                pieces.lock().unwrap().push(p.to_owned());
+            })
+            .await
+            .unwrap();
+        let pieces = pieces.into_inner().unwrap();
+        assert_eq!(pieces, ["one ", " ", "two\n", "three"]);
+        assert_eq!(pieces.concat(), reply.text.unwrap());
+    }
 
     #[test]
     fn rules() {

@@ -287,7 +287,19 @@ impl<'a> Turn<'a> {
         loop {
             tries += 1;
             let left = self.deadline.saturating_duration_since(Instant::now());
-            let result = tokio::time::timeout(left, self.chat.parts.model.step(request))
+            let model = &self.chat.parts.model;
+            // S-1: on a streamed post the text goes to the person as it is generated.
+            let asked = async {
+                if crate::stream::streaming() {
+                    let delta = |piece: &str| {
+                        crate::stream::emit(crate::stream::Event::Delta(piece.to_owned()));
+                    };
+                    model.step_streaming(request, &delta).await
+                } else {
+                    model.step(request).await
+                }
+            };
+            let result = tokio::time::timeout(left, asked)
                 .await
                 .unwrap_or(Err(ModelError::Timeout));
             match result {

@@ -213,6 +213,119 @@ pub fn reply_from(bytes: &[u8]) -> Result<ModelReply, ModelError> {
     })
 }
 
+/// S-1: a streamed chat completion (`stream: true`, server-sent events) read as it comes:
+/// each text piece goes to the caller as it arrives; tool calls are assembled from their
+/// pieces by index; `[DONE]` (or the end of the body) ends it. Lines are cut at `\n` on
+/// bytes, so a character split across two network chunks is read whole.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    pending: Vec<u8>,
+    text: String,
+    calls: std::collections::BTreeMap<u64, (String, String, String)>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: ChunkDelta,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ChunkDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<CallPiece>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallPiece {
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionPiece>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionPiece {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+impl Streamed {
+    /// Reads `bytes`, passing each text piece to `delta`.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        delta: &(dyn for<'s> Fn(&'s str) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        self.pending.extend_from_slice(bytes);
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else {
+                continue; // `event:`, `id:`, comments, blank separators
+            };
+            if data == "[DONE]" || data.is_empty() {
+                continue;
+            }
+            let chunk: Chunk = serde_json::from_str(data)
+                .map_err(|e| ModelError::Malformed(format!("not a completion chunk: {e}")))?;
+            for choice in chunk.choices.into_iter().take(1) {
+                if let Some(piece) = choice.delta.content.filter(|p| !p.is_empty()) {
+                    delta(&piece);
+                    self.text.push_str(&piece);
+                }
+                for call in choice.delta.tool_calls {
+                    let entry = self.calls.entry(call.index).or_default();
+                    if let Some(id) = call.id {
+                        entry.0 = id;
+                    }
+                    if let Some(f) = call.function {
+                        entry.1.push_str(f.name.as_deref().unwrap_or_default());
+                        entry.2.push_str(f.arguments.as_deref().unwrap_or_default());
+                    }
+                }
+                if choice.finish_reason.is_some() {
+                    self.finish_reason = choice.finish_reason;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The reply the pieces make.
+    pub fn reply(self) -> ModelReply {
+        let tool_calls = self
+            .calls
+            .into_values()
+            .map(|(id, name, arguments)| ToolCall {
+                id,
+                name,
+                arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
+            })
+            .collect();
+        ModelReply {
+            text: Some(self.text).filter(|t| !t.trim().is_empty()),
+            tool_calls,
+            truncated: self.finish_reason.as_deref() == Some("length"),
+        }
+    }
+}
+
 /// M-5: an HTTP status, typed.
 pub fn status_error(status: u16, body: &[u8]) -> ModelError {
     // The service's own message, short: it names the problem (a wrong model, a bad key)
@@ -295,20 +408,17 @@ impl OpenAiModel {
     }
 }
 
-#[async_trait]
-impl Model for OpenAiModel {
-    async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let mut call = self
-            .http
-            .post(self.endpoint.url.clone())
-            .json(&body(&self.endpoint, request));
+impl OpenAiModel {
+    /// Sends `body` with the key.
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
+        let mut call = self.http.post(self.endpoint.url.clone()).json(body);
         if let Some(key) = self.key().await? {
             call = match self.endpoint.key_header {
                 KeyHeader::Bearer => call.bearer_auth(key.expose()),
                 KeyHeader::ApiKey => call.header("api-key", key.expose()),
             };
         }
-        let answer = call.send().await.map_err(|e| {
+        call.send().await.map_err(|e| {
             if e.is_timeout() {
                 ModelError::Timeout
             } else {
@@ -316,7 +426,56 @@ impl Model for OpenAiModel {
                 // cause is what matters.
                 ModelError::Unavailable(e.without_url().into())
             }
-        })?;
+        })
+    }
+}
+
+#[async_trait]
+impl Model for OpenAiModel {
+    /// S-1: `stream: true`; a server that answers with one JSON completion instead (some
+    /// local servers ignore the flag) is read as such, its text passed whole.
+    async fn step_streaming(
+        &self,
+        request: &ModelRequest,
+        delta: &(dyn for<'s> Fn(&'s str) + Send + Sync),
+    ) -> Result<ModelReply, ModelError> {
+        let mut wire = body(&self.endpoint, request);
+        wire["stream"] = Value::Bool(true);
+        let mut answer = self.send(&wire).await?;
+        let status = answer.status().as_u16();
+        let events = answer
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if status != 200 || !events {
+            let bytes = answer
+                .bytes()
+                .await
+                .map_err(|e| ModelError::Unavailable(e.without_url().into()))?;
+            if status != 200 {
+                return Err(status_error(status, &bytes));
+            }
+            let reply = reply_from(&bytes)?;
+            if let Some(text) = &reply.text {
+                delta(text);
+            }
+            return Ok(reply);
+        }
+        let mut streamed = Streamed::default();
+        while let Some(bytes) = answer
+            .chunk()
+            .await
+            .map_err(|e| ModelError::Unavailable(e.without_url().into()))?
+        {
+            streamed.feed(&bytes, delta)?;
+        }
+        streamed.feed(b"\n", delta)?;
+        Ok(streamed.reply())
+    }
+
+    async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let answer = self.send(&body(&self.endpoint, request)).await?;
         let status = answer.status().as_u16();
         let bytes = answer
             .bytes()

@@ -199,3 +199,62 @@ async fn m1_the_api_key_comes_from_the_secret_store() {
     assert!(e.to_string().contains("refused") || format!("{e:?}").contains("absent"));
     assert!(server.seen().is_empty(), "nothing was sent without the key");
 }
+
+/// S-1: a streamed completion read in network chunks cut anywhere (inside a line, inside a
+/// multi-byte character): the text pieces go out in order and add up to the reply's text;
+/// tool calls are assembled from their pieces; a `length` finish is a truncation; and a
+/// chunk that is not JSON is a malformed answer.
+#[test]
+fn s1_a_streamed_completion_is_read_piece_by_piece() {
+    use countersign_models::openai::Streamed;
+    let events = [
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "Olá, "}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "sessões"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_user_", "arguments": ""}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "sessions", "arguments": "{\"limit\""}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 2}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}}),
+    ];
+    let mut sse: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    sse.push_str(": keep-alive\n\ndata: [DONE]\n\n");
+    let bytes = sse.as_bytes();
+    for cut in [1, 3, 7, 64] {
+        let pieces = std::sync::Mutex::new(Vec::new());
+        let delta = |p: &str| {
+            pieces.lock().unwrap().push(p.to_owned());
+        };
+        let mut streamed = Streamed::default();
+        for chunk in bytes.chunks(cut) {
+            streamed.feed(chunk, &delta).unwrap();
+        }
+        let reply = streamed.reply();
+        assert_eq!(
+            pieces.into_inner().unwrap(),
+            ["Olá, ", "sessões"],
+            "cut {cut}"
+        );
+        assert_eq!(reply.text.as_deref(), Some("Olá, sessões"));
+        assert_eq!(
+            reply.tool_calls,
+            vec![ToolCall {
+                id: "call_1".into(),
+                name: "get_user_sessions".into(),
+                arguments: json!({"limit": 2}),
+            }]
+        );
+        assert!(!reply.truncated);
+    }
+    let mut cut_short = Streamed::default();
+    let line = json!({"choices": [{"delta": {"content": "half"}, "finish_reason": "length"}]});
+    cut_short
+        .feed(format!("data: {line}\n").as_bytes(), &|_| {})
+        .unwrap();
+    assert!(cut_short.reply().truncated);
+    let mut broken = Streamed::default();
+    assert!(matches!(
+        broken.feed(b"data: {not json\n", &|_| {}),
+        Err(ModelError::Malformed(_))
+    ));
+}

@@ -207,3 +207,116 @@ async fn s4_the_tenants_language_and_the_persons() {
         .await;
     s.finish();
 }
+
+/// S-1: the streamed post: the person's message, the model's text in pieces that add up to
+/// the stored answer, that answer as stored, then the end; a refusal before anything is
+/// stored answers as the buffered route does; no token is a 401.
+#[tokio::test]
+async fn s1_the_streamed_post_sends_pieces_then_the_stored_messages() {
+    let s = Stack::start().await;
+    let t = s.token("u_alice");
+    let case = s.create_case(&t).await;
+    let url = format!("{}/api/cases/{case}/messages/stream", s.messages_url);
+    let res = s
+        .http
+        .post(&url)
+        .bearer_auth(&t)
+        .json(&json!({"content": "say one two three"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/x-ndjson")
+    );
+    let body = res.text().await.unwrap();
+    let events: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"message"), "{body}");
+    assert_eq!(events[0]["message"]["role"], "user");
+    assert_eq!(kinds.last(), Some(&"end"), "{body}");
+    let pieces: String = events
+        .iter()
+        .filter(|e| e["type"] == "delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(pieces, "one two three");
+    assert!(
+        kinds.iter().filter(|k| **k == "delta").count() >= 3,
+        "{body}"
+    );
+    let answer = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "message")
+        .unwrap();
+    assert_eq!(answer["message"]["content"], "one two three");
+    // What was streamed is what is stored.
+    let stored = s.history(&t, &case).await;
+    assert_eq!(stored.last().unwrap()["id"], answer["message"]["id"]);
+    assert_eq!(stored.len(), 2);
+    // A proposal comes as its stored message, with its instructions.
+    let res = s
+        .http
+        .post(&url)
+        .bearer_auth(&t)
+        .json(&json!({"content": "move ses_a1 to car_a2"}))
+        .send()
+        .await
+        .unwrap();
+    let body = res.text().await.unwrap();
+    let proposal = body
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["message"]["kind"] == "proposal")
+        .expect("the proposal, as stored");
+    assert!(
+        proposal["message"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("confirm")
+    );
+    assert!(
+        !body.contains("\"type\":\"delta\",\"text\":\"Move"),
+        "{body}"
+    );
+    s.say(&t, &case, "cancel", proposal["message"]["id"].as_str())
+        .await;
+    // Refusals are the buffered route's.
+    let closed = s
+        .http
+        .post(format!("{}/api/cases/{case}/close", s.messages_url))
+        .bearer_auth(&t)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200);
+    let res = s
+        .http
+        .post(&url)
+        .bearer_auth(&t)
+        .json(&json!({"content": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 409);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["error"]["code"],
+        "CASE_CLOSED"
+    );
+    let res = s
+        .http
+        .post(&url)
+        .json(&json!({"content": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    s.finish();
+}

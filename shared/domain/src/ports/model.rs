@@ -120,4 +120,20 @@ impl ModelError {
 pub trait Model: Send + Sync {
     /// One step.
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
+
+    /// One step, passing the reply's text to `delta` as it is generated (S-1): the
+    /// pieces, in order, add up to the reply's text. The reply is the same as
+    /// [`Self::step`]'s. An adapter that cannot stream passes the whole text once, at the
+    /// end (this default).
+    async fn step_streaming(
+        &self,
+        request: &ModelRequest,
+        delta: &(dyn for<'s> Fn(&'s str) + Send + Sync),
+    ) -> Result<ModelReply, ModelError> {
+        let reply = self.step(request).await?;
+        if let Some(text) = &reply.text {
+            delta(text);
+        }
+        Ok(reply)
+    }
 }
