@@ -5,6 +5,11 @@ export declare const VERSION: string;
 export interface WidgetOptions {
   /** The messages API's base URL (the platform's API URL). */
   apiUrl: string;
+  /** Where the streamed post is served: a deployment's `StreamUrl` output (default
+   *  `apiUrl`). */
+  streamUrl?: string;
+  /** `false`: the buffered post (the answer arrives whole). Default: stream. */
+  stream?: boolean;
   /** Returns a fresh widget JWT minted by your backend (docs/widget-guide.md). Called at
    *  start and once more after a 401. */
   getToken: () => Promise<string>;

@@ -262,8 +262,11 @@ export class ApiError extends Error {
 /** Calls the widget API with a fresh token; on 401 asks `getToken` for a new one once
  *  (W-2). A request refused with 401 did nothing, so sending it again is safe. */
 export class Client {
-  constructor(apiUrl, getToken, fetchImpl) {
+  constructor(apiUrl, getToken, fetchImpl, streamUrl) {
     this.apiUrl = String(apiUrl).replace(/\/+$/, "");
+    // S-1: where the streamed post is served (a deployment's `StreamUrl`); the API's URL
+    // when it streams itself (the local run).
+    this.streamUrl = String(streamUrl || apiUrl).replace(/\/+$/, "");
     this.getToken = getToken;
     this.fetch = fetchImpl || globalThis.fetch.bind(globalThis);
     this.token = null;
@@ -284,10 +287,10 @@ export class Client {
     return data;
   }
 
-  send(method, path, body) {
+  send(method, path, body, base) {
     const headers = { Authorization: `Bearer ${this.token}` };
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    return this.fetch(this.apiUrl + path, {
+    return this.fetch((base || this.apiUrl) + path, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -316,10 +319,10 @@ export class Client {
    *  stored stays stored: read the history). */
   async stream(path, body, onEvent) {
     if (!this.token) this.token = await this.getToken();
-    let res = await this.send("POST", path, body);
+    let res = await this.send("POST", path, body, this.streamUrl);
     if (res.status === 401) {
       this.token = await this.getToken();
-      res = await this.send("POST", path, body);
+      res = await this.send("POST", path, body, this.streamUrl);
     }
     if (!res.ok) {
       const data = await res.json().catch(() => null);
@@ -447,7 +450,7 @@ export class Widget {
     // S-4: the host page's choice for this person, else the case's (the tenant's default).
     this.chosenLanguage = languageOf(options.language);
     this.t = texts(this.chosenLanguage || "en");
-    this.client = new Client(options.apiUrl, options.getToken, options.fetch);
+    this.client = new Client(options.apiUrl, options.getToken, options.fetch, options.streamUrl);
     this.apiUrl = this.client.apiUrl;
     this.storage = options.storage || safeLocalStorage();
     this.pollMs = options.pollMs || POLL_MS;

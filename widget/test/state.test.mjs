@@ -132,3 +132,38 @@ test("W-5: a failed send is never sent again by the client", async () => {
   assert.equal(fetch.calls.length, 1);
   assert.equal(fetch.calls[0].init.credentials, "omit");
 });
+
+/** A streamed answer whose bytes arrive in `chunks`, optionally breaking after them. */
+function streamed(chunks, breaks = false) {
+  const enc = new TextEncoder();
+  let i = 0;
+  return new Response(new ReadableStream({
+    pull(c) {
+      if (i < chunks.length) return c.enqueue(enc.encode(chunks[i++]));
+      return breaks ? c.error(new TypeError("network")) : c.close();
+    },
+  }), { status: 200, headers: { "Content-Type": "application/x-ndjson" } });
+}
+
+test("S-1: the streamed post goes to the stream URL; events are read across chunk cuts", async () => {
+  const calls = [];
+  const fetch = async (url, init) => {
+    calls.push(url);
+    return streamed(['{"type":"mess', 'age","message":{"id":"m1"}}\n{"type":"delta","text":"Ol', 'á"}\n', '{"type":"end"}\n']);
+  };
+  const c = new Client("https://api.example", async () => "tok", fetch, "https://stream.example/");
+  const events = [];
+  await c.stream("/api/cases/c/messages/stream", { content: "x" }, (e) => events.push(e));
+  assert.deepEqual(calls, ["https://stream.example/api/cases/c/messages/stream"]);
+  assert.deepEqual(events.map((e) => e.type), ["message", "delta", "end"]);
+  assert.equal(events[1].text, "Olá");
+});
+
+test("S-1: a stream that breaks or ends early is a cut (read the history); a refusal is an ApiError", async () => {
+  const broken = new Client("https://api.example", async () => "tok", async () => streamed(['{"type":"delta","text":"a"}\n'], true));
+  await assert.rejects(broken.stream("/s", {}, () => {}), (e) => e.cut === true);
+  const early = new Client("https://api.example", async () => "tok", async () => streamed(['{"type":"delta","text":"a"}\n']));
+  await assert.rejects(early.stream("/s", {}, () => {}), (e) => e.cut === true);
+  const refused = new Client("https://api.example", async () => "tok", async () => new Response(JSON.stringify({ error: { code: "CASE_CLOSED", message: "closed" } }), { status: 409 }));
+  await assert.rejects(refused.stream("/s", {}, () => {}), (e) => e.status === 409 && e.code === "CASE_CLOSED" && !e.cut);
+});

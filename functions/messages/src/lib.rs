@@ -22,7 +22,7 @@ pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 11] = [
+pub const ENV: [&str; 12] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_MODEL_BASE_URL",
@@ -34,6 +34,7 @@ pub const ENV: [&str; 11] = [
     "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
     "COUNTERSIGN_PERSON_CASES_PER_MINUTE",
     "COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE",
+    "COUNTERSIGN_RESPONSE_STREAMING",
 ];
 
 /// Time kept after a model turn's deadline, inside the function's timeout, to tell the
@@ -79,6 +80,10 @@ pub struct Config {
     pub allow_loopback_provider: bool,
     /// The local address outside Lambda (`COUNTERSIGN_MESSAGES_ADDR`).
     pub addr: String,
+    /// S-1: this function answers through a function URL in `RESPONSE_STREAM` mode
+    /// (`COUNTERSIGN_RESPONSE_STREAMING=1`, the template's stream function; decision
+    /// 0046): it runs Lambda's streaming runner, which cannot serve buffered routes.
+    pub response_streaming: bool,
 }
 
 impl FromEnv for Config {
@@ -125,6 +130,7 @@ impl FromEnv for Config {
             addr: env
                 .string("COUNTERSIGN_MESSAGES_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8789".into()),
+            response_streaming: env.flag("COUNTERSIGN_RESPONSE_STREAMING")?,
         };
         config.consistent()
     }

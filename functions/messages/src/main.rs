@@ -20,5 +20,11 @@ async fn main() -> anyhow::Result<()> {
             .await;
     // G-8: metrics (tool calls, proposal outcomes, confirm latency) as CloudWatch EMF.
     let app = countersign_http::emf::with_emf_metrics(countersign_messages::app(&sdk, &config)?)?;
+    if config.response_streaming {
+        // S-1: the template's stream function (a function URL in RESPONSE_STREAM mode).
+        return Ok(
+            countersign_http::serve::run_streaming(app, &config.addr, "messages API").await?,
+        );
+    }
     Ok(countersign_http::serve::run(app, &config.addr, "messages API").await?)
 }

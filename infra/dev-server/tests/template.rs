@@ -669,3 +669,63 @@ fn o1_alarms_and_the_dashboard_watch_what_the_seed_asks() {
         assert!(body.contains(metric), "the dashboard shows {metric}");
     }
 }
+
+/// S-1 (decision 0046): the stream function is the messages function's code and role, run
+/// in streaming mode behind a function URL in RESPONSE_STREAM mode (no IAM auth: the widget
+/// JWT is checked by the function), with the same settings, its own reserved concurrency
+/// (a function URL has no API throttling), no HTTP API route, and its URL as an output.
+#[test]
+fn s1_the_stream_function_streams_the_messages_functions_code() {
+    let (t, _) = template();
+    let stream = &t["Resources"]["MessagesStreamFunction"];
+    let messages = &t["Resources"]["MessagesFunction"];
+    assert_eq!(
+        stream["Metadata"]["BuildProperties"]["Binary"].as_str(),
+        Some("countersign-messages")
+    );
+    assert_eq!(
+        scalars(&stream["Properties"]["Role"]),
+        vec!["MessagesFunctionRole.Arn".to_owned()]
+    );
+    assert!(stream["Properties"]["Policies"].is_badvalue());
+    let url = &stream["Properties"]["FunctionUrlConfig"];
+    assert_eq!(url["InvokeMode"].as_str(), Some("RESPONSE_STREAM"));
+    assert_eq!(url["AuthType"].as_str(), Some("NONE"));
+    assert!(
+        stream["Properties"]["Events"].is_badvalue(),
+        "no HTTP API route"
+    );
+    assert_eq!(
+        template_env(&t, stream),
+        template_env(&t, messages),
+        "the same settings"
+    );
+    let vars = |f: &Yaml| {
+        f["Properties"]["Environment"]["Variables"]["COUNTERSIGN_RESPONSE_STREAMING"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    assert_eq!(vars(stream).as_deref(), Some("1"));
+    assert_eq!(vars(messages).as_deref(), Some("0"));
+    for (k, v) in messages["Properties"]["Environment"]["Variables"]
+        .as_hash()
+        .unwrap()
+    {
+        if k.as_str() != Some("COUNTERSIGN_RESPONSE_STREAMING") {
+            assert_eq!(
+                &stream["Properties"]["Environment"]["Variables"][k.as_str().unwrap()],
+                v,
+                "{k:?}"
+            );
+        }
+    }
+    assert!(
+        scalars(&stream["Properties"]["ReservedConcurrentExecutions"])
+            .contains(&"StreamConcurrency".to_owned())
+    );
+    assert!(
+        scalars(&t["Outputs"]["StreamUrl"]["Value"])
+            .iter()
+            .any(|v| v.contains("MessagesStreamFunctionUrl"))
+    );
+}

@@ -37,3 +37,15 @@ pub async fn run(app: axum::Router, local_addr: &str, what: &str) -> std::io::Re
     tracing::info!(addr = %local_addr, "{what} listening");
     axum::serve(listener, app).await
 }
+
+/// [`run`] for a function behind a function URL in `RESPONSE_STREAM` mode (S-1, decision
+/// 0046): inside Lambda, the streaming runner, which sends each piece of a response body
+/// as it is produced; outside, the same local server (which streams anyway).
+pub async fn run_streaming(app: axum::Router, local_addr: &str, what: &str) -> std::io::Result<()> {
+    if in_lambda() {
+        return lambda_http::run_with_streaming_response(app)
+            .await
+            .map_err(std::io::Error::other);
+    }
+    run(app, local_addr, what).await
+}
