@@ -148,6 +148,11 @@ test("V-2: a tool changed since approval is shown side by side and approved with
 });
 
 test("H-1, H-4, V-3: run the certification from the panel (consent executes), then enable actions", async () => {
+  // The form starts from each consultation's required arguments, not from `{}`.
+  await page.goto(`${BASE}/admin/mcp`);
+  const prefilled = JSON.parse(await page.locator("#samples").inputValue());
+  assert.deepEqual(prefilled.get_session_laps, { sessionId: "" });
+  assert.deepEqual(prefilled.get_user_cars, {});
   const fill = async (consent) => {
     await page.goto(`${BASE}/admin/mcp`);
     await page.fill("#testUser", "u_test");
@@ -165,14 +170,21 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   // Without consent nothing is executed: the execution check is skipped, and the run does not pass.
   await fill(false);
   assert.notEqual(await page.locator("#verdict").innerText(), "passed");
-  assert.equal(await page.locator('tr[data-check="actions.execute.reassign_session_car"] td:nth-child(3)').innerText(), "skipped");
+  assert.equal(await page.locator('tr[data-check="actions.execute.reassign_session_car"] td:nth-child(2)').innerText(), "skipped");
   assert.match(await page.locator('tr[data-check="actions.execute.reassign_session_car"]').innerText(), /did not consent/);
   await fill(true);
   assert.equal(await page.locator("#verdict").innerText(), "passed");
   assert.equal(await page.locator("tr.failed").count(), 0);
-  assert.equal(await page.locator('tr[data-check="proof.alg_none"] td:nth-child(3)').innerText(), "passed");
+  // Each check is said in words, not in requirement IDs.
+  const table = await page.locator("#run table").innerText();
+  assert.doesNotMatch(table, /\b[HVTA]-\d+\b/, "no rule IDs");
+  assert.match(await page.locator('tr[data-check="proof.alg_none"]').innerText(), /no signature \(alg none\) is refused/);
+  assert.equal(await page.locator('tr[data-check="proof.alg_none"] td:nth-child(2)').innerText(), "passed");
   await page.click("text=Back to the Tenant MCP settings");
   assert.equal(await page.locator("#enableBlocked").count(), 0, "nothing blocks enabling");
+  // The last inputs are remembered in this browser.
+  assert.equal(await page.locator("#testUser").inputValue(), "u_test");
+  assert.equal(JSON.parse(await page.locator("#samples").inputValue()).get_session_laps.sessionId, "ses_t1");
   await page.check("#enabled");
   await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);
   assert.equal(await page.locator("#enabled").isChecked(), true);

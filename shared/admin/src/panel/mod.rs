@@ -6,6 +6,7 @@
 //! The admin function serves [`router`]; the messages function serves
 //! [`certification_router`] (the run signs test proofs, decision 0026).
 
+mod samples;
 pub mod session;
 pub mod views;
 
@@ -411,6 +412,10 @@ async fn render_mcp(
         .as_ref()
         .zip(run.as_ref())
         .map(|(s, r)| (r, r.certifies(&CertifiedSubject::of(s))));
+    let samples = stored.as_ref().map_or_else(
+        || "{}".to_owned(),
+        |s| samples::consultation_samples(&s.config),
+    );
     let page = McpPage {
         session,
         view: &view,
@@ -420,6 +425,7 @@ async fn render_mcp(
         enable_blocked: enable_blocked(&view, stored.as_ref(), run.as_ref()),
         certification,
         notice,
+        samples: &samples,
     };
     html(status, views::mcp(&page))
 }

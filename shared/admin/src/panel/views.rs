@@ -152,6 +152,8 @@ pub struct McpPage<'a> {
     pub certification: Option<(&'a Certification, bool)>,
     /// A notice after a change.
     pub notice: Option<&'a str>,
+    /// Sample arguments per allowed consultation, from their input schemas.
+    pub samples: &'a str,
 }
 
 /// Integration settings → Tenant MCP (U-2) and the certification (H-1).
@@ -310,12 +312,12 @@ fn certification_section(p: &McpPage<'_>) -> Markup {
         section #certification {
             h2 { "Certification" }
             p { "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person." }
-            form method="post" action="/admin/certification" {
+            form #certify method="post" action="/admin/certification" data-remember=(format!("countersign:certification:{}", p.session.tenant.id)) {
                 input type="hidden" name="csrf" value=(p.session.csrf);
                 label for="testUser" { "Synthetic test person (X-MCP-User-Id): an account of your system made for tests" }
                 input #testUser type="text" name="testUser" required;
-                label for="samples" { "Sample arguments per consultation (JSON object by tool name)" }
-                textarea #samples name="consultations" rows="4" { "{}" }
+                label for="samples" { "Sample arguments per consultation (JSON object by tool name): fill in values that exist for the test person; each tool's required arguments are listed" }
+                textarea #samples name="consultations" rows="8" { (p.samples) }
                 label for="secondTestUser" { "Second synthetic person (optional): must be refused the first person's resources" }
                 input #secondTestUser type="text" name="secondTestUser";
                 label for="personalConsultations" { "Consultations whose sample arguments name the first person's resource (comma-separated)" }
@@ -347,12 +349,12 @@ pub fn run_table(run: &Certification, current: bool) -> Markup {
             p.verdict { "Latest run " strong #verdict { (verdict) } " at " (run.at) " (test user " code { (run.test_user) } ", configuration version " (run.subject.config_version) ")"
                 @if !current { " — it does not cover the settings saved now: run it again" } }
             table {
-                thead { tr { th { "Check" } th { "Requirement" } th { "Result" } th { "Reason" } } }
+                thead { tr { th { "What was checked" } th { "Result" } th { "What we saw" } } }
                 tbody {
                     @for c in &run.checks {
                         @let status = match c.status { CheckStatus::Passed => "passed", CheckStatus::Failed => "failed", CheckStatus::Skipped => "skipped" };
                         tr class=(status) data-check=(c.id) {
-                            td { code { (c.id) } } td { (c.requirement) } td { (status) } td { (c.reason) }
+                            td { (super::samples::describe_check(&c.id)) } td { (status) } td { (c.reason) }
                         }
                     }
                 }

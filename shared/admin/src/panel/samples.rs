@@ -1,0 +1,142 @@
+//! What the certification form starts from (issue 28): sample arguments for each allowed
+//! consultation, read from its approved input schema, and each check said in words.
+
+use countersign_domain::config::McpConfig;
+use serde_json::{Map, Value};
+
+/// Sample arguments per allowed consultation, from each one's approved input schema:
+/// every required property with a value of its type — the schema's example, default or
+/// first allowed value when it gives one, else an empty one to fill in — so the
+/// administrator starts from the shape each tool needs rather than from `{}`.
+pub(super) fn consultation_samples(config: &McpConfig) -> String {
+    let mut samples = Map::new();
+    for tool in &config.allowed_tools {
+        let schema = config
+            .approved
+            .get(tool.as_str())
+            .and_then(|form| serde_json::from_str::<Value>(form).ok())
+            .and_then(|d| d.get("inputSchema").cloned())
+            .unwrap_or(Value::Null);
+        samples.insert(tool.as_str().to_owned(), sample_of(&schema));
+    }
+    serde_json::to_string_pretty(&Value::Object(samples)).unwrap_or_else(|_| "{}".into())
+}
+
+/// An object with each required property of `schema`.
+fn sample_of(schema: &Value) -> Value {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let properties = schema.get("properties");
+    let mut out = Map::new();
+    for name in required {
+        let property = properties.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+        out.insert(name.to_owned(), value_of(property));
+    }
+    Value::Object(out)
+}
+
+fn value_of(property: &Value) -> Value {
+    let given = property
+        .get("examples")
+        .and_then(|e| e.get(0))
+        .or_else(|| property.get("default"))
+        .or_else(|| property.get("enum").and_then(|e| e.get(0)))
+        .or_else(|| property.get("const"));
+    if let Some(v) = given {
+        return v.clone();
+    }
+    match property.get("type").and_then(Value::as_str) {
+        Some("integer" | "number") => property.get("minimum").cloned().unwrap_or(Value::from(0)),
+        Some("boolean") => Value::Bool(false),
+        Some("array") => Value::Array(Vec::new()),
+        Some("object") => sample_of(property),
+        _ => Value::String(String::new()),
+    }
+}
+
+/// What a check of the certification checked, in the administrator's words (its id stays
+/// on the row for tooling).
+pub(super) fn describe_check(id: &str) -> String {
+    let parts: Vec<&str> = id.split('.').collect();
+    match parts.as_slice() {
+        ["tools", "list"] => "Your server lists its tools".into(),
+        ["consultation", name, "listed"] => format!("{name} is listed by your server"),
+        ["consultation", name, "call"] => {
+            format!("{name} answers the sample arguments as its output schema says")
+        }
+        ["consultation", name, "other_person"] => {
+            format!("{name} refuses the second person the first person's resource")
+        }
+        ["consultation", name, "wrong_token"] => {
+            format!("{name} refuses a call with a wrong service token")
+        }
+        ["actions", "tools"] => "Your server offers the action tools".into(),
+        ["actions", "wrong_token"] => "The action tools refuse a wrong service token".into(),
+        ["actions", "status"] => "The action status query answers".into(),
+        ["actions", "prepare", op] => format!("{op} is prepared with a summary to show"),
+        ["actions", "execute", op] => {
+            format!("{op} is carried out with a valid proof (the consented test write)")
+        }
+        ["proof", what] => format!("A proof {} is refused", proof_fault(what)),
+        _ => id.replace(['.', '_'], " "),
+    }
+}
+
+fn proof_fault(what: &str) -> &'static str {
+    match what {
+        "none" => "that is missing",
+        "alg_none" => "with no signature (alg none)",
+        "embedded_jwk" => "carrying its own key (jwk header)",
+        "jku" => "pointing to another key set (jku header)",
+        "expired" => "that has expired",
+        "long_lifetime" => "that lives too long",
+        "other_key" => "signed by another key",
+        "unknown_kid" => "naming an unknown key",
+        "wrong_action_id" => "for another action",
+        "wrong_arguments_hash" => "for other arguments",
+        "wrong_aud" => "for another audience",
+        "wrong_conversation" => "from another conversation",
+        "wrong_iss" => "from another issuer",
+        "wrong_operation" => "for another operation",
+        "wrong_sub" => "for another person",
+        "wrong_summary_hash" => "for another summary",
+        "wrong_tenant" => "for another tenant",
+        "wrong_typ" => "of another type",
+        _ => "with a fault",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn required_properties_get_a_value_of_their_type() {
+        let schema = json!({"type": "object", "required": ["sessionId", "limit", "full", "kind"],
+            "properties": {"sessionId": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+                "full": {"type": "boolean"}, "kind": {"type": "string", "enum": ["a", "b"]},
+                "optional": {"type": "string"}}});
+        assert_eq!(
+            sample_of(&schema),
+            json!({"sessionId": "", "limit": 1, "full": false, "kind": "a"})
+        );
+        assert_eq!(sample_of(&json!({"type": "object"})), json!({}));
+    }
+
+    #[test]
+    fn checks_are_said_in_words() {
+        assert_eq!(
+            describe_check("consultation.get_user_cars.wrong_token"),
+            "get_user_cars refuses a call with a wrong service token"
+        );
+        assert_eq!(
+            describe_check("proof.alg_none"),
+            "A proof with no signature (alg none) is refused"
+        );
+        assert!(!describe_check("actions.execute.reassign_session_car").contains('.'));
+    }
+}
