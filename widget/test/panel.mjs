@@ -222,6 +222,26 @@ test("U-3: the audit trail shows the changes", async () => {
   for (const a of ["widgetCredential.revoke", "widgetCredential.create", "mcp.certify", "mcp.put"]) {
     assert.ok(actions.includes(a), `${a} in ${actions}`);
   }
+  // Readable: who in words, changes field by field, no raw JSON line.
+  const who = await page.locator("#audit td.who").first().innerText();
+  assert.match(who, /^(Administrator \(key [0-9a-f]{8}…\)|Platform operator|Platform|The person in the chat)$/);
+  assert.ok((await page.locator("#audit ul.changes li").count()) > 0);
+  // Filters: by event, and by day.
+  await page.selectOption("#event", "widgetCredential.");
+  await Promise.all([page.waitForURL(/event=widgetCredential/), page.click("#auditFilters button[type=submit]")]);
+  const filtered = await page.locator("#audit code.action").allInnerTexts();
+  assert.ok(filtered.length > 0 && filtered.every((a) => a.startsWith("widgetCredential.")), `${filtered}`);
+  await page.goto(`${BASE}/admin/audit?from=2000-01-01&to=2000-01-02`);
+  assert.equal(await page.locator("#audit tbody tr").count(), 0);
+  assert.equal(await page.locator("#noRecords").count(), 1);
+  // Fits 1280 px and a phone: no sideways scrolling.
+  for (const [width, height] of [[1280, 800], [390, 844]]) {
+    await page.setViewportSize({ width, height });
+    await page.goto(`${BASE}/admin/audit`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 1, `${width} px: ${overflow} px of sideways scroll`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
 });
 
 test("Unsettled actions: the page lists none on a healthy provider", async () => {

@@ -6,6 +6,7 @@
 //! The admin function serves [`router`]; the messages function serves
 //! [`certification_router`] (the run signs test proofs, decision 0026).
 
+pub mod audit_view;
 mod samples;
 pub mod session;
 pub mod views;
@@ -697,20 +698,41 @@ async fn widget_replace(
     .await
 }
 
+/// The audit trail, newest first, 20 records a page; with filters, up to five pages of the
+/// trail are read to fill one page of matches (the link goes on from where it stopped).
 async fn audit_page(State(state): State<AdminState>, session: Session, uri: Uri) -> Response {
     let q = query(&uri);
-    let cursor = q
+    let mut cursor = q
         .get("cursor")
         .and_then(|c| AuditId::parse(c.as_str()).ok());
-    match state
-        .stores
-        .audit
-        .list_audit(&session.tenant.id, cursor.as_ref(), 20)
-        .await
-    {
-        Ok(page) => html(StatusCode::OK, views::audit(&session, &page)),
-        Err(e) => unavailable(&store_down(e)),
+    let filters = audit_view::Filters {
+        event: q.get("event").cloned().unwrap_or_default(),
+        from: q.get("from").cloned().unwrap_or_default(),
+        to: q.get("to").cloned().unwrap_or_default(),
+    };
+    let mut kept = Vec::new();
+    for _ in 0..5 {
+        let page = match state
+            .stores
+            .audit
+            .list_audit(&session.tenant.id, cursor.as_ref(), 20)
+            .await
+        {
+            Ok(page) => page,
+            Err(e) => return unavailable(&store_down(e)),
+        };
+        kept.extend(page.items.into_iter().filter(|e| filters.keep(e)));
+        cursor = page.next;
+        if kept.len() >= 20 || cursor.is_none() || !filters.any() {
+            break;
+        }
     }
+    let next = cursor.map(|c| format!("/admin/audit?cursor={c}&{}", filters.query()));
+    let items: Vec<_> = kept.iter().collect();
+    html(
+        StatusCode::OK,
+        views::audit(&session, &items, next.as_deref(), &filters),
+    )
 }
 
 async fn render_unsettled(

@@ -5,7 +5,7 @@
 use super::session::Session;
 use crate::mcp::McpView;
 use countersign_domain::certification::{Certification, CheckStatus};
-use countersign_domain::ports::{AuditPage, WidgetKey};
+use countersign_domain::ports::WidgetKey;
 use maud::{DOCTYPE, Markup, html};
 use std::collections::BTreeMap;
 
@@ -432,18 +432,41 @@ pub fn widgets(
 }
 
 /// The audit trail, newest first (U-3).
-pub fn audit(session: &Session, page_of: &AuditPage) -> Markup {
+pub fn audit(
+    session: &Session,
+    items: &[&countersign_domain::ports::AuditEntry],
+    next: Option<&str>,
+    filters: &super::audit_view::Filters,
+) -> Markup {
+    use super::audit_view::{EVENTS, actor, changes};
     let body = html! {
+        form #auditFilters method="get" action="/admin/audit" {
+            div.filters {
+                div { label for="event" { "Event" }
+                    select #event name="event" {
+                        @for (value, label) in EVENTS { option value=(value) selected[filters.event == value] { (label) } }
+                    } }
+                div { label for="from" { "From (day)" } input #from type="date" name="from" value=(filters.from); }
+                div { label for="to" { "To (day)" } input #to type="date" name="to" value=(filters.to); }
+                div { button type="submit" { "Filter" } }
+            }
+        }
+        @if items.is_empty() { p #noRecords { "No records" @if filters.any() { " match these filters on this page of the trail" } "." } }
         table #audit {
-            thead { tr { th { "When" } th { "Who" } th { "What" } th { "Changes" } } }
+            thead { tr { th { "When (UTC)" } th { "Who" } th { "What" } th { "Changes" } } }
             tbody {
-                @for a in &page_of.items {
-                    tr { td { (a.at) } td { code { (a.actor) } } td { code.action { (a.action) } } td { code { (a.changes.to_string()) } } }
+                @for a in items {
+                    tr data-action=(a.action) {
+                        td.when { (a.at.to_rfc3339().replace('T', " ").trim_end_matches('Z')) }
+                        td.who title=(a.actor) { (actor(&a.actor)) }
+                        td { code.action { (a.action) } }
+                        td { (changes(&a.changes)) }
+                    }
                 }
             }
         }
-        @if let Some(next) = &page_of.next {
-            p { a #older href=(format!("/admin/audit?cursor={next}")) { "Older" } }
+        @if let Some(next) = next {
+            p { a #older href=(next) { "Older" } }
         }
     };
     page("Audit trail", Some(session), body)
