@@ -194,25 +194,37 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   assert.match(await field("actionPolicy.enabled").innerText(), /certification/);
 });
 
-test("U-3: create a widget credential (secret shown once), replace and revoke it", async () => {
+test("U-3: create a widget credential (secret shown once), replace and revoke it; a reload never re-submits", async () => {
   await page.goto(`${BASE}/admin/widgets`);
   const before = await page.locator("#credentials tbody tr").count();
   await page.fill("#origins", "https://shop.example.com");
-  await page.click("#createWidget button[type=submit]");
+  await Promise.all([page.waitForURL(/\/admin\/widgets\?created=wk_/), page.click("#createWidget button[type=submit]")]);
   const secret = await page.locator("#secretValue").innerText();
   assert.match(secret, /^wsk_/);
   assert.equal(await page.locator("#credentials tbody tr").count(), before + 1);
-  await page.goto(`${BASE}/admin/widgets`);
+  // The form posted and redirected: a reload is a GET; it creates nothing and the secret
+  // is not shown again.
+  const reloaded = await page.reload();
+  assert.equal(reloaded.request().method(), "GET");
+  assert.equal(await page.locator("#credentials tbody tr").count(), before + 1, "no second credential");
   assert.ok(!(await page.content()).includes(secret), "the secret is shown only once");
+  assert.match(await page.locator("p.notice").innerText(), /shown once/);
   const row = page.locator("#credentials tbody tr").last();
   const id = await row.getAttribute("data-key");
-  await row.getByRole("button", { name: "Replace" }).click();
+  // Replace: a server-rendered step first; cancelling changes nothing.
+  await row.getByRole("link", { name: "Replace…" }).click();
+  assert.equal(await page.locator("#confirmKey").innerText(), id);
+  await page.getByRole("link", { name: "Cancel" }).click();
+  assert.equal(await page.locator(`tr[data-key="${id}"]`).count(), 1, "cancel kept it");
+  await page.locator(`tr[data-key="${id}"]`).getByRole("link", { name: "Replace…" }).click();
+  await Promise.all([page.waitForURL(/created=wk_/), page.locator("#confirmForm button").click()]);
   assert.match(await page.locator("#secretValue").innerText(), /^wsk_/);
   assert.equal(await page.locator(`tr[data-key="${id}"]`).count(), 0, "the replaced one is revoked");
   const replaced = page.locator("#credentials tbody tr").last();
   assert.match(await replaced.innerText(), /https:\/\/shop\.example\.com/, "the origins carry over");
-  await replaced.getByRole("button", { name: "Revoke" }).click();
-  await page.waitForURL(`${BASE}/admin/widgets`);
+  await replaced.getByRole("link", { name: "Revoke…" }).click();
+  assert.match(await page.locator("#consequence").innerText(), /stop working at once/);
+  await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.locator("#confirmForm button").click()]);
   assert.equal(await page.locator("#credentials tbody tr").count(), before);
 });
 

@@ -516,9 +516,29 @@ async fn u3_a_widget_secret_is_shown_once() {
         None,
     )
     .await;
-    assert_eq!(created.status, StatusCode::CREATED);
-    assert_eq!(created.headers[header::CACHE_CONTROL], "no-store");
-    let secret = created
+    // Posts and redirects (a reload never creates a second one); the secret goes with the
+    // redirect in a one-time cookie for the credentials page only.
+    assert_eq!(created.status, StatusCode::SEE_OTHER);
+    let to = created.headers[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(to.starts_with("/admin/widgets?created=wk_"), "{to}");
+    let carried = created.headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(carried.contains("Path=/admin/widgets"), "{carried}");
+    assert!(
+        carried.contains("HttpOnly") && carried.contains("Max-Age=60"),
+        "{carried}"
+    );
+    let one_time = carried.split(';').next().unwrap().to_owned();
+    let both = format!("{cookie}; {one_time}");
+    let shown = send(&e, "GET", &to, Some(&both), None, None).await;
+    assert_eq!(shown.status, StatusCode::OK);
+    assert_eq!(shown.headers[header::CACHE_CONTROL], "no-store");
+    let secret = shown
         .body
         .split("id=\"secretValue\">")
         .nth(1)
@@ -528,8 +548,36 @@ async fn u3_a_widget_secret_is_shown_once() {
         .unwrap()
         .to_owned();
     assert!(secret.starts_with("wsk_"));
+    assert!(
+        one_time.ends_with(&secret),
+        "the cookie carried this secret"
+    );
+    let cleared = shown.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(cleared.contains("Max-Age=0"), "read once: {cleared}");
+    // Without the cookie (a reload after it was cleared), the secret is not shown again.
+    let again = send(&e, "GET", &to, Some(&cookie), None, None).await;
+    assert!(!again.body.contains(&secret));
+    assert!(again.body.contains("shown once"));
+    // Another credential's id with this cookie shows nothing.
+    let other = send(
+        &e,
+        "GET",
+        "/admin/widgets?created=wk_other",
+        Some(&both),
+        None,
+        None,
+    )
+    .await;
+    assert!(!other.body.contains(&secret));
     let list = send(&e, "GET", "/admin/widgets", Some(&cookie), None, None).await;
     assert!(!list.body.contains(&secret));
+    assert_eq!(
+        countersign_admin::widgets::list(&e.state, &e.tenant)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     let key = countersign_admin::widgets::list(&e.state, &e.tenant)
         .await
         .unwrap()

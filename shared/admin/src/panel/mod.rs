@@ -72,8 +72,14 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/mcp/remove", post(mcp_remove))
         .route("/admin/mcp/approve", post(mcp_approve))
         .route("/admin/widgets", get(widgets_page).post(widget_create))
-        .route("/admin/widgets/{key_id}/revoke", post(widget_revoke))
-        .route("/admin/widgets/{key_id}/replace", post(widget_replace))
+        .route(
+            "/admin/widgets/{key_id}/revoke",
+            get(confirm_revoke).post(widget_revoke),
+        )
+        .route(
+            "/admin/widgets/{key_id}/replace",
+            get(confirm_replace).post(widget_replace),
+        )
         .route("/admin/audit", get(audit_page))
         .route("/admin/settings", get(settings_page).post(settings_save))
         .route("/admin/static/{file}", get(static_file))
@@ -577,18 +583,69 @@ async fn mcp_remove(
 async fn render_widgets(
     state: &AdminState,
     session: &Session,
-    new_secret: Option<(&countersign_domain::ports::WidgetKey, &str)>,
+    new_secret: Option<(&str, &str)>,
     errors: &Errors,
+    notice: Option<&str>,
     status: StatusCode,
 ) -> Response {
     match crate::widgets::list(state, &session.tenant).await {
-        Ok(keys) => html(status, views::widgets(session, &keys, new_secret, errors)),
+        Ok(keys) => html(
+            status,
+            views::widgets(session, &keys, new_secret, errors, notice),
+        ),
         Err(e) => unavailable(&e),
     }
 }
 
-async fn widgets_page(State(state): State<AdminState>, session: Session) -> Response {
-    render_widgets(&state, &session, None, &Errors::new(), StatusCode::OK).await
+/// The credentials; after a creation (`?created=<keyId>`), its secret, once, from the
+/// one-time cookie, which the answer clears.
+async fn widgets_page(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let created = query(&uri).get("created").cloned();
+    let carried = session::new_secret(&state, &headers);
+    let shown = match (&created, &carried) {
+        (Some(id), Some((carried_id, secret))) if id == carried_id => {
+            Some((id.as_str(), secret.as_str()))
+        }
+        _ => None,
+    };
+    let notice = (created.is_some() && shown.is_none()).then_some(
+        "That credential's secret was shown once, right after it was created. If it was not stored, replace the credential.",
+    );
+    let mut res = render_widgets(
+        &state,
+        &session,
+        shown,
+        &Errors::new(),
+        notice,
+        StatusCode::OK,
+    )
+    .await;
+    if carried.is_some() {
+        res.headers_mut().append(
+            header::SET_COOKIE,
+            session::secret_cookie(&state, "", "", 0),
+        );
+    }
+    res
+}
+
+/// After a credential was made: to its page, the secret carried once (post, redirect, get).
+fn show_new_secret(
+    state: &AdminState,
+    key: &countersign_domain::ports::WidgetKey,
+    secret: &str,
+) -> Response {
+    let mut res = see_other(&format!("/admin/widgets?created={}", key.id));
+    res.headers_mut().insert(
+        header::SET_COOKIE,
+        session::secret_cookie(state, key.id.as_str(), secret, 60),
+    );
+    res
 }
 
 async fn widget_create(
@@ -603,16 +660,7 @@ async fn widget_create(
     };
     let origins = form.lines("origins");
     match crate::widgets::create(&state, &session.tenant, &origins).await {
-        Ok((key, secret)) => {
-            render_widgets(
-                &state,
-                &session,
-                Some((&key, secret.expose())),
-                &Errors::new(),
-                StatusCode::CREATED,
-            )
-            .await
-        }
+        Ok((key, secret)) => show_new_secret(&state, &key, secret.expose()),
         Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
             let mut errors = errors_of(&e);
@@ -629,9 +677,53 @@ async fn widget_create(
                     }
                 })
                 .collect();
-            render_widgets(&state, &session, None, &errors, StatusCode::BAD_REQUEST).await
+            render_widgets(
+                &state,
+                &session,
+                None,
+                &errors,
+                None,
+                StatusCode::BAD_REQUEST,
+            )
+            .await
         }
     }
+}
+
+/// The server-rendered step before a revocation (issue 28: not one click from the list).
+async fn confirm_revoke(
+    State(state): State<AdminState>,
+    session: Session,
+    Path(key_id): Path<String>,
+) -> Response {
+    widget_confirm(&state, &session, &key_id, "revoke").await
+}
+
+/// The server-rendered step before a replacement.
+async fn confirm_replace(
+    State(state): State<AdminState>,
+    session: Session,
+    Path(key_id): Path<String>,
+) -> Response {
+    widget_confirm(&state, &session, &key_id, "replace").await
+}
+
+/// What a revocation or replacement does, and the button that does it.
+async fn widget_confirm(
+    state: &AdminState,
+    session: &Session,
+    key_id: &str,
+    what: &str,
+) -> Response {
+    let keys = match crate::widgets::list(state, &session.tenant).await {
+        Ok(k) => k,
+        Err(e) => return unavailable(&e),
+    };
+    let Some(key) = keys.iter().find(|k| k.id.as_str() == key_id) else {
+        let errors = errors_of(&AdminError::NoSuchCredential);
+        return render_widgets(state, session, None, &errors, None, StatusCode::NOT_FOUND).await;
+    };
+    html(StatusCode::OK, views::widget_confirm(session, key, what))
 }
 
 async fn widget_revoke(
@@ -653,6 +745,7 @@ async fn widget_revoke(
                 &session,
                 None,
                 &errors_of(&e),
+                None,
                 StatusCode::NOT_FOUND,
             )
             .await
@@ -677,25 +770,27 @@ async fn widget_replace(
     };
     let Some(old) = keys.iter().find(|k| k.id.as_str() == key_id) else {
         let errors = errors_of(&AdminError::NoSuchCredential);
-        return render_widgets(&state, &session, None, &errors, StatusCode::NOT_FOUND).await;
+        return render_widgets(&state, &session, None, &errors, None, StatusCode::NOT_FOUND).await;
     };
     let (key, secret) =
         match crate::widgets::create(&state, &session.tenant, &old.allowed_origins).await {
             Ok(created) => created,
             Err(e) => return unavailable(&e),
         };
-    let mut errors = Errors::new();
     if let Err(e) = crate::widgets::revoke(&state, &session.tenant, old.id.as_str()).await {
-        errors.insert(String::new(), format!("The new credential was created, but the old one could not be revoked ({e}): revoke it below."));
+        // Rare: shown on this answer, with the secret (a reload would not repeat it).
+        let errors: Errors = [(String::new(), format!("The new credential was created, but the old one could not be revoked ({e}): revoke it below."))].into();
+        return render_widgets(
+            &state,
+            &session,
+            Some((key.id.as_str(), secret.expose())),
+            &errors,
+            None,
+            StatusCode::CREATED,
+        )
+        .await;
     }
-    render_widgets(
-        &state,
-        &session,
-        Some((&key, secret.expose())),
-        &errors,
-        StatusCode::CREATED,
-    )
-    .await
+    show_new_secret(&state, &key, secret.expose())
 }
 
 /// The audit trail, newest first, 20 records a page; with filters, up to five pages of the

@@ -206,5 +206,33 @@ pub fn set_cookie(state: &AdminState, id: &str, max_age: i64) -> HeaderValue {
     HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static(""))
 }
 
+/// The new widget secret, carried once across the redirect after it was created (issue 28:
+/// a form posts and redirects, so a reload never creates a second credential): a cookie
+/// for the credentials page only, HttpOnly, one minute long, cleared when read. The secret
+/// is never stored by the platform in clear; this is the one-time display's transport.
+pub fn secret_cookie(state: &AdminState, key_id: &str, secret: &str, max_age: i64) -> HeaderValue {
+    let secure = if local(state) { "" } else { "; Secure" };
+    let value = format!(
+        "{}={key_id}.{secret}; Path=/admin/widgets; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}",
+        secret_cookie_name(state)
+    );
+    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static(""))
+}
+
+fn secret_cookie_name(state: &AdminState) -> &'static str {
+    if local(state) {
+        "countersign-new-secret"
+    } else {
+        "__Secure-countersign-new-secret"
+    }
+}
+
+/// The `(key id, secret)` the request's one-time cookie carries, if any.
+pub fn new_secret(state: &AdminState, headers: &HeaderMap) -> Option<(String, String)> {
+    let value = cookie(headers, secret_cookie_name(state))?;
+    let (id, secret) = value.split_once('.')?;
+    Some((id.to_owned(), secret.to_owned()))
+}
+
 /// 401 for a wrong key is the sign-in page with its error (see `super`).
 pub const WRONG_KEY_STATUS: StatusCode = StatusCode::UNAUTHORIZED;

@@ -384,15 +384,17 @@ pub fn certification_result(
 pub fn widgets(
     session: &Session,
     keys: &[WidgetKey],
-    new_secret: Option<(&WidgetKey, &str)>,
+    new_secret: Option<(&str, &str)>,
     errors: &Errors,
+    notice: Option<&str>,
 ) -> Markup {
     let body = html! {
         (error_for(errors, ""))
-        @if let Some((key, secret)) = new_secret {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        @if let Some((key_id, secret)) = new_secret {
             section #newSecret role="status" {
-                h2 { "New credential " code { (key.id) } }
-                p { "Store this secret in your backend now: it is shown this once." }
+                h2 { "New credential " code { (key_id) } }
+                p { "Store this secret in your backend now: it is shown this once (a reload does not show it again)." }
                 pre #secretValue { (secret) }
                 button type="button" data-copy="secretValue" { "Copy" }
             }
@@ -406,14 +408,8 @@ pub fn widgets(
                         td { (k.created_at) }
                         td { @for o in &k.allowed_origins { code { (o) } " " } }
                         td {
-                            form method="post" action=(format!("/admin/widgets/{}/replace", k.id)) {
-                                input type="hidden" name="csrf" value=(session.csrf);
-                                button type="submit" { "Replace" }
-                            }
-                            form method="post" action=(format!("/admin/widgets/{}/revoke", k.id)) {
-                                input type="hidden" name="csrf" value=(session.csrf);
-                                button type="submit" { "Revoke" }
-                            }
+                            a.action href=(format!("/admin/widgets/{}/replace", k.id)) { "Replace…" } " "
+                            a.action href=(format!("/admin/widgets/{}/revoke", k.id)) { "Revoke…" }
                         }
                     }
                 }
@@ -429,6 +425,36 @@ pub fn widgets(
         }
     };
     page("Widget credentials", Some(session), body)
+}
+
+/// The step before revoking or replacing a credential: what happens, then the button.
+pub fn widget_confirm(session: &Session, key: &WidgetKey, what: &str) -> Markup {
+    let (title, explain, button) = if what == "revoke" {
+        (
+            "Revoke a widget credential",
+            "Pages using this credential stop working at once: every token signed with its secret is refused, and the secret is deleted. This cannot be undone.",
+            "Revoke it",
+        )
+    } else {
+        (
+            "Replace a widget credential",
+            "A new credential with the same allowed origins is created and its secret shown once; this one is revoked at the same moment, so deploy the new secret to your backend right away.",
+            "Replace it",
+        )
+    };
+    page(
+        title,
+        Some(session),
+        html! {
+            p { "Credential " code #confirmKey { (key.id) } ", created " (key.created_at) "." }
+            p #consequence { (explain) }
+            form #confirmForm method="post" action=(format!("/admin/widgets/{}/{what}", key.id)) {
+                input type="hidden" name="csrf" value=(session.csrf);
+                button type="submit" { (button) }
+            }
+            p { a href="/admin/widgets" { "Cancel" } }
+        },
+    )
 }
 
 /// The audit trail, newest first (U-3).
