@@ -1075,5 +1075,9 @@ pub fn router(state: AdminState) -> Router {
         .route(widget, axum::routing::delete(revoke_widget_credential))
         .route(audit, get(list_audit))
         .route(approval, axum::routing::post(approve_tool))
+        // S-4: error messages in Portuguese for a caller who prefers it (codes unchanged).
+        .layer(axum::middleware::from_fn(
+            countersign_http::language::localized_errors,
+        ))
         .with_state(state)
 }

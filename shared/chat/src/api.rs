@@ -504,6 +504,10 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[2], post(close_case))
         .route(PATHS[3], get(get_case))
         .route(PATHS[4], post(crate::streamed::post_message_stream))
+        // S-4: error messages in Portuguese for a caller who prefers it (codes unchanged).
+        .layer(axum::middleware::from_fn(
+            countersign_http::language::localized_errors,
+        ))
         .layer(axum::middleware::from_fn(crate::cors::cors))
         .route(crate::assets::ASSET_PATH, get(crate::assets::asset))
         .with_state(state)

@@ -13,6 +13,7 @@
 pub mod emf;
 mod error;
 mod extract;
+pub mod language;
 pub mod serve;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError};

@@ -320,3 +320,64 @@ async fn s1_the_streamed_post_sends_pieces_then_the_stored_messages() {
     assert_eq!(res.status(), 401);
     s.finish();
 }
+
+/// S-4: an error's code never changes; its message is Portuguese when the caller prefers
+/// Portuguese to English, English otherwise.
+#[tokio::test]
+async fn s4_error_messages_follow_accept_language() {
+    let s = Stack::start().await;
+    let ask = |lang: Option<&'static str>| {
+        let mut req = s.http.post(format!("{}/api/cases", s.messages_url));
+        if let Some(l) = lang {
+            req = req.header("accept-language", l);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let language = res
+                .headers()
+                .get("content-language")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, language, res.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, language, body) = ask(Some("pt-BR,pt;q=0.9,en;q=0.8")).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+    assert_eq!(
+        body["error"]["message"],
+        "É necessária uma credencial válida."
+    );
+    assert_eq!(language.as_deref(), Some("pt-BR"));
+    for lang in [None, Some("en-US,pt;q=0.5"), Some("fr")] {
+        let (status, _, body) = ask(lang).await;
+        assert_eq!(status, 401);
+        assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("widget token"),
+            "{lang:?}: {body}"
+        );
+    }
+    let res = s
+        .http
+        .get(format!(
+            "{}/api/admin/tenants/{}/settings",
+            s.admin_url, s.tenant
+        ))
+        .bearer_auth("tsk_wrong")
+        .header("accept-language", "pt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let body = res.json::<Value>().await.unwrap();
+    assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+    assert_eq!(
+        body["error"]["message"],
+        "É necessária uma credencial válida."
+    );
+    s.finish();
+}
