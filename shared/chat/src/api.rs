@@ -1,6 +1,6 @@
 //! The widget API (D-1): `POST /api/cases`, `GET /api/cases/{id}`,
-//! `GET /api/cases/{id}/messages`, `POST /api/cases/{id}/messages`,
-//! `POST /api/cases/{id}/close`.
+//! `GET /api/cases/{id}/messages`, `POST /api/cases/{id}/messages` (and its streamed twin
+//! `…/messages/stream`, S-1, at the end of this file), `POST /api/cases/{id}/close`.
 //!
 //! Every request carries `Authorization: Bearer <widget JWT>` (D-2), read by the
 //! [`WidgetPrincipal`] extractor. Errors are `{"error": {"code", "message", "field"?}}`:
@@ -10,19 +10,26 @@
 //! document (`docs/widget-api.openapi.json`) is generated from these types ([`openapi`]).
 
 use crate::chat::{Chat, ChatError};
+use crate::stream::{Event, Sink};
 use crate::widget::{AuthError, WidgetAuth};
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use countersign_domain::conversation::{CaseStatus, Message, MessageKind, Principal};
 use countersign_domain::ids::{CaseId, MessageId};
-use countersign_domain::ports::ProposalOutcome;
+use countersign_domain::ports::{NewMessage, ProposalOutcome};
 use countersign_domain::texts::{self, Language};
 use countersign_http::{ApiError, ErrorBody, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::HashSet;
 use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
 use utoipa::OpenApi;
 
 /// Largest request body.
@@ -38,7 +45,7 @@ pub const PATHS: [&str; 5] = [
     "/api/cases/{id}/messages",
     "/api/cases/{id}/close",
     "/api/cases/{id}",
-    crate::streamed::STREAM_PATH,
+    STREAM_PATH,
 ];
 
 /// Every route (method, path) the router serves: the SAM template and the OpenAPI
@@ -195,7 +202,7 @@ pub struct MessageView {
 }
 
 impl MessageView {
-    pub(crate) fn new(m: &Message, lang: Language) -> Self {
+    fn new(m: &Message, lang: Language) -> Self {
         Self {
             id: m.id.to_string(),
             role: serde_name(&m.role),
@@ -469,7 +476,7 @@ async fn close_case(
 #[openapi(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
-    paths(create_case, get_case, list_messages, post_message, crate::streamed::post_message_stream, close_case),
+    paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case),
     components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage)),
     modifiers(&WidgetJwt)
 )]
@@ -503,7 +510,7 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[1], get(list_messages).post(post_message))
         .route(PATHS[2], post(close_case))
         .route(PATHS[3], get(get_case))
-        .route(PATHS[4], post(crate::streamed::post_message_stream))
+        .route(PATHS[4], post(post_message_stream))
         // S-4: error messages in Portuguese for a caller who prefers it (codes unchanged).
         .layer(axum::middleware::from_fn(
             countersign_http::language::localized_errors,
@@ -511,4 +518,159 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(crate::cors::cors))
         .route(crate::assets::ASSET_PATH, get(crate::assets::asset))
         .with_state(state)
+}
+
+// ---------------------------------------------------------------------------------------
+// S-1: `POST /api/cases/{id}/messages/stream` — the buffered post's twin that answers as
+// it goes: newline-delimited JSON (`application/x-ndjson`), one event a line:
+//
+// - `{"type":"delta","text":…}`: a piece of the model's text, as generated (a draft: the
+//   stored message that follows is the truth);
+// - `{"type":"message","message":{…}}`: a message as stored (the person's first; a
+//   proposal only ever as its stored presentation, never from model text, A-21);
+// - `{"type":"end"}` once everything is stored, or `{"type":"error","error":{…}}`.
+//
+// Same authentication, CORS, budgets and turn deadline as the buffered route (the same
+// use case runs); what fails before anything is stored answers as it does there (401,
+// 404, 409, 429 …). The use case runs in its own task: a reader who drops the stream
+// loses nothing, because what it stores stays stored and the widget re-reads it.
+
+/// The path of the streamed post.
+pub const STREAM_PATH: &str = "/api/cases/{id}/messages/stream";
+
+type Posted = Result<(Vec<NewMessage>, Language), crate::ChatError>;
+
+/// The handler. S-1: the same as posting a message, answered as it goes: newline-delimited JSON events
+/// (`delta` with a piece of the model's text, `message` with each message as stored, then
+/// `end`, or `error`). Through the HTTP API the events arrive together at the end; the
+/// stream function's URL (template output `StreamUrl`) sends them as they happen.
+#[utoipa::path(post, path = "/api/cases/{id}/messages/stream", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
+    responses((status = 200, content_type = "application/x-ndjson", body = String,
+            description = "One JSON event a line: {\"type\":\"delta\",\"text\"}, {\"type\":\"message\",\"message\"}, {\"type\":\"end\"} or {\"type\":\"error\",\"error\"}."),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "As for the buffered post; nothing was stored.",
+            headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
+        (status = 503, body = ErrorBody)))]
+async fn post_message_stream(
+    State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
+    CasePath(case): CasePath,
+    Json(body): Json<PostMessage, MAX_BODY_BYTES>,
+) -> Result<Response, ApiError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let chat = state.chat.clone();
+    let task: JoinHandle<Posted> = tokio::spawn(crate::stream::with_sink(Sink(tx), async move {
+        chat.post(&who, &case, &body.content, body.reply_to_message_id)
+            .await
+    }));
+    // Nothing happened yet: a refusal (closed case, spent budget …) is the buffered
+    // route's answer, with its status.
+    let Some(first) = rx.recv().await else {
+        let (out, lang) = finished(task).await?;
+        return Ok(ndjson(Body::from(lines_of(
+            &out,
+            lang,
+            &HashSet::new(),
+            true,
+        ))));
+    };
+    let state = Streaming {
+        pending: Some(first),
+        rx,
+        task: Some(task),
+        seen: HashSet::new(),
+    };
+    Ok(ndjson(Body::from_stream(futures::stream::unfold(
+        state, next_line,
+    ))))
+}
+
+/// The use case's answer, or its refusal.
+async fn finished(task: JoinHandle<Posted>) -> Result<(Vec<NewMessage>, Language), ApiError> {
+    match task.await {
+        Ok(posted) => posted.map_err(ApiError::from),
+        Err(_) => Err(ApiError::unavailable(
+            "the message could not be handled; read the conversation again",
+            &"the streamed post's task failed",
+        )),
+    }
+}
+
+struct Streaming {
+    pending: Option<Event>,
+    rx: UnboundedReceiver<Event>,
+    task: Option<JoinHandle<Posted>>,
+    /// Messages already sent.
+    seen: HashSet<String>,
+}
+
+/// The next lines of the stream: an event as it comes, then, once the use case is done,
+/// every message it stored that was not sent yet (with the case's language: a proposal's
+/// instructions) and the end.
+async fn next_line(
+    mut s: Streaming,
+) -> Option<(Result<String, std::convert::Infallible>, Streaming)> {
+    let event = match s.pending.take() {
+        Some(e) => Some(e),
+        None => s.rx.recv().await,
+    };
+    if let Some(event) = event {
+        let line = match event {
+            Event::Delta(text) => line(&json!({"type": "delta", "text": text})),
+            // A proposal is sent with its instructions, from the use case's answer.
+            Event::Stored(m) if m.kind == MessageKind::Proposal => String::new(),
+            Event::Stored(m) => {
+                s.seen.insert(m.id.to_string());
+                message_line(&m, Language::En)
+            }
+        };
+        return Some((Ok(line), s));
+    }
+    let task = s.task.take()?;
+    let text = match finished(task).await {
+        Ok((out, lang)) => lines_of(&out, lang, &s.seen, true),
+        Err(e) => line(&json!({"type": "error", "error": e.body().error})),
+    };
+    Some((Ok(text), s))
+}
+
+/// The lines of `out`'s messages not in `seen`, then the end.
+fn lines_of(out: &[NewMessage], lang: Language, seen: &HashSet<String>, end: bool) -> String {
+    let mut text: String = out
+        .iter()
+        .filter(|m| !seen.contains(m.id.as_str()))
+        .map(|m| message_line(m, lang))
+        .collect();
+    if end {
+        text.push_str(&line(&json!({"type": "end"})));
+    }
+    text
+}
+
+fn message_line(m: &NewMessage, lang: Language) -> String {
+    line(&json!({"type": "message", "message": MessageView::new(m, lang)}))
+}
+
+fn line(v: &serde_json::Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+/// A streamed answer: not buffered by a proxy, not cached.
+fn ndjson(body: Body) -> Response {
+    let mut r = body.into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    r
 }

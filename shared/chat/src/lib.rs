@@ -12,7 +12,6 @@ pub mod metrics;
 pub mod model;
 mod prepare;
 pub mod stream;
-pub mod streamed;
 pub mod tool_names;
 mod turn;
 pub mod widget;
