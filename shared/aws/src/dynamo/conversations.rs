@@ -235,37 +235,17 @@ impl Conversations for DynamoStore {
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<Option<CaseSummary>, StoreError> {
-        // Two reads at once: the case item, and the key of the newest message (a Query of
-        // one key, newest first). About 1 RCU a poll, however long the conversation.
-        let newest = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(conv_pk(tenant, case))),
-                (":m", s("M#")),
-            ])))
-            .projection_expression("sk")
-            .scan_index_forward(false)
-            .limit(1)
-            .send();
-        let (case_item, newest) = tokio::join!(self.case_item(tenant, case), newest);
+        // Two reads at once: the case item, and the newest message (one item, newest
+        // first). About 1 RCU each, however long the conversation.
+        let (case_item, newest) = tokio::join!(
+            self.case_item(tenant, case),
+            self.recent_messages(tenant, case, 1)
+        );
         let Some(case_item) = case_item? else {
             return Ok(None);
         };
         let (case, language) = case_from(&case_item)?;
-        let last_message = newest
-            .map_err(unavailable)?
-            .items
-            .unwrap_or_default()
-            .first()
-            .and_then(|i| opt_s(i, SK))
-            .and_then(|sk| sk.strip_prefix("M#"))
-            .map(MessageId::parse)
-            .transpose()
-            .map_err(|_| corrupt(SK))?;
+        let last_message = newest?.pop().map(|m| m.id);
         Ok(Some(CaseSummary {
             case,
             language,
