@@ -263,6 +263,43 @@ test("Unsettled actions: the page lists none on a healthy provider", async () =>
   assert.equal(await page.locator("#noUnsettled").count(), 1);
 });
 
+test("S-3: an uncertain action shows Check again, which asks its status and never executes again", async () => {
+  const provider = (path, body) => fetch(`${PROVIDER}${path}`, {
+    method: body ? "POST" : "GET", headers: { "content-type": "application/json", authorization: `Bearer ${process.env.PROVIDER_TOKEN}` }, body: body && JSON.stringify(body),
+  });
+  const executions = async () => (await (await provider("/_demo/stats")).json()).stats.executions;
+  const person = await browser.newContext();
+  const site = await person.newPage();
+  watch(site);
+  await site.goto(`${SITE}?poll=600000`);
+  await site.waitForFunction(() => window.demo && window.demo.ready === true);
+  const settle = () => site.waitForFunction(() => !window.demo.widget.busy);
+  await site.evaluate(() => window.demo.widget.send("move ses_a2 to car_a3"));
+  await settle();
+  const before = await executions();
+  // The provider carries it out, then the answer is lost: the outcome is uncertain.
+  assert.equal((await provider("/_demo/control", { fault: "drop_after_execute", on: true })).status, 204);
+  await site.locator("#chat li.proposal").last().getByRole("button", { name: "Confirm" }).click();
+  await settle();
+  assert.equal((await provider("/_demo/control", { fault: "drop_after_execute", on: false })).status, 204);
+  const card = site.locator("#chat li.proposal").last();
+  assert.equal(await card.getAttribute("data-state"), "unknown", await card.innerText());
+  assert.match(await site.locator("#chat li.notice").last().innerText(), /uncertain/);
+  const check = card.getByRole("button", { name: "Check again" });
+  assert.equal(await check.isVisible(), true);
+  await check.click();
+  await settle();
+  await site.waitForFunction(() => [...document.querySelector("#chat").shadowRoot.querySelectorAll("li.result")].some((li) => li.textContent.includes("Action completed")));
+  assert.equal(await card.getAttribute("data-state"), "completed");
+  assert.equal(await executions(), before + 1, "checking asked the status; it executed nothing again");
+  // Put the car back for the later tests.
+  await site.evaluate(() => window.demo.widget.send("move ses_a2 to car_a1"));
+  await settle();
+  await site.locator("#chat li.proposal").last().getByRole("button", { name: "Confirm" }).click();
+  await settle();
+  await person.close();
+});
+
 test("U-1: a cross-site form post is refused and changes nothing", async () => {
   const before = await page.goto(`${BASE}/admin/mcp`).then(() => page.locator("#enabled").isChecked());
   const other = await ctx.newPage();
