@@ -523,7 +523,7 @@ pub enum LanguageInput {
 fn settings_view(tenant: &Tenant) -> TenantSettings {
     TenantSettings {
         name: tenant.name.clone(),
-        language: crate::tenants::language_tag(tenant.language).to_owned(),
+        language: tenant.language.tag().to_owned(),
     }
 }
 

@@ -91,8 +91,8 @@ pub async fn set_language(
         return Ok(());
     }
     let changes = serde_json::json!({"language": {
-        "from": language_tag(tenant.language),
-        "to": language_tag(language),
+        "from": tenant.language.tag(),
+        "to": language.tag(),
     }});
     let record = crate::audit::by_admin(state, tenant, "tenant.language", changes);
     match state
@@ -108,22 +108,5 @@ pub async fn set_language(
             what: "the tenant store",
             cause: "the tenant was not found while saving".into(),
         }),
-    }
-}
-
-/// The language's tag on the wire (BCP 47): `en` or `pt-BR`.
-pub fn language_tag(language: Language) -> &'static str {
-    match language {
-        Language::En => "en",
-        Language::Pt => "pt-BR",
-    }
-}
-
-/// The language a tag names: `en`, `pt-BR` (or `pt`), any case; `None` for any other.
-pub fn parse_language_tag(tag: &str) -> Option<Language> {
-    match tag.to_ascii_lowercase().as_str() {
-        "en" => Some(Language::En),
-        "pt-br" | "pt" => Some(Language::Pt),
-        _ => None,
     }
 }

@@ -308,14 +308,6 @@ impl From<LanguageTag> for Language {
     }
 }
 
-/// The wire tag of `language` (BCP 47).
-pub fn language_tag(language: Language) -> &'static str {
-    match language {
-        Language::En => "en",
-        Language::Pt => "pt-BR",
-    }
-}
-
 /// Opens a case for the person, in the language the body names or the tenant's.
 #[utoipa::path(post, path = "/api/cases", tag = "cases", security(("widgetJwt" = [])),
     request_body(content = Option<CreateCase>, content_type = "application/json"),
@@ -350,7 +342,7 @@ async fn create_case(
         case_id: case.id.to_string(),
         status: "open".into(),
         created_at: Some(case.created_at.to_rfc3339()),
-        language: Some(language_tag(language).into()),
+        language: Some(language.tag().into()),
         last_message_id: None,
     };
     Ok((StatusCode::CREATED, Json(view)))
@@ -376,7 +368,7 @@ async fn get_case(
         }
         .into(),
         created_at: Some(summary.case.created_at.to_rfc3339()),
-        language: Some(language_tag(summary.language).into()),
+        language: Some(summary.language.tag().into()),
         last_message_id: summary.last_message.map(|m| m.to_string()),
     }))
 }

@@ -24,6 +24,23 @@ pub enum Language {
 impl Language {
     /// Both languages.
     pub const ALL: [Self; 2] = [Self::En, Self::Pt];
+
+    /// The BCP 47 tag the APIs and the panel show (S-4): `en` or `pt-BR`.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::En => "en",
+            Self::Pt => "pt-BR",
+        }
+    }
+
+    /// The language a tag names: `en`, `pt-BR` (or `pt`), any case; `None` for any other.
+    pub fn from_tag(tag: &str) -> Option<Self> {
+        match tag.to_ascii_lowercase().as_str() {
+            "en" => Some(Self::En),
+            "pt-br" | "pt" => Some(Self::Pt),
+            _ => None,
+        }
+    }
 }
 
 /// A-21: shown as a separate assistant message right after the literal summary.

@@ -449,14 +449,7 @@ impl Model for OpenAiModel {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if status != 200 || !events {
-            let bytes = answer
-                .bytes()
-                .await
-                .map_err(|e| ModelError::Unavailable(e.without_url().into()))?;
-            if status != 200 {
-                return Err(status_error(status, &bytes));
-            }
-            let reply = reply_from(&bytes)?;
+            let reply = completion(answer).await?;
             if let Some(text) = &reply.text {
                 delta(text);
             }
@@ -475,15 +468,19 @@ impl Model for OpenAiModel {
     }
 
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let answer = self.send(&body(&self.endpoint, request)).await?;
-        let status = answer.status().as_u16();
-        let bytes = answer
-            .bytes()
-            .await
-            .map_err(|e| ModelError::Unavailable(e.without_url().into()))?;
-        if status != 200 {
-            return Err(status_error(status, &bytes));
-        }
-        reply_from(&bytes)
+        completion(self.send(&body(&self.endpoint, request)).await?).await
     }
+}
+
+/// A whole (not streamed) answer: the completion, or its status typed (M-5).
+async fn completion(answer: reqwest::Response) -> Result<ModelReply, ModelError> {
+    let status = answer.status().as_u16();
+    let bytes = answer
+        .bytes()
+        .await
+        .map_err(|e| ModelError::Unavailable(e.without_url().into()))?;
+    if status != 200 {
+        return Err(status_error(status, &bytes));
+    }
+    reply_from(&bytes)
 }

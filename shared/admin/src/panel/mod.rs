@@ -913,7 +913,7 @@ async fn settings_save(
     };
     let Some(language) = form
         .get("language")
-        .and_then(crate::tenants::parse_language_tag)
+        .and_then(countersign_domain::texts::Language::from_tag)
     else {
         let errors: Errors = [(
             "language".to_owned(),
