@@ -217,14 +217,23 @@ test("U-3: create a widget credential (secret shown once), replace and revoke it
   await page.getByRole("link", { name: "Cancel" }).click();
   assert.equal(await page.locator(`tr[data-key="${id}"]`).count(), 1, "cancel kept it");
   await page.locator(`tr[data-key="${id}"]`).getByRole("link", { name: "Replace…" }).click();
+  // The old credential keeps working for a grace period the administrator chooses.
+  assert.equal(await page.locator("#graceSeconds").inputValue(), "86400");
+  await page.selectOption("#graceSeconds", "3600");
   await Promise.all([page.waitForURL(/created=wk_/), page.locator("#confirmForm button").click()]);
   assert.match(await page.locator("#secretValue").innerText(), /^wsk_/);
-  assert.equal(await page.locator(`tr[data-key="${id}"]`).count(), 0, "the replaced one is revoked");
-  const replaced = page.locator("#credentials tbody tr").last();
+  const old = page.locator(`tr[data-key="${id}"]`);
+  assert.match(await old.locator(".retiring").innerText(), /works until/, "the replaced one works for its grace period");
+  assert.equal(await old.getByRole("link", { name: "Replace…" }).count(), 0, "replaced once");
+  const newId = await page.locator("#credentials tbody tr").last().getAttribute("data-key");
+  assert.notEqual(newId, id);
+  const replaced = page.locator(`tr[data-key="${newId}"]`);
   assert.match(await replaced.innerText(), /https:\/\/shop\.example\.com/, "the origins carry over");
-  await replaced.getByRole("link", { name: "Revoke…" }).click();
-  assert.match(await page.locator("#consequence").innerText(), /stop working at once/);
-  await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.locator("#confirmForm button").click()]);
+  for (const row of [replaced, old]) {
+    await row.getByRole("link", { name: "Revoke…" }).click();
+    assert.match(await page.locator("#consequence").innerText(), /stop working at once/);
+    await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.locator("#confirmForm button").click()]);
+  }
   assert.equal(await page.locator("#credentials tbody tr").count(), before);
 });
 
@@ -373,6 +382,39 @@ test("every panel page has its icon: no request for /favicon.ico (it answered 40
   await page.waitForTimeout(300);
   page.off("request", onRequest);
   assert.deepEqual(asked.filter((u) => u.includes("favicon.ico")), []);
+});
+
+test("S-4: the panel speaks Portuguese when the administrator chooses it, and remembers it", async () => {
+  await page.goto(`${BASE}/admin/widgets`);
+  assert.equal(await page.locator("html").getAttribute("lang"), "en");
+  await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.getByRole("link", { name: "Português" }).click()]);
+  assert.equal(await page.locator("html").getAttribute("lang"), "pt-BR");
+  const nav = await page.locator("header nav").innerText();
+  for (const t of ["MCP do tenant", "Credenciais do widget", "Ações pendentes de resolução", "Trilha de auditoria", "Configurações"]) {
+    assert.ok(nav.includes(t), `${t} in ${nav}`);
+  }
+  assert.equal(await page.locator("h1").innerText(), "Credenciais do widget");
+  // Remembered: another page, a reload, a new tab of the same browser.
+  await page.goto(`${BASE}/admin/settings`);
+  assert.equal(await page.locator("h1").innerText(), "Configurações");
+  await Promise.all([page.waitForURL(/done=saved/), page.click("main button[type=submit]")]);
+  assert.equal(await page.locator("p.notice").innerText(), "Salvo.");
+  const other = await page.context().newPage();
+  watch(other);
+  await other.goto(`${BASE}/admin/audit`);
+  assert.equal(await other.locator("h1").innerText(), "Trilha de auditoria");
+  assert.match(await other.locator("#audit td.who").first().innerText(), /^(Administrador \(chave [0-9a-f]{8}…\)|Operador da plataforma|Plataforma|A pessoa no chat)$/);
+  await other.close();
+  // A refusal in Portuguese, beside what caused it.
+  await page.goto(`${BASE}/admin/widgets`);
+  await page.fill("#origins", "ftp://shop.example.com");
+  await page.click("#createWidget button[type=submit]");
+  assert.ok(await page.locator('p.error[data-field^="allowedOrigins"]').count() > 0);
+  assert.equal(await page.locator("h1").innerText(), "Credenciais do widget");
+  // And back to English, from the page itself.
+  await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.getByRole("link", { name: "English" }).click()]);
+  assert.equal(await page.locator("h1").innerText(), "Widget credentials");
+  assert.equal(await page.locator("html").getAttribute("lang"), "en");
 });
 
 test("U-1: sign out ends the session", async () => {

@@ -532,7 +532,14 @@ fn m1_the_model_permissions_are_scoped_to_the_configured_model() {
     let messages = function(&t, "countersign-messages");
     let bedrock = conditional_statements(messages, "UseBedrock");
     assert_eq!(bedrock.len(), 1);
-    assert_eq!(scalars(&bedrock[0]["Action"]), ["bedrock:InvokeModel"]);
+    // Converse and, for the streamed answer (S-1), ConverseStream.
+    assert_eq!(
+        scalars(&bedrock[0]["Action"]),
+        [
+            "bedrock:InvokeModel",
+            "bedrock:InvokeModelWithResponseStream"
+        ]
+    );
     assert_eq!(
         scalars(&bedrock[0]["Resource"]),
         ["arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ModelId}"]

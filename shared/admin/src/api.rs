@@ -20,6 +20,7 @@ use axum::routing::get;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{AuditId, TenantId};
 use countersign_domain::ports::Tenant;
+use countersign_domain::time::Timestamp;
 use countersign_http::{ApiError, ErrorBody, FieldError, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,6 +97,9 @@ impl From<AdminError> for ApiError {
                 ApiError::conflict("CONFLICT", AdminError::Conflict.to_string())
             }
             AdminError::NoSuchCredential => ApiError::not_found("no such widget credential"),
+            e @ AdminError::AlreadyReplaced(_) => {
+                ApiError::conflict("CREDENTIAL_ALREADY_REPLACED", e.to_string())
+            }
             e @ AdminError::AuditBroken { .. } => {
                 ApiError::conflict("AUDIT_CHAIN_BROKEN", e.to_string())
             }
@@ -217,6 +221,10 @@ pub struct WidgetCredential {
     pub created_at: String,
     /// The origins whose pages may use it from a browser.
     pub allowed_origins: Vec<String>,
+    /// RFC 3339: when a replaced credential's tokens stop being accepted (its grace
+    /// period's end); absent while it is not replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retires_at: Option<String>,
 }
 
 /// `POST …/widget-credentials` body (optional).
@@ -654,6 +662,48 @@ async fn create_widget_credential(
     Ok((StatusCode::CREATED, no_store, axum::Json(body)))
 }
 
+/// `POST …/widget-credentials/{keyId}/replacement` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplaceWidgetCredential {
+    /// How long the old credential's tokens stay accepted, in seconds (0: revoked at
+    /// once; at most 604800, a week), so the new secret can be deployed first.
+    #[schema(minimum = 0, maximum = 604_800)]
+    pub grace_seconds: i64,
+}
+
+/// Replaces a widget credential (decision 0047): a new one with the same origins, its
+/// secret shown this once; the old one's tokens stay accepted for the grace period.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/widget-credentials/{keyId}/replacement", tag = "widget", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), ("keyId" = String, Path, description = "The credential to replace")),
+    request_body(content = ReplaceWidgetCredential, content_type = "application/json"),
+    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn replace_widget_credential(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((_, key_id)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<impl axum::response::IntoResponse, ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    let request: ReplaceWidgetCredential = countersign_http::parse_json(&body)?;
+    let (key, secret) =
+        crate::widgets::replace(&state, &tenant, &key_id, request.grace_seconds).await?;
+    let body = NewWidgetCredential {
+        key_id: key.id.to_string(),
+        secret: secret.expose().to_owned(),
+        created_at: key.created_at.to_rfc3339(),
+        allowed_origins: key.allowed_origins,
+    };
+    let no_store = [(header::CACHE_CONTROL, "no-store")];
+    Ok((StatusCode::CREATED, no_store, axum::Json(body)))
+}
+
 /// The widget credentials: ids and dates only (C-9).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
@@ -669,6 +719,7 @@ async fn list_widget_credentials(
             key_id: k.id.to_string(),
             created_at: k.created_at.to_rfc3339(),
             allowed_origins: k.allowed_origins,
+            retires_at: k.retires_at.map(Timestamp::to_rfc3339),
         })
         .collect();
     Ok(Json(WidgetCredentials { items }))
@@ -949,7 +1000,7 @@ async fn audit_keys(State(state): State<AdminState>) -> Result<axum::response::R
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 14] = [
+pub const PATHS: [&str; 15] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -964,11 +1015,12 @@ pub const PATHS: [&str; 14] = [
     crate::jwks::AUDIT_KEYS_PATH,
     "/api/admin/tenants/{id}/mcp/tools/{tool}/approval",
     "/api/admin/tenants/{id}/settings",
+    "/api/admin/tenants/{id}/widget-credentials/{key_id}/replacement",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 13] = [
+pub const ROUTES: [(&str, &str); 14] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -982,6 +1034,7 @@ pub const ROUTES: [(&str, &str); 13] = [
     ("POST", PATHS[12]),
     ("GET", PATHS[13]),
     ("PUT", PATHS[13]),
+    ("POST", PATHS[14]),
 ];
 
 /// The routes of [`certification_router`], served by the messages function: the
@@ -1002,8 +1055,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_settings, put_settings, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
+    paths(get_settings, put_settings, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
+    components(schemas(ErrorBody, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, ReplaceWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -1061,6 +1114,7 @@ pub fn router(state: AdminState) -> Router {
         _,
         approval,
         settings,
+        replacement,
     ] = PATHS;
     Router::new()
         .route(settings, get(get_settings).put(put_settings))
@@ -1073,6 +1127,7 @@ pub fn router(state: AdminState) -> Router {
             get(list_widget_credentials).post(create_widget_credential),
         )
         .route(widget, axum::routing::delete(revoke_widget_credential))
+        .route(replacement, axum::routing::post(replace_widget_credential))
         .route(audit, get(list_audit))
         .route(approval, axum::routing::post(approve_tool))
         // S-4: error messages in Portuguese for a caller who prefers it (codes unchanged).

@@ -150,6 +150,9 @@ pub enum AdminError {
     /// No such widget credential.
     #[error("no such widget credential")]
     NoSuchCredential,
+    /// The credential was already replaced and is in its grace period (decision 0047).
+    #[error("this credential was already replaced; its grace period ends at {0}")]
+    AlreadyReplaced(countersign_domain::time::Timestamp),
     /// L-2: a chain of the audit trail is broken; no checkpoint is signed over it.
     #[error(
         "the audit trail's chain {chain} is broken at record {seq}; no checkpoint is signed over a broken chain"

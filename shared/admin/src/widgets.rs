@@ -19,6 +19,7 @@ pub async fn create(
         id: state.ids.widget_key_id(),
         created_at: state.clock.now(),
         allowed_origins,
+        retires_at: None,
     };
     let secret = crate::keys::generate_widget_secret();
     state
@@ -67,14 +68,84 @@ pub fn origins(raw: &[String]) -> Result<Vec<String>, AdminError> {
     }
 }
 
-/// The tenant's credentials: ids and dates only.
+/// The tenant's credentials: ids and dates only. A replaced credential whose grace period
+/// has ended is revoked here, the first time the credentials are listed after it (its
+/// tokens were refused from that moment already): its secret does not linger.
 pub async fn list(state: &AdminState, tenant: &Tenant) -> Result<Vec<WidgetKey>, AdminError> {
-    state
+    let keys = state
         .stores
         .widget_keys
         .list_widget_keys(&tenant.id)
         .await
-        .map_err(store_down)
+        .map_err(store_down)?;
+    let now = state.clock.now();
+    let mut live = Vec::with_capacity(keys.len());
+    for key in keys {
+        if key.valid_at(now) {
+            live.push(key);
+        } else if let Err(e) = revoke(state, tenant, key.id.as_str()).await {
+            // Its tokens are refused anyway; the next listing tries again.
+            tracing::warn!(error = %e, "removing a retired widget credential failed");
+            live.push(key);
+        }
+    }
+    Ok(live)
+}
+
+/// The longest grace period a replacement may give the old credential: a week.
+pub const MAX_GRACE_SECONDS: i64 = 7 * 86_400;
+
+/// U-3 "replace" (decision 0047): a new credential with the same origins, its secret
+/// returned this once; the old one keeps working for `grace_seconds` (0: revoked now), so
+/// a site never goes dark while the new secret is deployed.
+pub async fn replace(
+    state: &AdminState,
+    tenant: &Tenant,
+    key: &str,
+    grace_seconds: i64,
+) -> Result<(WidgetKey, SecretString), AdminError> {
+    if !(0..=MAX_GRACE_SECONDS).contains(&grace_seconds) {
+        let message = format!("a grace period is 0 to {MAX_GRACE_SECONDS} seconds (a week)");
+        return Err(AdminError::Invalid {
+            field: "graceSeconds".to_owned(),
+            message: message.clone(),
+            errors: vec![("graceSeconds".to_owned(), message)],
+        });
+    }
+    let id = WidgetKeyId::parse(key).map_err(|_| AdminError::NoSuchCredential)?;
+    let old = state
+        .stores
+        .widget_keys
+        .get_widget_key(&tenant.id, &id)
+        .await
+        .map_err(store_down)?
+        .ok_or(AdminError::NoSuchCredential)?;
+    if let Some(at) = old.retires_at {
+        return Err(AdminError::AlreadyReplaced(at));
+    }
+    let created = create(state, tenant, &old.allowed_origins).await?;
+    if grace_seconds == 0 {
+        revoke(state, tenant, key).await?;
+        return Ok(created);
+    }
+    let at = state.clock.now().plus_seconds(grace_seconds);
+    let changes = json!({
+        "keyId": id.as_str(),
+        "replacedBy": created.0.id.as_str(),
+        "retiresAt": at.to_rfc3339(),
+    });
+    let record = crate::audit::by_admin(state, tenant, "widgetCredential.retire", changes);
+    let outcome = state
+        .stores
+        .widget_keys
+        .retire_widget_key(&tenant.id, &id, at, &record)
+        .await
+        .map_err(store_down)?;
+    if outcome != TransitionOutcome::Applied {
+        // A concurrent replacement or revocation came first; the new credential stands.
+        tracing::warn!(key = %id, "a replaced credential was already retiring or revoked");
+    }
+    Ok(created)
 }
 
 /// Revokes a credential: the credential goes first (its tokens fail from then on), then

@@ -283,3 +283,76 @@ async fn c8_an_unfinished_sweep_is_reported_and_finished_by_saving_again() {
         ProposalState::Cancelled
     );
 }
+
+/// U-3, decision 0047: a replacement keeps the old credential working for the grace period
+/// the administrator chose (0 to a week), once; when it ends the old credential is refused
+/// and, at the next listing, removed with its secret. A second replacement of the same
+/// credential, an unknown one, or a grace period out of bounds is refused and creates none.
+#[tokio::test]
+async fn u3_a_replaced_credential_keeps_working_for_its_grace_period_then_goes() {
+    use countersign_admin::AdminError;
+    use countersign_admin::widgets;
+    use countersign_domain::config::widget_secret_name;
+    use countersign_domain::ports::Clock;
+    use countersign_domain::ports::{SecretStore, WidgetKeys};
+    let (mut state, store, secrets, tenant) = admin().await;
+    let clock = Arc::new(TestClock::default());
+    state.clock = clock.clone();
+    let origins = vec!["https://shop.example.com".to_owned()];
+    let (old, _) = widgets::create(&state, &tenant, &origins).await.unwrap();
+    for bad in [-1, widgets::MAX_GRACE_SECONDS + 1] {
+        let refused = widgets::replace(&state, &tenant, old.id.as_str(), bad).await;
+        assert!(
+            matches!(refused, Err(AdminError::Invalid { ref field, .. }) if field == "graceSeconds")
+        );
+    }
+    let unknown = widgets::replace(&state, &tenant, "wk_01JDZ6Y5X1QW9T3V7N2K4M8P0R", 60).await;
+    assert!(matches!(unknown, Err(AdminError::NoSuchCredential)));
+    assert_eq!(
+        widgets::list(&state, &tenant).await.unwrap().len(),
+        1,
+        "nothing created"
+    );
+
+    let (new, _) = widgets::replace(&state, &tenant, old.id.as_str(), 3600)
+        .await
+        .unwrap();
+    assert_eq!(new.allowed_origins, origins);
+    let stored = store
+        .get_widget_key(&tenant.id, &old.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.retires_at, Some(clock.now().plus_seconds(3600)));
+    let again = widgets::replace(&state, &tenant, old.id.as_str(), 3600).await;
+    assert!(matches!(again, Err(AdminError::AlreadyReplaced(_))));
+    // During the grace period both are listed and both secrets are kept.
+    clock.advance_secs(3599);
+    assert_eq!(widgets::list(&state, &tenant).await.unwrap().len(), 2);
+    let old_secret = widget_secret_name(&tenant.id, &old.id);
+    assert!(secrets.get_current(&old_secret).await.unwrap().is_some());
+    // From its end on, the next listing removes it, secret included.
+    clock.advance_secs(1);
+    let listed = widgets::list(&state, &tenant).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|k| &k.id).collect::<Vec<_>>(),
+        vec![&new.id]
+    );
+    assert!(
+        store
+            .get_widget_key(&tenant.id, &old.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(secrets.get_current(&old_secret).await.unwrap().is_none());
+    // A grace period of 0 revokes at once.
+    let (newest, _) = widgets::replace(&state, &tenant, new.id.as_str(), 0)
+        .await
+        .unwrap();
+    let listed = widgets::list(&state, &tenant).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|k| &k.id).collect::<Vec<_>>(),
+        vec![&newest.id]
+    );
+}

@@ -615,3 +615,168 @@ async fn u3_a_widget_secret_is_shown_once() {
         bad.body
     );
 }
+
+/// Every link and form target of every panel page is a declared route (the SAM template
+/// routes exactly those to the admin function, `infra/dev-server/tests/template.rs`):
+/// a page the panel links to can never be missing on AWS.
+#[tokio::test]
+async fn u1_every_link_and_form_of_the_panel_is_a_declared_route() {
+    let e = env(false, "A").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let form = format!("csrf={}&origins=", enc(&csrf));
+    send(
+        &e,
+        "POST",
+        "/admin/widgets",
+        Some(&cookie),
+        Some(&form),
+        None,
+    )
+    .await;
+    let declared: Vec<(&str, &str)> = countersign_admin::panel::ROUTES
+        .iter()
+        .chain(countersign_admin::panel::CERTIFICATION_ROUTES.iter())
+        .copied()
+        .collect();
+    let matches = |pattern: &str, path: &str| {
+        let (p, q): (Vec<&str>, Vec<&str>) =
+            (pattern.split('/').collect(), path.split('/').collect());
+        p.len() == q.len()
+            && p.iter()
+                .zip(&q)
+                .all(|(a, b)| a == b || (a.starts_with('{') && !b.is_empty()))
+    };
+    let attr = |body: &str, name: &str| -> Vec<String> {
+        body.split(&format!("{name}=\""))
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .map(|v| v.replace("&amp;", "&"))
+            .collect()
+    };
+    let mut queue = vec!["/admin/mcp".to_owned()];
+    let mut visited = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    while let Some(page) = queue.pop() {
+        if !visited.insert(page.clone()) {
+            continue;
+        }
+        let a = send(&e, "GET", &page, Some(&cookie), None, None).await;
+        assert_eq!(a.status, StatusCode::OK, "{page}");
+        let mut targets: Vec<(&str, String)> = Vec::new();
+        for href in attr(&a.body, "href")
+            .into_iter()
+            .chain(attr(&a.body, "src"))
+        {
+            targets.push(("GET", href));
+        }
+        for form in a.body.split("<form").skip(1) {
+            let tag = form.split('>').next().unwrap_or_default();
+            let method = if tag.contains("method=\"get\"") {
+                "GET"
+            } else {
+                "POST"
+            };
+            if let Some(action) = attr(tag, "action").first() {
+                targets.push((method, action.clone()));
+            }
+        }
+        for (method, target) in targets {
+            let path = target.split(['?', '#']).next().unwrap_or_default();
+            assert!(
+                path.starts_with("/admin"),
+                "{page} links outside the panel: {target}"
+            );
+            assert!(
+                declared
+                    .iter()
+                    .any(|(m, p)| *m == method && matches(p, path)),
+                "{page}: {method} {path} is not a declared route"
+            );
+            checked += 1;
+            let page_like = method == "GET"
+                && !path.starts_with("/admin/static/")
+                && path != "/admin/language"
+                && path != "/admin";
+            if page_like {
+                queue.push(target.split('#').next().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    for page in [
+        "/admin/settings",
+        "/admin/widgets",
+        "/admin/audit",
+        "/admin/actions",
+    ] {
+        assert!(visited.contains(page), "{page} was reached: {visited:?}");
+    }
+    assert!(
+        visited.iter().any(|p| p.ends_with("/replace")),
+        "{visited:?}"
+    );
+    assert!(checked > 40, "{checked} links and forms checked");
+}
+
+/// S-4: the panel speaks Portuguese once chosen (a link on every page, remembered in a
+/// cookie) or when the browser prefers it; the page's `lang` follows; error codes of the
+/// API are untouched by it.
+#[tokio::test]
+async fn s4_the_panel_speaks_the_administrators_language_and_remembers_it() {
+    let e = env(false, "A").await;
+    let (cookie, _) = sign_in(&e).await;
+    let english = send(&e, "GET", "/admin/widgets", Some(&cookie), None, None).await;
+    assert!(english.body.contains("<html lang=\"en\">"));
+    assert!(english.body.contains("Widget credentials"));
+    assert!(english.body.contains("href=\"/admin/language?to=pt-BR\""));
+    // The switch: remembered for a year, back to the page it was clicked on.
+    let req = Request::builder()
+        .uri("/admin/language?to=pt-BR")
+        .header(header::HOST, "panel.example.com")
+        .header(header::REFERER, "https://panel.example.com/admin/widgets")
+        .body(Body::empty())
+        .unwrap();
+    let switched = countersign_admin::app(e.state.clone())
+        .oneshot(req)
+        .await
+        .unwrap();
+    assert_eq!(switched.status(), StatusCode::SEE_OTHER);
+    assert_eq!(switched.headers()[header::LOCATION], "/admin/widgets");
+    let set = switched.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        set.contains("Max-Age=31536000") && set.contains("Path=/admin"),
+        "{set}"
+    );
+    let chosen = format!("{cookie}; {}", set.split(';').next().unwrap());
+    let pt = send(&e, "GET", "/admin/widgets", Some(&chosen), None, None).await;
+    assert!(pt.body.contains("<html lang=\"pt-BR\">"), "{}", pt.body);
+    for text in [
+        "Credenciais do widget",
+        "Criar uma credencial",
+        "Sair",
+        "Trilha de auditoria",
+    ] {
+        assert!(pt.body.contains(text), "{text}");
+    }
+    assert!(!pt.body.contains("Create a credential"));
+    assert!(pt.body.contains("href=\"/admin/language?to=en\""));
+    // Without a choice, the browser's preference; a bad choice is refused.
+    let req = Request::builder()
+        .uri("/admin")
+        .header(header::HOST, "panel.example.com")
+        .header(header::ACCEPT_LANGUAGE, "pt-BR,pt;q=0.9,en;q=0.5")
+        .body(Body::empty())
+        .unwrap();
+    let res = countersign_admin::app(e.state.clone())
+        .oneshot(req)
+        .await
+        .unwrap();
+    let body = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("Chave de administração"));
+    let bad = send(&e, "GET", "/admin/language?to=fr", None, None, None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}

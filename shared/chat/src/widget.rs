@@ -13,6 +13,7 @@ use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{TenantId, UserId, WidgetKeyId};
 use countersign_domain::ports::{SecretStore, WidgetKeys};
 use countersign_domain::secret::SecretString;
+use countersign_domain::time::Timestamp;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -118,6 +119,13 @@ impl WidgetAuth {
             .await
             .map_err(|_| AuthError::Unavailable)?
             .ok_or(AuthError::UnknownCredential)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        // A replaced credential's grace period has ended: refused like a revoked one.
+        if Timestamp::from_unix_seconds(now).is_ok_and(|t| !credential.valid_at(t)) {
+            return Err(AuthError::UnknownCredential);
+        }
         let secret = self.secret(&tenant, &kid).await?;
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_required_spec_claims(&["exp", "sub"]);
@@ -129,9 +137,6 @@ impl WidgetAuth {
         )
         .map_err(|_| AuthError::Invalid)?
         .claims;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         let lifetime = claims.exp.checked_sub(claims.iat);
         // Issued in the future, expiring before it was issued, or valid for longer than
         // allowed: refused.

@@ -32,6 +32,10 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_retiring(None)
+}
+
+fn setup_retiring(retires_at: Option<Timestamp>) -> Setup {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -45,6 +49,7 @@ fn setup() -> Setup {
             id: kid.clone(),
             created_at: now,
             allowed_origins: vec![SHOP.to_owned()],
+            retires_at,
         };
         let audit = AuditEntry {
             id: countersign_domain::ids::AuditId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0T")
@@ -261,4 +266,27 @@ fn a_valid_token_is_refused_from_an_origin_its_credential_does_not_list() {
         from(Some("https://evil.example"), &forged),
         Err(AuthError::Invalid)
     );
+}
+
+/// A replaced credential (decision 0047): its tokens are accepted during the grace period
+/// the administrator chose and refused from its end, like a revoked one's.
+#[test]
+fn u3_a_replaced_credential_is_accepted_until_its_grace_period_ends() {
+    use countersign_chat::widget::AuthError;
+    let t = now();
+    let user = UserId::parse("u_alice").unwrap();
+    for (ends_in, expected) in [(3600, Ok(())), (-1, Err(AuthError::UnknownCredential))] {
+        let s = setup_retiring(Some(Timestamp::from_unix_seconds(t + ends_in).unwrap()));
+        let token = sign_token(
+            &SecretString::new(SECRET),
+            &s.kid,
+            &s.tenant,
+            &user,
+            t,
+            t + 600,
+        )
+        .unwrap();
+        let got = s.rt.block_on(s.auth.authenticate(&token)).map(|_| ());
+        assert_eq!(got, expected, "grace period ending in {ends_in} s");
+    }
 }

@@ -12,14 +12,18 @@ use async_trait::async_trait;
 use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
+use aws_sdk_bedrockruntime::operation::converse_stream::ConverseStreamError;
+use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, ConverseOutput as Output, InferenceConfiguration, Message,
-    StopReason, SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
-    ToolResultContentBlock, ToolSpecification, ToolUseBlock,
+    ContentBlock, ContentBlockDelta, ContentBlockStart, ConversationRole, ConverseOutput as Output,
+    ConverseStreamOutput, InferenceConfiguration, Message, StopReason, SystemContentBlock, Tool,
+    ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolSpecification,
+    ToolUseBlock,
 };
 use countersign_domain::ports::{
     Model, ModelError, ModelMessage, ModelReply, ModelRequest, ToolCall,
 };
+use std::collections::BTreeMap;
 
 /// The parts of one Converse request.
 #[derive(Debug, Clone)]
@@ -220,6 +224,175 @@ pub fn error_of(e: SdkError<ConverseError>) -> ModelError {
     }
 }
 
+/// S-1: `ConverseStream`'s events folded into the reply as they arrive: text pieces go
+/// out as they come (a second text block is joined with a line break, as [`reply_from`]
+/// joins them), tool-use input arrives as pieces of one JSON text per block.
+#[derive(Debug, Default)]
+pub struct ConverseStreamed {
+    text: String,
+    last_text_block: Option<i32>,
+    /// By content block index: id, name, input text so far.
+    tools: BTreeMap<i32, (String, String, String)>,
+    stop: Option<StopReason>,
+}
+
+impl ConverseStreamed {
+    /// Takes one event; `delta` gets each piece of text.
+    pub fn feed(&mut self, event: &ConverseStreamOutput, delta: &(dyn Fn(&str) + Send + Sync)) {
+        match event {
+            ConverseStreamOutput::ContentBlockStart(e) => {
+                if let Some(ContentBlockStart::ToolUse(t)) = e.start() {
+                    self.tools.insert(
+                        e.content_block_index(),
+                        (
+                            t.tool_use_id().to_owned(),
+                            t.name().to_owned(),
+                            String::new(),
+                        ),
+                    );
+                }
+            }
+            ConverseStreamOutput::ContentBlockDelta(e) => match e.delta() {
+                Some(ContentBlockDelta::Text(t)) if !t.is_empty() => {
+                    let index = e.content_block_index();
+                    if self.last_text_block.is_some_and(|last| last != index) {
+                        self.text.push('\n');
+                        delta("\n");
+                    }
+                    self.last_text_block = Some(index);
+                    self.text.push_str(t);
+                    delta(t);
+                }
+                Some(ContentBlockDelta::ToolUse(u)) => {
+                    if let Some(tool) = self.tools.get_mut(&e.content_block_index()) {
+                        tool.2.push_str(u.input());
+                    }
+                }
+                // Reasoning, citations and the like are not for the person.
+                _ => {}
+            },
+            ConverseStreamOutput::MessageStop(e) => self.stop = Some(e.stop_reason().clone()),
+            ConverseStreamOutput::Metadata(m) => {
+                if let Some(u) = m.usage() {
+                    tracing::info!(
+                        input_tokens = u.input_tokens(),
+                        output_tokens = u.output_tokens(),
+                        "bedrock converse stream"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The reply, once the stream has ended. Input that is not JSON is kept as the model
+    /// wrote it (a string), for the turn to refuse as arguments that are not an object.
+    pub fn reply(self) -> Result<ModelReply, ModelError> {
+        let tool_calls: Vec<ToolCall> = self
+            .tools
+            .into_values()
+            .map(|(id, name, input)| ToolCall {
+                id,
+                name,
+                arguments: if input.trim().is_empty() {
+                    serde_json::Value::Object(serde_json::Map::new())
+                } else {
+                    serde_json::from_str(&input).unwrap_or(serde_json::Value::String(input))
+                },
+            })
+            .collect();
+        let Some(stop) = self.stop else {
+            return Err(ModelError::Malformed(
+                "the stream ended before its messageStop".into(),
+            ));
+        };
+        if matches!(
+            stop,
+            StopReason::MalformedModelOutput | StopReason::MalformedToolUse
+        ) && tool_calls.is_empty()
+            && self.text.is_empty()
+        {
+            return Err(ModelError::Malformed(format!(
+                "stop reason {}",
+                stop.as_str()
+            )));
+        }
+        Ok(ModelReply {
+            text: (!self.text.trim().is_empty()).then_some(self.text),
+            tool_calls,
+            truncated: stop == StopReason::MaxTokens,
+        })
+    }
+}
+
+/// M-5: a failure of the stream, typed by its error code (the start of the stream and the
+/// events after it carry the same codes as Converse).
+fn stream_error(code: Option<&str>, status: Option<u16>, cause: String) -> ModelError {
+    let cause: countersign_domain::ports::Cause = cause.into();
+    match code {
+        Some("ThrottlingException") => ModelError::Throttled(cause),
+        Some("ModelTimeoutException") => ModelError::Timeout,
+        Some(
+            "InternalServerException"
+            | "ServiceUnavailableException"
+            | "ModelNotReadyException"
+            | "ModelStreamErrorException",
+        ) => ModelError::Unavailable(cause),
+        Some("ModelErrorException") => ModelError::Malformed(cause.to_string()),
+        _ => match status {
+            Some(200..=299) => ModelError::Malformed(cause.to_string()),
+            Some(429) => ModelError::Throttled(cause),
+            Some(500..) | None => ModelError::Unavailable(cause),
+            Some(_) => ModelError::Refused(cause),
+        },
+    }
+}
+
+/// M-5: `ConverseStream`'s failure to start, typed.
+pub fn stream_start_error_of(e: SdkError<ConverseStreamError>) -> ModelError {
+    match e {
+        SdkError::TimeoutError(_) => return ModelError::Timeout,
+        SdkError::DispatchFailure(_) => return ModelError::Unavailable(e.to_string().into()),
+        // A 200 whose first bytes are not event-stream frames: not the wire format.
+        SdkError::ResponseError(_) => return ModelError::Malformed(e.to_string()),
+        _ => {}
+    }
+    let status = match &e {
+        SdkError::ServiceError(s) => Some(s.raw().status().as_u16()),
+        _ => None,
+    };
+    let cause = format!(
+        "{}: {}",
+        e.code().unwrap_or("no error code"),
+        e.message().unwrap_or("no message")
+    );
+    stream_error(e.code(), status, cause)
+}
+
+/// M-5: a failure in the middle of `ConverseStream`, typed.
+fn stream_event_error_of<R: std::fmt::Debug>(
+    e: &SdkError<ConverseStreamOutputError, R>,
+) -> ModelError {
+    match e {
+        SdkError::TimeoutError(_) => ModelError::Timeout,
+        // The connection failed or was cut: worth another try.
+        SdkError::ResponseError(_) | SdkError::DispatchFailure(_) => {
+            ModelError::Unavailable(e.to_string().into())
+        }
+        // Bytes that are not event-stream frames, or an event without an error code: not
+        // the wire format.
+        _ if e.code().is_none() => ModelError::Malformed(e.to_string()),
+        _ => {
+            let cause = format!(
+                "{}: {}",
+                e.code().unwrap_or("no error code"),
+                e.message().unwrap_or("no message")
+            );
+            stream_error(e.code(), None, cause)
+        }
+    }
+}
+
 /// The Bedrock adapter.
 #[derive(Debug, Clone)]
 pub struct BedrockModel {
@@ -250,6 +423,36 @@ impl BedrockModel {
 
 #[async_trait]
 impl Model for BedrockModel {
+    /// S-1: `ConverseStream` (IAM `bedrock:InvokeModelWithResponseStream`).
+    async fn step_streaming(
+        &self,
+        request: &ModelRequest,
+        delta: &(dyn for<'s> Fn(&'s str) + Send + Sync),
+    ) -> Result<ModelReply, ModelError> {
+        let input = converse_input(request)?;
+        let mut output = self
+            .client
+            .converse_stream()
+            .model_id(&self.model_id)
+            .set_system(Some(input.system))
+            .set_messages(Some(input.messages))
+            .set_tool_config(input.tool_config)
+            .inference_config(input.inference)
+            .send()
+            .await
+            .map_err(stream_start_error_of)?;
+        let mut streamed = ConverseStreamed::default();
+        while let Some(event) = output
+            .stream
+            .recv()
+            .await
+            .map_err(|e| stream_event_error_of(&e))?
+        {
+            streamed.feed(&event, delta);
+        }
+        streamed.reply()
+    }
+
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let input = converse_input(request)?;
         let output = self

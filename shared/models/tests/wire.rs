@@ -258,3 +258,87 @@ fn s1_a_streamed_completion_is_read_piece_by_piece() {
         Err(ModelError::Malformed(_))
     ));
 }
+
+/// S-1: each adapter asks for a stream (OpenAI `stream: true`, Bedrock `ConverseStream`),
+/// passes the text on word by word as the server sends it, and reads back the same reply
+/// as the buffered call: text, tool calls assembled from their pieces, truncation.
+#[tokio::test]
+async fn s1_each_adapter_streams_the_text_word_by_word_and_reads_the_same_reply() {
+    for (wire, server, model) in adapters().await {
+        let planned = ModelReply {
+            text: Some("Vou consultar as sessões agora.".into()),
+            tool_calls: vec![
+                ToolCall {
+                    id: "t1".into(),
+                    name: "prepare_action".into(),
+                    arguments: json!({"operation": "x", "arguments": {"a": "ç"}}),
+                },
+                ToolCall {
+                    id: "t2".into(),
+                    name: "prepare_action".into(),
+                    arguments: Value::String("{\"operation\": ".into()),
+                },
+            ],
+            truncated: false,
+        };
+        server.plan(Planned::Reply(planned.clone()));
+        let pieces = std::sync::Mutex::new(Vec::<String>::new());
+        let reply = model
+            .step_streaming(&request(), &|p| pieces.lock().unwrap().push(p.to_owned()))
+            .await
+            .unwrap();
+        let pieces = pieces.into_inner().unwrap();
+        assert_eq!(
+            pieces,
+            ["Vou ", "consultar ", "as ", "sessões ", "agora."],
+            "{wire:?}: word by word"
+        );
+        assert!(
+            server.seen().last().unwrap().streamed,
+            "{wire:?}: asked as a stream"
+        );
+        assert_eq!(reply.text, planned.text, "{wire:?}");
+        assert_eq!(reply.tool_calls[0], planned.tool_calls[0], "{wire:?}");
+        assert!(!reply.tool_calls[1].arguments.is_object(), "{wire:?}");
+        assert!(!reply.truncated);
+        server.plan(Planned::Reply(planned.clone()));
+        assert_eq!(
+            model.step(&request()).await.unwrap().text,
+            reply.text,
+            "{wire:?}"
+        );
+        server.plan(Planned::Reply(ModelReply {
+            text: Some("Your sessions are".into()),
+            tool_calls: Vec::new(),
+            truncated: true,
+        }));
+        let cut = model.step_streaming(&request(), &|_| {}).await.unwrap();
+        assert!(cut.truncated, "{wire:?}");
+    }
+}
+
+/// M-5 on the streaming path: each failure typed as on the buffered one, nothing streamed.
+#[tokio::test]
+async fn s1_m5_each_failure_of_a_stream_is_typed() {
+    for (wire, server, model) in adapters().await {
+        for (planned, kind) in [
+            (Planned::Throttle, "throttled"),
+            (Planned::ServerError, "unavailable"),
+            (Planned::Refuse, "refused"),
+            (Planned::Garbage, "malformed"),
+        ] {
+            server.plan(planned);
+            let pieces = std::sync::Mutex::new(0);
+            let e = model
+                .step_streaming(&request(), &|_| *pieces.lock().unwrap() += 1)
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind(), kind, "{wire:?}: {e:?}");
+            assert_eq!(*pieces.lock().unwrap(), 0, "{wire:?}");
+        }
+        assert!(
+            model.step_streaming(&request(), &|_| {}).await.is_ok(),
+            "{wire:?}"
+        );
+    }
+}

@@ -85,6 +85,7 @@ macro_rules! store_contract {
             l2_every_record_is_chained_and_the_trail_verifies,
             s2_the_summary_names_the_newest_message_and_proposals_keep_their_states,
             s4_the_tenants_language_is_set_with_its_audit_record,
+            u3_a_credential_retires_once_with_its_audit_record,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -441,6 +442,77 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
             .is_empty()
     );
     assert_eq!(s.tenants().get_tenant(&unknown).await.unwrap(), None);
+}
+
+/// U-3, decision 0047: a credential's retirement is stored with its audit record in one
+/// write, once; retiring an unknown or an already retiring credential is a conflict and
+/// writes nothing.
+pub async fn u3_a_credential_retires_once_with_its_audit_record(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let key = countersign_domain::ports::WidgetKey {
+        id: countersign_domain::ids::WidgetKeyId::parse(format!("wk_{}", f.ulid())).unwrap(),
+        created_at: f.now(),
+        allowed_origins: vec!["https://shop.example.com".into()],
+        retires_at: None,
+    };
+    let created = f.audit("widgetCredential.create", json!({}));
+    s.tenants()
+        .put_widget_key(&tenant, &key, &created)
+        .await
+        .unwrap();
+    let at = f.now().plus_seconds(3600);
+    let retire = |at: Timestamp| {
+        let s = s.clone();
+        let record = f.audit("widgetCredential.retire", json!({}));
+        let id = key.id.clone();
+        let tenant = tenant.clone();
+        async move {
+            s.tenants()
+                .retire_widget_key(&tenant, &id, at, &record)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(retire(at).await, TransitionOutcome::Applied);
+    let stored = s
+        .tenants()
+        .get_widget_key(&tenant, &key.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.retires_at, Some(at));
+    assert_eq!(stored.allowed_origins, key.allowed_origins);
+    assert!(!stored.valid_at(at) && stored.valid_at(at.plus_seconds(-1)));
+    // Once: a second retirement would move the end of the grace period.
+    assert!(matches!(
+        retire(at.plus_seconds(60)).await,
+        TransitionOutcome::Conflict { .. }
+    ));
+    let audit = s.tenants().list_audit(&tenant, None, 10).await.unwrap();
+    let actions: Vec<&str> = audit.items.iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["widgetCredential.retire", "widgetCredential.create"]
+    );
+    let revoke = f.audit("widgetCredential.revoke", json!({}));
+    s.tenants()
+        .delete_widget_key(&tenant, &key.id, &revoke)
+        .await
+        .unwrap();
+    assert!(matches!(
+        retire(at).await,
+        TransitionOutcome::Conflict { .. }
+    ));
+    assert_eq!(
+        s.tenants()
+            .list_audit(&tenant, None, 10)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
 }
 
 /// Messages of a case come back in creation order, after a given one, the newest for the

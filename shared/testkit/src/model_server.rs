@@ -1,6 +1,9 @@
 //! A model service on loopback for offline tests (M-6), speaking either wire format the
-//! adapters use: OpenAI chat completions (`POST …/chat/completions`) or Bedrock Converse
-//! (`POST /model/{id}/converse`, reached through an endpoint override).
+//! adapters use: OpenAI chat completions (`POST …/chat/completions`, streamed as
+//! server-sent events when the body asks `"stream": true`) or Bedrock Converse
+//! (`POST /model/{id}/converse`, and `…/converse-stream` answering AWS event-stream
+//! frames; reached through an endpoint override). A streamed answer's text goes out word
+//! by word, each tool call's arguments in two pieces (S-1).
 //!
 //! It decodes each request from raw JSON on its own (it shares no code with the
 //! adapters, so an adapter's mistake is not mirrored here), records it, and answers with
@@ -67,6 +70,8 @@ pub struct Seen {
     pub model: String,
     /// The raw body.
     pub raw: Value,
+    /// Whether the answer was asked for as a stream (S-1).
+    pub streamed: bool,
 }
 
 struct Inner {
@@ -108,6 +113,7 @@ impl ModelServer {
         });
         let app = Router::new()
             .route("/model/{id}/converse", post(converse))
+            .route("/model/{id}/converse-stream", post(converse_stream))
             .route("/{*path}", post(openai))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -212,6 +218,7 @@ fn decode_openai(body: &Value) -> Seen {
             .as_u64()
             .or_else(|| body["max_completion_tokens"].as_u64()),
         credential: None,
+        streamed: body["stream"] == Value::Bool(true),
         model: text_of(&body["model"]),
         raw: body.clone(),
     }
@@ -287,6 +294,7 @@ fn decode_converse(body: &Value) -> Seen {
         credential: None,
         model: String::new(),
         raw: body.clone(),
+        streamed: false,
     }
 }
 
@@ -363,7 +371,9 @@ async fn openai(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         )
             .into_response()
     };
+    let streamed = seen.streamed;
     match next(&inner, seen) {
+        Planned::Reply(r) if streamed => openai_events(&r),
         Planned::Reply(r) => axum::Json(openai_answer(&r)).into_response(),
         Planned::Throttle => error(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded"),
         Planned::ServerError => error(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
@@ -378,12 +388,32 @@ async fn converse(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+    converse_either(inner, id, &headers, &body, false)
+}
+
+async fn converse_stream(
+    State(inner): State<Arc<Inner>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    converse_either(inner, id, &headers, &body, true)
+}
+
+fn converse_either(
+    inner: Arc<Inner>,
+    id: String,
+    headers: &HeaderMap,
+    body: &Bytes,
+    streamed: bool,
+) -> Response {
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
     let mut seen = decode_converse(&body);
-    seen.credential = credential(&headers);
+    seen.credential = credential(headers);
     seen.model = id;
+    seen.streamed = streamed;
     let error = |status: StatusCode, kind: &str| {
         (
             status,
@@ -393,10 +423,138 @@ async fn converse(
             .into_response()
     };
     match next(&inner, seen) {
+        Planned::Reply(r) if streamed => converse_events(&r),
         Planned::Reply(r) => axum::Json(converse_answer(&r)).into_response(),
         Planned::Throttle => error(StatusCode::TOO_MANY_REQUESTS, "ThrottlingException"),
         Planned::ServerError => error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerException"),
         Planned::Refuse => error(StatusCode::BAD_REQUEST, "ValidationException"),
         Planned::Garbage => (StatusCode::OK, "<html>gateway</html>").into_response(),
     }
+}
+
+/// A text cut into words, each keeping the space after it.
+fn words(text: &str) -> Vec<&str> {
+    text.split_inclusive(' ').collect()
+}
+
+/// A tool call's arguments as the wire's JSON text (a string argument is sent raw).
+fn arguments_text(call: &ToolCall) -> String {
+    match &call.arguments {
+        Value::String(raw) => raw.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// Cuts `s` in two at a character boundary near its middle.
+fn halves(s: &str) -> (&str, &str) {
+    let mut mid = s.len() / 2;
+    while !s.is_char_boundary(mid) {
+        mid -= 1;
+    }
+    s.split_at(mid)
+}
+
+/// S-1: the OpenAI answer as server-sent events.
+fn openai_events(reply: &ModelReply) -> Response {
+    let mut chunks = vec![json!({"delta": {"role": "assistant", "content": ""}})];
+    for w in reply.text.as_deref().map(words).unwrap_or_default() {
+        chunks.push(json!({"delta": {"content": w}}));
+    }
+    for (i, c) in reply.tool_calls.iter().enumerate() {
+        let args = arguments_text(c);
+        let (a, b) = halves(&args);
+        chunks.push(json!({"delta": {"tool_calls": [{"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": a}}]}}));
+        chunks.push(json!({"delta": {"tool_calls": [{"index": i, "function": {"arguments": b}}]}}));
+    }
+    let finish = if reply.truncated {
+        "length"
+    } else if reply.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    chunks.push(json!({"delta": {}, "finish_reason": finish}));
+    let mut body = String::new();
+    for c in chunks {
+        let mut choice = c;
+        choice["index"] = json!(0);
+        let event = json!({"id": "chatcmpl-double", "object": "chat.completion.chunk", "choices": [choice]});
+        body.push_str(&format!("data: {event}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    ([("content-type", "text/event-stream")], body).into_response()
+}
+
+/// One AWS event-stream frame of an event of `kind` with a JSON payload.
+fn frame(kind: &'static str, payload: &Value) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let message = Message::new(payload.to_string().into_bytes())
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String("event".into()),
+        ))
+        .add_header(Header::new(":event-type", HeaderValue::String(kind.into())))
+        .add_header(Header::new(
+            ":content-type",
+            HeaderValue::String("application/json".into()),
+        ));
+    let mut out = Vec::new();
+    // Writing to a vector fails only for oversized headers, which these are not.
+    let _ = aws_smithy_eventstream::frame::write_message_to(&message, &mut out);
+    out
+}
+
+/// S-1: the Converse answer as `ConverseStream`'s event-stream frames.
+fn converse_events(reply: &ModelReply) -> Response {
+    let mut body = frame("messageStart", &json!({"role": "assistant"}));
+    let mut index = 0;
+    if let Some(text) = &reply.text {
+        for w in words(text) {
+            body.extend(frame(
+                "contentBlockDelta",
+                &json!({"contentBlockIndex": index, "delta": {"text": w}}),
+            ));
+        }
+        body.extend(frame(
+            "contentBlockStop",
+            &json!({"contentBlockIndex": index}),
+        ));
+        index += 1;
+    }
+    for c in &reply.tool_calls {
+        body.extend(frame(
+            "contentBlockStart",
+            &json!({"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": c.id, "name": c.name}}}),
+        ));
+        let args = arguments_text(c);
+        let (a, b) = halves(&args);
+        for piece in [a, b] {
+            body.extend(frame(
+                "contentBlockDelta",
+                &json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}}),
+            ));
+        }
+        body.extend(frame(
+            "contentBlockStop",
+            &json!({"contentBlockIndex": index}),
+        ));
+        index += 1;
+    }
+    let stop = if reply.truncated {
+        "max_tokens"
+    } else if reply.tool_calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    body.extend(frame("messageStop", &json!({"stopReason": stop})));
+    body.extend(frame(
+        "metadata",
+        &json!({"usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}, "metrics": {"latencyMs": 1}}),
+    ));
+    (
+        [("content-type", "application/vnd.amazon.eventstream")],
+        body,
+    )
+        .into_response()
 }

@@ -1040,6 +1040,29 @@ impl WidgetKeys for MemoryStore {
             },
         )
     }
+
+    async fn retire_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+        at: Timestamp,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "retire_widget_key",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let key = s.widget_keys.get_mut(tenant).and_then(|k| k.get_mut(id));
+                match key {
+                    Some(k) if k.retires_at.is_none() => k.retires_at = Some(at),
+                    _ => return Ok(TransitionOutcome::Conflict { current: None }),
+                }
+                s.audit(tenant, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
 }
 
 #[async_trait]

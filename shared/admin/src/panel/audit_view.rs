@@ -2,6 +2,7 @@
 //! field: before → after, filters by event and date, and a layout that fits a laptop and
 //! a phone. The API (`GET …/audit`) keeps the records as stored.
 
+use super::i18n::t;
 use countersign_domain::ports::AuditEntry;
 use maud::{Markup, html};
 use serde_json::Value;
@@ -58,12 +59,12 @@ fn is_day(s: &str) -> bool {
 pub fn actor(actor: &str) -> String {
     if let Some(fingerprint) = actor.strip_prefix("adminKey:") {
         let short: String = fingerprint.chars().take(8).collect();
-        return format!("Administrator (key {short}…)");
+        return format!("{} {short}…)", t("Administrator (key"));
     }
     match actor {
-        "operator" => "Platform operator".into(),
-        "platform" => "Platform".into(),
-        "person" => "The person in the chat".into(),
+        "operator" => t("Platform operator").into(),
+        "platform" => t("Platform").into(),
+        "person" => t("The person in the chat").into(),
         other => other.to_owned(),
     }
 }
@@ -111,7 +112,7 @@ pub fn changes(changes: &Value) -> Markup {
 fn short(v: &Value) -> String {
     let text = match v {
         Value::String(s) => s.clone(),
-        Value::Null => "none".into(),
+        Value::Null => t("none").into(),
         other => other.to_string(),
     };
     if text.chars().count() > 200 {

@@ -7,6 +7,7 @@
 //! [`certification_router`] (the run signs test proofs, decision 0026).
 
 pub mod audit_view;
+pub mod i18n;
 mod samples;
 pub mod session;
 pub mod views;
@@ -24,6 +25,7 @@ use countersign_domain::certification::{Certification, CertifiedSubject};
 use countersign_domain::ids::{AuditId, OperationName, ToolName, UserId};
 use countersign_domain::ports::{StoredMcpConfig, Tenant};
 use countersign_domain::vetting;
+use i18n::t;
 use maud::Markup;
 use serde_json::{Map, Value, json};
 use session::{Session, SignInError};
@@ -31,8 +33,14 @@ use std::collections::HashMap;
 use views::{Errors, McpForm, McpPage, ToolChoice};
 
 /// Every route of [`router`]: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 15] = [
+pub const ROUTES: [(&str, &str); 20] = [
     ("GET", "/admin"),
+    ("GET", "/admin/language"),
+    ("GET", "/admin/settings"),
+    ("POST", "/admin/settings"),
+    ("GET", "/admin/widgets/{key_id}/revoke"),
+    ("GET", "/admin/widgets/{key_id}/replace"),
+    ("GET", "/admin/static/{file}"),
     ("POST", "/admin/login"),
     ("POST", "/admin/logout"),
     ("GET", "/admin/mcp"),
@@ -44,7 +52,6 @@ pub const ROUTES: [(&str, &str); 15] = [
     ("POST", "/admin/widgets/{key_id}/revoke"),
     ("POST", "/admin/widgets/{key_id}/replace"),
     ("GET", "/admin/audit"),
-    ("GET", "/admin/static/{file}"),
     ("GET", "/admin/actions"),
     ("POST", "/admin/actions/settle"),
 ];
@@ -85,6 +92,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/static/{file}", get(static_file))
         .route("/admin/actions", get(unsettled_page))
         .route("/admin/actions/settle", post(settle))
+        .route("/admin/language", get(i18n::switch))
+        .layer(axum::middleware::from_fn(i18n::middleware))
         .with_state(state)
 }
 
@@ -92,6 +101,7 @@ pub fn router(state: AdminState) -> Router {
 pub fn certification_router(state: AdminState) -> Router {
     Router::new()
         .route("/admin/certification", post(certification))
+        .layer(axum::middleware::from_fn(i18n::middleware))
         .with_state(state)
 }
 
@@ -131,9 +141,9 @@ pub(crate) fn unavailable(e: &AdminError) -> Response {
     html(
         StatusCode::SERVICE_UNAVAILABLE,
         views::message(
-            "Unavailable",
+            t("Unavailable"),
             None,
-            "A platform service is unavailable; nothing was changed. Try again shortly.",
+            t("A platform service is unavailable; nothing was changed. Try again shortly."),
         ),
     )
 }
@@ -143,9 +153,11 @@ pub(crate) fn refused_cross_site() -> Response {
     html(
         StatusCode::FORBIDDEN,
         views::message(
-            "Refused",
+            t("Refused"),
             None,
-            "This request did not come from the panel's own pages and was refused; nothing was changed.",
+            t(
+                "This request did not come from the panel's own pages and was refused; nothing was changed.",
+            ),
         ),
     )
 }
@@ -212,11 +224,11 @@ fn errors_of(e: &AdminError) -> Errors {
             let all: Vec<&str> = errors.iter().map(|(_, m)| m.as_str()).collect();
             [("allowedTools".to_owned(), all.join(" "))].into()
         }
-        AdminError::ProviderUnreachable(_) => [("serverUrl".to_owned(), e.to_string())].into(),
+        AdminError::ProviderUnreachable(_) => [("serverUrl".to_owned(), i18n::error(e))].into(),
         AdminError::SigningUnavailable | AdminError::CertificationRequired => {
-            [("actionPolicy.enabled".to_owned(), e.to_string())].into()
+            [("actionPolicy.enabled".to_owned(), i18n::error(e))].into()
         }
-        other => [(String::new(), other.to_string())].into(),
+        other => [(String::new(), i18n::error(other))].into(),
     }
 }
 
@@ -240,7 +252,7 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, body: Bytes)
         }
         Err(SignInError::WrongKey) => html(
             session::WRONG_KEY_STATUS,
-            views::sign_in(Some("That admin key is not valid.")),
+            views::sign_in(Some(t("That admin key is not valid."))),
         ),
         Err(SignInError::Unavailable(e)) => unavailable(&e),
     }
@@ -306,13 +318,15 @@ fn enable_blocked(
     run: Option<&Certification>,
 ) -> Option<&'static str> {
     if view.action_verification.is_none() {
-        return Some("The platform has no signing key installed: actions cannot be enabled (C-6).");
+        return Some(t(
+            "The platform has no signing key installed: actions cannot be enabled.",
+        ));
     }
     let certified =
         stored.is_some_and(|s| run.is_some_and(|r| r.certifies(&CertifiedSubject::of(s))));
-    (!certified).then_some(
-        "Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings (H-4).",
-    )
+    (!certified).then(|| {
+        t("Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings.")
+    })
 }
 
 /// The live tools of the saved server, as the consultation picker shows them (H-2: a
@@ -366,11 +380,11 @@ async fn live_tools(
 async fn mcp_page(State(state): State<AdminState>, session: Session, uri: Uri) -> Response {
     let q = query(&uri);
     let notice = match q.get("done").map(String::as_str) {
-        Some("saved") => Some("Saved."),
-        Some("removed") => Some("The connector was removed; actions stopped."),
-        Some("approved") => {
-            Some("Approved: the tool is offered again as your server lists it now.")
-        }
+        Some("saved") => Some(t("Saved.")),
+        Some("removed") => Some(t("The connector was removed; actions stopped.")),
+        Some("approved") => Some(t(
+            "Approved: the tool is offered again as your server lists it now.",
+        )),
         _ => None,
     };
     render_mcp(
@@ -613,9 +627,9 @@ async fn widgets_page(
         }
         _ => None,
     };
-    let notice = (created.is_some() && shown.is_none()).then_some(
-        "That credential's secret was shown once, right after it was created. If it was not stored, replace the credential.",
-    );
+    let notice = (created.is_some() && shown.is_none()).then(|| {
+        t("That credential's secret was shown once, right after it was created. If it was not stored, replace the credential.")
+    });
     let mut res = render_widgets(
         &state,
         &session,
@@ -753,7 +767,8 @@ async fn widget_revoke(
     }
 }
 
-/// U-3 "replace": a new credential with the same origins, then the old one revoked.
+/// U-3 "replace" (decision 0047): a new credential with the same origins; the old one
+/// keeps working for the grace period chosen on the confirmation step.
 async fn widget_replace(
     State(state): State<AdminState>,
     session: Session,
@@ -761,36 +776,41 @@ async fn widget_replace(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = Form::guarded(&session, &headers, &body) {
-        return refused.into_response();
-    }
-    let keys = match crate::widgets::list(&state, &session.tenant).await {
-        Ok(k) => k,
-        Err(e) => return unavailable(&e),
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
     };
-    let Some(old) = keys.iter().find(|k| k.id.as_str() == key_id) else {
-        let errors = errors_of(&AdminError::NoSuchCredential);
-        return render_widgets(&state, &session, None, &errors, None, StatusCode::NOT_FOUND).await;
-    };
-    let (key, secret) =
-        match crate::widgets::create(&state, &session.tenant, &old.allowed_origins).await {
-            Ok(created) => created,
-            Err(e) => return unavailable(&e),
-        };
-    if let Err(e) = crate::widgets::revoke(&state, &session.tenant, old.id.as_str()).await {
-        // Rare: shown on this answer, with the secret (a reload would not repeat it).
-        let errors: Errors = [(String::new(), format!("The new credential was created, but the old one could not be revoked ({e}): revoke it below."))].into();
-        return render_widgets(
-            &state,
-            &session,
-            Some((key.id.as_str(), secret.expose())),
-            &errors,
-            None,
-            StatusCode::CREATED,
-        )
-        .await;
+    // An unreadable choice is refused rather than read as "at once".
+    let grace = form
+        .get("graceSeconds")
+        .and_then(|g| g.parse::<i64>().ok())
+        .unwrap_or(-1);
+    match crate::widgets::replace(&state, &session.tenant, &key_id, grace).await {
+        Ok((key, secret)) => show_new_secret(&state, &key, secret.expose()),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let status = match e {
+                AdminError::NoSuchCredential => StatusCode::NOT_FOUND,
+                AdminError::AlreadyReplaced(_) => StatusCode::CONFLICT,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            // The choice of grace period is not on the list page: its refusal is the form's.
+            let errors: Errors = errors_of(&e)
+                .into_iter()
+                .map(|(field, m)| {
+                    (
+                        if field == "graceSeconds" {
+                            String::new()
+                        } else {
+                            field
+                        },
+                        m,
+                    )
+                })
+                .collect();
+            render_widgets(&state, &session, None, &errors, None, status).await
+        }
     }
-    show_new_secret(&state, &key, secret.expose())
 }
 
 /// The audit trail, newest first, 20 records a page; with filters, up to five pages of the
@@ -846,7 +866,7 @@ async fn render_unsettled(
 async fn unsettled_page(State(state): State<AdminState>, session: Session, uri: Uri) -> Response {
     let notice = query(&uri)
         .get("done")
-        .map(|_| "Recorded. The person was told, and the conversation is unblocked.");
+        .map(|_| t("Recorded. The person was told, and the conversation is unblocked."));
     render_unsettled(&state, &session, &Errors::new(), notice, StatusCode::OK).await
 }
 
@@ -865,7 +885,11 @@ async fn settle(
         Some("completed") => crate::unsettled::Outcome::Completed,
         Some("failed") => crate::unsettled::Outcome::Failed,
         _ => {
-            let errors = [(String::new(), "Choose what your system shows.".to_owned())].into();
+            let errors = [(
+                String::new(),
+                t("Choose what your system shows.").to_owned(),
+            )]
+            .into();
             return render_unsettled(&state, &session, &errors, None, StatusCode::BAD_REQUEST)
                 .await;
         }
@@ -893,7 +917,8 @@ async fn settle(
 }
 
 async fn settings_page(session: Session, uri: Uri) -> Response {
-    let notice = (query(&uri).get("done").map(String::as_str) == Some("saved")).then_some("Saved.");
+    let notice =
+        (query(&uri).get("done").map(String::as_str) == Some("saved")).then(|| t("Saved."));
     html(
         StatusCode::OK,
         views::settings(&session, notice, &Errors::new()),
@@ -917,7 +942,7 @@ async fn settings_save(
     else {
         let errors: Errors = [(
             "language".to_owned(),
-            "Choose English or Português (Brasil).".to_owned(),
+            t("Choose English or Português (Brasil).").to_owned(),
         )]
         .into();
         return html(

@@ -60,6 +60,9 @@ fn value_of(property: &Value) -> Value {
 /// What a check of the certification checked, in the administrator's words (its id stays
 /// on the row for tooling).
 pub(super) fn describe_check(id: &str) -> String {
+    if super::i18n::lang() == countersign_domain::texts::Language::Pt {
+        return describe_check_pt(id);
+    }
     let parts: Vec<&str> = id.split('.').collect();
     match parts.as_slice() {
         ["tools", "list"] => "Your server lists its tools".into(),
@@ -80,32 +83,68 @@ pub(super) fn describe_check(id: &str) -> String {
         ["actions", "execute", op] => {
             format!("{op} is carried out with a valid proof (the consented test write)")
         }
-        ["proof", what] => format!("A proof {} is refused", proof_fault(what)),
+        ["proof", what] => format!("A proof {} is refused", proof_fault(what).0),
         _ => id.replace(['.', '_'], " "),
     }
 }
 
-fn proof_fault(what: &str) -> &'static str {
+/// The same, in Portuguese (S-4).
+fn describe_check_pt(id: &str) -> String {
+    let parts: Vec<&str> = id.split('.').collect();
+    match parts.as_slice() {
+        ["tools", "list"] => "Seu servidor lista as ferramentas".into(),
+        ["consultation", name, "listed"] => format!("{name} é listada pelo seu servidor"),
+        ["consultation", name, "call"] => {
+            format!("{name} responde aos argumentos de exemplo como diz o seu esquema de saída")
+        }
+        ["consultation", name, "other_person"] => {
+            format!("{name} recusa à segunda pessoa o recurso da primeira")
+        }
+        ["consultation", name, "wrong_token"] => {
+            format!("{name} recusa uma chamada com um token de serviço errado")
+        }
+        ["actions", "tools"] => "Seu servidor oferece as ferramentas de ação".into(),
+        ["actions", "wrong_token"] => {
+            "As ferramentas de ação recusam um token de serviço errado".into()
+        }
+        ["actions", "status"] => "A consulta de situação de ação responde".into(),
+        ["actions", "prepare", op] => format!("{op} é preparada com um resumo para mostrar"),
+        ["actions", "execute", op] => {
+            format!("{op} é executada com uma prova válida (a escrita de teste consentida)")
+        }
+        ["proof", what] => format!("Uma prova {} é recusada", proof_fault(what).1),
+        _ => id.replace(['.', '_'], " "),
+    }
+}
+
+/// A bad proof's fault, in English and in Portuguese.
+fn proof_fault(what: &str) -> (&'static str, &'static str) {
     match what {
-        "none" => "that is missing",
-        "alg_none" => "with no signature (alg none)",
-        "embedded_jwk" => "carrying its own key (jwk header)",
-        "jku" => "pointing to another key set (jku header)",
-        "expired" => "that has expired",
-        "long_lifetime" => "that lives too long",
-        "other_key" => "signed by another key",
-        "unknown_kid" => "naming an unknown key",
-        "wrong_action_id" => "for another action",
-        "wrong_arguments_hash" => "for other arguments",
-        "wrong_aud" => "for another audience",
-        "wrong_conversation" => "from another conversation",
-        "wrong_iss" => "from another issuer",
-        "wrong_operation" => "for another operation",
-        "wrong_sub" => "for another person",
-        "wrong_summary_hash" => "for another summary",
-        "wrong_tenant" => "for another tenant",
-        "wrong_typ" => "of another type",
-        _ => "with a fault",
+        "none" => ("that is missing", "ausente"),
+        "alg_none" => ("with no signature (alg none)", "sem assinatura (alg none)"),
+        "embedded_jwk" => (
+            "carrying its own key (jwk header)",
+            "que traz a própria chave (cabeçalho jwk)",
+        ),
+        "jku" => (
+            "pointing to another key set (jku header)",
+            "que aponta para outro conjunto de chaves (cabeçalho jku)",
+        ),
+        "expired" => ("that has expired", "expirada"),
+        "long_lifetime" => ("that lives too long", "com validade longa demais"),
+        "other_key" => ("signed by another key", "assinada por outra chave"),
+        "unknown_kid" => ("naming an unknown key", "que nomeia uma chave desconhecida"),
+        "wrong_action_id" => ("for another action", "de outra ação"),
+        "wrong_arguments_hash" => ("for other arguments", "de outros argumentos"),
+        "wrong_aud" => ("for another audience", "de outra audiência"),
+        "wrong_conversation" => ("from another conversation", "de outra conversa"),
+        "wrong_iss" => ("from another issuer", "de outro emissor"),
+        "wrong_operation" => ("for another operation", "de outra operação"),
+        "wrong_sub" => ("for another person", "de outra pessoa"),
+        "wrong_summary_hash" => ("for another summary", "de outro resumo"),
+        "wrong_tenant" => ("for another tenant", "de outro tenant"),
+        "wrong_typ" => ("of another type", "de outro tipo"),
+        _ => ("with a fault", "com um defeito"),
     }
 }
 

@@ -2,6 +2,7 @@
 //! HTML-escaped; there is no raw HTML from data). No inline script or style: the CSP
 //! allows only the panel's own files.
 
+use super::i18n::t;
 use super::session::Session;
 use crate::mcp::McpView;
 use countersign_domain::certification::{Certification, CheckStatus};
@@ -16,11 +17,11 @@ pub type Errors = BTreeMap<String, String>;
 pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
-        html lang="en" {
+        html lang=(super::i18n::lang().tag()) {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · Countersign admin" }
+                title { (title) (t(" · Countersign admin")) }
                 link rel="stylesheet" href="/admin/static/panel.css";
                 link rel="icon" type="image/svg+xml" href="/admin/static/favicon.svg";
                 script src="/admin/static/panel.js" defer {}
@@ -28,24 +29,38 @@ pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
             body {
                 header {
                     strong { "Countersign admin" }
+                    (language_switch())
                     @if let Some(s) = session {
-                        nav aria-label="Sections" {
-                            a href="/admin/mcp" { "Tenant MCP" }
-                            a href="/admin/widgets" { "Widget credentials" }
-                            a href="/admin/actions" { "Unsettled actions" }
-                            a href="/admin/audit" { "Audit trail" }
-                            a href="/admin/settings" { "Settings" }
+                        nav aria-label=(t("Sections")) {
+                            a href="/admin/mcp" { (t("Tenant MCP")) }
+                            a href="/admin/widgets" { (t("Widget credentials")) }
+                            a href="/admin/actions" { (t("Unsettled actions")) }
+                            a href="/admin/audit" { (t("Audit trail")) }
+                            a href="/admin/settings" { (t("Settings")) }
                         }
                         span.tenant { (s.tenant.name) " (" (s.tenant.id) ")" }
                         form method="post" action="/admin/logout" {
                             input type="hidden" name="csrf" value=(s.csrf);
-                            button type="submit" { "Sign out" }
+                            button type="submit" { (t("Sign out")) }
                         }
                     }
                 }
                 main { h1 { (title) } (body) }
             }
         }
+    }
+}
+
+/// The panel's language, switched from any page and remembered (S-4): a plain link to
+/// the other language, back to this page.
+fn language_switch() -> Markup {
+    use countersign_domain::texts::Language;
+    let (to, label) = match super::i18n::lang() {
+        Language::En => ("pt-BR", "Português"),
+        Language::Pt => ("en", "English"),
+    };
+    html! {
+        a #panelLanguage href=(format!("/admin/language?to={to}")) lang=(to) { (label) }
     }
 }
 
@@ -63,26 +78,26 @@ pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Mar
     use countersign_domain::texts::Language;
     let current = session.tenant.language;
     page(
-        "Settings",
+        t("Settings"),
         Some(session),
         html! {
             @if let Some(n) = notice { p.notice role="status" { (n) } }
             (error_for(errors, ""))
             form method="post" action="/admin/settings" {
                 input type="hidden" name="csrf" value=(session.csrf);
-                label for="language" { "Chat language" }
+                label for="language" { (t("Chat language")) }
                 select #language name="language" aria-describedby="language-help" {
-                    option value="en" selected[current == Language::En] { "English" }
-                    option value="pt-BR" selected[current == Language::Pt] { "Português (Brasil)" }
+                    option value="en" selected[current == Language::En] { (t("English")) }
+                    option value="pt-BR" selected[current == Language::Pt] { (t("Português (Brasil)")) }
                 }
                 (error_for(errors, "language"))
                 p.help #language-help {
-                    "The language of new conversations: the widget's texts, the platform's notices and "
-                    "the confirm/cancel instructions (" code { "confirm" } " or " code { "confirmar" } "), "
-                    "and the assistant's instructions. A conversation already open keeps its language; "
-                    "your web page may choose another language per person (widget guide, “Language”)."
+                    (t("The language of new conversations: the widget's texts, the platform's notices and "))
+                    (t("the confirm/cancel instructions (")) code { "confirm" } " or " code { "confirmar" } "), "
+                    (t("and the assistant's instructions. A conversation already open keeps its language; "))
+                    (t("your web page may choose another language per person (widget guide, “Language”)."))
                 }
-                button type="submit" { "Save" }
+                button type="submit" { (t("Save")) }
             }
         },
     )
@@ -91,15 +106,15 @@ pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Mar
 /// The sign-in page.
 pub fn sign_in(error: Option<&str>) -> Markup {
     page(
-        "Sign in",
+        t("Sign in"),
         None,
         html! {
-            p { "Configure your tenant integration: sign in with your tenant admin key (" code { "tsk_…" } ")." }
+            p { (t("Configure your tenant integration: sign in with your tenant admin key (")) code { "tsk_…" } ")." }
             form method="post" action="/admin/login" {
-                label for="key" { "Admin key" }
+                label for="key" { (t("Admin key")) }
                 input #key type="password" name="key" autocomplete="off" required;
                 @if let Some(e) = error { p.error role="alert" { (e) } }
-                button type="submit" { "Sign in" }
+                button type="submit" { (t("Sign in")) }
             }
         },
     )
@@ -165,18 +180,18 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
         (error_for(p.errors, ""))
         form #mcp method="post" action="/admin/mcp" {
             input type="hidden" name="csrf" value=(p.session.csrf);
-            label for="serverUrl" { "Server URL" }
+            label for="serverUrl" { (t("Server URL")) }
             input #serverUrl type="url" name="serverUrl" value=(f.server_url) required;
             (error_for(p.errors, "serverUrl"))
-            label for="serviceToken" { "Service token" }
+            label for="serviceToken" { (t("Service token")) }
             input #serviceToken type="password" name="serviceToken" autocomplete="off"
-                placeholder=(if configured { "unchanged (write-only)" } else { "required" });
+                placeholder=(if configured { t("unchanged (write-only)") } else { t("required") });
             (error_for(p.errors, "serviceToken"))
-            label for="audience" { "Proof audience (optional; default: the server URL)" }
+            label for="audience" { (t("Proof audience (optional; default: the server URL)")) }
             input #audience type="text" name="audience" value=(f.audience);
             (error_for(p.errors, "audience"))
             fieldset {
-                legend { "Consultations the model may call" }
+                legend { (t("Consultations the model may call")) }
                 @if let Some(tools) = p.tools {
                     @for t in tools {
                         div.tool {
@@ -187,7 +202,7 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
                         }
                     }
                 } @else {
-                    label for="allowedToolsText" { "One tool name per line (or load the tools from your server)" }
+                    label for="allowedToolsText" { (t("One tool name per line (or load the tools from your server)")) }
                     textarea #allowedToolsText name="allowedToolsText" rows="6" {
                         @for t in &f.allowed_tools { (t) "\n" }
                     }
@@ -195,42 +210,42 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
                 (error_for(p.errors, "allowedTools"))
             }
             @if configured && p.tools.is_none() {
-                p { a #loadTools href="/admin/mcp?tools=1" { "Load tools from your server" } }
+                p { a #loadTools href="/admin/mcp?tools=1" { (t("Load tools from your server")) } }
             }
-            label for="operations" { "Operations (comma-separated)" }
+            label for="operations" { (t("Operations (comma-separated)")) }
             input #operations type="text" name="operations" value=(f.operations);
             (error_for(p.errors, "actionPolicy.operations"))
             div.enable {
                 input #enabled type="checkbox" name="enabled" value="true" checked[f.enabled]
                     disabled[p.enable_blocked.is_some() && !f.enabled];
-                label for="enabled" { "Actions enabled (writes need the person's confirmation)" }
+                label for="enabled" { (t("Actions enabled (writes need the person's confirmation)")) }
                 @if let Some(why) = p.enable_blocked { p.hint #enableBlocked { (why) } }
                 @if p.view.actions_suspended {
-                    p.error #actionsSuspended { "Actions are suspended: the latest certification run saw your server accept a bad proof. Fix the proof checks it names, then run the certification again." }
+                    p.error #actionsSuspended { (t("Actions are suspended: the latest certification run saw your server accept a bad proof. Fix the proof checks it names, then run the certification again.")) }
                 }
                 @if let Some(warning) = &p.view.certification_warning {
                     p.hint #certificationWarning { (warning) }
                 }
                 (error_for(p.errors, "actionPolicy.enabled"))
             }
-            button type="submit" { "Save" }
+            button type="submit" { (t("Save")) }
         }
         (tool_changes_section(p))
         (install_section(p))
         @if configured {
             (certification_section(p))
             section #remove {
-                h2 { "Remove the connector" }
+                h2 { (t("Remove the connector")) }
                 form method="post" action="/admin/mcp/remove" {
                     input type="hidden" name="csrf" value=(p.session.csrf);
                     input #confirmRemove type="checkbox" name="confirm" value="yes" required;
-                    label for="confirmRemove" { "Actions stop and pending proposals are cancelled" }
-                    button type="submit" { "Remove" }
+                    label for="confirmRemove" { (t("Actions stop and pending proposals are cancelled")) }
+                    button type="submit" { (t("Remove")) }
                 }
             }
         }
     };
-    page("Tenant MCP", Some(p.session), body)
+    page(t("Tenant MCP"), Some(p.session), body)
 }
 
 /// V-2: every allowed tool whose descriptor changed since it was approved, the approved
@@ -241,15 +256,15 @@ fn tool_changes_section(p: &McpPage<'_>) -> Markup {
     html! {
         @if let Some(changes) = p.view.tool_changes.as_ref().filter(|c| !c.is_empty()) {
             section #toolChanges {
-                h2 { "Changed since approved" }
-                p.hint { "Your server now describes these tools differently from what was approved. Each is withheld from the model and MCP clients until you approve the change." }
+                h2 { (t("Changed since approved")) }
+                p.hint { (t("Your server now describes these tools differently from what was approved. Each is withheld from the model and MCP clients until you approve the change.")) }
                 @for c in changes {
                     div.change data-tool=(c.name) {
                         h3 { code { (c.name) } }
                         div.side-by-side {
-                            div { h4 { "Approved" } pre.approved { (pretty(&c.approved)) } }
-                            div { h4 { "Now" } pre.live {
-                                @match &c.live { Some(l) => (pretty(l)), None => "(no longer listed)" }
+                            div { h4 { (t("Approved")) } pre.approved { (pretty(&c.approved)) } }
+                            div { h4 { (t("Now")) } pre.live {
+                                @match &c.live { Some(l) => (pretty(l)), None => (t("(no longer listed)")) }
                             } }
                         }
                         @if let Some(why) = &c.refused {
@@ -258,7 +273,7 @@ fn tool_changes_section(p: &McpPage<'_>) -> Markup {
                             form method="post" action="/admin/mcp/approve" {
                                 input type="hidden" name="csrf" value=(p.session.csrf);
                                 input type="hidden" name="tool" value=(c.name);
-                                button type="submit" { "Approve this change" }
+                                button type="submit" { (t("Approve this change")) }
                             }
                         }
                     }
@@ -273,20 +288,20 @@ fn install_section(p: &McpPage<'_>) -> Markup {
     html! {
         @if let Some(key) = &p.view.action_verification {
             section #install {
-                h2 { "Install on your server" }
+                h2 { (t("Install on your server")) }
                 dl {
-                    dt { "keyId" } dd { code #keyId { (key.key_id) } button type="button" data-copy="keyId" { "Copy" } }
-                    dt { "Issuer" } dd { code #issuer { (key.issuer) } button type="button" data-copy="issuer" { "Copy" } }
+                    dt { "keyId" } dd { code #keyId { (key.key_id) } button type="button" data-copy="keyId" { (t("Copy")) } }
+                    dt { (t("Issuer")) } dd { code #issuer { (key.issuer) } button type="button" data-copy="issuer" { (t("Copy")) } }
                     @if let Some(url) = &p.view.server_url {
                         @let audience = p.view.audience.clone().flatten().unwrap_or_else(|| url.clone());
-                        dt { "Audience" } dd { code #audienceValue { (audience) } button type="button" data-copy="audienceValue" { "Copy" } }
+                        dt { (t("Audience")) } dd { code #audienceValue { (audience) } button type="button" data-copy="audienceValue" { (t("Copy")) } }
                     }
-                    dt { "Public key" } dd { pre #publicKey { (key.public_key_pem) } button type="button" data-copy="publicKey" { "Copy" } }
-                    dt { "JWKS" } dd { code #jwksPath { (crate::jwks::JWKS_PATH) } " on this host: follow it and key rotations need nothing from you" }
+                    dt { (t("Public key")) } dd { pre #publicKey { (key.public_key_pem) } button type="button" data-copy="publicKey" { (t("Copy")) } }
+                    dt { (t("JWKS")) } dd { code #jwksPath { (crate::jwks::JWKS_PATH) } (t(" on this host: follow it and key rotations need nothing from you")) }
                 }
-                h3 { "Published keys" }
+                h3 { (t("Published keys")) }
                 table #publishedKeys {
-                    thead { tr { th { "keyId" } th { "Status" } } }
+                    thead { tr { th { "keyId" } th { (t("Status")) } } }
                     tbody {
                         @for k in &key.keys {
                             tr data-kid=(k.key_id) { td { code { (k.key_id) } } td.status { (k.status) } }
@@ -295,7 +310,7 @@ fn install_section(p: &McpPage<'_>) -> Markup {
                 }
             }
         } @else {
-            p.hint { "The platform has no signing key yet: actions cannot be enabled (C-6)." }
+            p.hint { (t("The platform has no signing key installed: actions cannot be enabled.")) }
         }
     }
 }
@@ -310,29 +325,29 @@ fn certification_section(p: &McpPage<'_>) -> Markup {
         .collect();
     html! {
         section #certification {
-            h2 { "Certification" }
-            p { "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person." }
+            h2 { (t("Certification")) }
+            p { (t("Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person.")) }
             form #certify method="post" action="/admin/certification" data-remember=(format!("countersign:certification:{}", p.session.tenant.id)) {
                 input type="hidden" name="csrf" value=(p.session.csrf);
-                label for="testUser" { "Synthetic test person (X-MCP-User-Id): an account of your system made for tests" }
+                label for="testUser" { (t("Synthetic test person (X-MCP-User-Id): an account of your system made for tests")) }
                 input #testUser type="text" name="testUser" required;
-                label for="samples" { "Sample arguments per consultation (JSON object by tool name): fill in values that exist for the test person; each tool's required arguments are listed" }
+                label for="samples" { (t("Sample arguments per consultation (JSON object by tool name): fill in values that exist for the test person; each tool's required arguments are listed")) }
                 textarea #samples name="consultations" rows="8" { (p.samples) }
-                label for="secondTestUser" { "Second synthetic person (optional): must be refused the first person's resources" }
+                label for="secondTestUser" { (t("Second synthetic person (optional): must be refused the first person's resources")) }
                 input #secondTestUser type="text" name="secondTestUser";
-                label for="personalConsultations" { "Consultations whose sample arguments name the first person's resource (comma-separated)" }
+                label for="personalConsultations" { (t("Consultations whose sample arguments name the first person's resource (comma-separated)")) }
                 input #personalConsultations type="text" name="personalConsultations";
                 @if !operations.is_empty() {
-                    label for="actionSamples" { "Sample arguments per operation (JSON object by operation name): every operation is prepared" }
+                    label for="actionSamples" { (t("Sample arguments per operation (JSON object by operation name): every operation is prepared")) }
                     textarea #actionSamples name="actions" rows="3" {
                         "{" @for (i, o) in operations.iter().enumerate() { @if i > 0 { ", " } "\"" (o) "\": {}" } "}"
                     }
                     div.consent {
                         input #consent type="checkbox" name="consent" value="yes";
-                        label for="consent" { "I consent: this run executes one action per operation for this synthetic person (a real write in my system, with a valid proof)." }
+                        label for="consent" { (t("I consent: this run executes one action per operation for this synthetic person (a real write in my system, with a valid proof).")) }
                     }
                 }
-                button type="submit" { "Run the certification" }
+                button type="submit" { (t("Run the certification")) }
             }
             @if let Some((run, current)) = p.certification {
                 (run_table(run, current))
@@ -346,15 +361,15 @@ pub fn run_table(run: &Certification, current: bool) -> Markup {
     let verdict = if run.passed() { "passed" } else { "failed" };
     html! {
         div #run data-passed=(run.passed()) {
-            p.verdict { "Latest run " strong #verdict { (verdict) } " at " (run.at) " (test user " code { (run.test_user) } ", configuration version " (run.subject.config_version) ")"
-                @if !current { " — it does not cover the settings saved now: run it again" } }
+            p.verdict { (t("Latest run ")) strong #verdict { (t(verdict)) } (t(" at ")) (run.at) (t(" (test user ")) code { (run.test_user) } (t(", configuration version ")) (run.subject.config_version) ")"
+                @if !current { (t(" — it does not cover the settings saved now: run it again")) } }
             table {
-                thead { tr { th { "What was checked" } th { "Result" } th { "What we saw" } } }
+                thead { tr { th { (t("What was checked")) } th { (t("Result")) } th { (t("What we saw")) } } }
                 tbody {
                     @for c in &run.checks {
                         @let status = match c.status { CheckStatus::Passed => "passed", CheckStatus::Failed => "failed", CheckStatus::Skipped => "skipped" };
                         tr class=(status) data-check=(c.id) {
-                            td { (super::samples::describe_check(&c.id)) } td { (status) } td { (c.reason) }
+                            td { (super::samples::describe_check(&c.id)) } td { (t(status)) } td { (c.reason) }
                         }
                     }
                 }
@@ -375,9 +390,9 @@ pub fn certification_result(
             p.error role="alert" data-field=(field) { (field) ": " (message) }
         }
         @if let Some((run, current)) = run { (run_table(run, current)) }
-        p { a href="/admin/mcp#certification" { "Back to the Tenant MCP settings" } }
+        p { a href="/admin/mcp#certification" { (t("Back to the Tenant MCP settings")) } }
     };
-    page("Certification", Some(session), body)
+    page(t("Certification"), Some(session), body)
 }
 
 /// Widget credentials (U-3).
@@ -393,14 +408,14 @@ pub fn widgets(
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         @if let Some((key_id, secret)) = new_secret {
             section #newSecret role="status" {
-                h2 { "New credential " code { (key_id) } }
-                p { "Store this secret in your backend now: it is shown this once (a reload does not show it again)." }
+                h2 { (t("New credential ")) code { (key_id) } }
+                p { (t("Store this secret in your backend now: it is shown this once (a reload does not show it again).")) }
                 pre #secretValue { (secret) }
-                button type="button" data-copy="secretValue" { "Copy" }
+                button type="button" data-copy="secretValue" { (t("Copy")) }
             }
         }
         table #credentials {
-            thead { tr { th { "keyId" } th { "Created" } th { "Allowed origins" } th { "" } } }
+            thead { tr { th { "keyId" } th { (t("Created")) } th { (t("Allowed origins")) } th { "" } } }
             tbody {
                 @for k in keys {
                     tr data-key=(k.id) {
@@ -408,51 +423,68 @@ pub fn widgets(
                         td { (k.created_at) }
                         td { @for o in &k.allowed_origins { code { (o) } " " } }
                         td {
-                            a.action href=(format!("/admin/widgets/{}/replace", k.id)) { "Replace…" } " "
-                            a.action href=(format!("/admin/widgets/{}/revoke", k.id)) { "Revoke…" }
+                            @if let Some(at) = k.retires_at {
+                                span.retiring { (t("Replaced: works until ")) (at) } " "
+                            } @else {
+                                a.action href=(format!("/admin/widgets/{}/replace", k.id)) { (t("Replace…")) } " "
+                            }
+                            a.action href=(format!("/admin/widgets/{}/revoke", k.id)) { (t("Revoke…")) }
                         }
                     }
                 }
             }
         }
-        h2 { "Create a credential" }
+        h2 { (t("Create a credential")) }
         form #createWidget method="post" action="/admin/widgets" {
             input type="hidden" name="csrf" value=(session.csrf);
-            label for="origins" { "Allowed origins, one per line (e.g. https://shop.example.com)" }
+            label for="origins" { (t("Allowed origins, one per line (e.g. https://shop.example.com)")) }
             textarea #origins name="origins" rows="3" {}
             (error_for(errors, "allowedOrigins"))
-            button type="submit" { "Create" }
+            button type="submit" { (t("Create")) }
         }
     };
-    page("Widget credentials", Some(session), body)
+    page(t("Widget credentials"), Some(session), body)
 }
 
 /// The step before revoking or replacing a credential: what happens, then the button.
 pub fn widget_confirm(session: &Session, key: &WidgetKey, what: &str) -> Markup {
     let (title, explain, button) = if what == "revoke" {
         (
-            "Revoke a widget credential",
-            "Pages using this credential stop working at once: every token signed with its secret is refused, and the secret is deleted. This cannot be undone.",
-            "Revoke it",
+            t("Revoke a widget credential"),
+            (t(
+                "Pages using this credential stop working at once: every token signed with its secret is refused, and the secret is deleted. This cannot be undone.",
+            )),
+            t("Revoke it"),
         )
     } else {
         (
-            "Replace a widget credential",
-            "A new credential with the same allowed origins is created and its secret shown once; this one is revoked at the same moment, so deploy the new secret to your backend right away.",
-            "Replace it",
+            t("Replace a widget credential"),
+            (t(
+                "A new credential with the same allowed origins is created and its secret shown once. This one keeps working for the grace period you choose, so your site keeps working while you deploy the new secret to your backend; then it is refused and removed.",
+            )),
+            t("Replace it"),
         )
     };
     page(
         title,
         Some(session),
         html! {
-            p { "Credential " code #confirmKey { (key.id) } ", created " (key.created_at) "." }
+            p { (t("Credential ")) code #confirmKey { (key.id) } (t(", created ")) (key.created_at) "." }
             p #consequence { (explain) }
             form #confirmForm method="post" action=(format!("/admin/widgets/{}/{what}", key.id)) {
                 input type="hidden" name="csrf" value=(session.csrf);
+                @if what != "revoke" {
+                    label for="graceSeconds" { (t("Keep the old credential working for")) }
+                    select #graceSeconds name="graceSeconds" {
+                        option value="0" { (t("no time: refuse it at once")) }
+                        option value="3600" { (t("1 hour")) }
+                        option value="86400" selected { (t("24 hours")) }
+                        option value="604800" { (t("7 days")) }
+                    }
+                }
                 button type="submit" { (button) }
             }
-            p { a href="/admin/widgets" { "Cancel" } }
+            p { a href="/admin/widgets" { (t("Cancel")) } }
         },
     )
 }
@@ -468,18 +500,18 @@ pub fn audit(
     let body = html! {
         form #auditFilters method="get" action="/admin/audit" {
             div.filters {
-                div { label for="event" { "Event" }
+                div { label for="event" { (t("Event")) }
                     select #event name="event" {
-                        @for (value, label) in EVENTS { option value=(value) selected[filters.event == value] { (label) } }
+                        @for (value, label) in EVENTS { option value=(value) selected[filters.event == value] { (t(label)) } }
                     } }
-                div { label for="from" { "From (day)" } input #from type="date" name="from" value=(filters.from); }
-                div { label for="to" { "To (day)" } input #to type="date" name="to" value=(filters.to); }
-                div { button type="submit" { "Filter" } }
+                div { label for="from" { (t("From (day)")) } input #from type="date" name="from" value=(filters.from); }
+                div { label for="to" { (t("To (day)")) } input #to type="date" name="to" value=(filters.to); }
+                div { button type="submit" { (t("Filter")) } }
             }
         }
-        @if items.is_empty() { p #noRecords { "No records" @if filters.any() { " match these filters on this page of the trail" } "." } }
+        @if items.is_empty() { p #noRecords { (t("No records")) @if filters.any() { (t(" match these filters on this page of the trail")) } "." } }
         table #audit {
-            thead { tr { th { "When (UTC)" } th { "Who" } th { "What" } th { "Changes" } } }
+            thead { tr { th { (t("When (UTC)")) } th { (t("Who")) } th { (t("What")) } th { (t("Changes")) } } }
             tbody {
                 @for a in items {
                     tr data-action=(a.action) {
@@ -492,10 +524,10 @@ pub fn audit(
             }
         }
         @if let Some(next) = next {
-            p { a #older href=(next) { "Older" } }
+            p { a #older href=(next) { (t("Older")) } }
         }
     };
-    page("Audit trail", Some(session), body)
+    page(t("Audit trail"), Some(session), body)
 }
 
 /// A refused or failed request.
@@ -503,7 +535,7 @@ pub fn message(title: &str, session: Option<&Session>, text: &str) -> Markup {
     page(
         title,
         session,
-        html! { p.error role="alert" { (text) } p { a href="/admin" { "Back" } } },
+        html! { p.error role="alert" { (text) } p { a href="/admin" { (t("Back")) } } },
     )
 }
 
@@ -517,20 +549,20 @@ pub fn unsettled(
     let body = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         (error_for(errors, ""))
-        p { "Actions whose result your server never confirmed. Their conversations cannot start another action or be closed until settled. Check your own system, then record what it shows: the person is told, and nothing is executed again." }
+        p { (t("Actions whose result your server never confirmed. Their conversations cannot start another action or be closed until settled. Check your own system, then record what it shows: the person is told, and nothing is executed again.")) }
         @if items.is_empty() {
-            p #noUnsettled { "No unsettled actions." }
+            p #noUnsettled { (t("No unsettled actions.")) }
         }
         @for u in items {
             section.unsettled data-action=(u.action_id) {
                 h2 { code { (u.operation) } " — " (u.state.as_str()) }
                 p { (u.summary) }
-                p.hint { "Person " code { (u.user) } ", conversation " code { (u.case) } ", action " code { (u.action_id) } ", confirmed " (u.since) " (" (u.age_seconds) " s ago)" }
+                p.hint { (t("Person ")) code { (u.user) } (t(", conversation ")) code { (u.case) } (t(", action ")) code { (u.action_id) } (t(", confirmed ")) (u.since) " (" (u.age_seconds) (t(" s ago)")) }
                 p.status {
-                    "Last status answer from your server: "
+                    (t("Last status answer from your server: "))
                     @match &u.last_status {
                         Some((answer, at)) => { code { (answer) } " at " (at) }
-                        None => { "none yet" }
+                        None => { (t("none yet")) }
                     }
                 }
                 @if u.settleable {
@@ -541,15 +573,15 @@ pub fn unsettled(
                         label for=(format!("reason-{}", u.action_id)) { "Reason (kept in the audit trail)" }
                         input id=(format!("reason-{}", u.action_id)) type="text" name="reason" required maxlength="500";
                         (error_for(errors, "reason"))
-                        button type="submit" name="outcome" value="completed" { "It was completed" }
+                        button type="submit" name="outcome" value="completed" { (t("It was completed")) }
                         " "
-                        button type="submit" name="outcome" value="failed" { "It was not carried out" }
+                        button type="submit" name="outcome" value="failed" { (t("It was not carried out")) }
                     }
                 } @else {
-                    p.hint { "It may still be running: it can be settled 120 s after its confirmation." }
+                    p.hint { (t("It may still be running: it can be settled 120 s after its confirmation.")) }
                 }
             }
         }
     };
-    page("Unsettled actions", Some(session), body)
+    page(t("Unsettled actions"), Some(session), body)
 }

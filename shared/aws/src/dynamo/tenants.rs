@@ -500,6 +500,26 @@ impl WidgetKeys for DynamoStore {
             Ok(TransitionOutcome::Conflict { current: None })
         }
     }
+
+    async fn retire_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+        at: Timestamp,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let tx = vec![self.update(
+            key(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{id}")),
+            "SET retires_at = :at".to_owned(),
+            "attribute_exists(pk) AND attribute_not_exists(retires_at)",
+            values([(":at", s(at.to_rfc3339()))]),
+        )?];
+        if self.commit_audited(tenant, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
+        }
+    }
 }
 
 #[async_trait]
@@ -646,6 +666,11 @@ fn widget_key(
         created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
             .map_err(|_| corrupt("created_at"))?,
         allowed_origins,
+        retires_at: i
+            .get("retires_at")
+            .and_then(|v| v.as_s().ok())
+            .map(|t| Timestamp::parse_utc(t).map_err(|_| corrupt("retires_at")))
+            .transpose()?,
     })
 }
 

@@ -347,6 +347,7 @@ async fn an_admin_save_overlapping_a_preparation_or_another_change_is_never_refu
         id: env.ids.widget_key_id(),
         created_at: env.fixture.now(),
         allowed_origins: Vec::new(),
+        retires_at: None,
     };
     let audit = env
         .fixture

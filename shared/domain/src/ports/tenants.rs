@@ -35,6 +35,17 @@ pub struct WidgetKey {
     /// The web origins whose pages may use it from a browser (CORS, decision 0025):
     /// normalised by [`crate::config::parse_origin`]. Empty: no cross-origin page may.
     pub allowed_origins: Vec<String>,
+    /// Set when the credential was replaced with a grace period: its tokens are refused
+    /// from this moment on (decision 0047). `None`: valid until revoked.
+    pub retires_at: Option<Timestamp>,
+}
+
+impl WidgetKey {
+    /// Whether its tokens are still accepted at `now` (revocation aside).
+    #[must_use]
+    pub fn valid_at(&self, now: Timestamp) -> bool {
+        self.retires_at.is_none_or(|at| now < at)
+    }
 }
 
 /// One page of audit records, newest first.
@@ -140,6 +151,17 @@ pub trait WidgetKeys: Send + Sync {
         &self,
         tenant: &TenantId,
         id: &WidgetKeyId,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// Sets the moment a credential's tokens stop being accepted (a replacement's grace
+    /// period, decision 0047). `Conflict` when it does not exist or already retires: a
+    /// credential is replaced once.
+    async fn retire_widget_key(
+        &self,
+        tenant: &TenantId,
+        id: &WidgetKeyId,
+        at: Timestamp,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
 }
