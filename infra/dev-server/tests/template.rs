@@ -736,3 +736,23 @@ fn s1_the_stream_function_streams_the_messages_functions_code() {
             .any(|v| v.contains("MessagesStreamFunctionUrl"))
     );
 }
+
+/// The function alarms watch every function of the template: the streamed-answer function
+/// (S-1) was added without being watched once.
+#[test]
+fn o_the_function_alarms_watch_every_function() {
+    let (t, _) = template();
+    let resources = t["Resources"].as_hash().unwrap();
+    let functions: Vec<&str> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .map(|(k, _)| k.as_str().unwrap())
+        .collect();
+    assert!(functions.len() >= 4, "{functions:?}");
+    for alarm in ["FunctionErrorsAlarm", "FunctionThrottlesAlarm"] {
+        let watched = scalars(&t["Resources"][alarm]["Properties"]["Metrics"]);
+        for f in &functions {
+            assert!(watched.iter().any(|s| s == f), "{alarm} watches {f}");
+        }
+    }
+}
