@@ -225,6 +225,11 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
             messages_per_minute: config.person_messages_per_minute,
         },
     ));
+    // the gateway's own token key, read on the first token asked for.
+    chat.mcp_tokens = Some(countersign_chat::mcp_token::McpTokens::lazy(
+        secrets.clone(),
+        countersign_tools::access::SECRET_NAME,
+    ));
     Ok(AppState {
         chat: Arc::new(chat),
         auth: Arc::new(WidgetAuth::new(Arc::new(store), secrets)),

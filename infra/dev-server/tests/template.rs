@@ -350,7 +350,7 @@ fn only_the_messages_function_may_sign() {
 }
 
 /// Issue 13: each function reaches exactly the secrets it uses: the messages function
-/// reads widget secrets and service tokens; the admin function writes those two kinds;
+/// reads widget secrets, service tokens and the gateway token key; the admin function writes those two kinds;
 /// the gateway reads its token key and service tokens. None has the whole prefix.
 #[test]
 fn each_function_reaches_exactly_its_secrets() {
@@ -373,9 +373,10 @@ fn each_function_reaches_exactly_its_secrets() {
         assert_eq!(got, wanted);
     };
     let messages = function(&t, "countersign-messages");
+    // and the gateway token key, to mint a person's token for their conversation.
     ends(
         &resources_for(messages, "secretsmanager:GetSecretValue"),
-        &[widget, token],
+        &[widget, token, "GatewayTokenKey"],
     );
     let admin = function(&t, "countersign-admin");
     for action in [

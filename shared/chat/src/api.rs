@@ -40,32 +40,35 @@ pub const PAGE_DEFAULT: usize = 100;
 pub const PAGE_MAX: usize = 500;
 
 /// Every path the router serves.
-pub const PATHS: [&str; 5] = [
+pub const PATHS: [&str; 6] = [
     "/api/cases",
     "/api/cases/{id}/messages",
     "/api/cases/{id}/close",
     "/api/cases/{id}",
     STREAM_PATH,
+    "/api/cases/{id}/mcp-token",
 ];
 
 /// Every route (method, path) the router serves: the SAM template and the OpenAPI
 /// document are checked against it.
-pub const ROUTES: [(&str, &str); 6] = [
+pub const ROUTES: [(&str, &str); 7] = [
     ("POST", PATHS[0]),
     ("GET", PATHS[1]),
     ("POST", PATHS[1]),
     ("POST", PATHS[2]),
     ("GET", PATHS[3]),
     ("POST", PATHS[4]),
+    ("POST", PATHS[5]),
 ];
 
 /// The CORS preflights of the API's paths (decision 0025), answered by the function.
-pub const PREFLIGHT_ROUTES: [(&str, &str); 5] = [
+pub const PREFLIGHT_ROUTES: [(&str, &str); 6] = [
     ("OPTIONS", PATHS[0]),
     ("OPTIONS", PATHS[1]),
     ("OPTIONS", PATHS[2]),
     ("OPTIONS", PATHS[3]),
     ("OPTIONS", PATHS[4]),
+    ("OPTIONS", PATHS[5]),
 ];
 
 /// Routes outside the API (not in its OpenAPI document): the widget SDK's files (W-1).
@@ -463,13 +466,70 @@ async fn close_case(
     }))
 }
 
+/// `POST /api/cases/{id}/mcp-token` body (optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpTokenRequest {
+    /// How long the token is valid, in seconds (60 to 900; default 900).
+    #[schema(minimum = 60, maximum = 900)]
+    pub ttl_seconds: Option<i64>,
+}
+
+/// A gateway token: shown this once.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToken {
+    /// The bearer token for `POST /mcp`, bound to this person and this conversation.
+    pub token: String,
+    /// When it stops being accepted (RFC 3339).
+    pub expires_at: String,
+    /// The MCP endpoint's path on this API's host.
+    pub mcp_path: String,
+}
+
+/// a gateway token for this conversation, so that an MCP client (a remote model
+/// runtime, the person's own agent) can reach `/mcp` for it as this person. Bounded
+/// lifetime, recorded in the conversation's audit chain, spent from the person's message
+/// budget; refused for a closed case.
+#[utoipa::path(post, path = "/api/cases/{id}/mcp-token", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id")),
+    request_body(content = Option<McpTokenRequest>, content_type = "application/json"),
+    responses((status = 201, body = McpToken), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+async fn mint_mcp_token(
+    State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
+    CasePath(case): CasePath,
+    body: axum::body::Bytes,
+) -> Result<axum::response::Response, ApiError> {
+    let absent = body.iter().all(u8::is_ascii_whitespace);
+    let request: McpTokenRequest = if absent {
+        McpTokenRequest::default()
+    } else {
+        countersign_http::parse_json(&body)?
+    };
+    let ttl = request
+        .ttl_seconds
+        .unwrap_or(countersign_tools::access::MAX_TTL_SECONDS);
+    let (token, expires_at) = state.chat.mint_gateway_token(&who, &case, ttl).await?;
+    let body = McpToken {
+        token: token.expose().to_owned(),
+        expires_at: expires_at.to_rfc3339(),
+        mcp_path: "/mcp".into(),
+    };
+    // A bearer credential: no cache may keep it.
+    let no_store = [(header::CACHE_CONTROL, "no-store")];
+    Ok((StatusCode::CREATED, no_store, axum::Json(body)).into_response())
+}
+
 /// The widget API's OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
-    paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case),
-    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage)),
+    paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case, mint_mcp_token),
+    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage, McpTokenRequest, McpToken)),
     modifiers(&WidgetJwt)
 )]
 struct WidgetApi;
@@ -503,6 +563,7 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[2], post(close_case))
         .route(PATHS[3], get(get_case))
         .route(PATHS[4], post(post_message_stream))
+        .route(PATHS[5], post(mint_mcp_token))
         // S-4: error messages in Portuguese for a caller who prefers it (codes unchanged).
         .layer(axum::middleware::from_fn(
             countersign_http::language::localized_errors,

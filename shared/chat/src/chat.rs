@@ -106,6 +106,8 @@ pub struct Chat {
     pub turn_budget: Option<(Arc<dyn RateLimiter>, u32)>,
     /// V-7: the per-person limits on new cases and messages; `None` admits every one.
     pub person_limits: Option<(Arc<dyn RateLimiter>, PersonLimits)>,
+    /// the key gateway tokens are signed with; `None`: none are minted here.
+    pub mcp_tokens: Option<crate::mcp_token::McpTokens>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -185,6 +187,7 @@ impl Chat {
             max_output_tokens: 1024,
             turn_budget: None,
             person_limits: None,
+            mcp_tokens: None,
         }
     }
 
@@ -415,7 +418,11 @@ impl Chat {
     /// V-7: one unit of the person's budget of `what` (`cases` or `messages`) this minute,
     /// or `PersonLimited`. Keyed by tenant and person, so one person's flood spends
     /// nobody else's.
-    async fn spend_person(&self, who: &Principal, what: &'static str) -> Result<(), ChatError> {
+    pub(crate) async fn spend_person(
+        &self,
+        who: &Principal,
+        what: &'static str,
+    ) -> Result<(), ChatError> {
         let Some((limiter, limits)) = &self.person_limits else {
             return Ok(());
         };

@@ -86,6 +86,7 @@ macro_rules! store_contract {
             s2_the_summary_names_the_newest_message_and_proposals_keep_their_states,
             s4_the_tenants_language_is_set_with_its_audit_record,
             u3_a_credential_retires_once_with_its_audit_record,
+            x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -512,6 +513,55 @@ pub async fn u3_a_credential_retires_once_with_its_audit_record(s: Arc<dyn Subje
             .items
             .len(),
         3
+    );
+}
+
+/// a record of the case (a gateway token minted for it) joins the case's own audit
+/// chain only while the case is open; a closed or unknown case is a conflict and writes
+/// nothing; the trail still verifies.
+pub async fn x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one(s: Arc<dyn Subject>) {
+    use countersign_domain::audit_chain::{case_chain, verify_trail};
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let minted = f.audit("gatewayToken.mint", json!({"expiresAt": "later"}));
+    let record = |entry: AuditEntry, case: CaseId| {
+        let s = s.clone();
+        let tenant = tenant.clone();
+        async move {
+            s.conversations()
+                .record_in_case(&tenant, &case, &entry)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        record(minted.clone(), case.id.clone()).await,
+        TransitionOutcome::Applied
+    );
+    let trail = s.tenants().audit_trail(&tenant).await.unwrap();
+    assert_eq!(trail.heads[&case_chain(case.id.as_str())].seq, 1);
+    assert_eq!(verify_trail(tenant.as_str(), &trail).broken, None);
+    let unknown = CaseId::from_ulid_text(&f.ulid()).unwrap();
+    let other = f.audit("gatewayToken.mint", json!({}));
+    assert!(matches!(
+        record(other.clone(), unknown).await,
+        TransitionOutcome::Conflict { .. }
+    ));
+    s.conversations()
+        .close_case(&tenant, &case.id)
+        .await
+        .unwrap();
+    assert!(matches!(
+        record(other, case.id.clone()).await,
+        TransitionOutcome::Conflict { .. }
+    ));
+    let page = s.tenants().list_audit(&tenant, None, 10).await.unwrap();
+    let actions: Vec<&str> = page.items.iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["gatewayToken.mint"],
+        "nothing written for the refused ones"
     );
 }
 

@@ -511,6 +511,29 @@ impl Conversations for MemoryStore {
             outcomes
         })
     }
+
+    async fn record_in_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        entry: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "record_in_case",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let open = s
+                    .conversation(tenant, case)
+                    .is_some_and(|c| c.case.status == CaseStatus::Open);
+                if !open {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                }
+                s.audit_case(tenant, case, entry);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
 }
 
 #[async_trait]

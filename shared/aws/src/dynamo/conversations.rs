@@ -269,6 +269,33 @@ impl Conversations for DynamoStore {
         outcomes.sort_by(|a, b| a.presented.cmp(&b.presented));
         Ok(outcomes)
     }
+
+    async fn record_in_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        entry: &countersign_domain::ports::AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        // The record and a check that the case is open, in one transaction with the chain.
+        let check = build(
+            aws_sdk_dynamodb::types::ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
+                .condition_expression("#status = :open")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":open", s("open"))
+                .build(),
+        )?;
+        let tx = vec![TransactWriteItem::builder().condition_check(check).build()];
+        let chain = chain::ChainRef::case(tenant, case);
+        match self
+            .transact_chained(&chain, tx, std::slice::from_ref(entry))
+            .await?
+        {
+            Tx::Committed => Ok(TransitionOutcome::Applied),
+            Tx::Cancelled(_) => Ok(TransitionOutcome::Conflict { current: None }),
+        }
+    }
 }
 
 #[async_trait]

@@ -16,6 +16,7 @@ mod model_rules;
 mod cases;
 mod confirm;
 mod execute;
+mod mcp_token;
 mod metrics;
 mod post;
 mod prepare;

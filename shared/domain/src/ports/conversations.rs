@@ -191,6 +191,15 @@ pub trait Conversations: Send + Sync {
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<Vec<ProposalOutcome>, StoreError>;
+
+    /// Appends `entry` to the case's audit chain, if the case is open (X-5: a gateway
+    /// token minted for it). `Conflict` when it is closed or absent: nothing is written.
+    async fn record_in_case(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        entry: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
 }
 
 /// The proposal's lock and state machine (P-2, A-14 … ): preparation, the
