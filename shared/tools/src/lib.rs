@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod envelope;
 pub mod errors;
 pub mod integration;
+pub mod prepare;
 pub mod proxy;
 pub mod registry;
 pub mod schema;
