@@ -3,8 +3,9 @@
 Run by infra/scripts/interop.sh inside with-local-aws.sh, after `cargo build`. It starts
 the local stack (`countersign-dev`: bootstrap, the demo tenant with the TrackShare demo
 provider, the gateway) on free loopback ports, opens a conversation through the widget API
-as the demo person, mints a gateway token for it with the operator CLI, and drives the
-gateway with five clients, pinned by interop.sh:
+as the demo person, mints a gateway token for it as that person (X-5,
+`POST /api/cases/{id}/mcp-token`), and drives the gateway with five clients, pinned by
+interop.sh:
 
 - the TypeScript SDK v1 client (`@modelcontextprotocol/sdk`, the `initialize` handshake);
 - the TypeScript SDK v2 client (`@modelcontextprotocol/client`, `server/discover` probe);
@@ -14,7 +15,10 @@ gateway with five clients, pinned by interop.sh:
 
 Each lists the tools, describes a built-in and a proxied consultation, calls each
 built-in, a proxied consultation, a failing call whose error envelope the client
-validates against the tool's outputSchema, and an unknown tool.
+validates against the tool's outputSchema, `prepare_action` of an operation the tenant
+did not enable (a typed refusal), and an unknown tool. Then the Inspector prepares a real
+write through the gateway (X-1) and the person confirms it through the widget API: the
+demo provider executes it only with the proof.
 """
 
 import json
@@ -30,12 +34,11 @@ import uuid
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.join(ROOT, "infra", "interop")
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-CLI = os.path.join(TARGET, "debug", "countersign")
 DEV = os.path.join(TARGET, "debug", "countersign-dev")
 INSPECTOR = os.path.join(HERE, "node_modules", ".bin", "mcp-inspector")
 PYTHON = os.path.join(ROOT, ".venv", "interop", "bin", "python")
 PROXIED = "get_user_cars"
-BUILTINS = ["action_status", "describe_tool", "list_operations"]
+BUILTINS = ["action_status", "describe_tool", "list_operations", "prepare_action"]
 CONSULTATIONS = [
     "get_download_status", "get_error_diagnosis", "get_session_laps", "get_upload_file_details",
     "get_user_cars", "get_user_sessions", "get_user_uploads",
@@ -124,9 +127,14 @@ def check_sdk_client(label, out, version, listed):
     err = value("error_envelope")
     check(err.get("isError") is True and err.get("structured", {}).get("error", {}).get("code") == "NOT_FOUND",
           f"{label}: an error envelope, validated by the client against the outputSchema")
-    for name in ("unknown_tool", "prepare_action"):
-        s = step(name)
-        check(not s["ok"] and s.get("code") == -32602, f"{label}: {name} is an unknown tool, -32602 ({s})")
+    s = step("unknown_tool")
+    check(not s["ok"] and s.get("code") == -32602, f"{label}: unknown_tool is an unknown tool, -32602 ({s})")
+    # X-1: served through the gateway; an operation the tenant did not enable is a typed
+    # error envelope (validated by the client), and nothing is prepared.
+    refused = value("prepare_action")
+    check(refused.get("isError") is True
+          and (refused.get("structured") or {}).get("error", {}).get("code") == "OPERATION_NOT_ENABLED",
+          f"{label}: prepare_action of an operation not enabled is refused ({refused})")
 
 
 def inspector(url, token, *args):
@@ -143,12 +151,47 @@ def inspector(url, token, *args):
     return p.returncode, out or {}, p.stdout + p.stderr
 
 
+def widget_api(base, jwt, path, body=None):
+    req = urllib.request.Request(
+        f"{base}{path}", data=None if body is None else json.dumps(body).encode(),
+        method="GET" if body is None else "POST",
+        headers={"Authorization": f"Bearer {jwt}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as res:
+        return json.load(res)
+
+
+def check_countersigned_write(url, token, base, jwt, case):
+    """X-1 end to end: an official client prepares a write through the gateway; the proposal
+    is in the person's conversation (what their widget shows); only the person's confirm,
+    replying to it, executes it, with the proof the demo provider verifies."""
+    args = {"operation": "reassign_session_car", "arguments": {"sessionId": "ses_a1", "carId": "car_a2"}}
+    code, out, raw = inspector(url, token, "--method", "tools/call", "--tool-name", "prepare_action",
+                               "--tool-args-json", json.dumps(args))
+    sc = out.get("structuredContent") or {}
+    check(code == 0 and sc.get("ok") is True and sc.get("data", {}).get("status") == "pending_confirmation",
+          f"inspector: prepare_action prepares through the gateway (exit {code}) {raw[:300]}")
+    action = sc.get("data", {}).get("actionId")
+    history = widget_api(base, jwt, f"/api/cases/{case}/messages").get("messages", [])
+    proposal = history[-1] if history else {}
+    check(proposal.get("kind") == "proposal", f"the proposal is the conversation's newest message ({proposal})")
+    code, out, raw = inspector(url, token, "--method", "tools/call", "--tool-name", "action_status", "--tool-args-json", "{}")
+    status = (out.get("structuredContent") or {}).get("data", {}).get("proposal") or {}
+    check(status.get("actionId") == action and status.get("state") == "pending_confirmation",
+          f"inspector: action_status shows it pending ({status})")
+    answer = widget_api(base, jwt, f"/api/cases/{case}/messages",
+                        {"content": "confirm", "replyToMessageId": proposal.get("messageId") or proposal.get("id")})
+    kinds = [m.get("kind") for m in answer.get("messages", [])]
+    check("result" in kinds and any("completed" in (m.get("content") or "").lower() for m in answer.get("messages", [])),
+          f"the person's confirm executes it with a proof the provider verified ({answer})")
+
+
 def check_inspector(url, token, listed):
     call = lambda name, args: inspector(url, token, "--method", "tools/call", "--tool-name", name, "--tool-args-json", json.dumps(args))
     code, out, raw = inspector(url, token, "--method", "tools/list")
     check(code == 0 and sorted(t["name"] for t in out.get("tools", [])) == sorted(BUILTINS + CONSULTATIONS),
           f"inspector: tools/list (exit {code}) {raw[:200]}")
-    versions = {"list_operations": "1.1.0", "describe_tool": "2.0.0", "action_status": "1.0.0"}
+    versions = {"list_operations": "1.1.0", "describe_tool": "2.0.0", "action_status": "1.0.0", "prepare_action": "1.1.0"}
     for t in out.get("tools", []):
         if t["name"] in versions:
             check(t.get("_meta", {}).get("version") == versions[t["name"]], f"inspector: {t['name']} publishes _meta.version")
@@ -175,7 +218,7 @@ def check_inspector(url, token, listed):
         check(code == 5 and out.get("isError") is True and sc.get("error", {}).get("code") == want,
               f"inspector: {name} {args} answers {want}, validated against the outputSchema (exit {code})")
     # The Inspector checks a name against tools/list itself before calling.
-    for name in ("no_such_tool", "prepare_action"):
+    for name in ("no_such_tool",):
         code, out, raw = call(name, {})
         check(code == 5 and ("-32602" in raw or "tool_not_found" in raw),
               f"inspector: {name} is an unknown tool (exit {code}) {raw[:200]}")
@@ -197,10 +240,10 @@ def main():
     dev, banner = start_stack(env)
     try:
         case = open_case(banner["BASE"], banner["WIDGET_JWT"])
-        token = subprocess.run(
-            [CLI, "gateway-token", "--tenant", banner["TENANT"], "--user", "u_alice", "--case", case],
-            env=env, check=True, capture_output=True, text=True,
-        ).stdout.strip()
+        # X-5: the person mints the gateway token for their conversation.
+        minted = widget_api(banner["BASE"], banner["WIDGET_JWT"], f"/api/cases/{case}/mcp-token", {"ttlSeconds": 900})
+        token = minted["token"]
+        check(minted.get("mcpPath") == "/mcp", f"the person's token names the MCP path ({minted.get('mcpPath')})")
         url = f"{banner['BASE']}/mcp"
         code, out, raw = inspector(url, token, "--method", "tools/list")
         listed = {t["name"]: t for t in out.get("tools", [])}
@@ -217,6 +260,7 @@ def main():
             if out is not None:
                 check_sdk_client(label, out, version, listed)
         check_inspector(url, token, listed)
+        check_countersigned_write(url, token, banner["BASE"], banner["WIDGET_JWT"], case)
     finally:
         dev.terminate()
         dev.wait(timeout=10)

@@ -25,8 +25,8 @@ use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -57,7 +57,12 @@ pub struct Gateway {
 impl Gateway {
     /// Decision 0021: one unit of the tenant's budget of proxied consultations; the
     /// refusal to return instead of calling, when it is spent.
-    async fn spend(&self, grant: &Grant, tool: &str) -> Result<Option<CallToolResult>, McpError> {
+    async fn spend(
+        &self,
+        grant: &Grant,
+        tool: &str,
+        builtin_version: Option<&str>,
+    ) -> Result<Option<ToolAnswer>, McpError> {
         let Some((limiter, per_minute)) = &self.budget else {
             return Ok(None);
         };
@@ -73,10 +78,19 @@ impl Gateway {
             Admission::Admitted => None,
             Admission::Limited { retry_after_secs } => {
                 tracing::info!(%tenant, retry_after_secs, "tenant gateway budget spent");
-                Some(countersign_tools::proxy::budget_spent(
-                    tool,
-                    retry_after_secs,
-                ))
+                Some(match builtin_version {
+                    Some(version) => {
+                        ToolAnswer::Sealed(countersign_tools::proxy::budget_spent_builtin(
+                            tool,
+                            version,
+                            retry_after_secs,
+                        ))
+                    }
+                    None => ToolAnswer::Plain(countersign_tools::proxy::budget_spent(
+                        tool,
+                        retry_after_secs,
+                    )),
+                })
             }
         })
     }
@@ -225,11 +239,16 @@ impl Gateway {
             services: self.services.clone(),
             consultations: Vec::new(),
         };
-        // Built-ins never need the provider; anything else is looked up among the
-        // tenant's allowlisted consultations.
-        let builtin = self.registry.get(&request.name).is_some();
-        if !builtin && let Some(spent) = self.spend(grant, &request.name).await? {
-            return Ok(ToolAnswer::Plain(spent));
+        // Built-ins never need the provider's list; anything else is looked up among the
+        // tenant's allowlisted consultations. What reaches the tenant's server (a
+        // consultation, or `prepare_action`, whose hint says it is open-world) spends the
+        // tenant's budget: a client retrying a thousand times is bounded.
+        let described = self.registry.get(&request.name);
+        let builtin = described.is_some();
+        let reaches_provider = described.is_none_or(|d| d.spec.annotations.open_world_hint);
+        let version = described.map(|d| d.spec.version);
+        if reaches_provider && let Some(spent) = self.spend(grant, &request.name, version).await? {
+            return Ok(spent);
         }
         // `describe_tool` of a name that is not built in describes a consultation, so it
         // needs the list (cached); describing a built-in reaches nobody.

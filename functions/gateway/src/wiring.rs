@@ -4,11 +4,12 @@
 use crate::{Gateway, TokenKey};
 use countersign_aws::AwsSettings;
 use countersign_aws::settings::{Env, EnvError, FromEnv};
-use countersign_aws::system::SystemClock;
+use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::ports::TenantStore;
 use countersign_tools::access;
 use countersign_tools::builtins::{self, Services};
 use countersign_tools::integration::IntegrationService;
+use countersign_tools::prepare::{ConnectingPreparer, Preparation};
 use std::sync::Arc;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
@@ -71,30 +72,43 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
     let token_key = TokenKey::lazy(Arc::new(secrets.clone()), access::SECRET_NAME);
     let tenants: Arc<dyn TenantStore> = Arc::new(store.clone());
     let budget: Arc<dyn countersign_domain::ports::RateLimiter> = Arc::new(store.clone());
+    // Tenants' MCP servers, for proxied consultations (G-6) and preparations. D-5
+    // applies at connect time; COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 (local stack only)
+    // admits 127.0.0.1.
+    let integration = Arc::new(IntegrationService::new(
+        tenants.clone(),
+        Arc::new(secrets),
+        Arc::new(countersign_provider_client::HttpProvider::new(
+            countersign_provider_client::Settings {
+                url_policy: countersign_domain::config::UrlPolicy {
+                    allow_loopback_http: config.allow_loopback_provider,
+                },
+                ..countersign_provider_client::Settings::default()
+            },
+        )?),
+    ));
+    // X-1 (decision 0050): `prepare_action` for the token's person and conversation, as in
+    // a chat turn; the signer is asked only whether a key can sign (C-6), never to sign.
+    let preparer = ConnectingPreparer {
+        preparation: Preparation {
+            conversations: Arc::new(store.clone()),
+            integration: integration.clone(),
+            signer: Arc::new(settings.signer(sdk)),
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(UlidIds::default()),
+        },
+    };
     Ok(Gateway {
-        registry: builtins::consultation_registry()?,
+        registry: builtins::registry()?,
         services: Services {
             conversations: Arc::new(store),
-            tenants: tenants.clone(),
-            actions: None,
+            tenants,
+            actions: Some(Arc::new(preparer)),
         },
         token_key,
         clock: Arc::new(SystemClock),
         allowed_hosts: config.hosts.clone(),
-        // Tenants' MCP servers, for proxied consultations (G-6). D-5 applies at connect
-        // time; COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 (local stack only) admits 127.0.0.1.
-        integration: Some(Arc::new(IntegrationService::new(
-            tenants,
-            Arc::new(secrets),
-            Arc::new(countersign_provider_client::HttpProvider::new(
-                countersign_provider_client::Settings {
-                    url_policy: countersign_domain::config::UrlPolicy {
-                        allow_loopback_http: config.allow_loopback_provider,
-                    },
-                    ..countersign_provider_client::Settings::default()
-                },
-            )?),
-        ))),
+        integration: Some(integration),
         budget: Some((budget, config.tenant_calls_per_minute)),
     })
 }

@@ -55,47 +55,6 @@ async fn post(token: Option<&str>, version: &str, body: Value) -> (StatusCode, V
     post_to(app(), token, version, body).await
 }
 
-async fn post_to(
-    app: axum::Router,
-    token: Option<&str>,
-    version: &str,
-    body: Value,
-) -> (StatusCode, Value) {
-    let mut body = body;
-    let method = body["method"].as_str().unwrap_or_default().to_owned();
-    let mut req = Request::post("/mcp")
-        .header("host", "127.0.0.1")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", version);
-    if let Some(t) = token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    if version == "2026-07-28" {
-        // 2026-07-28: no initialize; the version travels in `_meta` and the method (and
-        // tool name) in headers.
-        req = req.header("mcp-method", method.as_str());
-        if let Some(name) = body["params"]["name"].as_str() {
-            req = req.header("mcp-name", name);
-        }
-        body["params"]["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": {}
-        });
-    }
-    let res = app
-        .oneshot(req.body(Body::from(body.to_string())).unwrap())
-        .await
-        .unwrap();
-    let status = res.status();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let v = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
-    (status, v)
-}
-
 /// The bootstrap creates the secret the gateway reads.
 #[test]
 fn d4_token_key_names_agree() {
@@ -634,29 +593,6 @@ async fn describe_tool_describes_proxied_consultations() {
             let envelope = &body["result"]["structuredContent"];
             assert_eq!(envelope["error"]["code"], "NOT_FOUND", "{refused}: {body}");
         }
-    }
-}
-
-/// Issue 17, decision 0029: the gateway does not serve `prepare_action` (a proposal is
-/// presented only inside a chat turn): not listed, and calling it is an unknown tool.
-#[tokio::test]
-async fn prepare_action_is_not_served_by_the_gateway() {
-    for version in ["2025-06-18", "2026-07-28"] {
-        let (_, listed) = post(Some(&token()), version, rpc(1, "tools/list", json!({}))).await;
-        let names: Vec<&str> = listed["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, ["action_status", "describe_tool", "list_operations"]);
-        let call = rpc(
-            2,
-            "tools/call",
-            json!({"name": "prepare_action", "arguments": {"operation": "x", "arguments": {}}}),
-        );
-        let (_, body) = post(Some(&token()), version, call).await;
-        assert_eq!(body["error"]["code"], -32602, "{body}");
     }
 }
 

@@ -31,6 +31,9 @@ pub(crate) enum KeysCommand {
         /// The admin function's role ARN (reads the public key).
         #[arg(long, requires = "signer_role_arn")]
         reader_role_arn: Option<String>,
+        /// The gateway function's role ARN (reads the public key to prepare actions, X-1).
+        #[arg(long, requires = "signer_role_arn")]
+        gateway_role_arn: Option<String>,
     },
     /// Make the announced key sign: moves the alias to it; the active key stays published
     /// as `previous`. Refused until the key has been published for the JWKS cache time.
@@ -75,6 +78,7 @@ pub(crate) async fn run(
             create,
             signer_role_arn,
             reader_role_arn,
+            gateway_role_arn,
         } => {
             let signer = signer_role_arn.clone();
             let key = match (key, create) {
@@ -83,6 +87,7 @@ pub(crate) async fn run(
                     let users = signer_role_arn.map(|signer| KeyUsers {
                         signer,
                         reader: reader_role_arn,
+                        gateway: gateway_role_arn,
                     });
                     let id = rotation.create(users.as_ref()).await?;
                     writeln!(out, "created KMS key {id}")?;

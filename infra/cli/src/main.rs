@@ -84,6 +84,10 @@ enum Command {
         /// The role that shows the public key (the admin function's).
         #[arg(long, requires = "signer_role_arn")]
         reader_role_arn: Option<String>,
+        /// The role that prepares actions for MCP clients (the gateway function's): reads
+        /// the public key.
+        #[arg(long, requires = "signer_role_arn")]
+        gateway_role_arn: Option<String>,
     },
     /// O-2: check a deployed stack: each route answers as documented, the JWKS lists
     /// exactly the keys KMS returns for the key ring (read with COUNTERSIGN_TABLE and this
@@ -128,7 +132,17 @@ async fn main() -> anyhow::Result<()> {
         Command::Bootstrap {
             signer_role_arn,
             reader_role_arn,
-        } => bootstrap(signer_role_arn, reader_role_arn, &sdk, &settings).await?,
+            gateway_role_arn,
+        } => {
+            bootstrap(
+                signer_role_arn,
+                reader_role_arn,
+                gateway_role_arn,
+                &sdk,
+                &settings,
+            )
+            .await?;
+        }
         Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
         Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
         Command::VerifyDeployment {
@@ -186,12 +200,14 @@ async fn main() -> anyhow::Result<()> {
 async fn bootstrap(
     signer_role_arn: Option<String>,
     reader_role_arn: Option<String>,
+    gateway_role_arn: Option<String>,
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
     let users = signer_role_arn.map(|signer| countersign_aws::bootstrap::KeyUsers {
         signer,
         reader: reader_role_arn,
+        gateway: gateway_role_arn,
     });
     let r = countersign_aws::bootstrap::bootstrap_with(sdk, settings, users.as_ref())
         .await

@@ -456,11 +456,13 @@ fn the_bootstrap_key_policy_is_the_templates() {
     let users = countersign_aws::bootstrap::KeyUsers {
         signer: "arn:aws:iam::123456789012:role/messages".into(),
         reader: Some("arn:aws:iam::123456789012:role/admin".into()),
+        gateway: Some("arn:aws:iam::123456789012:role/gateway".into()),
     };
     let policy = countersign_aws::bootstrap::signing_key_policy(&users).unwrap();
     let principal = |p: &str| match p {
         "MessagesFunctionRole.Arn" | "arn:aws:iam::123456789012:role/messages" => "signer",
         "AdminFunctionRole.Arn" | "arn:aws:iam::123456789012:role/admin" => "reader",
+        "GatewayFunctionRole.Arn" | "arn:aws:iam::123456789012:role/gateway" => "gateway",
         "arn:${AWS::Partition}:iam::${AWS::AccountId}:root" | "arn:aws:iam::123456789012:root" => {
             "root"
         }

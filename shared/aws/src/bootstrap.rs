@@ -170,6 +170,9 @@ pub struct KeyUsers {
     pub signer: String,
     /// The admin function's role ARN: `kms:GetPublicKey` and `kms:DescribeKey`.
     pub reader: Option<String>,
+    /// The gateway function's role ARN: `kms:GetPublicKey`, to check that a proposal it
+    /// prepares can be signed once confirmed (C-6, X-1); it never signs.
+    pub gateway: Option<String>,
 }
 
 /// The signing key's policy, statement for statement the one `template.yaml` gives
@@ -214,6 +217,12 @@ pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, Bootstr
             "Sid": "AdminFunctionShowsThePublicKey", "Effect": "Allow",
             "Principal": {"AWS": reader}, "Action": ["kms:GetPublicKey", "kms:DescribeKey"],
             "Resource": "*"
+        }));
+    }
+    if let Some(gateway) = &users.gateway {
+        statements.push(serde_json::json!({
+            "Sid": "GatewayFunctionReadsThePublicKey", "Effect": "Allow",
+            "Principal": {"AWS": gateway}, "Action": "kms:GetPublicKey", "Resource": "*"
         }));
     }
     Ok(serde_json::json!({"Version": "2012-10-17", "Statement": statements}))

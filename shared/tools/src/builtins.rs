@@ -360,16 +360,17 @@ async fn prepare_action(
     actions.prepare(ctx, &args.operation, &args.arguments).await
 }
 
-/// The registry of built-in tools (the messages function's model turn).
+/// The registry of built-in tools (the messages function's model turn, and the gateway).
 pub fn registry() -> Result<Registry<CallContext>, RegistryError> {
     let mut r = consultation_registry()?;
     r.register(PREPARE_ACTION, prepare_action)?;
     Ok(r)
 }
 
-/// The built-in tools that read only: every tool but `prepare_action`. The gateway serves
-/// these (decision 0029: a proposal is presented only inside a chat turn, where the
-/// person sees it).
+/// The built-in tools that read only: every tool but `prepare_action`, for a host that
+/// cannot prepare actions. The gateway serves [`registry`] (decision 0050: a proposal
+/// prepared through it is stored in the token's conversation, where the person's widget
+/// shows it).
 pub fn consultation_registry() -> Result<Registry<CallContext>, RegistryError> {
     let mut r = Registry::new();
     r.register(DESCRIBE_TOOL, describe_tool)?;

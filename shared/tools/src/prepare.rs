@@ -77,6 +77,46 @@ impl From<ToolError> for Failure {
     }
 }
 
+/// `prepare_action` for a caller outside a chat turn (an MCP client through the
+/// gateway, with a token bound to one person's conversation): it connects to the tenant's
+/// server for each call and prepares exactly as a turn does. The proposal is stored in
+/// the token's conversation, where the person's widget shows it (S-2) and where the
+/// person confirms it; the client never can.
+#[derive(Debug, Clone)]
+pub struct ConnectingPreparer {
+    /// The preparation.
+    pub preparation: Preparation,
+}
+
+#[async_trait::async_trait]
+impl crate::builtins::ActionPreparer for ConnectingPreparer {
+    async fn prepare(
+        &self,
+        ctx: &CallContext,
+        operation: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<PreparedAction, ToolError> {
+        let connected = self
+            .preparation
+            .integration
+            .current(&ctx.principal, &ctx.case)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "the integration could not be read");
+                ToolError::new(
+                    code::SERVICE_UNAVAILABLE,
+                    "The company's integration settings are unavailable.",
+                )
+                .retryable(true)
+            })?;
+        self.preparation
+            .prepare(ctx, connected.as_ref(), operation, arguments)
+            .await
+            .map(|(data, _)| data)
+            .map_err(|f| f.error)
+    }
+}
+
 impl Preparation {
     /// Prepares `operation` with `arguments` in the caller's conversation, with the
     /// tenant's server `connected` (`None`: not connected). On success the proposal and its
@@ -184,7 +224,7 @@ impl Preparation {
             .map_err(|e| Failure::refused(from_provider(TOOL, &e)))?;
         let result = ToolResult::from_mcp_json(&raw).map_err(|_| {
             Failure::refused(contract_error(&[
-                "the answer is not an MCP tool result".to_owned(),
+                "the answer is not an MCP tool result".to_owned()
             ]))
         })?;
         if result.is_error {

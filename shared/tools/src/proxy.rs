@@ -79,13 +79,30 @@ pub fn budget_spent(tool: &str, retry_after_secs: u64) -> CallToolResult {
         tool: tool.to_owned(),
         version: "provider".into(),
     };
+    text_only(&seal(&meta, Err(budget_error(retry_after_secs))))
+}
+
+/// Decision 0021, X-1: a built-in that reaches the company's system (`prepare_action`)
+/// refused for the same budget: its own envelope, with its version and structured content.
+pub fn budget_spent_builtin(
+    tool: &str,
+    version: &str,
+    retry_after_secs: u64,
+) -> crate::envelope::Sealed {
+    let meta = Meta {
+        tool: tool.to_owned(),
+        version: version.to_owned(),
+    };
+    seal(&meta, Err(budget_error(retry_after_secs)))
+}
+
+fn budget_error(retry_after_secs: u64) -> ToolError {
     let message = format!(
         "Too many calls to the company's system right now; try again in {retry_after_secs} s."
     );
-    let err = ToolError::new(code::SERVICE_UNAVAILABLE, message)
+    ToolError::new(code::SERVICE_UNAVAILABLE, message)
         .details(json!({"retryAfterSeconds": retry_after_secs}))
-        .retryable(true);
-    text_only(&seal(&meta, Err(err)))
+        .retryable(true)
 }
 
 /// An error result carrying the envelope as its one text block, without

@@ -153,3 +153,48 @@ pub(crate) fn token() -> String {
 pub(crate) fn rpc(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
+
+/// One JSON-RPC request to the gateway `app` in `version`'s framing (2026-07-28: no
+/// initialize; version, method and tool name in `_meta` and headers).
+pub(crate) async fn post_to(
+    app: axum::Router,
+    token: Option<&str>,
+    version: &str,
+    body: Value,
+) -> (http::StatusCode, Value) {
+    let mut body = body;
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
+    let mut req = http::Request::post("/mcp")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if version == "2026-07-28" {
+        // 2026-07-28: no initialize; the version travels in `_meta` and the method (and
+        // tool name) in headers.
+        req = req.header("mcp-method", method.as_str());
+        if let Some(name) = body["params"]["name"].as_str() {
+            req = req.header("mcp-name", name);
+        }
+        body["params"]["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+    }
+    let res = tower::ServiceExt::oneshot(
+        app,
+        req.body(axum::body::Body::from(body.to_string())).unwrap(),
+    )
+    .await
+    .unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
+    (status, v)
+}

@@ -230,6 +230,7 @@ async fn bootstrap_creates_the_key_with_the_signer_only_policy() {
     let users = KeyUsers {
         signer: "arn:aws:iam::123456789012:role/countersign-messages".into(),
         reader: None,
+        gateway: None,
     };
     let alias = format!(
         "alias/cs-policy-{}",
@@ -286,6 +287,7 @@ async fn v5_announce_refuses_a_key_others_can_sign_with() {
     let users = KeyUsers {
         signer: signer.into(),
         reader: None,
+        gateway: None,
     };
     let narrow = create_signing_key(&kms, Some(&users)).await.unwrap();
     rotation.announce(&narrow, now, Some(signer)).await.unwrap();
