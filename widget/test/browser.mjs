@@ -125,6 +125,38 @@ test("W-7, W-5: a write is proposed, confirmed with the button, and its result s
   await ctx.close();
 });
 
+test("X-1, X-5: a write prepared by the person's own MCP client appears in the open widget; only the person's Confirm carries it out", async () => {
+  const { ctx, page } = await person("?poll=300");
+  const api = await page.evaluate(() => document.querySelector('meta[name="countersign-api"]').content.replace(/\/$/, ""));
+  const caseId = await page.evaluate(() => window.demo.widget.caseId);
+  const jwt = await (await fetch(new URL("token?user=u_alice", DEMO))).text();
+  // X-5: the person's token for this conversation, then the client prepares through /mcp.
+  const minted = await fetch(`${api}/api/cases/${caseId}/mcp-token`, {
+    method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: "{}",
+  });
+  assert.equal(minted.status, 201);
+  const { token } = await minted.json();
+  const before = (await rendered(page)).length;
+  const rpc = await fetch(`${api}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prepare_action", arguments: { operation: "reassign_session_car", arguments: { sessionId: "ses_a2", carId: "car_a3" } } } }),
+  });
+  const answer = await rpc.json();
+  assert.equal(answer.result.structuredContent.data.status, "pending_confirmation", JSON.stringify(answer));
+  // The open widget shows it without a reload, as a proposal with its buttons.
+  await page.waitForFunction(count, before);
+  const proposal = await last(page);
+  assert.equal(proposal.kind, "proposal");
+  assert.match(proposal.text, /Move the session at Spa-Francorchamps/);
+  await press(page, "Confirm");
+  assert.match((await last(page)).text, /Action completed/);
+  // Put the car back for the other tests.
+  await type(page, "move ses_a2 to car_a1");
+  await press(page, "Confirm");
+  await ctx.close();
+});
+
 test("W-3, W-4: after a reload with a proposal pending, the restored page confirms it", async () => {
   const { ctx, page } = await person();
   await type(page, "move ses_a1 to car_a2");
