@@ -669,6 +669,7 @@ pub struct ReplaceWidgetCredential {
     /// How long the old credential's tokens stay accepted, in seconds (0: revoked at
     /// once; at most 604800, a week), so the new secret can be deployed first.
     #[schema(minimum = 0, maximum = 604_800)]
+    #[serde(deserialize_with = "countersign_http::whole_number")]
     pub grace_seconds: i64,
 }
 

@@ -472,6 +472,7 @@ async fn close_case(
 pub struct McpTokenRequest {
     /// How long the token is valid, in seconds (60 to 900; default 900).
     #[schema(minimum = 60, maximum = 900)]
+    #[serde(default, deserialize_with = "countersign_http::optional_whole_number")]
     pub ttl_seconds: Option<i64>,
 }
 
@@ -503,7 +504,9 @@ async fn mint_mcp_token(
     CasePath(case): CasePath,
     body: axum::body::Bytes,
 ) -> Result<axum::response::Response, ApiError> {
-    let absent = body.iter().all(u8::is_ascii_whitespace);
+    // The body is optional: absent, or `null`.
+    let absent = body.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|v| v.is_null());
     let request: McpTokenRequest = if absent {
         McpTokenRequest::default()
     } else {

@@ -18,3 +18,56 @@ pub mod serve;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError};
 pub use extract::{DEFAULT_BODY_LIMIT, Json, Query, bearer, parse_json};
+
+/// A JSON number that is a whole number, read as `i64`: JSON Schema's `integer` admits
+/// `309.0` as well as `309`, so a body valid by the published schema is never refused for
+/// writing its integer with a zero fraction. Anything else is refused with the field named.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    use serde::Deserialize as _;
+    let n = serde_json::Number::deserialize(d)?;
+    if let Some(i) = n.as_i64() {
+        return Ok(i);
+    }
+    match n.as_f64() {
+        // Within ±2^53 every whole f64 is exact, and the cast is lossless.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => Ok(f as i64),
+        _ => Err(serde::de::Error::custom(format!(
+            "expected a whole number, found {n}"
+        ))),
+    }
+}
+
+/// [`whole_number`] for an optional field.
+pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<i64>, D::Error> {
+    whole_number(d).map(Some)
+}
+
+#[cfg(test)]
+mod whole_number_tests {
+    #[derive(Debug, serde::Deserialize)]
+    struct Body {
+        #[serde(deserialize_with = "super::whole_number")]
+        n: i64,
+    }
+
+    /// A body valid by the published schema (`integer`) is read: `309.0` is 309; a
+    /// fraction, a string or a number beyond exact range is refused.
+    #[test]
+    fn a_whole_number_may_have_a_zero_fraction() {
+        let read = |json: &str| serde_json::from_str::<Body>(json).map(|b| b.n);
+        assert_eq!(read(r#"{"n": 309}"#).ok(), Some(309));
+        assert_eq!(read(r#"{"n": 309.0}"#).ok(), Some(309));
+        assert_eq!(read(r#"{"n": -2.0}"#).ok(), Some(-2));
+        for bad in [
+            r#"{"n": 309.5}"#,
+            r#"{"n": "309"}"#,
+            r#"{"n": 1e300}"#,
+            r#"{"n": null}"#,
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
+    }
+}
