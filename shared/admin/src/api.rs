@@ -31,6 +31,14 @@ pub use crate::state::{AdminState, AdminStores};
 /// Largest accepted request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// Every `(field, message)` a refusal names, as the error body lists them.
+fn field_errors(errors: Vec<(String, String)>) -> Vec<FieldError> {
+    errors
+        .into_iter()
+        .map(|(field, message)| FieldError { field, message })
+        .collect()
+}
+
 impl From<AdminError> for ApiError {
     fn from(e: AdminError) -> Self {
         match e {
@@ -38,22 +46,12 @@ impl From<AdminError> for ApiError {
                 field,
                 message,
                 errors,
-            } => {
-                let errors = errors
-                    .into_iter()
-                    .map(|(field, message)| FieldError { field, message })
-                    .collect();
-                ApiError::validation(field, message).with_errors(errors)
-            }
+            } => ApiError::validation(field, message).with_errors(field_errors(errors)),
             AdminError::NotConsultations(errors) => {
                 let message = crate::state::first_message(&errors).to_owned();
-                let errors = errors
-                    .into_iter()
-                    .map(|(field, message)| FieldError { field, message })
-                    .collect();
                 ApiError::new(StatusCode::BAD_REQUEST, "NOT_A_CONSULTATION", message)
                     .with_field("allowedTools")
-                    .with_errors(errors)
+                    .with_errors(field_errors(errors))
             }
             e @ AdminError::ProviderUnreachable(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -634,13 +632,7 @@ async fn create_widget_credential(
     TenantAdmin(tenant): TenantAdmin,
     body: axum::body::Bytes,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
-        ));
-    }
+    at_most_max_body(&body)?;
     // The body is optional (absent or `null`): then a credential for server-side use only.
     let absent = body.iter().all(u8::is_ascii_whitespace)
         || serde_json::from_slice::<Value>(&body).is_ok_and(|v| v.is_null());
@@ -651,15 +643,34 @@ async fn create_widget_credential(
     };
     let origins: Vec<String> = request.allowed_origins.into_iter().map(|o| o.0).collect();
     let (key, secret) = crate::widgets::create(&state, &tenant, &origins).await?;
+    Ok(new_credential(&key, &secret))
+}
+
+/// 413 for a body over [`MAX_BODY_BYTES`].
+fn at_most_max_body(body: &[u8]) -> Result<(), ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// A new credential's answer: 201, its secret shown this once, so no cache may keep it.
+fn new_credential(
+    key: &countersign_domain::ports::WidgetKey,
+    secret: &countersign_domain::secret::SecretString,
+) -> impl axum::response::IntoResponse + use<> {
     let body = NewWidgetCredential {
         key_id: key.id.to_string(),
         secret: secret.expose().to_owned(),
         created_at: key.created_at.to_rfc3339(),
-        allowed_origins: key.allowed_origins,
+        allowed_origins: key.allowed_origins.clone(),
     };
-    // The secret is shown this once: no cache may keep it.
     let no_store = [(header::CACHE_CONTROL, "no-store")];
-    Ok((StatusCode::CREATED, no_store, axum::Json(body)))
+    (StatusCode::CREATED, no_store, axum::Json(body))
 }
 
 /// `POST …/widget-credentials/{keyId}/replacement` body.
@@ -685,24 +696,11 @@ async fn replace_widget_credential(
     Path((_, key_id)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            format!("the body must be at most {MAX_BODY_BYTES} bytes"),
-        ));
-    }
+    at_most_max_body(&body)?;
     let request: ReplaceWidgetCredential = countersign_http::parse_json(&body)?;
     let (key, secret) =
         crate::widgets::replace(&state, &tenant, &key_id, request.grace_seconds).await?;
-    let body = NewWidgetCredential {
-        key_id: key.id.to_string(),
-        secret: secret.expose().to_owned(),
-        created_at: key.created_at.to_rfc3339(),
-        allowed_origins: key.allowed_origins,
-    };
-    let no_store = [(header::CACHE_CONTROL, "no-store")];
-    Ok((StatusCode::CREATED, no_store, axum::Json(body)))
+    Ok(new_credential(&key, &secret))
 }
 
 /// The widget credentials: ids and dates only (C-9).

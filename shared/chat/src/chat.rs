@@ -107,7 +107,7 @@ pub struct Chat {
     /// V-7: the per-person limits on new cases and messages; `None` admits every one.
     pub person_limits: Option<(Arc<dyn RateLimiter>, PersonLimits)>,
     /// the key gateway tokens are signed with; `None`: none are minted here.
-    pub mcp_tokens: Option<crate::mcp_token::McpTokens>,
+    pub mcp_tokens: Option<crate::gateway_key::McpTokens>,
 }
 
 impl std::fmt::Debug for Chat {

@@ -8,6 +8,7 @@ pub mod chat;
 mod confirm;
 pub mod cors;
 mod execute;
+mod gateway_key;
 pub mod mcp_token;
 pub mod metrics;
 pub mod model;

@@ -8,69 +8,16 @@
 use crate::chat::{Chat, ChatError};
 use countersign_domain::conversation::{CaseStatus, Principal};
 use countersign_domain::ids::CaseId;
-use countersign_domain::ports::{AuditEntry, SecretStore, StoreError, TransitionOutcome};
+use countersign_domain::ports::{AuditEntry, StoreError, TransitionOutcome};
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
 use countersign_tools::access::{self, Grant};
 use serde_json::json;
-use std::sync::Arc;
-use tokio::sync::OnceCell;
+
+pub use crate::gateway_key::McpTokens;
 
 /// The shortest lifetime a minted token may have.
 pub const MIN_TTL_SECONDS: i64 = 60;
-
-/// The gateway token key, read on first use and kept for the life of the process (a
-/// failed read is tried again on the next request).
-pub struct McpTokens {
-    source: Option<(Arc<dyn SecretStore>, String)>,
-    key: OnceCell<SecretString>,
-}
-
-impl std::fmt::Debug for McpTokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpTokens")
-            .field("loaded", &self.key.initialized())
-            .finish_non_exhaustive()
-    }
-}
-
-impl McpTokens {
-    /// The key in secret `name` of `secrets` ([`access::SECRET_NAME`] in a deployment).
-    pub fn lazy(secrets: Arc<dyn SecretStore>, name: &str) -> Self {
-        Self {
-            source: Some((secrets, name.to_owned())),
-            key: OnceCell::new(),
-        }
-    }
-
-    /// A key known up front (tests, the local stack).
-    pub fn fixed(key: SecretString) -> Self {
-        Self {
-            source: None,
-            key: OnceCell::new_with(Some(key)),
-        }
-    }
-
-    async fn key(&self) -> Result<&SecretString, ChatError> {
-        self.key
-            .get_or_try_init(|| async {
-                let missing = || {
-                    ChatError::Unavailable(StoreError::Unavailable(
-                        "the gateway token key is missing; run `countersign bootstrap`".into(),
-                    ))
-                };
-                let Some((secrets, name)) = &self.source else {
-                    return Err(missing());
-                };
-                match secrets.get_current(name).await {
-                    Ok(Some((key, _))) => Ok(key),
-                    Ok(None) => Err(missing()),
-                    Err(e) => Err(ChatError::Unavailable(StoreError::Unavailable(Box::new(e)))),
-                }
-            })
-            .await
-    }
-}
 
 impl Chat {
     /// a gateway token for `who`'s open conversation `case`, valid `ttl_seconds`
@@ -101,7 +48,7 @@ impl Chat {
         if view.case.status != CaseStatus::Open {
             return Err(ChatError::Closed);
         }
-        let key = tokens.key().await?;
+        let key = tokens.key().await.map_err(ChatError::Unavailable)?;
         let now = self.parts.clock.now();
         let expires_at = now.plus_seconds(ttl_seconds);
         let grant = Grant {

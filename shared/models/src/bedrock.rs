@@ -196,12 +196,7 @@ pub fn reply_from(output: &ConverseOutput) -> Result<ModelReply, ModelError> {
 
 /// M-5: Converse's failures, typed.
 pub fn error_of(e: SdkError<ConverseError>) -> ModelError {
-    let cause: countersign_domain::ports::Cause = format!(
-        "{}: {}",
-        e.code().unwrap_or("no error code"),
-        e.message().unwrap_or("no message")
-    )
-    .into();
+    let cause: countersign_domain::ports::Cause = cause_of(&e).into();
     match e {
         SdkError::TimeoutError(_) => ModelError::Timeout,
         SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
@@ -348,6 +343,15 @@ fn stream_error(code: Option<&str>, status: Option<u16>, cause: String) -> Model
     }
 }
 
+/// An error's code and message, for logs (never the request).
+fn cause_of(e: &impl ProvideErrorMetadata) -> String {
+    format!(
+        "{}: {}",
+        e.code().unwrap_or("no error code"),
+        e.message().unwrap_or("no message")
+    )
+}
+
 /// M-5: `ConverseStream`'s failure to start, typed.
 pub fn stream_start_error_of(e: SdkError<ConverseStreamError>) -> ModelError {
     match e {
@@ -361,12 +365,7 @@ pub fn stream_start_error_of(e: SdkError<ConverseStreamError>) -> ModelError {
         SdkError::ServiceError(s) => Some(s.raw().status().as_u16()),
         _ => None,
     };
-    let cause = format!(
-        "{}: {}",
-        e.code().unwrap_or("no error code"),
-        e.message().unwrap_or("no message")
-    );
-    stream_error(e.code(), status, cause)
+    stream_error(e.code(), status, cause_of(&e))
 }
 
 /// M-5: a failure in the middle of `ConverseStream`, typed.
@@ -382,14 +381,7 @@ fn stream_event_error_of<R: std::fmt::Debug>(
         // Bytes that are not event-stream frames, or an event without an error code: not
         // the wire format.
         _ if e.code().is_none() => ModelError::Malformed(e.to_string()),
-        _ => {
-            let cause = format!(
-                "{}: {}",
-                e.code().unwrap_or("no error code"),
-                e.message().unwrap_or("no message")
-            );
-            stream_error(e.code(), None, cause)
-        }
+        _ => stream_error(e.code(), None, cause_of(e)),
     }
 }
 

@@ -156,223 +156,301 @@ pub fn error(e: &AdminError) -> String {
     }
 }
 
+/// Each English panel text with its Portuguese.
+const PORTUGUESE: &[(&str, &str)] = &[
+    (" (test user ", " (pessoa de teste "),
+    (" at ", " em "),
+    (
+        " match these filters on this page of the trail",
+        " corresponde a estes filtros nesta página da trilha",
+    ),
+    (
+        " on this host: follow it and key rotations need nothing from you",
+        " neste host: siga-o e as rotações de chave não exigem nada de você",
+    ),
+    (" s ago)", " s atrás)"),
+    (" · Countersign admin", " · Administração Countersign"),
+    (
+        " — it does not cover the settings saved now: run it again",
+        " — ela não cobre as configurações salvas agora: rode-a de novo",
+    ),
+    ("(no longer listed)", "(não é mais listada)"),
+    (", action ", ", ação "),
+    (", configuration version ", ", versão da configuração "),
+    (", confirmed ", ", confirmada em "),
+    (", conversation ", ", conversa "),
+    (", created ", ", criada em "),
+    ("1 hour", "1 hora"),
+    ("24 hours", "24 horas"),
+    ("7 days", "7 dias"),
+    (
+        "A new credential with the same allowed origins is created and its secret shown once. This one keeps working for the grace period you choose, so your site keeps working while you deploy the new secret to your backend; then it is refused and removed.",
+        "Uma nova credencial com as mesmas origens permitidas é criada e seu segredo é mostrado uma vez. Esta continua funcionando pelo período de carência que você escolher, para o seu site seguir funcionando enquanto você instala o novo segredo no seu backend; depois ela é recusada e removida.",
+    ),
+    (
+        "A platform service is unavailable; nothing was changed. Try again shortly.",
+        "Um serviço da plataforma está indisponível; nada foi alterado. Tente de novo em instantes.",
+    ),
+    (
+        "Actions are suspended: the latest certification run saw your server accept a bad proof. Fix the proof checks it names, then run the certification again.",
+        "As ações estão suspensas: a última certificação viu o seu servidor aceitar uma prova inválida. Corrija as verificações de prova que ela aponta e rode a certificação de novo.",
+    ),
+    (
+        "Actions enabled (writes need the person's confirmation)",
+        "Ações ativadas (as escritas precisam da confirmação da pessoa)",
+    ),
+    (
+        "Actions stop and pending proposals are cancelled",
+        "As ações param e as propostas pendentes são canceladas",
+    ),
+    (
+        "Actions whose result your server never confirmed. Their conversations cannot start another action or be closed until settled. Check your own system, then record what it shows: the person is told, and nothing is executed again.",
+        "Ações cujo resultado o seu servidor nunca confirmou. As conversas delas não podem iniciar outra ação nem ser encerradas até a resolução. Verifique no seu próprio sistema e registre o que ele mostra: a pessoa é avisada e nada é executado de novo.",
+    ),
+    ("Admin key", "Chave de administração"),
+    ("Administrator (key", "Administrador (chave"),
+    ("Allowed origins", "Origens permitidas"),
+    (
+        "Allowed origins, one per line (e.g. https://shop.example.com)",
+        "Origens permitidas, uma por linha (ex.: https://loja.exemplo.com.br)",
+    ),
+    ("Approve this change", "Aprovar esta mudança"),
+    ("Approved", "Aprovada"),
+    (
+        "Approved: the tool is offered again as your server lists it now.",
+        "Aprovada: a ferramenta volta a ser oferecida como o seu servidor a lista agora.",
+    ),
+    ("Audience", "Audiência"),
+    ("Audit trail", "Trilha de auditoria"),
+    (
+        "Back to the Tenant MCP settings",
+        "Voltar às configurações do MCP do tenant",
+    ),
+    ("Back", "Voltar"),
+    ("Cancel", "Cancelar"),
+    ("Certification", "Certificação"),
+    ("Changed since approved", "Mudou desde a aprovação"),
+    ("Changes", "Mudanças"),
+    ("Chat language", "Idioma do chat"),
+    (
+        "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person.",
+        "Verifica as configurações salvas contra o seu servidor: cada consulta com os seus argumentos de exemplo (e recusada com um token de serviço errado), cada operação preparada, cada prova inválida recusada e — com o seu consentimento — uma ação por operação executada com uma prova válida para a pessoa de teste sintética.",
+    ),
+    (
+        "Choose English or Português (Brasil).",
+        "Escolha English ou Português (Brasil).",
+    ),
+    (
+        "Choose what your system shows.",
+        "Escolha o que o seu sistema mostra.",
+    ),
+    (
+        "Configure your tenant integration: sign in with your tenant admin key (",
+        "Configure a integração do seu tenant: entre com a chave de administração do tenant (",
+    ),
+    (
+        "Consultations the model may call",
+        "Consultas que o modelo pode chamar",
+    ),
+    (
+        "Consultations whose sample arguments name the first person's resource (comma-separated)",
+        "Consultas cujos argumentos de exemplo nomeiam um recurso da primeira pessoa (separadas por vírgula)",
+    ),
+    ("Copy", "Copiar"),
+    ("Create a credential", "Criar uma credencial"),
+    ("Create", "Criar"),
+    ("Created", "Criada em"),
+    ("Credential ", "Credencial "),
+    ("English", "English"),
+    ("Event", "Evento"),
+    ("Filter", "Filtrar"),
+    ("From (day)", "De (dia)"),
+    (
+        "I consent: this run executes one action per operation for this synthetic person (a real write in my system, with a valid proof).",
+        "Eu consinto: esta execução realiza uma ação por operação para esta pessoa sintética (uma escrita real no meu sistema, com uma prova válida).",
+    ),
+    ("Install on your server", "Instale no seu servidor"),
+    ("Issuer", "Emissor"),
+    (
+        "It may still be running: it can be settled 120 s after its confirmation.",
+        "Ela ainda pode estar em execução: pode ser resolvida 120 s depois da confirmação.",
+    ),
+    ("It was completed", "Foi concluída"),
+    ("It was not carried out", "Não foi realizada"),
+    ("JWKS", "JWKS"),
+    (
+        "Keep the old credential working for",
+        "Manter a credencial antiga funcionando por",
+    ),
+    (
+        "Last status answer from your server: ",
+        "Última resposta de situação do seu servidor: ",
+    ),
+    ("Latest run ", "Última execução "),
+    (
+        "Load tools from your server",
+        "Carregar as ferramentas do seu servidor",
+    ),
+    ("New credential ", "Nova credencial "),
+    ("No records", "Nenhum registro"),
+    (
+        "No unsettled actions.",
+        "Nenhuma ação pendente de resolução.",
+    ),
+    ("Now", "Agora"),
+    ("Older", "Mais antigos"),
+    (
+        "One tool name per line (or load the tools from your server)",
+        "Um nome de ferramenta por linha (ou carregue as ferramentas do seu servidor)",
+    ),
+    (
+        "Operations (comma-separated)",
+        "Operações (separadas por vírgula)",
+    ),
+    (
+        "Pages using this credential stop working at once: every token signed with its secret is refused, and the secret is deleted. This cannot be undone.",
+        "As páginas que usam esta credencial param de funcionar na hora: todo token assinado com o segredo dela é recusado, e o segredo é apagado. Isso não pode ser desfeito.",
+    ),
+    ("Person ", "Pessoa "),
+    ("Platform operator", "Operador da plataforma"),
+    ("Platform", "Plataforma"),
+    ("Português (Brasil)", "Português (Brasil)"),
+    (
+        "Proof audience (optional; default: the server URL)",
+        "Audiência da prova (opcional; padrão: a URL do servidor)",
+    ),
+    ("Public key", "Chave pública"),
+    ("Published keys", "Chaves publicadas"),
+    (
+        "Recorded. The person was told, and the conversation is unblocked.",
+        "Registrado. A pessoa foi avisada e a conversa foi liberada.",
+    ),
+    ("Refused", "Recusado"),
+    ("Remove the connector", "Remover o conector"),
+    ("Remove", "Remover"),
+    (
+        "Replace a widget credential",
+        "Substituir uma credencial do widget",
+    ),
+    ("Replace it", "Substituir"),
+    ("Replaced: works until ", "Substituída: funciona até "),
+    ("Replace…", "Substituir…"),
+    ("Result", "Resultado"),
+    (
+        "Revoke a widget credential",
+        "Revogar uma credencial do widget",
+    ),
+    ("Revoke it", "Revogar"),
+    ("Revoke…", "Revogar…"),
+    ("Run the certification", "Rodar a certificação"),
+    (
+        "Sample arguments per consultation (JSON object by tool name): fill in values that exist for the test person; each tool's required arguments are listed",
+        "Argumentos de exemplo por consulta (objeto JSON por nome de ferramenta): preencha valores que existam para a pessoa de teste; os argumentos obrigatórios de cada ferramenta estão listados",
+    ),
+    (
+        "Sample arguments per operation (JSON object by operation name): every operation is prepared",
+        "Argumentos de exemplo por operação (objeto JSON por nome de operação): toda operação é preparada",
+    ),
+    (
+        "Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings.",
+        "Salve as configurações, instale a chave no seu servidor e rode a certificação abaixo: as ações podem ser ativadas quando ela passar nas configurações salvas.",
+    ),
+    ("Save", "Salvar"),
+    ("Saved.", "Salvo."),
+    (
+        "Second synthetic person (optional): must be refused the first person's resources",
+        "Segunda pessoa sintética (opcional): deve ter recusados os recursos da primeira pessoa",
+    ),
+    ("Sections", "Seções"),
+    ("Server URL", "URL do servidor"),
+    ("Service token", "Token de serviço"),
+    ("Settings", "Configurações"),
+    ("Sign in", "Entrar"),
+    ("Sign out", "Sair"),
+    ("Status", "Situação"),
+    (
+        "Store this secret in your backend now: it is shown this once (a reload does not show it again).",
+        "Guarde este segredo no seu backend agora: ele é mostrado só esta vez (recarregar a página não o mostra de novo).",
+    ),
+    (
+        "Synthetic test person (X-MCP-User-Id): an account of your system made for tests",
+        "Pessoa de teste sintética (X-MCP-User-Id): uma conta do seu sistema feita para testes",
+    ),
+    ("Tenant MCP", "MCP do tenant"),
+    (
+        "That admin key is not valid.",
+        "Essa chave de administração não é válida.",
+    ),
+    (
+        "That credential's secret was shown once, right after it was created. If it was not stored, replace the credential.",
+        "O segredo dessa credencial foi mostrado uma vez, logo após a criação. Se ele não foi guardado, substitua a credencial.",
+    ),
+    (
+        "The connector was removed; actions stopped.",
+        "O conector foi removido; as ações pararam.",
+    ),
+    (
+        "The language of new conversations: the widget's texts, the platform's notices and ",
+        "O idioma das novas conversas: os textos do widget, os avisos da plataforma e ",
+    ),
+    ("The person in the chat", "A pessoa no chat"),
+    (
+        "The platform has no signing key installed: actions cannot be enabled.",
+        "A plataforma não tem uma chave de assinatura instalada: as ações não podem ser ativadas.",
+    ),
+    (
+        "This request did not come from the panel's own pages and was refused; nothing was changed.",
+        "Esta requisição não veio das páginas do próprio painel e foi recusada; nada foi alterado.",
+    ),
+    ("To (day)", "Até (dia)"),
+    ("Unavailable", "Indisponível"),
+    ("Unsettled actions", "Ações pendentes de resolução"),
+    ("What was checked", "O que foi verificado"),
+    ("What we saw", "O que vimos"),
+    ("What", "O quê"),
+    ("When (UTC)", "Quando (UTC)"),
+    ("Who", "Quem"),
+    ("Widget credentials", "Credenciais do widget"),
+    (
+        "Your server now describes these tools differently from what was approved. Each is withheld from the model and MCP clients until you approve the change.",
+        "O seu servidor agora descreve estas ferramentas de um jeito diferente do aprovado. Cada uma fica fora do alcance do modelo e dos clientes MCP até você aprovar a mudança.",
+    ),
+    (
+        "and the assistant's instructions. A conversation already open keeps its language; ",
+        "e as instruções do assistente. Uma conversa já aberta mantém o seu idioma; ",
+    ),
+    (
+        "no time: refuse it at once",
+        "nenhum tempo: recusar na hora",
+    ),
+    ("none yet", "nenhuma ainda"),
+    ("none", "nenhum"),
+    ("required", "obrigatório"),
+    (
+        "the confirm/cancel instructions (",
+        "as instruções de confirmar/cancelar (",
+    ),
+    ("unchanged (write-only)", "inalterado (somente escrita)"),
+    (
+        "your web page may choose another language per person (widget guide, “Language”).",
+        "a sua página pode escolher outro idioma por pessoa (guia do widget, “Language”).",
+    ),
+    // Certification verdicts and check results.
+    ("passed", "passou"),
+    ("failed", "falhou"),
+    ("skipped", "pulada"),
+    // The audit trail's event filter.
+    ("All events", "Todos os eventos"),
+    ("MCP settings", "Configurações MCP"),
+    ("Tenant settings", "Configurações do tenant"),
+    ("Actions", "Ações"),
+    ("Proposals", "Propostas"),
+    ("Checkpoints", "Checkpoints"),
+];
+
 /// The Portuguese of an English panel text.
 fn portuguese(en: &str) -> Option<&'static str> {
-    Some(match en {
-        " (test user " => " (pessoa de teste ",
-        " at " => " em ",
-        " match these filters on this page of the trail" => {
-            " corresponde a estes filtros nesta página da trilha"
-        }
-        " on this host: follow it and key rotations need nothing from you" => {
-            " neste host: siga-o e as rotações de chave não exigem nada de você"
-        }
-        " s ago)" => " s atrás)",
-        " · Countersign admin" => " · Administração Countersign",
-        " — it does not cover the settings saved now: run it again" => {
-            " — ela não cobre as configurações salvas agora: rode-a de novo"
-        }
-        "(no longer listed)" => "(não é mais listada)",
-        ", action " => ", ação ",
-        ", configuration version " => ", versão da configuração ",
-        ", confirmed " => ", confirmada em ",
-        ", conversation " => ", conversa ",
-        ", created " => ", criada em ",
-        "1 hour" => "1 hora",
-        "24 hours" => "24 horas",
-        "7 days" => "7 dias",
-        "A new credential with the same allowed origins is created and its secret shown once. This one keeps working for the grace period you choose, so your site keeps working while you deploy the new secret to your backend; then it is refused and removed." => {
-            "Uma nova credencial com as mesmas origens permitidas é criada e seu segredo é mostrado uma vez. Esta continua funcionando pelo período de carência que você escolher, para o seu site seguir funcionando enquanto você instala o novo segredo no seu backend; depois ela é recusada e removida."
-        }
-        "A platform service is unavailable; nothing was changed. Try again shortly." => {
-            "Um serviço da plataforma está indisponível; nada foi alterado. Tente de novo em instantes."
-        }
-        "Actions are suspended: the latest certification run saw your server accept a bad proof. Fix the proof checks it names, then run the certification again." => {
-            "As ações estão suspensas: a última certificação viu o seu servidor aceitar uma prova inválida. Corrija as verificações de prova que ela aponta e rode a certificação de novo."
-        }
-        "Actions enabled (writes need the person's confirmation)" => {
-            "Ações ativadas (as escritas precisam da confirmação da pessoa)"
-        }
-        "Actions stop and pending proposals are cancelled" => {
-            "As ações param e as propostas pendentes são canceladas"
-        }
-        "Actions whose result your server never confirmed. Their conversations cannot start another action or be closed until settled. Check your own system, then record what it shows: the person is told, and nothing is executed again." => {
-            "Ações cujo resultado o seu servidor nunca confirmou. As conversas delas não podem iniciar outra ação nem ser encerradas até a resolução. Verifique no seu próprio sistema e registre o que ele mostra: a pessoa é avisada e nada é executado de novo."
-        }
-        "Admin key" => "Chave de administração",
-        "Administrator (key" => "Administrador (chave",
-        "Allowed origins" => "Origens permitidas",
-        "Allowed origins, one per line (e.g. https://shop.example.com)" => {
-            "Origens permitidas, uma por linha (ex.: https://loja.exemplo.com.br)"
-        }
-        "Approve this change" => "Aprovar esta mudança",
-        "Approved" => "Aprovada",
-        "Approved: the tool is offered again as your server lists it now." => {
-            "Aprovada: a ferramenta volta a ser oferecida como o seu servidor a lista agora."
-        }
-        "Audience" => "Audiência",
-        "Audit trail" => "Trilha de auditoria",
-        "Back to the Tenant MCP settings" => "Voltar às configurações do MCP do tenant",
-        "Back" => "Voltar",
-        "Cancel" => "Cancelar",
-        "Certification" => "Certificação",
-        "Changed since approved" => "Mudou desde a aprovação",
-        "Changes" => "Mudanças",
-        "Chat language" => "Idioma do chat",
-        "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person." => {
-            "Verifica as configurações salvas contra o seu servidor: cada consulta com os seus argumentos de exemplo (e recusada com um token de serviço errado), cada operação preparada, cada prova inválida recusada e — com o seu consentimento — uma ação por operação executada com uma prova válida para a pessoa de teste sintética."
-        }
-        "Choose English or Português (Brasil)." => "Escolha English ou Português (Brasil).",
-        "Choose what your system shows." => "Escolha o que o seu sistema mostra.",
-        "Configure your tenant integration: sign in with your tenant admin key (" => {
-            "Configure a integração do seu tenant: entre com a chave de administração do tenant ("
-        }
-        "Consultations the model may call" => "Consultas que o modelo pode chamar",
-        "Consultations whose sample arguments name the first person's resource (comma-separated)" => {
-            "Consultas cujos argumentos de exemplo nomeiam um recurso da primeira pessoa (separadas por vírgula)"
-        }
-        "Copy" => "Copiar",
-        "Create a credential" => "Criar uma credencial",
-        "Create" => "Criar",
-        "Created" => "Criada em",
-        "Credential " => "Credencial ",
-        "English" => "English",
-        "Event" => "Evento",
-        "Filter" => "Filtrar",
-        "From (day)" => "De (dia)",
-        "I consent: this run executes one action per operation for this synthetic person (a real write in my system, with a valid proof)." => {
-            "Eu consinto: esta execução realiza uma ação por operação para esta pessoa sintética (uma escrita real no meu sistema, com uma prova válida)."
-        }
-        "Install on your server" => "Instale no seu servidor",
-        "Issuer" => "Emissor",
-        "It may still be running: it can be settled 120 s after its confirmation." => {
-            "Ela ainda pode estar em execução: pode ser resolvida 120 s depois da confirmação."
-        }
-        "It was completed" => "Foi concluída",
-        "It was not carried out" => "Não foi realizada",
-        "JWKS" => "JWKS",
-        "Keep the old credential working for" => "Manter a credencial antiga funcionando por",
-        "Last status answer from your server: " => "Última resposta de situação do seu servidor: ",
-        "Latest run " => "Última execução ",
-        "Load tools from your server" => "Carregar as ferramentas do seu servidor",
-        "New credential " => "Nova credencial ",
-        "No records" => "Nenhum registro",
-        "No unsettled actions." => "Nenhuma ação pendente de resolução.",
-        "Now" => "Agora",
-        "Older" => "Mais antigos",
-        "One tool name per line (or load the tools from your server)" => {
-            "Um nome de ferramenta por linha (ou carregue as ferramentas do seu servidor)"
-        }
-        "Operations (comma-separated)" => "Operações (separadas por vírgula)",
-        "Pages using this credential stop working at once: every token signed with its secret is refused, and the secret is deleted. This cannot be undone." => {
-            "As páginas que usam esta credencial param de funcionar na hora: todo token assinado com o segredo dela é recusado, e o segredo é apagado. Isso não pode ser desfeito."
-        }
-        "Person " => "Pessoa ",
-        "Platform operator" => "Operador da plataforma",
-        "Platform" => "Plataforma",
-        "Português (Brasil)" => "Português (Brasil)",
-        "Proof audience (optional; default: the server URL)" => {
-            "Audiência da prova (opcional; padrão: a URL do servidor)"
-        }
-        "Public key" => "Chave pública",
-        "Published keys" => "Chaves publicadas",
-        "Recorded. The person was told, and the conversation is unblocked." => {
-            "Registrado. A pessoa foi avisada e a conversa foi liberada."
-        }
-        "Refused" => "Recusado",
-        "Remove the connector" => "Remover o conector",
-        "Remove" => "Remover",
-        "Replace a widget credential" => "Substituir uma credencial do widget",
-        "Replace it" => "Substituir",
-        "Replaced: works until " => "Substituída: funciona até ",
-        "Replace…" => "Substituir…",
-        "Result" => "Resultado",
-        "Revoke a widget credential" => "Revogar uma credencial do widget",
-        "Revoke it" => "Revogar",
-        "Revoke…" => "Revogar…",
-        "Run the certification" => "Rodar a certificação",
-        "Sample arguments per consultation (JSON object by tool name): fill in values that exist for the test person; each tool's required arguments are listed" => {
-            "Argumentos de exemplo por consulta (objeto JSON por nome de ferramenta): preencha valores que existam para a pessoa de teste; os argumentos obrigatórios de cada ferramenta estão listados"
-        }
-        "Sample arguments per operation (JSON object by operation name): every operation is prepared" => {
-            "Argumentos de exemplo por operação (objeto JSON por nome de operação): toda operação é preparada"
-        }
-        "Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings." => {
-            "Salve as configurações, instale a chave no seu servidor e rode a certificação abaixo: as ações podem ser ativadas quando ela passar nas configurações salvas."
-        }
-        "Save" => "Salvar",
-        "Saved." => "Salvo.",
-        "Second synthetic person (optional): must be refused the first person's resources" => {
-            "Segunda pessoa sintética (opcional): deve ter recusados os recursos da primeira pessoa"
-        }
-        "Sections" => "Seções",
-        "Server URL" => "URL do servidor",
-        "Service token" => "Token de serviço",
-        "Settings" => "Configurações",
-        "Sign in" => "Entrar",
-        "Sign out" => "Sair",
-        "Status" => "Situação",
-        "Store this secret in your backend now: it is shown this once (a reload does not show it again)." => {
-            "Guarde este segredo no seu backend agora: ele é mostrado só esta vez (recarregar a página não o mostra de novo)."
-        }
-        "Synthetic test person (X-MCP-User-Id): an account of your system made for tests" => {
-            "Pessoa de teste sintética (X-MCP-User-Id): uma conta do seu sistema feita para testes"
-        }
-        "Tenant MCP" => "MCP do tenant",
-        "That admin key is not valid." => "Essa chave de administração não é válida.",
-        "That credential's secret was shown once, right after it was created. If it was not stored, replace the credential." => {
-            "O segredo dessa credencial foi mostrado uma vez, logo após a criação. Se ele não foi guardado, substitua a credencial."
-        }
-        "The connector was removed; actions stopped." => {
-            "O conector foi removido; as ações pararam."
-        }
-        "The language of new conversations: the widget's texts, the platform's notices and " => {
-            "O idioma das novas conversas: os textos do widget, os avisos da plataforma e "
-        }
-        "The person in the chat" => "A pessoa no chat",
-        "The platform has no signing key installed: actions cannot be enabled." => {
-            "A plataforma não tem uma chave de assinatura instalada: as ações não podem ser ativadas."
-        }
-        "This request did not come from the panel's own pages and was refused; nothing was changed." => {
-            "Esta requisição não veio das páginas do próprio painel e foi recusada; nada foi alterado."
-        }
-        "To (day)" => "Até (dia)",
-        "Unavailable" => "Indisponível",
-        "Unsettled actions" => "Ações pendentes de resolução",
-        "What was checked" => "O que foi verificado",
-        "What we saw" => "O que vimos",
-        "What" => "O quê",
-        "When (UTC)" => "Quando (UTC)",
-        "Who" => "Quem",
-        "Widget credentials" => "Credenciais do widget",
-        "Your server now describes these tools differently from what was approved. Each is withheld from the model and MCP clients until you approve the change." => {
-            "O seu servidor agora descreve estas ferramentas de um jeito diferente do aprovado. Cada uma fica fora do alcance do modelo e dos clientes MCP até você aprovar a mudança."
-        }
-        "and the assistant's instructions. A conversation already open keeps its language; " => {
-            "e as instruções do assistente. Uma conversa já aberta mantém o seu idioma; "
-        }
-        "no time: refuse it at once" => "nenhum tempo: recusar na hora",
-        "none yet" => "nenhuma ainda",
-        "none" => "nenhum",
-        "required" => "obrigatório",
-        "the confirm/cancel instructions (" => "as instruções de confirmar/cancelar (",
-        "unchanged (write-only)" => "inalterado (somente escrita)",
-        "your web page may choose another language per person (widget guide, “Language”)." => {
-            "a sua página pode escolher outro idioma por pessoa (guia do widget, “Language”)."
-        }
-        // Certification verdicts and check results.
-        "passed" => "passou",
-        "failed" => "falhou",
-        "skipped" => "pulada",
-        // The audit trail's event filter.
-        "All events" => "Todos os eventos",
-        "MCP settings" => "Configurações MCP",
-        "Tenant settings" => "Configurações do tenant",
-        "Actions" => "Ações",
-        "Proposals" => "Propostas",
-        "Checkpoints" => "Checkpoints",
-        _ => return None,
-    })
+    PORTUGUESE.iter().find(|(e, _)| *e == en).map(|(_, pt)| *pt)
 }
 
 #[cfg(test)]
