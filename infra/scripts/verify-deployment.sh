@@ -14,8 +14,11 @@ mkdir -p "$logs"
 start_dev_server verify "$logs"
 jwt=$(sed -n 's/^WIDGET_JWT=//p' "$logs/dev-server.log")
 cli="$target/debug/countersign"
-"$cli" verify-deployment --url "http://127.0.0.1:$port" --widget-jwt "$jwt" | tee "$logs/pass.txt"
+# The local run streams on the same server (the deployed one: the StreamUrl output).
+"$cli" verify-deployment --url "http://127.0.0.1:$port" --stream-url "http://127.0.0.1:$port" --widget-jwt "$jwt" | tee "$logs/pass.txt"
 grep -q "^ok    jwks equals KMS" "$logs/pass.txt"
+grep -q "^ok    the streamed answer" "$logs/pass.txt"
+grep -q "^ok    the person's MCP token" "$logs/pass.txt"
 # Not Countersign: the routes fail, and the command says so.
 if "$cli" verify-deployment --url "http://127.0.0.1:$site_port" --widget-jwt "$jwt" >"$logs/wrong-url.txt"; then
   echo "verify-deployment passed against the demo site" >&2; exit 1

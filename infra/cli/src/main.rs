@@ -97,7 +97,11 @@ enum Command {
         /// The stack's API base URL (the `ApiUrl` output), e.g. https://abc.execute-api.eu-west-1.amazonaws.com
         #[arg(long)]
         url: String,
-        /// A widget JWT of a synthetic tenant's person (its end-to-end check is a failure
+        /// The stream function's URL (the `StreamUrl` output), for the streamed answer's
+        /// check (S-1).
+        #[arg(long)]
+        stream_url: Option<String>,
+        /// A widget JWT of a synthetic tenant's person (its end-to-end checks are failures
         /// without one).
         #[arg(long)]
         widget_jwt: Option<String>,
@@ -147,10 +151,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
         Command::VerifyDeployment {
             url,
+            stream_url,
             widget_jwt,
             message,
         } => {
-            if !verify::run(&url, widget_jwt.as_deref(), &message, &sdk, &settings).await? {
+            let stream_url = stream_url.as_deref();
+            let jwt = widget_jwt.as_deref();
+            if !verify::run(&url, stream_url, jwt, &message, &sdk, &settings).await? {
                 std::process::exit(1);
             }
         }

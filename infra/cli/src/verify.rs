@@ -72,6 +72,7 @@ fn routes() -> [Route; 6] {
 /// Runs every check against `base` and prints each; `true` when all passed.
 pub(crate) async fn run(
     base: &str,
+    stream_url: Option<&str>,
     widget_jwt: Option<&str>,
     message: &str,
     sdk: &aws_config::SdkConfig,
@@ -92,10 +93,23 @@ pub(crate) async fn run(
         jwks(&http, base, sdk, settings).await,
     ));
     match widget_jwt {
-        Some(jwt) => checks.push((
-            "a synthetic person's message".into(),
-            conversation(&http, base, jwt, message).await,
-        )),
+        Some(jwt) => {
+            checks.push((
+                "a synthetic person's message".into(),
+                conversation(&http, base, jwt, message).await,
+            ));
+            checks.push((
+                "the streamed answer (S-1)".into(),
+                match stream_url {
+                    Some(url) => streamed(&http, base, url.trim_end_matches('/'), jwt).await,
+                    None => Err("not checked: give --stream-url (the StreamUrl output)".into()),
+                },
+            ));
+            checks.push((
+                "the person's MCP token at the gateway (X-5, X-1)".into(),
+                mcp_token(&http, base, jwt).await,
+            ));
+        }
         None => checks.push((
             "a synthetic person's message".into(),
             Err("not checked: give --widget-jwt of a synthetic tenant's person".into()),
@@ -180,7 +194,8 @@ async fn jwks(
 
 /// A person of a synthetic tenant opens a conversation and sends `message`: the answer
 /// must hold the assistant's reply.
-async fn conversation(http: &reqwest::Client, base: &str, jwt: &str, message: &str) -> Seen {
+/// Opens a case for the synthetic person; its id.
+async fn open_case(http: &reqwest::Client, base: &str, jwt: &str) -> Result<String, String> {
     let res = http
         .post(format!("{base}/api/cases"))
         .bearer_auth(jwt)
@@ -191,7 +206,88 @@ async fn conversation(http: &reqwest::Client, base: &str, jwt: &str, message: &s
         return Err(format!("opening a case answered {}", res.status().as_u16()));
     }
     let case: Value = res.json().await.map_err(|_| "the case is not JSON")?;
-    let id = case["caseId"].as_str().ok_or("no caseId")?.to_owned();
+    Ok(case["caseId"].as_str().ok_or("no caseId")?.to_owned())
+}
+
+/// S-1: the stream function's URL answers a post with NDJSON events: the stored messages,
+/// then the end.
+async fn streamed(http: &reqwest::Client, base: &str, stream_url: &str, jwt: &str) -> Seen {
+    let id = open_case(http, base, jwt).await?;
+    let res = http
+        .post(format!("{stream_url}/api/cases/{id}/messages/stream"))
+        .bearer_auth(jwt)
+        .json(&json!({"content": "say checking the stream"}))
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?;
+    let status = res.status().as_u16();
+    let ndjson = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-ndjson"));
+    let body = res.text().await.unwrap_or_default();
+    let events: Vec<Value> = body
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stored = events.iter().filter(|e| e["type"] == "message").count();
+    let ended = events.last().is_some_and(|e| e["type"] == "end");
+    if status == 200 && ndjson && stored >= 2 && ended {
+        Ok(format!(
+            "{} events, {stored} messages stored, then the end",
+            events.len()
+        ))
+    } else {
+        Err(format!(
+            "answered {status} (ndjson: {ndjson}) with {} events, {stored} messages, ended: {ended}",
+            events.len()
+        ))
+    }
+}
+
+/// the person mints a token for a conversation, and the gateway lists the tools
+/// for it, `prepare_action` among them.
+async fn mcp_token(http: &reqwest::Client, base: &str, jwt: &str) -> Seen {
+    let id = open_case(http, base, jwt).await?;
+    let res = http
+        .post(format!("{base}/api/cases/{id}/mcp-token"))
+        .bearer_auth(jwt)
+        .json(&json!({"ttlSeconds": 60}))
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?;
+    if res.status().as_u16() != 201 {
+        return Err(format!("minting answered {}", res.status().as_u16()));
+    }
+    let minted: Value = res.json().await.map_err(|_| "the token is not JSON")?;
+    let token = minted["token"].as_str().ok_or("no token")?;
+    let res = http
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?;
+    let status = res.status().as_u16();
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    let names: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    if status == 200 && names.contains(&"prepare_action") {
+        Ok(format!("{} tools listed for the token", names.len()))
+    } else {
+        Err(format!("the gateway answered {status} listing {names:?}"))
+    }
+}
+
+async fn conversation(http: &reqwest::Client, base: &str, jwt: &str, message: &str) -> Seen {
+    let id = open_case(http, base, jwt).await?;
     let res = http
         .post(format!("{base}/api/cases/{id}/messages"))
         .bearer_auth(jwt)
