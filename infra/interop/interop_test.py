@@ -16,9 +16,10 @@ interop.sh:
 Each lists the tools, describes a built-in and a proxied consultation, calls each
 built-in, a proxied consultation, a failing call whose error envelope the client
 validates against the tool's outputSchema, `prepare_action` of an operation the tenant
-did not enable (a typed refusal), and an unknown tool. Then the Inspector prepares a real
-write through the gateway (X-1) and the person confirms it through the widget API: the
-demo provider executes it only with the proof.
+did not enable (a typed refusal), and an unknown tool; each SDK client also prepares a real
+write through the gateway (X-1), sees it waiting with `action_status`, and the person
+cancels it in their chat (the widget API). Then the Inspector prepares one more and the
+person confirms it: the demo provider executes it only with the proof.
 """
 
 import json
@@ -131,6 +132,12 @@ def check_sdk_client(label, out, version, listed):
     check(not s["ok"] and s.get("code") == -32602, f"{label}: unknown_tool is an unknown tool, -32602 ({s})")
     # X-1: served through the gateway; an operation the tenant did not enable is a typed
     # error envelope (validated by the client), and nothing is prepared.
+    prepared = (value("prepare_write").get("structured") or {}).get("data") or {}
+    check(prepared.get("status") == "pending_confirmation",
+          f"{label}: prepare_action prepares a real write through the gateway ({prepared})")
+    after = (value("status_after").get("structured") or {}).get("data", {}).get("proposal") or {}
+    check(after.get("actionId") == prepared.get("actionId") and after.get("state") == "pending_confirmation",
+          f"{label}: action_status shows it waiting for the person ({after})")
     refused = value("prepare_action")
     check(refused.get("isError") is True
           and (refused.get("structured") or {}).get("error", {}).get("code") == "OPERATION_NOT_ENABLED",
@@ -161,6 +168,17 @@ def widget_api(base, jwt, path, body=None):
         return json.load(res)
 
 
+def cancel_pending(base, jwt, case, label):
+    history = widget_api(base, jwt, f"/api/cases/{case}/messages").get("messages", [])
+    proposal = history[-1] if history else {}
+    if proposal.get("kind") != "proposal":
+        check(False, f"{label}: its proposal is the conversation's newest message ({proposal})")
+        return
+    answer = widget_api(base, jwt, f"/api/cases/{case}/messages", {"content": "cancel", "replyToMessageId": proposal["id"]})
+    check(any("cancelled" in (m.get("content") or "") for m in answer.get("messages", [])),
+          f"{label}: the person cancels it in the chat ({answer})")
+
+
 def check_countersigned_write(url, token, base, jwt, case):
     """X-1 end to end: an official client prepares a write through the gateway; the proposal
     is in the person's conversation (what their widget shows); only the person's confirm,
@@ -180,7 +198,7 @@ def check_countersigned_write(url, token, base, jwt, case):
     check(status.get("actionId") == action and status.get("state") == "pending_confirmation",
           f"inspector: action_status shows it pending ({status})")
     answer = widget_api(base, jwt, f"/api/cases/{case}/messages",
-                        {"content": "confirm", "replyToMessageId": proposal.get("messageId") or proposal.get("id")})
+                        {"content": "confirm", "replyToMessageId": proposal.get("id")})
     kinds = [m.get("kind") for m in answer.get("messages", [])]
     check("result" in kinds and any("completed" in (m.get("content") or "").lower() for m in answer.get("messages", [])),
           f"the person's confirm executes it with a proof the provider verified ({answer})")
@@ -259,6 +277,9 @@ def main():
             check(out is not None, f"{label}: ran ({err})")
             if out is not None:
                 check_sdk_client(label, out, version, listed)
+            # The person cancels what the client prepared, in their chat: nothing runs, and
+            # the next client starts from an empty slot.
+            cancel_pending(banner["BASE"], banner["WIDGET_JWT"], case, label)
         check_inspector(url, token, listed)
         check_countersigned_write(url, token, banner["BASE"], banner["WIDGET_JWT"], case)
     finally:

@@ -44,6 +44,10 @@ async def main(mode, url, token, proxied):
         await step(out, "error_envelope", lambda: _brief(call("describe_tool", {"name": "no_such_tool"})))
         await step(out, "unknown_tool", lambda: _brief(call("no_such_tool", {})))
         await step(out, "prepare_action", lambda: _brief(call("prepare_action", {"operation": "x", "arguments": {}})))
+        # a real write prepared through the gateway; the person answers it in their chat.
+        write = {"operation": "reassign_session_car", "arguments": {"sessionId": "ses_a1", "carId": "car_a2"}}
+        await step(out, "prepare_write", lambda: _brief(call("prepare_action", write)))
+        await step(out, "status_after", lambda: _brief(call("action_status", {})))
     print(json.dumps(out))
 
 

@@ -55,5 +55,8 @@ await step(out, 'proxied', async () => brief(await call(proxied, {})));
 await step(out, 'error_envelope', async () => brief(await call('describe_tool', { name: 'no_such_tool' })));
 await step(out, 'unknown_tool', async () => brief(await call('no_such_tool', {})));
 await step(out, 'prepare_action', async () => brief(await call('prepare_action', { operation: 'x', arguments: {} })));
+// a real write prepared through the gateway; the person answers it in their chat.
+await step(out, 'prepare_write', async () => brief(await call('prepare_action', { operation: 'reassign_session_car', arguments: { sessionId: 'ses_a1', carId: 'car_a2' } })));
+await step(out, 'status_after', async () => brief(await call('action_status', {})));
 await client.close().catch(() => {});
 process.stdout.write(JSON.stringify(out) + '\n');
