@@ -749,6 +749,7 @@ async fn s4_the_panel_speaks_the_administrators_language_and_remembers_it() {
         set.contains("Max-Age=31536000") && set.contains("Path=/admin"),
         "{set}"
     );
+    assert!(set.contains("; Secure"), "outside the local stack: {set}");
     let chosen = format!("{cookie}; {}", set.split(';').next().unwrap());
     let pt = send(&e, "GET", "/admin/widgets", Some(&chosen), None, None).await;
     assert!(pt.body.contains("<html lang=\"pt-BR\">"), "{}", pt.body);

@@ -24,7 +24,10 @@ pub use extract::{DEFAULT_BODY_LIMIT, Json, Query, bearer, parse_json};
 /// writing its integer with a zero fraction. Anything else is refused with the field named.
 pub fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     use serde::Deserialize as _;
-    let n = serde_json::Number::deserialize(d)?;
+    whole(serde_json::Number::deserialize(d)?)
+}
+
+fn whole<E: serde::de::Error>(n: serde_json::Number) -> Result<i64, E> {
     if let Some(i) = n.as_i64() {
         return Ok(i);
     }
@@ -38,11 +41,15 @@ pub fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Er
     }
 }
 
-/// [`whole_number`] for an optional field.
+/// [`whole_number`] for an optional field: absent (with `#[serde(default)]`) or `null` is
+/// `None`, as the published schema (nullable) allows.
 pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<i64>, D::Error> {
-    whole_number(d).map(Some)
+    use serde::Deserialize as _;
+    Option::<serde_json::Number>::deserialize(d)?
+        .map(whole)
+        .transpose()
 }
 
 #[cfg(test)]
@@ -69,5 +76,21 @@ mod whole_number_tests {
         ] {
             assert!(read(bad).is_err(), "{bad}");
         }
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Optional {
+        #[serde(default, deserialize_with = "super::optional_whole_number")]
+        n: Option<i64>,
+    }
+
+    /// Optional: absent or `null` is none (the schema says nullable); otherwise as above.
+    #[test]
+    fn an_optional_whole_number_may_be_null_or_absent() {
+        let read = |json: &str| serde_json::from_str::<Optional>(json).map(|b| b.n);
+        assert_eq!(read("{}").ok(), Some(None));
+        assert_eq!(read(r#"{"n": null}"#).ok(), Some(None));
+        assert_eq!(read(r#"{"n": 60.0}"#).ok(), Some(Some(60)));
+        assert!(read(r#"{"n": 60.5}"#).is_err());
     }
 }

@@ -65,7 +65,11 @@ pub async fn middleware(req: Request, next: Next) -> Response {
 /// `GET /admin/language?to=pt-BR|en`: remembers the choice and goes back to the page it
 /// was made on (its same-origin `Referer`; the panel's home otherwise). A plain link, so
 /// it works without script; it changes nothing but the cookie.
-pub async fn switch(uri: axum::http::Uri, headers: HeaderMap) -> Response {
+pub async fn switch(
+    axum::extract::State(state): axum::extract::State<crate::state::AdminState>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
     let to = uri
         .query()
         .into_iter()
@@ -77,8 +81,14 @@ pub async fn switch(uri: axum::http::Uri, headers: HeaderMap) -> Response {
     };
     let back = back_to(&headers).unwrap_or_else(|| "/admin".to_owned());
     let mut res = axum::response::Redirect::to(&back).into_response();
+    // Secure outside the local stack (plain http on loopback), like the session's.
+    let secure = if super::session::local(&state) {
+        ""
+    } else {
+        "; Secure"
+    };
     let cookie = format!(
-        "{COOKIE}={}; Path=/admin; Max-Age=31536000; HttpOnly; SameSite=Lax",
+        "{COOKIE}={}; Path=/admin; Max-Age=31536000; HttpOnly; SameSite=Lax{secure}",
         to.tag()
     );
     if let Ok(v) = HeaderValue::from_str(&cookie) {

@@ -37,7 +37,7 @@ pub fn cookie_name(state: &AdminState) -> &'static str {
 
 /// The local stack (plain http on loopback): the one case where the cookie is not
 /// `Secure`.
-fn local(state: &AdminState) -> bool {
+pub(crate) fn local(state: &AdminState) -> bool {
     state.url_policy.allow_loopback_http
 }
 
