@@ -728,8 +728,17 @@ async fn t10_expiry_of_proposal_and_proof_and_cancellation() {
         let m = lasting.say(&t, &case, "confirm", p["id"].as_str()).await;
         assert!(texts(&m).contains(CANCELLED_BEFORE), "{m:?}");
     }
+    // The proof expires before the provider checks it (its clock 2 minutes ahead): refused,
+    // shown as a failure.
+    let t2 = lasting.token("u_bruno");
+    let case2 = lasting.create_case(&t2).await;
+    lasting.fault(json!({"fault": "clock_skew", "secs": 120}));
+    let m = propose_and_confirm(&lasting, &t2, &case2, "ses_b1", "car_b2").await;
+    assert!(texts(&m).contains("Action failed"), "{m:?}");
+    assert_eq!(stat(&lasting, "proofRefusals"), 1);
     assert_eq!(stat(&lasting, "executions"), 0);
     lasting.finish();
+    // Only the expiry itself runs on proposals that live 2 seconds.
     let s = Stack::with(Options {
         proposal_ttl: Duration::from_secs(2),
         ..Options::default()
@@ -742,14 +751,6 @@ async fn t10_expiry_of_proposal_and_proof_and_cancellation() {
     tokio::time::sleep(Duration::from_millis(2300)).await;
     let m = s.say(&t, &case, "confirm", p["id"].as_str()).await;
     assert!(texts(&m).contains("expired"), "{m:?}");
-    // The proof expires before the provider checks it (its clock 2 minutes ahead): refused,
-    // shown as a failure.
-    let t2 = s.token("u_bruno");
-    let case2 = s.create_case(&t2).await;
-    s.fault(json!({"fault": "clock_skew", "secs": 120}));
-    let m = propose_and_confirm(&s, &t2, &case2, "ses_b1", "car_b2").await;
-    assert!(texts(&m).contains("Action failed"), "{m:?}");
-    assert_eq!(stat(&s, "proofRefusals"), 1);
     assert_eq!(stat(&s, "executions"), 0);
     s.finish();
 }
