@@ -4,20 +4,12 @@
 
 use countersign_domain::ports::SecretStore;
 use countersign_domain::secret::SecretString;
-use countersign_tools::access::Verifier;
+use countersign_tools::access::{self, Verifier};
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 /// Why the key could not be had.
-#[derive(Debug, thiserror::Error)]
-pub enum TokenKeyError {
-    /// The secret does not exist (the deployment was not bootstrapped).
-    #[error("the gateway token key is missing; run `countersign bootstrap`")]
-    Missing,
-    /// The secret store failed.
-    #[error("reading the gateway token key: {0}")]
-    Store(String),
-}
+pub use countersign_tools::access::KeyError as TokenKeyError;
 
 /// Where the key comes from.
 pub struct TokenKey {
@@ -59,11 +51,8 @@ impl TokenKey {
                 let Some((secrets, name)) = &self.source else {
                     return Err(TokenKeyError::Missing);
                 };
-                match secrets.get_current(name).await {
-                    Ok(Some((key, _))) => Ok(Verifier::new(&key)),
-                    Ok(None) => Err(TokenKeyError::Missing),
-                    Err(e) => Err(TokenKeyError::Store(e.to_string())),
-                }
+                let key = access::read_key(secrets.as_ref(), name).await?;
+                Ok(Verifier::new(&key))
             })
             .await
     }

@@ -3,6 +3,7 @@
 
 use countersign_domain::ports::{SecretStore, StoreError};
 use countersign_domain::secret::SecretString;
+use countersign_tools::access;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
@@ -42,19 +43,12 @@ impl McpTokens {
     pub(crate) async fn key(&self) -> Result<&SecretString, StoreError> {
         self.key
             .get_or_try_init(|| async {
-                let missing = || {
-                    StoreError::Unavailable(
-                        "the gateway token key is missing; run `countersign bootstrap`".into(),
-                    )
-                };
                 let Some((secrets, name)) = &self.source else {
-                    return Err(missing());
+                    return Err(StoreError::Unavailable(Box::new(access::KeyError::Missing)));
                 };
-                match secrets.get_current(name).await {
-                    Ok(Some((key, _))) => Ok(key),
-                    Ok(None) => Err(missing()),
-                    Err(e) => Err(StoreError::Unavailable(Box::new(e))),
-                }
+                access::read_key(secrets.as_ref(), name)
+                    .await
+                    .map_err(|e| StoreError::Unavailable(Box::new(e)))
             })
             .await
     }

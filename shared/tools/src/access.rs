@@ -54,6 +54,30 @@ pub enum AccessError {
     Expired,
 }
 
+/// Why the gateway token key could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The secret does not exist (the deployment was not bootstrapped).
+    #[error("the gateway token key is missing; run `countersign bootstrap`")]
+    Missing,
+    /// The secret store failed.
+    #[error("reading the gateway token key: {0}")]
+    Store(String),
+}
+
+/// The key in secret `name` (under the deployment's prefix, [`SECRET_NAME`]): what the
+/// gateway verifies tokens with and the messages function mints a person's with.
+pub async fn read_key(
+    secrets: &dyn countersign_domain::ports::SecretStore,
+    name: &str,
+) -> Result<SecretString, KeyError> {
+    match secrets.get_current(name).await {
+        Ok(Some((key, _))) => Ok(key),
+        Ok(None) => Err(KeyError::Missing),
+        Err(e) => Err(KeyError::Store(e.to_string())),
+    }
+}
+
 /// Mints a token for `grant`, valid `ttl_seconds` (at most [`MAX_TTL_SECONDS`]) from `now`.
 pub fn mint(
     secret: &SecretString,
