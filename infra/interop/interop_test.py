@@ -209,7 +209,7 @@ def check_inspector(url, token, listed):
     code, out, raw = inspector(url, token, "--method", "tools/list")
     check(code == 0 and sorted(t["name"] for t in out.get("tools", [])) == sorted(BUILTINS + CONSULTATIONS),
           f"inspector: tools/list (exit {code}) {raw[:200]}")
-    versions = {"list_operations": "1.1.0", "describe_tool": "2.0.0", "action_status": "1.0.0", "prepare_action": "1.1.0"}
+    versions = {"list_operations": "1.1.0", "describe_tool": "2.0.0", "action_status": "1.1.0", "prepare_action": "1.2.0"}
     for t in out.get("tools", []):
         if t["name"] in versions:
             check(t.get("_meta", {}).get("version") == versions[t["name"]], f"inspector: {t['name']} publishes _meta.version")

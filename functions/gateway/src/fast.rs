@@ -6,7 +6,8 @@
 //! legacy-peer shaping), which `tests/mcp.rs` holds by sending every request to both.
 //!
 //! Anything this module does not recognise as plainly valid — another method, a batch, a
-//! notification, the 2026-07-28 era (per-request `_meta`, standard headers), an unknown or
+//! notification, `prepare_action` (answered by era, X-2), the 2026-07-28 era (per-request
+//! `_meta`, standard headers), an unknown or
 //! missing `MCP-Protocol-Version`, an `Origin` header, a `Host` outside the list, media
 //! types with parameters, a declared body length over the limit, JSON that is not a
 //! request — goes to rmcp untouched, so rmcp keeps deciding every refusal.
@@ -225,7 +226,9 @@ fn plain_request(bytes: &[u8]) -> Option<(RequestId, Plain)> {
                 .meta
                 .as_ref()
                 .is_some_and(|meta| meta.protocol_version().is_some());
-            (!inline).then_some(Plain::CallTool(params))?
+            // `prepare_action` is answered by era (X-2, `confirm`): rmcp's handler.
+            let by_era = params.name == countersign_tools::builtins::PREPARE_ACTION.name;
+            (!inline && !by_era).then_some(Plain::CallTool(params))?
         }
         _ => return None,
     };

@@ -6,6 +6,7 @@
 //! the verified grant to the MCP handler through the request's extensions. The principal
 //! is therefore fixed by the token, never by arguments.
 
+pub mod confirm;
 mod fast;
 pub mod token_key;
 pub mod wiring;
@@ -15,7 +16,9 @@ pub use token_key::TokenKey;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use countersign_domain::ports::{Admission, Clock, ProviderContext, ProviderTool, RateLimiter};
+use countersign_domain::ports::{
+    Admission, Clock, ConfirmationLinks, ProviderContext, ProviderTool, RateLimiter,
+};
 use countersign_http::{ApiError, bearer};
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{CallContext, DESCRIBE_TOOL, Services};
@@ -25,8 +28,9 @@ use countersign_tools::registry::Registry;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -52,6 +56,12 @@ pub struct Gateway {
     /// Each tenant's budget of proxied consultations per minute (decision 0021); `None`
     /// admits every call. Built-ins, which never reach a tenant's server, are not counted.
     pub budget: Option<(Arc<dyn RateLimiter>, u32)>,
+    /// confirmation links for what `prepare_action` prepares; `None`: the person
+    /// confirms in the chat only (no page).
+    pub links: Option<Arc<dyn ConfirmationLinks>>,
+    /// The public origin of the confirmation page (`https://host`); `None`: the origin
+    /// the request reached (its `Host`).
+    pub public_url: Option<String>,
 }
 
 impl Gateway {
@@ -185,13 +195,58 @@ impl ServerHandler for Handler {
         self.0.list_tools(&grant_of(&ctx)?).await
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        // the `initialize` eras declare capabilities only here, and the gateway is
+        // stateless: what this token's client declared is kept for its `prepare_action`.
+        if let (Some(links), Some(caller)) = (&self.0.links, caller_of(&ctx)) {
+            let declared = request
+                .capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| e.url.is_some());
+            let until = self.0.clock.now().plus_seconds(access::MAX_TTL_SECONDS);
+            if let Err(e) = links
+                .set_url_elicitation(&caller.token_hash, declared, until)
+                .await
+            {
+                // The client is then sent the link in a plain result: never stranded.
+                tracing::warn!(error = %e, "what the client declared could not be kept");
+            }
+        }
+        ctx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.0.call_tool(&grant_of(&ctx)?, request).await
+        let grant = grant_of(&ctx)?;
+        if request.name == countersign_tools::builtins::PREPARE_ACTION.name {
+            let parts = ctx.extensions.get::<http::request::Parts>();
+            let header = parts
+                .and_then(|p| p.headers.get("mcp-protocol-version"))
+                .and_then(|v| v.to_str().ok());
+            let caller = caller_of(&ctx);
+            return self
+                .0
+                .prepare_by_era(&grant, caller.as_ref(), header, Some(&ctx.meta), request)
+                .await;
+        }
+        self.0.call_tool(&grant, request).await
     }
+}
+
+fn caller_of(ctx: &RequestContext<RoleServer>) -> Option<confirm::Caller> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<confirm::Caller>())
+        .cloned()
 }
 
 impl Gateway {
@@ -299,7 +354,15 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
     };
     match key.verify(token, gw.clock.now()) {
         Ok(grant) => {
+            let caller = confirm::Caller {
+                origin: gw
+                    .public_url
+                    .clone()
+                    .unwrap_or_else(|| origin_of(req.headers())),
+                token_hash: countersign_domain::hash::Sha256Hex::digest(token.as_bytes()),
+            };
             req.extensions_mut().insert(grant);
+            req.extensions_mut().insert(caller);
             next.run(req).await
         }
         Err(access::AccessError::Expired) => {
@@ -307,6 +370,18 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
         }
         Err(_) => ApiError::unauthorized("the token is not valid").into_response(),
     }
+}
+
+/// The origin a request reached, from its `Host`: `http` on loopback (the local stack),
+/// `https` anywhere else (API Gateway serves only https).
+fn origin_of(headers: &http::HeaderMap) -> String {
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    let loopback = matches!(name, "127.0.0.1" | "localhost" | "[::1]");
+    format!("{}://{host}", if loopback { "http" } else { "https" })
 }
 
 /// Every route (method, path) the router serves: the SAM template is checked against it.

@@ -5,6 +5,7 @@
 use countersign_domain::ports::SecretStore;
 use countersign_domain::secret::SecretString;
 use countersign_tools::access::{self, Verifier};
+use countersign_tools::request_state::StateKey;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
@@ -14,8 +15,9 @@ pub use countersign_tools::access::KeyError as TokenKeyError;
 /// Where the key comes from.
 pub struct TokenKey {
     source: Option<(Arc<dyn SecretStore>, String)>,
-    /// The key, prepared once, with the tokens it verified (issue 26).
-    cell: OnceCell<Verifier>,
+    /// The key, prepared once, with the tokens it verified (issue 26), and the
+    /// request-state key derived from it.
+    cell: OnceCell<(Verifier, StateKey)>,
 }
 
 impl std::fmt::Debug for TokenKey {
@@ -31,7 +33,7 @@ impl TokenKey {
     pub fn fixed(key: SecretString) -> Self {
         Self {
             source: None,
-            cell: OnceCell::new_with(Some(Verifier::new(&key))),
+            cell: OnceCell::new_with(Some((Verifier::new(&key), StateKey::derive(&key)))),
         }
     }
 
@@ -46,13 +48,22 @@ impl TokenKey {
 
     /// The key's verifier.
     pub async fn get(&self) -> Result<&Verifier, TokenKeyError> {
+        Ok(&self.keys().await?.0)
+    }
+
+    /// The request-state key.
+    pub async fn state_key(&self) -> Result<&StateKey, TokenKeyError> {
+        Ok(&self.keys().await?.1)
+    }
+
+    async fn keys(&self) -> Result<&(Verifier, StateKey), TokenKeyError> {
         self.cell
             .get_or_try_init(|| async {
                 let Some((secrets, name)) = &self.source else {
                     return Err(TokenKeyError::Missing);
                 };
                 let key = access::read_key(secrets.as_ref(), name).await?;
-                Ok(Verifier::new(&key))
+                Ok((Verifier::new(&key), StateKey::derive(&key)))
             })
             .await
     }

@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 2] = [
+pub const ENV: [&str; 3] = [
     "COUNTERSIGN_GATEWAY_HOSTS",
     "COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE",
+    "COUNTERSIGN_PUBLIC_URL",
 ];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
@@ -41,6 +42,9 @@ pub struct Config {
     /// Proxied consultations each tenant may make per minute
     /// (`COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE`, 120; decision 0021).
     pub tenant_calls_per_minute: u32,
+    /// The public origin of the confirmation page (`COUNTERSIGN_PUBLIC_URL`, e.g. a custom
+    /// domain); unset or empty: the origin each request reached.
+    pub public_url: Option<String>,
 }
 
 impl FromEnv for Config {
@@ -54,6 +58,10 @@ impl FromEnv for Config {
                 .unwrap_or_else(|| "127.0.0.1:8787".into()),
             tenant_calls_per_minute: env
                 .per_minute("COUNTERSIGN_TENANT_GATEWAY_CALLS_PER_MINUTE", 120)?,
+            public_url: env
+                .string("COUNTERSIGN_PUBLIC_URL")
+                .filter(|u| !u.is_empty())
+                .map(|u| u.trim_end_matches('/').to_owned()),
         })
     }
 }
@@ -100,6 +108,8 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
     };
     Ok(Gateway {
         registry: builtins::registry()?,
+        links: Some(Arc::new(store.clone())),
+        public_url: config.public_url.clone(),
         services: Services {
             conversations: Arc::new(store),
             tenants,

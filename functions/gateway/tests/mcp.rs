@@ -103,7 +103,7 @@ async fn g3_tools_list_publishes_versions_on_every_protocol_version() {
         );
         for t in tools {
             let version = match t["name"].as_str().unwrap() {
-                "list_operations" => "1.1.0",
+                "list_operations" | "action_status" => "1.1.0",
                 "describe_tool" => "2.0.0",
                 _ => "1.0.0",
             };
@@ -342,6 +342,8 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
             clock: Arc::new(SystemClock),
             allowed_hosts: vec![],
             budget: None,
+            links: None,
+            public_url: None,
             integration: Some(Arc::new(IntegrationService::new(
                 fake.clone(),
                 Arc::new(Secrets),

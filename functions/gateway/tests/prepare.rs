@@ -94,6 +94,8 @@ async fn env(budget: Option<u32>) -> Env {
         clock: Arc::new(SystemClock),
         allowed_hosts: vec![],
         integration: Some(integration),
+        links: Some(store.clone()),
+        public_url: None,
         budget: budget.map(|b| {
             let limiter: Arc<dyn countersign_domain::ports::RateLimiter> = store.clone();
             (limiter, b)
@@ -273,4 +275,269 @@ async fn x1_preparations_spend_the_tenants_budget() {
     assert_eq!(limited["error"]["code"], "SERVICE_UNAVAILABLE", "{limited}");
     assert_eq!(limited["error"]["retryable"], true);
     assert_eq!(e.provider.calls_of("prepare_action").len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// X-2, X-4 (decision 0051): the answer by era, and nothing the client sends confirms.
+
+const ARGS: &str = r#"{"sessionId": "ses_a1", "carId": "car_a2"}"#;
+
+fn prepare_params(meta: Option<Value>) -> Value {
+    let mut p = json!({"name": "prepare_action", "arguments": {"operation": OPERATION, "arguments": serde_json::from_str::<Value>(ARGS).unwrap()}});
+    if let Some(meta) = meta {
+        p["_meta"] = meta;
+    }
+    p
+}
+
+fn stateless_meta(url_elicitation: bool) -> Value {
+    let caps = if url_elicitation {
+        json!({"elicitation": {"url": {}}})
+    } else {
+        json!({"elicitation": {"form": {}}})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    })
+}
+
+impl Env {
+    /// A 2026-07-28 `tools/call` of `prepare_action` (a retry when `state` is given, with
+    /// the client's `accept`).
+    async fn call_2026(&self, state: Option<&str>) -> Value {
+        let mut params = prepare_params(Some(stateless_meta(true)));
+        if let Some(state) = state {
+            params["requestState"] = state.into();
+            params["inputResponses"] = json!({"countersign-confirmation": {"action": "accept"}});
+        }
+        let (status, body) = post_to(
+            self.app.clone(),
+            Some(&token()),
+            "2026-07-28",
+            rpc(9, "tools/call", params),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    fn executed(&self) -> usize {
+        self.provider.calls_of("execute_action").len()
+    }
+
+    async fn presented(&self, action: &str) -> countersign_domain::ids::MessageId {
+        let g = grant();
+        self.store
+            .proposal(
+                &g.principal.tenant,
+                &g.case,
+                &ActionId::parse(action).unwrap(),
+            )
+            .unwrap()
+            .presented
+            .message_id
+    }
+}
+
+/// X-2: a 2026-07-28 client that declared URL elicitation gets `input_required`: a
+/// URL-mode elicitation of the confirmation page (the summary as its message) and a
+/// request state. X-4: its retry with an `accept`, before the person used the page,
+/// executes nothing and asks again with a fresh state; the spent state is refused when
+/// replayed; an altered one is refused.
+#[tokio::test]
+async fn x2_x4_the_stateless_era_gets_input_required_and_nothing_it_sends_confirms() {
+    let e = env(None).await;
+    e.answer_prepare("act_url");
+    let first = e.call_2026(None).await;
+    let r = &first["result"];
+    assert_eq!(r["resultType"], "input_required", "{first}");
+    let params = &r["inputRequests"]["countersign-confirmation"]["params"];
+    assert_eq!(params["mode"], "url");
+    assert_eq!(params["message"], SUMMARY);
+    let url = params["url"].as_str().unwrap();
+    assert!(url.starts_with("http://127.0.0.1/confirm/"), "{url}");
+    assert!(!url.contains("driver-42"), "no personal data in the URL");
+    let state = r["requestState"].as_str().unwrap().to_owned();
+
+    let again = e.call_2026(Some(&state)).await;
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    let fresh = again["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(fresh, state);
+    assert_eq!(
+        e.state("act_url").await,
+        Some(ProposalState::PendingConfirmation)
+    );
+
+    let replayed = e.call_2026(Some(&state)).await;
+    let sc = &replayed["result"]["structuredContent"];
+    assert_eq!(sc["error"]["code"], "INVALID_REQUEST_STATE", "{replayed}");
+    assert_eq!(replayed["result"]["isError"], true);
+
+    let mut forged = fresh.clone();
+    forged.replace_range(forged.len() - 4.., "AAAA");
+    let refused = e.call_2026(Some(&forged)).await;
+    assert_eq!(
+        refused["result"]["structuredContent"]["error"]["code"],
+        "INVALID_REQUEST_STATE"
+    );
+    assert_eq!(
+        e.state("act_url").await,
+        Some(ProposalState::PendingConfirmation)
+    );
+    assert_eq!(e.executed(), 0, "nothing the client sent executed anything");
+
+    // The person confirmed on the page and it ran (the page's path is the chat's; its own
+    // tests hold it): the retry returns the execution's result.
+    let g = grant();
+    let id = ActionId::parse("act_url").unwrap();
+    e.store
+        .force_state(&g.principal.tenant, &g.case, &id, ProposalState::Completed);
+    let presented = e.presented("act_url").await;
+    let result = countersign_domain::conversation::Message {
+        id: countersign_domain::ids::MessageId::from_ulid_text("7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
+            .unwrap(),
+        case: g.case.clone(),
+        role: countersign_domain::conversation::Role::Assistant,
+        kind: MessageKind::Result,
+        content: "Done: session ses_a1 now uses car GR86.".into(),
+        reply_to: Some(presented),
+        created_at: SystemClock.now(),
+    };
+    e.store
+        .append_message(&g.principal.tenant, &result)
+        .await
+        .unwrap();
+    let done = e.call_2026(Some(&fresh)).await;
+    let data = &done["result"]["structuredContent"]["data"];
+    assert_eq!(data["status"], "completed", "{done}");
+    assert_eq!(data["result"], "Done: session ses_a1 now uses car GR86.");
+    assert_eq!(data["operation"], OPERATION);
+}
+
+/// X-2: after the person cancels (or the proposal expires), the retry is a typed error and
+/// nothing ran.
+#[tokio::test]
+async fn x2_a_cancelled_proposal_answers_not_confirmed() {
+    let e = env(None).await;
+    e.answer_prepare("act_cancel");
+    let first = e.call_2026(None).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let g = grant();
+    let id = ActionId::parse("act_cancel").unwrap();
+    e.store
+        .force_state(&g.principal.tenant, &g.case, &id, ProposalState::Cancelled);
+    let answer = e.call_2026(Some(&state)).await;
+    let sc = &answer["result"]["structuredContent"];
+    assert_eq!(sc["error"]["code"], "NOT_CONFIRMED", "{answer}");
+    assert_eq!(sc["error"]["details"]["state"], "cancelled");
+    assert_eq!(e.executed(), 0);
+}
+
+/// X-2: a request state is bound to the token's conversation: another person's token
+/// cannot use it.
+#[tokio::test]
+async fn x4_a_state_is_refused_under_another_persons_token() {
+    let e = env(None).await;
+    e.answer_prepare("act_bound");
+    let first = e.call_2026(None).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let mut other = grant();
+    other.principal.user = countersign_domain::ids::UserId::parse("someone-else").unwrap();
+    let token = countersign_tools::access::mint(&key(), &other, SystemClock.now(), 300).unwrap();
+    let mut params = prepare_params(Some(stateless_meta(true)));
+    params["requestState"] = state.into();
+    let (_, body) = post_to(
+        e.app.clone(),
+        Some(&token),
+        "2026-07-28",
+        rpc(3, "tools/call", params),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["error"]["code"], "INVALID_REQUEST_STATE",
+        "{body}"
+    );
+    assert_eq!(
+        e.state("act_bound").await,
+        Some(ProposalState::PendingConfirmation)
+    );
+}
+
+/// X-2: a 2025-11-25 client that declared URL elicitation at `initialize` gets the
+/// URL-elicitation-required error (-32042) with the page's URL; one that did not, and a
+/// 2025-06-18 or 2026-07-28 client without URL elicitation, gets an ordinary result with
+/// the link and how to follow it. Never an input request a client did not declare.
+#[tokio::test]
+async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
+    let e = env(None).await;
+    let init = |caps: Value| {
+        rpc(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": caps,
+            "clientInfo": {"name": "t", "version": "1"}}),
+        )
+    };
+    let (_, _) = post_to(
+        e.app.clone(),
+        Some(&token()),
+        "2025-11-25",
+        init(json!({"elicitation": {"url": {}}})),
+    )
+    .await;
+    e.answer_prepare("act_legacy");
+    let (_, body) = post_to(
+        e.app.clone(),
+        Some(&token()),
+        "2025-11-25",
+        rpc(2, "tools/call", prepare_params(None)),
+    )
+    .await;
+    assert_eq!(body["error"]["code"], -32042, "{body}");
+    let elicitation = &body["error"]["data"]["elicitations"][0];
+    assert_eq!(elicitation["mode"], "url");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(elicitation["url"].as_str().unwrap())
+    );
+    assert_eq!(
+        e.state("act_legacy").await,
+        Some(ProposalState::PendingConfirmation)
+    );
+
+    // The same token's client re-initialises without URL elicitation: a plain result.
+    let (_, _) = post_to(e.app.clone(), Some(&token()), "2025-11-25", init(json!({}))).await;
+    for (n, version) in ["2025-11-25", "2025-06-18"].iter().enumerate() {
+        e.answer_prepare(&format!("act_plain{n}"));
+        let (_, body) = post_to(
+            e.app.clone(),
+            Some(&token()),
+            version,
+            rpc(4, "tools/call", prepare_params(None)),
+        )
+        .await;
+        let data = &body["result"]["structuredContent"]["data"];
+        assert_eq!(data["status"], "pending_confirmation", "{version}: {body}");
+        let url = data["confirmationUrl"].as_str().unwrap();
+        assert!(url.starts_with("http://127.0.0.1/confirm/"));
+        assert!(data["next"].as_str().unwrap().contains("action_status"));
+        assert_eq!(data["summary"], SUMMARY);
+    }
+    e.answer_prepare("act_form");
+    let (_, body) = post_to(
+        e.app.clone(),
+        Some(&token()),
+        "2026-07-28",
+        rpc(5, "tools/call", prepare_params(Some(stateless_meta(false)))),
+    )
+    .await;
+    assert!(body["result"].get("inputRequests").is_none(), "{body}");
+    assert!(
+        body["result"]["structuredContent"]["data"]["confirmationUrl"].is_string(),
+        "{body}"
+    );
+    assert_eq!(e.executed(), 0);
 }

@@ -275,14 +275,37 @@ pub fn certification_state(
 }
 
 /// One certification call's limit (the whole run has its own, `certify::RUN_LIMIT`).
+/// the confirmation page's state: the same chat and widget identity as the widget
+/// API (`widget`), and the stores it reads.
+pub fn page_state(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+    widget: &AppState,
+) -> countersign_chat::page::PageState {
+    let store = config.aws.store(sdk);
+    countersign_chat::page::PageState {
+        chat: widget.chat.clone(),
+        auth: widget.auth.clone(),
+        links: Arc::new(store.clone()),
+        tenants: Arc::new(store.clone()),
+        conversations: Arc::new(store),
+        clock: Arc::new(SystemClock),
+        local: config.allow_loopback_provider,
+    }
+}
+
 const CERTIFICATION_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The function's whole router: the widget API, its files, and the admin API's
 /// certification routes.
 pub fn app(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<axum::Router> {
-    let chat = countersign_chat::api::router(state(sdk, config)?);
+    let widget = state(sdk, config)?;
+    let page = page_state(sdk, config, &widget);
+    let chat = countersign_chat::api::router(widget);
     let certification = countersign_admin::certification_app(certification_state(sdk, config)?);
-    Ok(chat.merge(certification))
+    Ok(chat
+        .merge(countersign_chat::page::router(page))
+        .merge(certification))
 }
 
 /// The function's router, configured from the environment.

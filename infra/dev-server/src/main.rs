@@ -217,6 +217,18 @@ async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result
             "{step}: HTTP {status} {body}"
         );
     }
+    // the demo site's sign-in hand-off, for the confirmation page.
+    let res = http
+        .put(format!("{admin}/settings"))
+        .bearer_auth(&demo.admin_key)
+        .json(&json!({"signInUrl": format!("{}/sign-in", demo.site)}))
+        .send()
+        .await?;
+    anyhow::ensure!(
+        res.status().is_success(),
+        "setting the demo sign-in hand-off: HTTP {}",
+        res.status()
+    );
     // The widget credential of the demo site's origin (decision 0025).
     let credential: Value = http
         .post(format!("{admin}/widget-credentials"))

@@ -45,6 +45,8 @@ struct Site {
     /// Its policy: its own files, the widget from the API's origin, calls to the API;
     /// no inline script or style, no eval.
     csp: HeaderValue,
+    /// The API's origin: the only place the sign-in hand-off returns people to.
+    api: Arc<String>,
 }
 
 /// The site's routes (`/`, its script and style, `/token`), for the API at `api`.
@@ -63,6 +65,7 @@ pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
         slot,
         page: Arc::new(html),
         csp: HeaderValue::from_str(&csp)?,
+        api: Arc::new(api.to_owned()),
     };
     Ok(Router::new()
         .route("/", get(page))
@@ -72,6 +75,7 @@ pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
         )
         .route("/demo.css", get(|| file(STYLE, "text/css; charset=utf-8")))
         .route("/token", get(token))
+        .route("/sign-in", get(sign_in))
         // Browsers ask for one; a 404 would be a console error on every page.
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .with_state(site))
@@ -100,6 +104,71 @@ async fn file(body: &'static str, kind: &'static str) -> Response {
         body,
     )
         .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct SignInQuery {
+    return_to: Option<String>,
+    nonce: Option<String>,
+    user: Option<String>,
+}
+
+/// the demo tenant's sign-in hand-off (docs/widget-guide.md, “Confirmation page”).
+/// A real tenant signs the person in first; the demo person is signed in already (`user=`
+/// picks another demo person). Back to the confirmation page, and only there, with a
+/// widget token carrying the page's nonce, valid 2 minutes.
+async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Response {
+    let Some(c) = site.slot.get() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the demo tenant is not connected yet",
+        )
+            .into_response();
+    };
+    let (Some(return_to), Some(nonce)) = (q.return_to, q.nonce) else {
+        return (StatusCode::BAD_REQUEST, "return_to and nonce are required").into_response();
+    };
+    // Never an open redirect: only back to the platform's confirmation pages.
+    if !return_to.starts_with(&format!("{}/confirm/", site.api)) || return_to.contains('?') {
+        return (
+            StatusCode::BAD_REQUEST,
+            "return_to is not a confirmation page",
+        )
+            .into_response();
+    }
+    let user = q.user.as_deref().unwrap_or(PEOPLE[0]);
+    let Some(user) = PEOPLE
+        .iter()
+        .find(|p| **p == user)
+        .and_then(|p| UserId::parse(*p).ok())
+    else {
+        return (StatusCode::BAD_REQUEST, "not a demo person").into_response();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or_default());
+    let who = countersign_domain::conversation::Principal {
+        tenant: c.tenant.clone(),
+        user,
+    };
+    match countersign_chat::widget::sign_hand_off(
+        &c.secret,
+        &c.key_id,
+        &who,
+        &nonce,
+        now,
+        now + 120,
+    ) {
+        Ok(jwt) => (
+            StatusCode::SEE_OTHER,
+            [
+                (header::LOCATION, format!("{return_to}?token={jwt}")),
+                (header::CACHE_CONTROL, "no-store".to_owned()),
+            ],
+        )
+            .into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not sign").into_response(),
+    }
 }
 
 #[derive(Debug, Deserialize)]

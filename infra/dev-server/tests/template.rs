@@ -108,6 +108,7 @@ fn every_route_is_in_the_template_and_the_other_way_round() {
             in_code.extend(code_routes(&countersign_chat::api::PREFLIGHT_ROUTES));
             in_code.extend(code_routes(&countersign_admin::api::CERTIFICATION_ROUTES));
             in_code.extend(code_routes(&countersign_admin::panel::CERTIFICATION_ROUTES));
+            in_code.extend(code_routes(&countersign_chat::page::ROUTES));
         }
         if binary == "countersign-admin" {
             in_code.extend(code_routes(&countersign_admin::panel::ROUTES));
@@ -194,6 +195,8 @@ async fn each_router_serves_exactly_its_declared_routes() {
         allowed_hosts: Vec::new(),
         integration: None,
         budget: None,
+        links: None,
+        public_url: None,
     };
     let routers = [
         (

@@ -505,14 +505,24 @@ pub struct TenantSettings {
     /// instructions: `en` or `pt-BR`. A case keeps the language it was opened with.
     #[schema(example = "pt-BR")]
     pub language: String,
+    /// where the confirmation page sends a person to sign in (your sign-in hand-off,
+    /// widget guide “Confirmation page”); null until set.
+    #[serde(rename = "signInUrl")]
+    #[schema(example = "https://www.example.com/countersign/sign-in")]
+    pub sign_in_url: Option<String>,
 }
 
-/// `PUT settings` body.
+/// `PUT settings` body: each member absent (or null) is left as it is; at least one is
+/// given.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSettingsInput {
     /// The default language of new conversations.
-    pub language: LanguageInput,
+    #[serde(default)]
+    pub language: Option<LanguageInput>,
+    /// the sign-in hand-off URL (`https`); the empty string removes it.
+    #[serde(default, rename = "signInUrl")]
+    pub sign_in_url: Option<String>,
 }
 
 /// A language of the chat's fixed texts (S-4), as a BCP 47 tag.
@@ -530,6 +540,7 @@ fn settings_view(tenant: &Tenant) -> TenantSettings {
     TenantSettings {
         name: tenant.name.clone(),
         language: tenant.language.tag().to_owned(),
+        sign_in_url: tenant.sign_in_url.clone(),
     }
 }
 
@@ -541,8 +552,9 @@ async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<TenantSettings> 
     Json(settings_view(&tenant))
 }
 
-/// Sets the tenant's default language (S-4), audited as `tenant.language`. New cases take
-/// it; open cases keep theirs.
+/// Sets the tenant's default language (S-4), audited as `tenant.language`, and its sign-in
+/// hand-off URL, audited as `tenant.sign_in_url`. New cases take the language; open
+/// cases keep theirs.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = TenantSettingsInput,
     responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
@@ -552,12 +564,32 @@ async fn put_settings(
     TenantAdmin(mut tenant): TenantAdmin,
     Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
 ) -> Result<Json<TenantSettings>, ApiError> {
-    let language = match body.language {
-        LanguageInput::En => countersign_domain::texts::Language::En,
-        LanguageInput::PtBr => countersign_domain::texts::Language::Pt,
+    if body.language.is_none() && body.sign_in_url.is_none() {
+        return Err(ApiError::validation(
+            "language",
+            "name at least one setting to change: language or signInUrl",
+        ));
+    }
+    // Checked before anything is written: a bad URL saves nothing.
+    let sign_in_url = match &body.sign_in_url {
+        Some(raw) => Some(
+            crate::tenants::parse_sign_in_url(raw, state.url_policy)
+                .map_err(|m| ApiError::validation("signInUrl", format!("signInUrl: {m}")))?,
+        ),
+        None => None,
     };
-    crate::tenants::set_language(&state, &tenant, language).await?;
-    tenant.language = language;
+    if let Some(language) = body.language {
+        let language = match language {
+            LanguageInput::En => countersign_domain::texts::Language::En,
+            LanguageInput::PtBr => countersign_domain::texts::Language::Pt,
+        };
+        crate::tenants::set_language(&state, &tenant, language).await?;
+        tenant.language = language;
+    }
+    if let Some(url) = sign_in_url {
+        crate::tenants::set_sign_in_url(&state, &tenant, url.as_deref()).await?;
+        tenant.sign_in_url = url;
+    }
     Ok(Json(settings_view(&tenant)))
 }
 

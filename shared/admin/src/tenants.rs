@@ -52,6 +52,7 @@ pub async fn register(
         admin_key_hash,
         language,
         created_at: clock.now(),
+        sign_in_url: None,
     };
     store.create_tenant(&tenant).await?;
     Ok(Registered { tenant, admin_key })
@@ -108,5 +109,100 @@ pub async fn set_language(
             what: "the tenant store",
             cause: "the tenant was not found while saving".into(),
         }),
+    }
+}
+
+/// the longest sign-in hand-off URL.
+pub const SIGN_IN_URL_MAX: usize = 2048;
+
+/// a sign-in hand-off URL as the tenant gives it, checked: `https` (plain `http` only
+/// to loopback on the local stack), no credentials, no fragment, at most
+/// [`SIGN_IN_URL_MAX`] bytes. The empty text removes it.
+pub fn parse_sign_in_url(
+    raw: &str,
+    policy: countersign_domain::config::UrlPolicy,
+) -> Result<Option<String>, &'static str> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    if raw.len() > SIGN_IN_URL_MAX {
+        return Err("must be at most 2048 characters");
+    }
+    let url = url::Url::parse(raw).map_err(|_| "must be an absolute https URL")?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    let scheme_ok = url.scheme() == "https"
+        || (url.scheme() == "http" && loopback && policy.allow_loopback_http);
+    if !scheme_ok || url.host_str().is_none() {
+        return Err("must be an absolute https URL");
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        return Err("must not carry credentials or a fragment");
+    }
+    Ok(Some(url.to_string()))
+}
+
+/// sets (or removes) the tenant's sign-in hand-off URL, audited as
+/// `tenant.sign_in_url`. Setting the value it already has writes nothing.
+pub async fn set_sign_in_url(
+    state: &crate::AdminState,
+    tenant: &Tenant,
+    url: Option<&str>,
+) -> Result<(), crate::state::AdminError> {
+    if tenant.sign_in_url.as_deref() == url {
+        return Ok(());
+    }
+    let changes = serde_json::json!({"signInUrl": {"from": tenant.sign_in_url, "to": url}});
+    let record = crate::audit::by_admin(state, tenant, "tenant.sign_in_url", changes);
+    match state
+        .stores
+        .tenants
+        .set_sign_in_url(&tenant.id, url, &record)
+        .await
+        .map_err(crate::state::store_down)?
+    {
+        TransitionOutcome::Applied => Ok(()),
+        TransitionOutcome::Conflict { .. } => Err(crate::state::AdminError::Unavailable {
+            what: "the tenant store",
+            cause: "the tenant was not found while saving".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod sign_in_url_tests {
+    use super::*;
+    use countersign_domain::config::UrlPolicy;
+
+    /// the hand-off URL is https (http only to loopback on the local stack), without
+    /// credentials or fragment; empty removes it.
+    #[test]
+    fn x3_the_sign_in_url_is_checked() {
+        let deployed = UrlPolicy {
+            allow_loopback_http: false,
+        };
+        let local = UrlPolicy {
+            allow_loopback_http: true,
+        };
+        assert_eq!(
+            parse_sign_in_url("https://acme.example/sign-in?x=1", deployed),
+            Ok(Some("https://acme.example/sign-in?x=1".into()))
+        );
+        assert_eq!(parse_sign_in_url("  ", deployed), Ok(None));
+        for bad in [
+            "http://acme.example/sign-in",
+            "http://127.0.0.1:9/sign-in",
+            "javascript:alert(1)",
+            "/sign-in",
+            "https://user:pw@acme.example/",
+            "https://acme.example/#frag",
+        ] {
+            assert!(parse_sign_in_url(bad, deployed).is_err(), "{bad}");
+        }
+        assert!(
+            parse_sign_in_url(&format!("https://a.example/{}", "x".repeat(2100)), deployed)
+                .is_err()
+        );
+        assert!(parse_sign_in_url("http://127.0.0.1:9/sign-in", local).is_ok());
     }
 }

@@ -85,6 +85,7 @@ async fn tenant_with_integration(
             admin_key_hash: Sha256Hex::digest("tsk"),
             language: Language::En,
             created_at: clock.now(),
+            sign_in_url: None,
         })
         .await
         .unwrap();

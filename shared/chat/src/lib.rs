@@ -12,6 +12,7 @@ mod gateway_key;
 pub mod mcp_token;
 pub mod metrics;
 pub mod model;
+pub mod page;
 mod prepare;
 pub mod stream;
 pub mod tool_names;

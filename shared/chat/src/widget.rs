@@ -52,7 +52,14 @@ struct Claims {
     tid: String,
     iat: i64,
     exp: i64,
+    /// the confirmation page's nonce, in a sign-in hand-off token.
+    #[serde(default)]
+    nonce: Option<String>,
 }
+
+/// the longest lifetime of a sign-in hand-off token (`exp - iat`): it carries the
+/// person from the tenant's sign-in back to the confirmation page, once.
+pub const HAND_OFF_MAX_SECONDS: i64 = 300;
 
 #[derive(Debug, Deserialize)]
 struct TenantOnly {
@@ -94,6 +101,27 @@ impl WidgetAuth {
         &self,
         token: &str,
         origin: Option<&str>,
+    ) -> Result<Principal, AuthError> {
+        self.verify(token, origin, None).await
+    }
+
+    /// the person a sign-in hand-off token names — a widget token (same credential,
+    /// claims and checks) that also carries the confirmation page's `nonce` and lives at
+    /// most [`HAND_OFF_MAX_SECONDS`]. A widget token without the nonce is refused: one
+    /// taken from a widget cannot open a page.
+    pub async fn authenticate_hand_off(
+        &self,
+        token: &str,
+        nonce: &str,
+    ) -> Result<Principal, AuthError> {
+        self.verify(token, None, Some(nonce)).await
+    }
+
+    async fn verify(
+        &self,
+        token: &str,
+        origin: Option<&str>,
+        nonce: Option<&str>,
     ) -> Result<Principal, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
         if header.alg != Algorithm::HS256 || header.jku.is_some() || header.jwk.is_some() {
@@ -138,11 +166,21 @@ impl WidgetAuth {
         .map_err(|_| AuthError::Invalid)?
         .claims;
         let lifetime = claims.exp.checked_sub(claims.iat);
+        let max_lifetime = if nonce.is_some() {
+            HAND_OFF_MAX_SECONDS
+        } else {
+            MAX_TOKEN_SECONDS
+        };
+        if let Some(expected) = nonce
+            && claims.nonce.as_deref() != Some(expected)
+        {
+            return Err(AuthError::Invalid);
+        }
         // Issued in the future, expiring before it was issued, or valid for longer than
         // allowed: refused.
         if claims.tid != tenant.as_str()
             || claims.iat > now.saturating_add(30)
-            || lifetime.is_none_or(|l| !(0..=MAX_TOKEN_SECONDS).contains(&l))
+            || lifetime.is_none_or(|l| !(0..=max_lifetime).contains(&l))
         {
             return Err(AuthError::Invalid);
         }
@@ -185,6 +223,29 @@ impl WidgetAuth {
             .insert(key, secret.clone());
         Ok(secret)
     }
+}
+
+/// Signs a sign-in hand-off token: a widget token with the page's `nonce`, what a
+/// tenant's sign-in returns the person to the confirmation page with (tests, the local
+/// stack's demo sign-in).
+pub fn sign_hand_off(
+    secret: &SecretString,
+    key_id: &WidgetKeyId,
+    who: &Principal,
+    nonce: &str,
+    iat: i64,
+    exp: i64,
+) -> Result<String, jsonwebtoken::errors::Error> {
+    let mut header = jsonwebtoken::Header::new(Algorithm::HS256);
+    header.kid = Some(key_id.to_string());
+    let claims = serde_json::json!({
+        "sub": who.user.as_str(), "tid": who.tenant.as_str(), "iat": iat, "exp": exp, "nonce": nonce,
+    });
+    jsonwebtoken::encode(
+        &header,
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.expose().as_bytes()),
+    )
 }
 
 /// Signs a widget token: what a tenant's backend does (tests, the local stack's demo).

@@ -406,6 +406,7 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
         admin_key_hash: Sha256Hex::digest("tsk_language"),
         language: Language::En,
         created_at: f.now(),
+        sign_in_url: None,
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let record = f.audit(

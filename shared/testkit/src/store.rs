@@ -69,6 +69,12 @@ struct State {
     budgets: HashMap<(TenantId, String, i64), u32>,
     /// V-7: the lease holder and its expiry per (tenant, kind).
     leases: HashMap<(TenantId, String), (String, i64)>,
+    /// confirmation links by the hash of their id.
+    links: HashMap<Sha256Hex, countersign_domain::ports::ConfirmationLink>,
+    /// spent request states.
+    spent_states: HashSet<String>,
+    /// URL elicitation declared, by gateway token hash.
+    url_elicitation: HashMap<Sha256Hex, bool>,
 }
 
 impl State {
@@ -500,6 +506,8 @@ impl Conversations for MemoryStore {
                     c.proposals
                         .values()
                         .map(|p| ProposalOutcome {
+                            action_id: p.action_id.clone(),
+                            operation: p.operation.clone(),
                             presented: p.presented.message_id.clone(),
                             state: p.state,
                             expires_at: p.expires_at,
@@ -946,6 +954,27 @@ impl Tenants for MemoryStore {
             },
         )
     }
+
+    async fn set_sign_in_url(
+        &self,
+        id: &TenantId,
+        url: Option<&str>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_sign_in_url",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                t.sign_in_url = url.map(str::to_owned);
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
 }
 
 #[async_trait]
@@ -1218,5 +1247,69 @@ impl SessionStore for MemoryStore {
                 Ok(())
             },
         )
+    }
+}
+
+#[async_trait]
+impl countersign_domain::ports::ConfirmationLinks for MemoryStore {
+    async fn put_link(
+        &self,
+        id_hash: &Sha256Hex,
+        link: &countersign_domain::ports::ConfirmationLink,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "put_link",
+            || (),
+            |s| {
+                s.links.insert(id_hash.clone(), link.clone());
+                Ok(())
+            },
+        )
+    }
+
+    async fn get_link(
+        &self,
+        id_hash: &Sha256Hex,
+    ) -> Result<Option<countersign_domain::ports::ConfirmationLink>, StoreError> {
+        yield_now().await;
+        self.read("get_link", |s| s.links.get(id_hash).cloned())
+    }
+
+    async fn spend_state(
+        &self,
+        state_id: &str,
+        _expires_at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        yield_now().await;
+        self.run(
+            "spend_state",
+            || false,
+            |s| Ok(s.spent_states.insert(state_id.to_owned())),
+        )
+    }
+
+    async fn set_url_elicitation(
+        &self,
+        token_hash: &Sha256Hex,
+        declared: bool,
+        _expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "set_url_elicitation",
+            || (),
+            |s| {
+                s.url_elicitation.insert(token_hash.clone(), declared);
+                Ok(())
+            },
+        )
+    }
+
+    async fn url_elicitation(&self, token_hash: &Sha256Hex) -> Result<bool, StoreError> {
+        yield_now().await;
+        self.read("url_elicitation", |s| {
+            s.url_elicitation.get(token_hash).copied().unwrap_or(false)
+        })
     }
 }

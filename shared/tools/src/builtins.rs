@@ -184,10 +184,25 @@ pub struct ProposalStatus {
     pub action_id: String,
     /// The operation.
     pub operation: String,
-    /// `pending_confirmation`, `executing` or `unknown`.
+    /// `pending_confirmation`, `executing` or `unknown`; for a proposal asked for by
+    /// `actionId`, also where it ended (`completed`, `failed`, `conflict`, `cancelled`,
+    /// `expired`, `superseded`).
     pub state: String,
     /// When the proposal stops being confirmable (ISO-8601 UTC).
     pub expires_at: String,
+    /// Once it ran: the result the person was shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+/// `action_status`'s arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ActionStatusArgs {
+    /// A proposal of this conversation (`data.actionId` of `prepare_action`): its state
+    /// even once it ended, with the result the person was shown. Absent: the current one.
+    #[serde(default)]
+    pub action_id: Option<String>,
 }
 
 /// `prepare_action`'s arguments: the platform validates this envelope only; the
@@ -209,10 +224,24 @@ pub struct PreparedAction {
     pub action_id: String,
     /// The operation.
     pub operation: String,
-    /// Always `pending_confirmation`: the user must reply confirm.
+    /// `pending_confirmation` when prepared: the user must reply confirm; through the
+    /// gateway's confirmation page later `executed`.
     pub status: String,
     /// When the proposal expires (ISO-8601 UTC).
     pub expires_at: String,
+    /// through the gateway, the page where the person confirms or cancels it (give
+    /// it to them; only they can use it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_url: Option<String>,
+    /// through the gateway, the literal summary the person is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// through the gateway, what to do next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// once executed, the outcome the person was shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 /// `describe_tool` (G-3).
@@ -237,8 +266,8 @@ pub const LIST_OPERATIONS: ToolSpec = ToolSpec {
 pub const ACTION_STATUS: ToolSpec = ToolSpec {
     name: "action_status",
     title: "Current proposal status",
-    description: "Reads the local state of this conversation's current proposal, without contacting the company's system. Returns `data.proposal`: null when there is none, otherwise its `actionId`, `operation`, `state` and `expiresAt`.",
-    version: "1.0.0",
+    description: "Reads the local state of this conversation's current proposal, without contacting the company's system. Returns `data.proposal`: null when there is none, otherwise its `actionId`, `operation`, `state` and `expiresAt`. With `actionId` (from `prepare_action`), reads that proposal even once it ended, with `result`: what the person was shown after it ran.",
+    version: "1.1.0",
     annotations: READ_ONLY,
 };
 
@@ -246,8 +275,8 @@ pub const ACTION_STATUS: ToolSpec = ToolSpec {
 pub const PREPARE_ACTION: ToolSpec = ToolSpec {
     name: "prepare_action",
     title: "Prepare a write for the user to confirm",
-    description: "Prepares a change in the company's system. Nothing changes until the user replies confirm to the proposal the platform shows them; you cannot confirm for them. Takes `operation` (one of `data.items` from `list_operations`) and `arguments` (an object matching that item's `arguments` schema). Returns `data.actionId`, `data.operation`, `data.status` and `data.expiresAt`.",
-    version: "1.1.0",
+    description: "Prepares a change in the company's system. Nothing changes until the user replies confirm to the proposal the platform shows them; you cannot confirm for them. Takes `operation` (one of `data.items` from `list_operations`) and `arguments` (an object matching that item's `arguments` schema). Returns `data.actionId`, `data.operation`, `data.status` and `data.expiresAt`. Through the MCP gateway the person confirms on the platform's page: an ordinary answer then also gives `data.confirmationUrl` (give it to the person), `data.summary` (what they will read) and `data.next` (how to follow it with `action_status`); a client that declared URL elicitation is sent to the page instead, and its retry gets `data.status` where it ended and `data.result`, what the person was shown.",
+    version: "1.2.0",
     annotations: Annotations {
         read_only_hint: false,
         destructive_hint: false,
@@ -323,7 +352,10 @@ async fn list_operations(inv: Invocation<CallContext>, _: NoArgs) -> Result<Oper
     })
 }
 
-async fn action_status(inv: Invocation<CallContext>, _: NoArgs) -> Result<ActionStatus, ToolError> {
+async fn action_status(
+    inv: Invocation<CallContext>,
+    args: ActionStatusArgs,
+) -> Result<ActionStatus, ToolError> {
     let ctx = &inv.ctx;
     let view = ctx
         .services
@@ -335,12 +367,43 @@ async fn action_status(inv: Invocation<CallContext>, _: NoArgs) -> Result<Action
         .ok_or_else(|| {
             ToolError::new(code::NOT_FOUND, "This conversation does not exist.").retryable(false)
         })?;
+    let active = view.active.filter(|p| {
+        args.action_id
+            .as_deref()
+            .is_none_or(|id| p.action_id.as_str() == id)
+    });
+    if let Some(p) = active {
+        return Ok(ActionStatus {
+            proposal: Some(ProposalStatus {
+                action_id: p.action_id.to_string(),
+                operation: p.operation.to_string(),
+                state: p.state.as_str().to_owned(),
+                expires_at: p.expires_at.to_rfc3339(),
+                result: None,
+            }),
+        });
+    }
+    let Some(id) = args.action_id else {
+        return Ok(ActionStatus { proposal: None });
+    };
+    // one asked for by id, settled or not (a client sent to the confirmation page
+    // follows it here).
+    let standing = crate::confirmation::standing_of(
+        ctx.services.conversations.as_ref(),
+        &ctx.principal.tenant,
+        &ctx.case,
+        None,
+        |o| o.action_id.as_str() == id,
+    )
+    .await
+    .map_err(|e| from_store(ACTION_STATUS.name, &e))?;
     Ok(ActionStatus {
-        proposal: view.active.map(|p| ProposalStatus {
-            action_id: p.action_id.to_string(),
-            operation: p.operation.to_string(),
-            state: p.state.as_str().to_owned(),
-            expires_at: p.expires_at.to_rfc3339(),
+        proposal: standing.map(|s| ProposalStatus {
+            action_id: id.clone(),
+            operation: s.operation,
+            state: s.state.as_str().to_owned(),
+            expires_at: s.expires_at.to_rfc3339(),
+            result: s.result,
         }),
     })
 }

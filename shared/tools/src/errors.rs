@@ -32,9 +32,14 @@ pub mod code {
     pub const TOOL_ERROR: &str = "TOOL_ERROR";
     /// Unexpected: see `errorId` in the logs.
     pub const INTERNAL_ERROR: &str = "INTERNAL_ERROR";
+    /// a `requestState` the gateway did not mint for this caller, altered, expired
+    /// or already used. Nothing ran.
+    pub const INVALID_REQUEST_STATE: &str = "INVALID_REQUEST_STATE";
+    /// the person cancelled the proposal, or it expired or was replaced: nothing ran.
+    pub const NOT_CONFIRMED: &str = "NOT_CONFIRMED";
 
     /// Every code, for tests and documentation.
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 13] = [
         VALIDATION_ERROR,
         NOT_FOUND,
         OPERATION_NOT_ENABLED,
@@ -46,6 +51,8 @@ pub mod code {
         RESPONSE_TOO_LARGE,
         TOOL_ERROR,
         INTERNAL_ERROR,
+        INVALID_REQUEST_STATE,
+        NOT_CONFIRMED,
     ];
 }
 

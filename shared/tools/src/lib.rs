@@ -12,10 +12,12 @@
 pub mod access;
 pub mod builtins;
 pub mod catalog;
+pub mod confirmation;
 pub mod envelope;
 pub mod errors;
 pub mod integration;
 pub mod prepare;
 pub mod proxy;
 pub mod registry;
+pub mod request_state;
 pub mod schema;

@@ -143,6 +143,10 @@ impl Preparation {
                 operation: prepared.operation.to_string(),
                 status: ProposalState::PendingConfirmation.as_str().into(),
                 expires_at: prepared.expires_at.to_rfc3339(),
+                confirmation_url: None,
+                summary: None,
+                next: None,
+                result: None,
             },
             message,
         ))

@@ -143,6 +143,8 @@ pub(crate) fn gateway_keyed(
         integration: provider
             .map(|p| Arc::new(IntegrationService::new(fake, Arc::new(Secrets), p))),
         budget,
+        links: None,
+        public_url: None,
     }
 }
 
@@ -179,10 +181,13 @@ pub(crate) async fn post_to(
         if let Some(name) = body["params"]["name"].as_str() {
             req = req.header("mcp-name", name);
         }
-        body["params"]["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": {}
-        });
+        // A caller that set `_meta` (its capabilities) keeps it.
+        if body["params"].get("_meta").is_none() {
+            body["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientCapabilities": {}
+            });
+        }
     }
     let res = tower::ServiceExt::oneshot(
         app,

@@ -242,6 +242,19 @@ const PORTUGUESE: &[(&str, &str)] = &[
     ("Changed since approved", "Mudou desde a aprovação"),
     ("Changes", "Mudanças"),
     ("Chat language", "Idioma do chat"),
+    ("Sign-in hand-off URL", "URL de entrada (hand-off)"),
+    (
+        "When an assistant outside the chat prepares a change, the person confirms it on the platform's confirmation page. ",
+        "Quando um assistente fora do chat prepara uma alteração, a pessoa a confirma na página de confirmação da plataforma. ",
+    ),
+    (
+        "The page sends them here to sign in, with return_to and nonce; your backend signs them in and sends them to return_to with ?token= a widget token for the same person carrying that nonce, valid at most 5 minutes (widget guide, “Confirmation page”). ",
+        "A página a envia para cá para entrar, com return_to e nonce; o seu backend faz a entrada e a envia para return_to com ?token= um token de widget da mesma pessoa contendo esse nonce, válido por no máximo 5 minutos (guia do widget, “Confirmation page”). ",
+    ),
+    (
+        "Leave it empty to have people confirm in the chat only.",
+        "Deixe vazio para que as pessoas confirmem apenas no chat.",
+    ),
     (
         "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person.",
         "Verifica as configurações salvas contra o seu servidor: cada consulta com os seus argumentos de exemplo (e recusada com um token de serviço errado), cada operação preparada, cada prova inválida recusada e — com o seu consentimento — uma ação por operação executada com uma prova válida para a pessoa de teste sintética.",

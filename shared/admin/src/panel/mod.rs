@@ -950,7 +950,28 @@ async fn settings_save(
             views::settings(&session, None, &errors),
         );
     };
-    match crate::tenants::set_language(&state, &session.tenant, language).await {
+    // checked before anything is saved.
+    let sign_in_url = match crate::tenants::parse_sign_in_url(
+        form.get("signInUrl").unwrap_or(""),
+        state.url_policy,
+    ) {
+        Ok(url) => url,
+        Err(m) => {
+            let errors: Errors = [(
+                "signInUrl".to_owned(),
+                format!("{}: {m}", t("Sign-in hand-off URL")),
+            )]
+            .into();
+            return html(
+                StatusCode::BAD_REQUEST,
+                views::settings(&session, None, &errors),
+            );
+        }
+    };
+    if let Err(e) = crate::tenants::set_language(&state, &session.tenant, language).await {
+        return unavailable(&e);
+    }
+    match crate::tenants::set_sign_in_url(&state, &session.tenant, sign_in_url.as_deref()).await {
         Ok(()) => see_other("/admin/settings?done=saved"),
         Err(e) => unavailable(&e),
     }

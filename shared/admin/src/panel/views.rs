@@ -97,6 +97,15 @@ pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Mar
                     (t("and the assistant's instructions. A conversation already open keeps its language; "))
                     (t("your web page may choose another language per person (widget guide, “Language”)."))
                 }
+                label for="signInUrl" { (t("Sign-in hand-off URL")) }
+                input #signInUrl type="url" name="signInUrl" value=(session.tenant.sign_in_url.as_deref().unwrap_or(""))
+                    placeholder="https://www.example.com/countersign/sign-in" aria-describedby="signInUrl-help";
+                (error_for(errors, "signInUrl"))
+                p.help #signInUrl-help {
+                    (t("When an assistant outside the chat prepares a change, the person confirms it on the platform's confirmation page. "))
+                    (t("The page sends them here to sign in, with return_to and nonce; your backend signs them in and sends them to return_to with ?token= a widget token for the same person carrying that nonce, valid at most 5 minutes (widget guide, “Confirmation page”). "))
+                    (t("Leave it empty to have people confirm in the chat only."))
+                }
                 button type="submit" { (t("Save")) }
             }
         },

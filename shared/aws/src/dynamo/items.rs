@@ -267,6 +267,8 @@ pub(crate) fn registration_from(i: &Item) -> Result<Registration, StoreError> {
 /// A proposal item's state and expiry, by its presentation (S-3).
 pub(crate) fn outcome_from(item: &Item) -> Result<ProposalOutcome, StoreError> {
     Ok(ProposalOutcome {
+        action_id: parse(item, "action_id", ActionId::parse)?,
+        operation: parse(item, "operation", OperationName::parse)?,
         presented: parse(item, "presented_message_id", MessageId::parse)?,
         state: state_of(item).ok_or_else(|| corrupt("state"))?,
         expires_at: ts(item, "expires_at")?,

@@ -12,6 +12,7 @@ mod items;
 mod keyring;
 mod leases;
 mod limits;
+mod links;
 mod proposals;
 mod sweep;
 mod tenants;

@@ -133,6 +133,9 @@ fn tenant_item(t: &Tenant) -> Item {
     i.insert("admin_key_hash".into(), s(t.admin_key_hash.as_str()));
     i.insert("lang".into(), s(lang_str(t.language)));
     i.insert("created_at".into(), s(t.created_at.to_rfc3339()));
+    if let Some(url) = &t.sign_in_url {
+        i.insert("sign_in_url".into(), s(url.as_str()));
+    }
     i
 }
 
@@ -148,6 +151,7 @@ fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
         },
         created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
             .map_err(|_| corrupt("created_at"))?,
+        sign_in_url: opt_s(i, "sign_in_url").map(str::to_owned),
     })
 }
 
@@ -361,6 +365,38 @@ impl Tenants for DynamoStore {
             "SET lang = :l".to_owned(),
             "attribute_exists(pk)",
             values([(":l", s(lang_str(language)))]),
+        )?];
+        if self.commit_audited(id, tx, audit).await? {
+            Ok(TransitionOutcome::Applied)
+        } else {
+            Ok(TransitionOutcome::Conflict { current: None })
+        }
+    }
+
+    async fn set_sign_in_url(
+        &self,
+        id: &TenantId,
+        url: Option<&str>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        // Every update expression here carries a value (DynamoDB refuses an empty value
+        // map), so a removal also records when the setting changed.
+        let changed = (":c", s(audit.at.to_rfc3339()));
+        let (expression, vals) = match url {
+            Some(url) => (
+                "SET sign_in_url = :u, sign_in_changed_at = :c",
+                values([(":u", s(url)), changed]),
+            ),
+            None => (
+                "SET sign_in_changed_at = :c REMOVE sign_in_url",
+                values([changed]),
+            ),
+        };
+        let tx = vec![self.update(
+            key(tenant_pk(id), TENANT_SK),
+            expression.to_owned(),
+            "attribute_exists(pk)",
+            vals,
         )?];
         if self.commit_audited(id, tx, audit).await? {
             Ok(TransitionOutcome::Applied)

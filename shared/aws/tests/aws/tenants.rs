@@ -35,6 +35,7 @@ async fn tenants_are_created_listed_and_rekeyed() {
         admin_key_hash: Sha256Hex::digest("tsk_one"),
         language: Language::Pt,
         created_at: SystemClock.now(),
+        sign_in_url: None,
     };
     store.create_tenant(&t).await.unwrap();
     assert!(

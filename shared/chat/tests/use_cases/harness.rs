@@ -94,6 +94,7 @@ impl H {
                 admin_key_hash: Sha256Hex::digest("tsk_test"),
                 language: Language::En,
                 created_at: clock_now(&clock),
+                sign_in_url: None,
             })
             .await
             .unwrap();

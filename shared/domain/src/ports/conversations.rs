@@ -37,6 +37,10 @@ pub struct CaseSummary {
 /// proposal card shows its outcome and its expiry).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProposalOutcome {
+    /// The proposal.
+    pub action_id: ActionId,
+    /// Its operation.
+    pub operation: crate::ids::OperationName,
     /// The presentation (the summary's message).
     pub presented: MessageId,
     /// Its state now.

@@ -9,6 +9,7 @@
 //! One file per port, with the data types of its contract; everything is re-exported here.
 
 pub mod budgets;
+pub mod confirmations;
 pub mod conversations;
 pub mod model;
 pub mod provider;
@@ -21,6 +22,7 @@ pub mod system;
 pub mod tenants;
 
 pub use budgets::*;
+pub use confirmations::*;
 pub use conversations::*;
 pub use model::*;
 pub use provider::*;

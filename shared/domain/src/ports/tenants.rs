@@ -22,6 +22,9 @@ pub struct Tenant {
     pub language: Language,
     /// Registration time.
     pub created_at: Timestamp,
+    /// where the confirmation page sends a person to sign in (the tenant's sign-in
+    /// hand-off, an `https` URL); `None` until the tenant sets it.
+    pub sign_in_url: Option<String>,
 }
 
 /// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
@@ -94,6 +97,15 @@ pub trait Tenants: Send + Sync {
         &self,
         id: &TenantId,
         language: crate::texts::Language,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// sets (or, with `None`, removes) the tenant's sign-in hand-off URL with its
+    /// audit record, in one write. `Conflict` when the tenant does not exist.
+    async fn set_sign_in_url(
+        &self,
+        id: &TenantId,
+        url: Option<&str>,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
 }

@@ -1,0 +1,45 @@
+// X-3: the person completes a confirmation page in headless Chromium, for the interop
+// suite's MCP clients (their URL-elicitation handlers call this) and the page's own tests.
+//
+//   node test/complete-page.mjs <page url> <confirm|cancel|none> [demo person]
+//
+// Opens the page, follows its "Sign in" to the tenant's sign-in hand-off (the local run's
+// demo site signs the demo person in and sends them back), reads what the page shows,
+// presses the button and waits for the outcome. Prints one JSON object: the summary and
+// operation shown, the state after, the result text, the page's CSP, and console errors.
+import { chromium } from "playwright-core";
+
+const [url, decision = "confirm", person] = process.argv.slice(2);
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const out = { consoleErrors: [] };
+try {
+  const page = await (await browser.newContext()).newPage();
+  page.on("console", (m) => m.type() === "error" && out.consoleErrors.push(m.text()));
+  page.on("pageerror", (e) => out.consoleErrors.push(`pageerror: ${e.message}`));
+  const first = await page.goto(url);
+  out.csp = first.headers()["content-security-policy"] || null;
+  const signIn = page.locator("#sign-in");
+  let href = await signIn.getAttribute("href");
+  if (person) href += `&user=${encodeURIComponent(person)}`;
+  const back = await page.goto(href);
+  out.signedInStatus = back.status();
+  const text = async (sel) => ((await page.locator(sel).count()) ? page.locator(sel).first().textContent() : null);
+  out.summary = await text("#summary");
+  out.operation = await text("#operation");
+  out.instructions = await text("#instructions");
+  out.notice = await text(".notice");
+  if (decision !== "none" && out.summary !== null) {
+    const label = decision === "confirm" ? /^(Confirm|Confirmar)$/ : /^(Cancel|Cancelar)$/;
+    await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: label }).click()]);
+    out.status = await page.locator("#state").getAttribute("data-state");
+    out.result = await text("#result");
+  }
+  out.url = page.url();
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(out) + "\n");
