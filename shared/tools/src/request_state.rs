@@ -174,10 +174,14 @@ mod tests {
         let secret = SecretString::new("gateway-secret");
         let grant = crate::access::Grant {
             principal: countersign_domain::conversation::Principal {
-                tenant: countersign_domain::ids::TenantId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+                tenant: countersign_domain::ids::TenantId::from_ulid_text(
+                    "01JDZ6Y5X1QW9T3V7N2K4M8P0R",
+                )
+                .unwrap(),
                 user: countersign_domain::ids::UserId::parse("u-1").unwrap(),
             },
-            case: countersign_domain::ids::CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
+            case: countersign_domain::ids::CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0R")
+                .unwrap(),
         };
         let token = crate::access::mint(&secret, &grant, at(0), 600).unwrap();
         let key = StateKey::derive(&secret);
