@@ -2,7 +2,7 @@
 // the gateway, be sent to the confirmation page in the era's own form, have the person
 // complete it in headless Chromium (widget/test/complete-page.mjs), and get the outcome.
 //
-//   node ts_flow.mjs <stateless|legacy-url|link> <url> <token> <confirm|cancel>
+//   node ts_flow.mjs <stateless|legacy-url|link> <url> <token> <confirm|cancel> <carId>
 //
 // stateless:  v2 client, 2026-07-28, declares URL elicitation: `input_required`; its
 //             elicitation handler completes the page and accepts; the SDK retries with
@@ -15,10 +15,10 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
-const [mode, url, token, decision = "confirm"] = process.argv.slice(2);
+const [mode, url, token, decision = "confirm", car = "car_a3"] = process.argv.slice(2);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const completer = path.join(here, "..", "..", "widget", "test", "complete-page.mjs");
-const write = { operation: "reassign_session_car", arguments: { sessionId: "ses_a2", carId: "car_a3" } };
+const write = { operation: "reassign_session_car", arguments: { sessionId: "ses_a2", carId: car } };
 const out = { mode };
 
 function complete(pageUrl) {

@@ -19,6 +19,7 @@
 use crate::Gateway;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::ActionId;
+use countersign_domain::ports::Admission;
 use countersign_domain::proposal::ProposalState;
 use countersign_tools::access::Grant;
 use countersign_tools::builtins::{PREPARE_ACTION, PreparedAction};
@@ -33,6 +34,11 @@ use rmcp::model::{
     RequestMetaObject,
 };
 use serde_json::json;
+
+/// Retries with a `requestState` one conversation may make a minute: the SDKs' drivers
+/// make at most ten in a row (backing off to 250 ms when told to wait); a person takes
+/// longer on the page, so a client polling faster than this is hammering.
+pub const RETRIES_PER_MINUTE: u32 = 60;
 
 /// The URL-elicitation-required error of the 2025-11-25 era.
 pub const URL_ELICITATION_REQUIRED: i32 = -32042;
@@ -230,6 +236,11 @@ impl Gateway {
         let Some(links) = &self.links else {
             return Ok(invalid_state("not issued here"));
         };
+        // A client retrying a thousand times is bounded per conversation, before its state
+        // is read (so a refused retry does not spend it): it may come back with it.
+        if let Some(limited) = self.bound_retries(grant).await? {
+            return Ok(limited);
+        }
         let key = self.token_key.state_key().await.map_err(unavailable)?;
         let now = self.clock.now();
         let state = match key.open(text, now) {
@@ -273,6 +284,36 @@ impl Gateway {
         };
         self.answer_standing(grant, caller, &state.lnk, &link, standing)
             .await
+    }
+
+    /// One retry of `grant`'s conversation spent, or the refusal when a client retries
+    /// more than [`RETRIES_PER_MINUTE`] times a minute.
+    async fn bound_retries(&self, grant: &Grant) -> Result<Option<CallToolResponse>, McpError> {
+        let Some((limiter, _)) = &self.budget else {
+            return Ok(None);
+        };
+        let bucket = format!("confirm-retry#{}", grant.case);
+        let admission = limiter
+            .take(
+                &grant.principal.tenant,
+                &bucket,
+                RETRIES_PER_MINUTE,
+                self.clock.now(),
+            )
+            .await
+            .map_err(unavailable)?;
+        Ok(match admission {
+            Admission::Admitted => None,
+            Admission::Limited { retry_after_secs } => {
+                tracing::info!(case = %grant.case, retry_after_secs, "confirmation retries limited");
+                Some(complete(Err(ToolError::new(
+                    code::SERVICE_UNAVAILABLE,
+                    format!("Too many retries for this confirmation; try again in {retry_after_secs} s. The person can still answer on the page."),
+                )
+                .details(json!({"retryAfterSeconds": retry_after_secs}))
+                .retryable(true))))
+            }
+        })
     }
 
     async fn answer_standing(

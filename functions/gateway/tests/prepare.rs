@@ -415,6 +415,40 @@ async fn x2_x4_the_stateless_era_gets_input_required_and_nothing_it_sends_confir
     assert_eq!(data["operation"], OPERATION);
 }
 
+/// X-2 (bad input): a client retrying with its state a thousand times is bounded per
+/// conversation (a typed, retryable refusal with when to come back), executes nothing,
+/// and the proposal still waits for the person.
+#[tokio::test]
+async fn x2_a_client_retrying_a_thousand_times_is_bounded() {
+    let e = env(Some(1000)).await;
+    e.answer_prepare("act_hammer");
+    let first = e.call_2026(None).await;
+    let mut state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    // At most RETRIES_PER_MINUTE in a window; the loop may straddle one window's end.
+    let limit = countersign_gateway::confirm::RETRIES_PER_MINUTE as usize;
+    let mut refusal = None;
+    for _ in 0..=2 * limit {
+        let answer = e.call_2026(Some(&state)).await;
+        match answer["result"]["requestState"].as_str() {
+            Some(fresh) => state = fresh.to_owned(),
+            None => {
+                refusal = Some(answer);
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("the retries were never bounded");
+    let error = &refusal["result"]["structuredContent"]["error"];
+    assert_eq!(error["code"], "SERVICE_UNAVAILABLE", "{refusal}");
+    assert_eq!(error["retryable"], true);
+    assert!(error["details"]["retryAfterSeconds"].as_u64().unwrap() <= 60);
+    assert_eq!(e.executed(), 0);
+    assert_eq!(
+        e.state("act_hammer").await,
+        Some(ProposalState::PendingConfirmation)
+    );
+}
+
 /// after the person cancels (or the proposal expires), the retry is a typed error and
 /// nothing ran.
 #[tokio::test]
@@ -471,6 +505,9 @@ async fn x4_a_state_is_refused_under_another_persons_token() {
 #[tokio::test]
 async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     let e = env(None).await;
+    // One token for the whole client, as a client holds it: what it declared is kept
+    // per token, and two tokens minted a second apart are two clients.
+    let token = token();
     let init = |caps: Value| {
         rpc(
             1,
@@ -481,7 +518,7 @@ async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     };
     let (_, _) = post_to(
         e.app.clone(),
-        Some(&token()),
+        Some(&token),
         "2025-11-25",
         init(json!({"elicitation": {"url": {}}})),
     )
@@ -489,7 +526,7 @@ async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     e.answer_prepare("act_legacy");
     let (_, body) = post_to(
         e.app.clone(),
-        Some(&token()),
+        Some(&token),
         "2025-11-25",
         rpc(2, "tools/call", prepare_params(None)),
     )
@@ -509,12 +546,12 @@ async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     );
 
     // The same token's client re-initialises without URL elicitation: a plain result.
-    let (_, _) = post_to(e.app.clone(), Some(&token()), "2025-11-25", init(json!({}))).await;
+    let (_, _) = post_to(e.app.clone(), Some(&token), "2025-11-25", init(json!({}))).await;
     for (n, version) in ["2025-11-25", "2025-06-18"].iter().enumerate() {
         e.answer_prepare(&format!("act_plain{n}"));
         let (_, body) = post_to(
             e.app.clone(),
-            Some(&token()),
+            Some(&token),
             version,
             rpc(4, "tools/call", prepare_params(None)),
         )
@@ -529,7 +566,7 @@ async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     e.answer_prepare("act_form");
     let (_, body) = post_to(
         e.app.clone(),
-        Some(&token()),
+        Some(&token),
         "2026-07-28",
         rpc(5, "tools/call", prepare_params(Some(stateless_meta(false)))),
     )

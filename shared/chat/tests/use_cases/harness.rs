@@ -41,6 +41,8 @@ pub struct H {
     pub clock: Arc<TestClock>,
     pub ids: Arc<SeqIds>,
     pub chat: Chat,
+    /// What `chat` was built from (another front door, such as the page, shares them).
+    pub parts: ChatParts,
     pub who: Principal,
     pub case: CaseId,
     next_action: AtomicUsize,
@@ -69,7 +71,7 @@ impl H {
         let provider = Arc::new(ScriptedProvider::default());
         let model = Arc::new(QueuedModel::default());
         provider.publish(vec![tool(CONSULTATION), tool("delete_everything")]);
-        let chat = Chat::new(ChatParts {
+        let parts = ChatParts {
             conversations: store.clone(),
             tenants: store.clone(),
             settings: store.clone(),
@@ -85,7 +87,8 @@ impl H {
             ids: ids.clone(),
             issuer: "https://support.example.com/mcp-actions".into(),
             stuck_after: Duration::from_secs(30),
-        });
+        };
+        let chat = Chat::new(parts.clone());
         let tenant = ids.tenant_id();
         store
             .create_tenant(&Tenant {
@@ -112,6 +115,7 @@ impl H {
             clock,
             ids,
             chat,
+            parts,
             case: placeholder,
             who,
             next_action: AtomicUsize::new(1),

@@ -18,6 +18,7 @@ mod confirm;
 mod execute;
 mod mcp_token;
 mod metrics;
+mod page;
 mod post;
 mod prepare;
 mod reconcile;
