@@ -20,6 +20,14 @@ did not enable (a typed refusal), and an unknown tool; each SDK client also prep
 write through the gateway (X-1), sees it waiting with `action_status`, and the person
 cancels it in their chat (the widget API). Then the Inspector prepares one more and the
 person confirms it: the demo provider executes it only with the proof.
+
+Then the confirmation page (X-2, X-3; issue 29): the TypeScript v2 and Python clients, in
+each current era, prepare a write and are sent to the page in that era's form (2026-07-28:
+`input_required` with a URL elicitation, whose handler has the person complete the page
+in headless Chromium, widget/test/complete-page.mjs, before the SDK retries with the
+`requestState`; 2025-11-25: the -32042 error, then `action_status`), and the TypeScript v1
+client, declaring no URL elicitation, gets the link and polls. One stateless flow is
+cancelled on the page: its retry is NOT_CONFIRMED.
 """
 
 import json
@@ -204,6 +212,73 @@ def check_countersigned_write(url, token, base, jwt, case):
           f"the person's confirm executes it with a proof the provider verified ({answer})")
 
 
+def flow_checks(label, out, base, decision, era):
+    """What one client observed of the whole X-2 flow: sent to the page in its era's form,
+    the person completing the page in Chromium, then the outcome."""
+    check(out is not None and "failure" not in out, f"{label}: ran ({(out or {}).get('failure', '')[:600]})")
+    if out is None:
+        return
+    page = out.get("page") or {}
+    check(page.get("csp", "").startswith("default-src 'none'") and "script-src" not in page.get("csp", ""),
+          f"{label}: the page's CSP allows no script ({page.get('csp')})")
+    check(page.get("signedInStatus") == 200 and page.get("consoleErrors") == [],
+          f"{label}: the person signed in through the tenant, no console error ({page})")
+    want = "completed" if decision == "confirm" else "cancelled"
+    check(page.get("status") == want, f"{label}: the page shows the proposal {want} ({page.get('status')}, {page.get('notice')})")
+    if era == "input_required":
+        elicited = out.get("elicited") or {}
+        check(elicited.get("mode") == "url" and str(elicited.get("url", "")).startswith(f"{base}/confirm/"),
+              f"{label}: input_required carried a URL-mode elicitation of the page ({elicited})")
+        check(elicited.get("message") == page.get("summary") and page.get("summary"),
+              f"{label}: the elicitation's message is the summary the page shows, byte for byte")
+        sc = (out.get("result") or {}).get("structured") or {}
+        if decision == "confirm":
+            data = sc.get("data") or {}
+            check(data.get("status") == "completed" and data.get("result"),
+                  f"{label}: the SDK's retry with the requestState returned the execution's result ({sc})")
+        else:
+            check((sc.get("error") or {}).get("code") == "NOT_CONFIRMED",
+                  f"{label}: after cancel the retry is NOT_CONFIRMED ({sc})")
+        return
+    if era == "url_elicitation_error":
+        error = out.get("error") or {}
+        elicitation = ((error.get("data") or {}).get("elicitations") or [{}])[0]
+        check(error.get("code") == -32042 and elicitation.get("mode") == "url"
+              and str(elicitation.get("url", "")).startswith(f"{base}/confirm/"),
+              f"{label}: the URL-elicitation-required error (-32042) with the page ({error})")
+    else:
+        data = ((out.get("result") or {}).get("structured") or {}).get("data") or {}
+        check(str(data.get("confirmationUrl", "")).startswith(f"{base}/confirm/") and "action_status" in str(data.get("next")),
+              f"{label}: an ordinary result with the link and how to follow it ({data})")
+        check(data.get("summary") == page.get("summary"), f"{label}: the result's summary is the page's, byte for byte")
+    status = ((out.get("status") or {}).get("structured") or {}).get("data") or {}
+    proposal = status.get("proposal") or {}
+    check(proposal.get("state") == want and (decision != "confirm" or proposal.get("result")),
+          f"{label}: action_status with the actionId follows it to {want} ({status})")
+
+
+def check_page_flows(url, token, base, env):
+    """X-2, X-3 with the official clients: each prepares a write of ses_a2 through the
+    gateway (to a car other than its current one, so each is a real change) and is sent
+    to the confirmation page in its era's form; the person completes the page in headless
+    Chromium (signed in through the demo tenant's hand-off); the demo provider executes a
+    confirm only with the proof."""
+    flows = [
+        ("typescript-v2 2026-07-28", ["node", "ts_flow.mjs", "stateless"], "confirm", "car_a3", "input_required"),
+        ("python 2026-07-28", [PYTHON, "py_flow.py", "stateless"], "confirm", "car_a2", "input_required"),
+        ("typescript-v2 2026-07-28 cancel", ["node", "ts_flow.mjs", "stateless"], "cancel", "car_a3", "input_required"),
+        ("typescript-v2 2025-11-25", ["node", "ts_flow.mjs", "legacy-url"], "confirm", "car_a1", "url_elicitation_error"),
+        ("python 2025-11-25", [PYTHON, "py_flow.py", "legacy-url"], "confirm", "car_a3", "url_elicitation_error"),
+        ("typescript-v1 without URL elicitation", ["node", "ts_flow.mjs", "link"], "confirm", "car_a2", "link"),
+    ]
+    for label, cmd, decision, car, era in flows:
+        out, err = run_client(cmd + [url, token, decision, car], env)
+        if out is None:
+            check(False, f"{label}: ran ({err})")
+            continue
+        flow_checks(label, out, base, decision, era)
+
+
 def check_inspector(url, token, listed):
     call = lambda name, args: inspector(url, token, "--method", "tools/call", "--tool-name", name, "--tool-args-json", json.dumps(args))
     code, out, raw = inspector(url, token, "--method", "tools/list")
@@ -282,6 +357,7 @@ def main():
             cancel_pending(banner["BASE"], banner["WIDGET_JWT"], case, label)
         check_inspector(url, token, listed)
         check_countersigned_write(url, token, banner["BASE"], banner["WIDGET_JWT"], case)
+        check_page_flows(url, token, banner["BASE"], env)
     finally:
         dev.terminate()
         dev.wait(timeout=10)

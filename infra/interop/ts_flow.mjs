@@ -69,7 +69,8 @@ try {
   let actionId = null;
   if (mode === "legacy-url" && out.error?.code === -32042) {
     pageUrl = out.error.data?.elicitations?.[0]?.url;
-    actionId = out.error.data?.actionId;
+    // The SDK keeps only the elicitations of the error's data: their id is the action's.
+    actionId = out.error.data?.actionId ?? out.error.data?.elicitations?.[0]?.elicitationId;
   } else if (mode === "link") {
     const data = out.result?.structured?.data ?? {};
     pageUrl = data.confirmationUrl;

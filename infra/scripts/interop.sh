@@ -7,6 +7,6 @@
 # with-local-aws.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-"$root/infra/scripts/install.sh" interop
+"$root/infra/scripts/install.sh" interop chromium widget
 cd "$root/infra/interop"
 python3 "$root/infra/interop/interop_test.py"

@@ -15,11 +15,12 @@ const browser = await chromium.launch({
   executablePath: CHROMIUM,
   args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
-const out = { consoleErrors: [] };
+const out = { consoleErrors: [], failedRequests: [] };
 try {
   const page = await (await browser.newContext()).newPage();
   page.on("console", (m) => m.type() === "error" && out.consoleErrors.push(m.text()));
   page.on("pageerror", (e) => out.consoleErrors.push(`pageerror: ${e.message}`));
+  page.on("response", (r) => r.status() >= 400 && out.failedRequests.push(`${r.status()} ${r.url()}`));
   const first = await page.goto(url);
   out.csp = first.headers()["content-security-policy"] || null;
   const signIn = page.locator("#sign-in");

@@ -170,7 +170,7 @@ impl Gateway {
                 Ok(CallToolResponse::InputRequired(input_required(
                     &url,
                     summary,
-                    &created.id,
+                    proposal.action_id.as_str(),
                     Some(&state),
                 )?))
             }
@@ -180,7 +180,7 @@ impl Gateway {
                     "The person must confirm this on the page at {url}; nothing changes until they do. Then call action_status."
                 ),
                 Some(json!({
-                    "elicitations": [elicitation(&url, summary, &created.id)],
+                    "elicitations": [elicitation(&url, summary, proposal.action_id.as_str())],
                     // For `action_status` once the person answered.
                     "actionId": proposal.action_id.as_str(),
                 })),
@@ -345,7 +345,7 @@ impl Gateway {
                 CallToolResponse::InputRequired(input_required(
                     &url,
                     &summary,
-                    link_id,
+                    link.action_id.as_str(),
                     Some(&fresh),
                 )?)
             }
@@ -398,7 +398,9 @@ fn prepared_action_id(sealed: &Sealed) -> Option<ActionId> {
     ActionId::parse(data.get("actionId")?.as_str()?).ok()
 }
 
-/// A URL-mode elicitation of the page (the spec's `ElicitRequestURLParams`).
+/// A URL-mode elicitation of the page (the spec's `ElicitRequestURLParams`). Its id is
+/// the action's: what `action_status` follows (a client's SDK may keep only the
+/// elicitations of a -32042 error's data), and nothing that opens the page.
 fn elicitation(url: &str, summary: &str, id: &str) -> serde_json::Value {
     json!({"mode": "url", "url": url, "message": summary, "elicitationId": id})
 }

@@ -355,6 +355,7 @@ async fn x2_x4_the_stateless_era_gets_input_required_and_nothing_it_sends_confir
     let params = &r["inputRequests"]["countersign-confirmation"]["params"];
     assert_eq!(params["mode"], "url");
     assert_eq!(params["message"], SUMMARY);
+    assert_eq!(params["elicitationId"], "act_url");
     let url = params["url"].as_str().unwrap();
     assert!(url.starts_with("http://127.0.0.1/confirm/"), "{url}");
     assert!(!url.contains("driver-42"), "no personal data in the URL");
@@ -534,6 +535,8 @@ async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     assert_eq!(body["error"]["code"], -32042, "{body}");
     let elicitation = &body["error"]["data"]["elicitations"][0];
     assert_eq!(elicitation["mode"], "url");
+    // Its id is the action's, for `action_status` (an SDK may keep only the elicitations).
+    assert_eq!(elicitation["elicitationId"], "act_legacy");
     assert!(
         body["error"]["message"]
             .as_str()

@@ -43,21 +43,27 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq as _;
 
 /// Every route (method, path) the page serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 4] = [
+pub const ROUTES: [(&str, &str); 5] = [
     ("GET", "/confirm/{id}"),
     ("POST", "/confirm/{id}"),
     ("GET", "/confirm/{id}/return"),
     ("GET", STYLE_PATH),
+    ("GET", ICON_PATH),
 ];
 
 /// The page's stylesheet.
 pub const STYLE_PATH: &str = "/confirm-page.css";
+
+/// The page's icon: without one, the browser asks for `/favicon.ico`, which no route
+/// serves (a 401 and a console error on every page).
+pub const ICON_PATH: &str = "/confirm-page.svg";
 
 /// X-3: no script, no frame, forms only to itself.
 pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
     form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const CSS: &str = include_str!("page.css");
+const ICON: &str = include_str!("page-icon.svg");
 const NONCE_COOKIE: &str = "countersign-confirm-nonce";
 const PERSON_COOKIE: &str = "countersign-confirm";
 
@@ -92,7 +98,11 @@ pub fn router(state: PageState) -> Router {
     Router::new()
         .route("/confirm/{id}", get(show).post(decide))
         .route("/confirm/{id}/return", get(signed_in))
-        .route(STYLE_PATH, get(style))
+        .route(
+            STYLE_PATH,
+            get(|| async { asset(CSS, "text/css; charset=utf-8") }),
+        )
+        .route(ICON_PATH, get(|| async { asset(ICON, "image/svg+xml") }))
         .with_state(state)
 }
 
@@ -194,6 +204,7 @@ fn page(status: StatusCode, lang: Language, body: Markup) -> Response {
                 meta name="referrer" content="same-origin";
                 title { (t.title) }
                 link rel="stylesheet" href=(STYLE_PATH);
+                link rel="icon" type="image/svg+xml" href=(ICON_PATH);
             }
             body { main { h1 { (t.title) } (body) } }
         }
@@ -246,13 +257,11 @@ fn unavailable(e: &dyn std::fmt::Display) -> Response {
     )
 }
 
-async fn style() -> Response {
-    let mut res = CSS.into_response();
+/// A static asset of the page (cached for an hour).
+fn asset(body: &'static str, content_type: &'static str) -> Response {
+    let mut res = body.into_response();
     let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/css; charset=utf-8"),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("max-age=3600"),

@@ -270,6 +270,14 @@ async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
     assert_eq!(shown.status, StatusCode::OK);
     assert_eq!(shown.csp.as_deref(), Some(CSP));
     assert!(!shown.body.contains("<script"));
+    // Its stylesheet and icon are its own (no request the page's routes do not serve).
+    for asset in [page::STYLE_PATH, page::ICON_PATH] {
+        assert!(shown.body.contains(&format!("href=\"{asset}\"")));
+        assert_eq!(
+            p.send("GET", asset, None, None).await.status,
+            StatusCode::OK
+        );
+    }
     let escaped = SUMMARY.replace('"', "&quot;");
     assert!(
         shown.body.contains(&format!(">{escaped}</pre>")),
