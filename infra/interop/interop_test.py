@@ -277,6 +277,22 @@ def check_page_flows(url, token, base, env):
             check(False, f"{label}: ran ({err})")
             continue
         flow_checks(label, out, base, decision, era)
+    # Someone else of the same tenant signs in on the page: refused, shown nothing, and
+    # the proposal still waits; then the person cancels it on the page.
+    out, err = run_client(["node", "ts_flow.mjs", "link", url, token, "confirm", "car_a3", "u_bruno"], env)
+    page = (out or {}).get("page") or {}
+    check(page.get("signedInStatus") == 403 and page.get("summary") is None and page.get("status") is None,
+          f"the page refuses another person of the tenant and shows them nothing ({page or err})")
+    proposal = (((out or {}).get("status") or {}).get("structured") or {}).get("data", {}).get("proposal") or {}
+    check(proposal.get("state") == "pending_confirmation", f"nothing was done for them ({proposal})")
+    page_url = (((out or {}).get("result") or {}).get("structured") or {}).get("data", {}).get("confirmationUrl")
+    if page_url:
+        p = subprocess.run(["node", os.path.join(ROOT, "widget", "test", "complete-page.mjs"), page_url, "cancel"],
+                           capture_output=True, text=True, timeout=90)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+        cancelled = json.loads(lines[-1]) if lines else {}
+        check(cancelled.get("status") == "cancelled" and cancelled.get("consoleErrors") == [],
+              f"the person cancels it on the page ({cancelled or p.stderr[-500:]})")
 
 
 def check_inspector(url, token, listed):

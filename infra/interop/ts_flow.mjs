@@ -2,7 +2,7 @@
 // the gateway, be sent to the confirmation page in the era's own form, have the person
 // complete it in headless Chromium (widget/test/complete-page.mjs), and get the outcome.
 //
-//   node ts_flow.mjs <stateless|legacy-url|link> <url> <token> <confirm|cancel> <carId>
+//   node ts_flow.mjs <stateless|legacy-url|link> <url> <token> <confirm|cancel> <carId> [person]
 //
 // stateless:  v2 client, 2026-07-28, declares URL elicitation: `input_required`; its
 //             elicitation handler completes the page and accepts; the SDK retries with
@@ -15,14 +15,14 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
-const [mode, url, token, decision = "confirm", car = "car_a3"] = process.argv.slice(2);
+const [mode, url, token, decision = "confirm", car = "car_a3", person] = process.argv.slice(2);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const completer = path.join(here, "..", "..", "widget", "test", "complete-page.mjs");
 const write = { operation: "reassign_session_car", arguments: { sessionId: "ses_a2", carId: car } };
 const out = { mode };
 
 function complete(pageUrl) {
-  const text = execFileSync("node", [completer, pageUrl, decision], { encoding: "utf8", timeout: 90_000 });
+  const text = execFileSync("node", [completer, pageUrl, decision, ...(person ? [person] : [])], { encoding: "utf8", timeout: 90_000 });
   return JSON.parse(text.trim().split("\n").pop());
 }
 

@@ -20,7 +20,7 @@ try {
   const page = await (await browser.newContext()).newPage();
   page.on("console", (m) => m.type() === "error" && out.consoleErrors.push(m.text()));
   page.on("pageerror", (e) => out.consoleErrors.push(`pageerror: ${e.message}`));
-  page.on("response", (r) => r.status() >= 400 && out.failedRequests.push(`${r.status()} ${r.url()}`));
+  page.on("response", (r) => r.status() >= 400 && out.failedRequests.push(`${r.status()} ${r.url().split("?")[0]}`));
   const first = await page.goto(url);
   out.csp = first.headers()["content-security-policy"] || null;
   const signIn = page.locator("#sign-in");
