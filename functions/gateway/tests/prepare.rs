@@ -261,6 +261,31 @@ async fn x1_the_preparation_rules_hold_through_the_gateway() {
     assert_eq!(e.provider.calls_of("prepare_action").len(), 1);
 }
 
+/// X-1 (bad input): a token whose conversation does not exist (or is another person's)
+/// prepares nothing: a typed error, nothing reaches the tenant's server, nothing stored.
+#[tokio::test]
+async fn x1_a_token_without_its_conversation_prepares_nothing() {
+    let e = env(None).await;
+    e.answer_prepare("act_nowhere");
+    let mut g = grant();
+    g.case = countersign_domain::ids::CaseId::from_ulid_text("01JDZ6Y5X1QW9T3V7N2K4M8P0Z").unwrap();
+    let mut other = grant();
+    other.principal.user = countersign_domain::ids::UserId::parse("someone-else").unwrap();
+    for grant in [g, other] {
+        let token =
+            countersign_tools::access::mint(&key(), &grant, SystemClock.now(), 300).unwrap();
+        let call = rpc(7, "tools/call", prepare_params(Some(stateless_meta(true))));
+        let (status, body) = post_to(e.app.clone(), Some(&token), "2026-07-28", call).await;
+        assert_eq!(status, 200, "{body}");
+        let envelope = &body["result"]["structuredContent"];
+        assert_eq!(envelope["ok"], false, "{body}");
+        assert!(envelope["error"]["code"].is_string(), "{body}");
+        assert!(body["result"].get("inputRequests").is_none());
+    }
+    assert!(e.provider.calls_of("prepare_action").is_empty());
+    assert_eq!(e.state("act_nowhere").await, None);
+}
+
 /// A client retrying a thousand times is bounded by the tenant's budget: preparations
 /// reach the tenant's server, so they spend it; beyond it, a retryable refusal that
 /// reaches nobody.

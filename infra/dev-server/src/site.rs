@@ -118,12 +118,9 @@ struct SignInQuery {
 /// picks another demo person). Back to the confirmation page, and only there, with a
 /// widget token carrying the page's nonce, valid 2 minutes.
 async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Response {
-    let Some(c) = site.slot.get() else {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the demo tenant is not connected yet",
-        )
-            .into_response();
+    let c = match connected(&site) {
+        Ok(c) => c,
+        Err(r) => return r.into_response(),
     };
     let (Some(return_to), Some(nonce)) = (q.return_to, q.nonce) else {
         return (StatusCode::BAD_REQUEST, "return_to and nonce are required").into_response();
@@ -136,17 +133,11 @@ async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Resp
         )
             .into_response();
     }
-    let user = q.user.as_deref().unwrap_or(PEOPLE[0]);
-    let Some(user) = PEOPLE
-        .iter()
-        .find(|p| **p == user)
-        .and_then(|p| UserId::parse(*p).ok())
-    else {
-        return (StatusCode::BAD_REQUEST, "not a demo person").into_response();
+    let user = match demo_person(q.user.as_deref()) {
+        Ok(u) => u,
+        Err(r) => return r.into_response(),
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or_default());
+    let now = unix_now();
     let who = countersign_domain::conversation::Principal {
         tenant: c.tenant.clone(),
         user,
@@ -171,6 +162,33 @@ async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Resp
     }
 }
 
+/// The demo credential, once the tenant administrator's part has created it.
+fn connected(site: &Site) -> Result<&Credential, Refusal> {
+    site.slot.get().ok_or((
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the demo tenant is not connected yet",
+    ))
+}
+
+/// Why the demo site refused.
+type Refusal = (StatusCode, &'static str);
+
+/// The demo person `user` names (the first one by default); no one else.
+fn demo_person(user: Option<&str>) -> Result<UserId, Refusal> {
+    let user = user.unwrap_or(PEOPLE[0]);
+    PEOPLE
+        .iter()
+        .find(|p| **p == user)
+        .and_then(|p| UserId::parse(*p).ok())
+        .ok_or((StatusCode::BAD_REQUEST, "not a demo person"))
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or_default())
+}
+
 #[derive(Debug, Deserialize)]
 struct TokenQuery {
     user: Option<String>,
@@ -180,24 +198,15 @@ struct TokenQuery {
 /// A widget JWT for a demo person, valid 10 minutes; `expired=1` gives one that expired
 /// two minutes ago (the widget must then ask for another).
 async fn token(State(site): State<Site>, Query(q): Query<TokenQuery>) -> Response {
-    let Some(c) = site.slot.get() else {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the demo tenant is not connected yet",
-        )
-            .into_response();
+    let c = match connected(&site) {
+        Ok(c) => c,
+        Err(r) => return r.into_response(),
     };
-    let user = q.user.as_deref().unwrap_or(PEOPLE[0]);
-    let Some(user) = PEOPLE
-        .iter()
-        .find(|p| **p == user)
-        .and_then(|p| UserId::parse(*p).ok())
-    else {
-        return (StatusCode::BAD_REQUEST, "not a demo person").into_response();
+    let user = match demo_person(q.user.as_deref()) {
+        Ok(u) => u,
+        Err(r) => return r.into_response(),
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or_default());
+    let now = unix_now();
     let (iat, exp) = if q.expired.as_deref() == Some("1") {
         (now - 720, now - 120)
     } else {

@@ -35,7 +35,7 @@ use countersign_domain::ports::{
 };
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::texts::Language;
-use countersign_http::Query;
+use countersign_http::{Query, pages};
 use countersign_tools::confirmation::{self, Standing};
 use maud::{DOCTYPE, Markup, html};
 use rand::RngCore as _;
@@ -209,31 +209,11 @@ fn page(status: StatusCode, lang: Language, body: Markup) -> Response {
             body { main { h1 { (t.title) } (body) } }
         }
     };
-    let mut res = (status, markup.into_string()).into_response();
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    secure_headers(h);
-    res
+    countersign_http::pages::html(status, markup.into_string(), CSP)
 }
 
 fn secure_headers(h: &mut HeaderMap) {
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    countersign_http::pages::secure_headers(h, CSP);
 }
 
 fn notice(status: StatusCode, lang: Language, text: &str) -> Response {
@@ -267,17 +247,6 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
         HeaderValue::from_static("max-age=3600"),
     );
     res
-}
-
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
 }
 
 fn set_cookie(state: &PageState, id: &str, name: &str, value: &str, max_age: i64) -> HeaderValue {
@@ -314,7 +283,7 @@ async fn link(state: &PageState, id: &str) -> Result<ConfirmationLink, Response>
 
 /// Who the page's session cookie names, if anyone valid.
 async fn person(state: &PageState, headers: &HeaderMap) -> Option<(Principal, String)> {
-    let token = cookie(headers, PERSON_COOKIE)?;
+    let token = pages::cookie(headers, PERSON_COOKIE)?;
     match state.auth.authenticate(&token).await {
         Ok(p) => Some((p, token)),
         Err(_) => None,
@@ -474,7 +443,7 @@ async fn signed_in(
         Err(r) => return r,
     };
     let refused = || notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused);
-    let (Some(token), Some(nonce)) = (q.token, cookie(&headers, NONCE_COOKIE)) else {
+    let (Some(token), Some(nonce)) = (q.token, pages::cookie(&headers, NONCE_COOKIE)) else {
         return refused();
     };
     let who = match state.auth.authenticate_hand_off(&token, &nonce).await {
@@ -510,22 +479,6 @@ async fn signed_in(
     res
 }
 
-/// Whether the request's `Origin`, if any, is the page's own (`Host`).
-fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else {
-        return true;
-    };
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    match (origin.to_str().ok(), host) {
-        (Some(o), Some(h)) => {
-            o.strip_prefix("https://")
-                .or_else(|| o.strip_prefix("http://"))
-                == Some(h)
-        }
-        _ => false,
-    }
-}
-
 fn form_value(body: &[u8], name: &str) -> Option<String> {
     url::form_urlencoded::parse(body)
         .find(|(k, _)| k == name)
@@ -551,7 +504,7 @@ async fn decide(
     }
     let token_ok = form_value(&body, "csrf")
         .is_some_and(|t| bool::from(t.as_bytes().ct_eq(form_token(&session).as_bytes())));
-    if !token_ok || !same_origin(&headers) {
+    if !token_ok || !pages::same_origin(&headers) {
         return notice(StatusCode::FORBIDDEN, Language::En, EN.refused);
     }
     let view = match state.conversations.load(&link.tenant, &link.case).await {

@@ -9,11 +9,13 @@
 //! - [`bearer`]: the `Authorization: Bearer …` credential, parsed in one place.
 //! - [`serve`]: how a function runs its router, in Lambda or on a local port.
 //! - [`emf`]: the functions' metrics as CloudWatch EMF (G-8).
+//! - [`pages`]: the server-rendered pages' security headers, cookies and origin check.
 
 pub mod emf;
 mod error;
 mod extract;
 pub mod language;
+pub mod pages;
 pub mod serve;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError};

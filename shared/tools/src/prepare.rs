@@ -181,6 +181,9 @@ impl Preparation {
             .load(tenant, &ctx.case)
             .await
             .map_err(|e| from_store(TOOL, &e))?
+            // only the caller's own conversation (a gateway token names both, and
+            // one minted for another person's case must not prepare in it).
+            .filter(|v| v.case.is_owned_by(&ctx.principal))
             .ok_or_else(|| {
                 ToolError::new(code::NOT_FOUND, "This conversation does not exist.")
                     .retryable(false)

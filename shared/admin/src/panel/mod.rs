@@ -107,32 +107,11 @@ pub fn certification_router(state: AdminState) -> Router {
 
 /// A page with the panel's security headers.
 fn html(status: StatusCode, markup: Markup) -> Response {
-    let mut res = (status, markup.into_string()).into_response();
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    secure_headers(h);
-    res
+    countersign_http::pages::html(status, markup.into_string(), CSP)
 }
 
 fn secure_headers(h: &mut HeaderMap) {
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    // Not `no-referrer`: with it Chromium sends `Origin: null` on the panel's own posts.
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    countersign_http::pages::secure_headers(h, CSP);
 }
 
 /// 503: a platform service failed (the cause is logged, never shown).

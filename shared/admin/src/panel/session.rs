@@ -13,7 +13,7 @@ use crate::keys;
 use crate::state::{AdminError, AdminState, store_down};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -56,24 +56,13 @@ fn csrf_of(id: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256Hex::digest(format!("panel-form:{id}").as_bytes()).as_str())
 }
 
-/// The session id the request's cookie carries, if any.
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
-}
-
 impl FromRequestParts<AdminState> for Session {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, Response> {
         let to_sign_in = || Redirect::to("/admin").into_response();
-        let id = cookie(&parts.headers, cookie_name(state)).ok_or_else(to_sign_in)?;
+        let id = countersign_http::pages::cookie(&parts.headers, cookie_name(state))
+            .ok_or_else(to_sign_in)?;
         let id_hash = Sha256Hex::digest(id.as_bytes());
         let session = state
             .sessions
@@ -130,22 +119,7 @@ impl IntoResponse for CrossSite {
     }
 }
 
-/// Whether the request's `Origin`, if any, is the panel's own (`Host`).
-pub fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else {
-        return true;
-    };
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let origin = origin.to_str().ok();
-    match (origin, host) {
-        (Some(o), Some(h)) => {
-            o.strip_prefix("https://")
-                .or_else(|| o.strip_prefix("http://"))
-                == Some(h)
-        }
-        _ => false,
-    }
-}
+pub use countersign_http::pages::same_origin;
 
 /// Why signing in failed.
 #[derive(Debug)]
@@ -229,7 +203,7 @@ fn secret_cookie_name(state: &AdminState) -> &'static str {
 
 /// The `(key id, secret)` the request's one-time cookie carries, if any.
 pub fn new_secret(state: &AdminState, headers: &HeaderMap) -> Option<(String, String)> {
-    let value = cookie(headers, secret_cookie_name(state))?;
+    let value = countersign_http::pages::cookie(headers, secret_cookie_name(state))?;
     let (id, secret) = value.split_once('.')?;
     Some((id.to_owned(), secret.to_owned()))
 }

@@ -1,0 +1,117 @@
+//! What the server-rendered pages (the `/admin` panel, the confirmation page) share: their
+//! security headers, reading a cookie, and the same-origin check of their form posts.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// An HTML page answered with [`secure_headers`].
+pub fn html(status: StatusCode, body: String, csp: &'static str) -> Response {
+    let mut res = (status, body).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    secure_headers(h, csp);
+    res
+}
+
+/// A page's security headers: its Content-Security-Policy, never cached, never sniffed,
+/// never framed.
+pub fn secure_headers(h: &mut HeaderMap, csp: &'static str) {
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(csp),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // Not `no-referrer`: with it Chromium sends `Origin: null` on a page's own posts.
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+}
+
+/// The value of the request's cookie `name`, if any.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// Whether the request's `Origin`, if any, is the page's own (`Host`): a form post from
+/// another site is refused (with SameSite cookies and a form token, the third guard).
+pub fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    match (origin.to_str().ok(), host) {
+        (Some(o), Some(h)) => {
+            o.strip_prefix("https://")
+                .or_else(|| o.strip_prefix("http://"))
+                == Some(h)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                k.clone(),
+                HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static("")),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn a_cookie_is_read_by_its_exact_name() {
+        let h = headers(&[
+            (header::COOKIE, "a=1; countersign-x=2"),
+            (header::COOKIE, "countersign-xy=3"),
+        ]);
+        assert_eq!(cookie(&h, "countersign-x").as_deref(), Some("2"));
+        assert_eq!(cookie(&h, "countersign-xy").as_deref(), Some("3"));
+        assert_eq!(cookie(&h, "countersign"), None);
+    }
+
+    #[test]
+    fn only_the_pages_own_origin_posts() {
+        let host = (header::HOST, "support.example.com");
+        assert!(same_origin(&headers(std::slice::from_ref(&host))));
+        assert!(same_origin(&headers(&[
+            host.clone(),
+            (header::ORIGIN, "https://support.example.com")
+        ])));
+        for other in [
+            "https://evil.example",
+            "null",
+            "https://support.example.com.evil.example",
+        ] {
+            assert!(
+                !same_origin(&headers(&[host.clone(), (header::ORIGIN, other)])),
+                "{other}"
+            );
+        }
+        assert!(!same_origin(&headers(&[(
+            header::ORIGIN,
+            "https://support.example.com"
+        )])));
+    }
+}
