@@ -16,5 +16,5 @@ infra/scripts/install.sh rust-tools
 export PATH="$root/.venv/tools/bin:$PATH"
 # cargo-lambda mishandles --target-dir; CARGO_TARGET_DIR works (FIELD-NOTES).
 export CARGO_TARGET_DIR="$root/target/lambda-build"
-args=(--bin hello-lambda --bin countersign-messages --bin countersign-admin --bin countersign-gateway)
+args=(--bin hello-lambda --bin countersign-messages --bin countersign-admin --bin countersign-gateway --bin countersign-purge)
 cargo lambda build --release --x86-64 --locked --output-format zip "${args[@]}" "$@"

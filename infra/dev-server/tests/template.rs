@@ -81,16 +81,18 @@ fn template_env(t: &Yaml, f: &Yaml) -> BTreeSet<String> {
     names
 }
 
-const FUNCTIONS: [&str; 3] = [
+const FUNCTIONS: [&str; 4] = [
     "countersign-messages",
     "countersign-admin",
     "countersign-gateway",
+    "countersign-purge",
 ];
 
 fn routes_of(binary: &str) -> &'static [(&'static str, &'static str)] {
     match binary {
         "countersign-messages" => &countersign_chat::api::ROUTES,
         "countersign-admin" => &countersign_admin::api::ROUTES,
+        "countersign-purge" => &[],
         _ => &countersign_gateway::ROUTES,
     }
 }
@@ -122,15 +124,16 @@ fn every_route_is_in_the_template_and_the_other_way_round() {
         .unwrap()
         .values()
         .filter_map(|r| r["Properties"]["Events"].as_hash())
-        .map(|e| e.len())
-        .sum();
+        .flat_map(|e| e.values())
+        .filter(|e| e["Type"].as_str() == Some("HttpApi"))
+        .count();
     assert_eq!(events, all_template.len());
 }
 
 #[test]
 fn every_variable_a_function_reads_is_set_by_the_template_and_no_local_one() {
     let (t, text) = template();
-    let cases: [(&str, &[&str], &[&str]); 3] = [
+    let cases: [(&str, &[&str], &[&str]); 4] = [
         (
             "countersign-messages",
             &countersign_messages::ENV,
@@ -146,6 +149,7 @@ fn every_variable_a_function_reads_is_set_by_the_template_and_no_local_one() {
             &countersign_gateway::wiring::ENV,
             &countersign_gateway::wiring::LOCAL_ENV,
         ),
+        ("countersign-purge", &countersign_purge_fn::ENV, &[]),
     ];
     for (binary, own, local) in cases {
         let env: Vec<&str> = countersign_aws::AwsSettings::ENV
@@ -761,4 +765,35 @@ fn o_the_function_alarms_watch_every_function() {
             assert!(watched.iter().any(|s| s == f), "{alarm} watches {f}");
         }
     }
+}
+
+/// R-1 (decision 0052): the purge runs once a day, one run at a time, with the time its
+/// run budget needs, and reaches no secret.
+#[test]
+fn r1_the_purge_runs_daily_one_run_at_a_time() {
+    let (t, _) = template();
+    let f = function(&t, "countersign-purge");
+    let events = f["Properties"]["Events"].as_hash().unwrap();
+    assert_eq!(events.len(), 1);
+    let daily = events.values().next().unwrap();
+    assert_eq!(daily["Type"].as_str(), Some("ScheduleV2"));
+    assert_eq!(
+        daily["Properties"]["ScheduleExpression"].as_str(),
+        Some("rate(1 day)")
+    );
+    assert_eq!(
+        f["Properties"]["ReservedConcurrentExecutions"].as_i64(),
+        Some(1)
+    );
+    let timeout = f["Properties"]["Timeout"].as_i64().unwrap();
+    let budget = i64::try_from(countersign_purge_fn::RUN_BUDGET.as_secs()).unwrap();
+    assert!(
+        budget + 60 <= timeout,
+        "a run stops a minute before its timeout"
+    );
+    let secrets = statements(&f["Properties"]["Policies"])
+        .into_iter()
+        .flat_map(|s| scalars(&s["Action"]))
+        .any(|a| a.starts_with("secretsmanager:"));
+    assert!(!secrets);
 }

@@ -20,6 +20,7 @@ use axum::routing::get;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{AuditId, TenantId};
 use countersign_domain::ports::Tenant;
+use countersign_domain::retention::RetentionDays;
 use countersign_domain::time::Timestamp;
 use countersign_http::{ApiError, ErrorBody, FieldError, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
@@ -510,6 +511,11 @@ pub struct TenantSettings {
     #[serde(rename = "signInUrl")]
     #[schema(example = "https://www.example.com/countersign/sign-in")]
     pub sign_in_url: Option<String>,
+    /// days a conversation is kept after its last activity (1 to 3650); null until
+    /// set (the deployment's default applies, if it has one).
+    #[serde(rename = "retentionDays")]
+    #[schema(example = 90)]
+    pub retention_days: Option<u32>,
 }
 
 /// `PUT settings` body: each member absent (or null) is left as it is; at least one is
@@ -523,6 +529,14 @@ pub struct TenantSettingsInput {
     /// the sign-in hand-off URL (`https`); the empty string removes it.
     #[serde(default, rename = "signInUrl")]
     pub sign_in_url: Option<String>,
+    /// days a conversation is kept after its last activity, 1 to 3650.
+    #[serde(
+        default,
+        rename = "retentionDays",
+        deserialize_with = "countersign_http::optional_whole_number"
+    )]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 3650)]
+    pub retention_days: Option<i64>,
 }
 
 /// A language of the chat's fixed texts (S-4), as a BCP 47 tag.
@@ -541,6 +555,7 @@ fn settings_view(tenant: &Tenant) -> TenantSettings {
         name: tenant.name.clone(),
         language: tenant.language.tag().to_owned(),
         sign_in_url: tenant.sign_in_url.clone(),
+        retention_days: tenant.retention_days.map(RetentionDays::days),
     }
 }
 
@@ -552,8 +567,9 @@ async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<TenantSettings> 
     Json(settings_view(&tenant))
 }
 
-/// Sets the tenant's default language (S-4), audited as `tenant.language`, and its sign-in
-/// hand-off URL, audited as `tenant.sign_in_url`. New cases take the language; open
+/// Sets the tenant's default language (S-4), audited as `tenant.language`, its sign-in
+/// hand-off URL, audited as `tenant.sign_in_url`, and its retention, audited as
+/// `tenant.retention_days`; every value is checked before anything is saved. New cases take the language; open
 /// cases keep theirs.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = TenantSettingsInput,
@@ -564,12 +580,19 @@ async fn put_settings(
     TenantAdmin(mut tenant): TenantAdmin,
     Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
 ) -> Result<Json<TenantSettings>, ApiError> {
-    if body.language.is_none() && body.sign_in_url.is_none() {
+    if body.language.is_none() && body.sign_in_url.is_none() && body.retention_days.is_none() {
         return Err(ApiError::validation(
             "language",
-            "name at least one setting to change: language or signInUrl",
+            "name at least one setting to change: language, signInUrl or retentionDays",
         ));
     }
+    let retention = match body.retention_days {
+        Some(days) => Some(
+            RetentionDays::new(days)
+                .map_err(|e| ApiError::validation("retentionDays", e.to_string()))?,
+        ),
+        None => None,
+    };
     // Checked before anything is written: a bad URL saves nothing.
     let sign_in_url = match &body.sign_in_url {
         Some(raw) => Some(
@@ -589,6 +612,10 @@ async fn put_settings(
     if let Some(url) = sign_in_url {
         crate::tenants::set_sign_in_url(&state, &tenant, url.as_deref()).await?;
         tenant.sign_in_url = url;
+    }
+    if let Some(days) = retention {
+        crate::retention::set_retention_days(&state, &tenant, days).await?;
+        tenant.retention_days = Some(days);
     }
     Ok(Json(settings_view(&tenant)))
 }

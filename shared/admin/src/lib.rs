@@ -10,6 +10,7 @@ pub mod keys;
 pub mod lease;
 pub mod mcp;
 pub mod panel;
+pub mod retention;
 mod state;
 pub mod tenants;
 pub mod unsettled;

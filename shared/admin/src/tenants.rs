@@ -53,6 +53,7 @@ pub async fn register(
         language,
         created_at: clock.now(),
         sign_in_url: None,
+        retention_days: None,
     };
     store.create_tenant(&tenant).await?;
     Ok(Registered { tenant, admin_key })

@@ -740,3 +740,68 @@ async fn audit_records_every_change_without_secrets() {
         assert!(!dump.contains(s), "a secret value is stored in the table");
     }
 }
+
+/// R-1: the tenant sets its `retentionDays` (audited as `tenant.retention_days`); 0,
+/// negative, absurd or non-integer values are a typed 400 that saves nothing.
+#[tokio::test]
+async fn r1_the_tenant_sets_its_retention_and_bad_values_save_nothing() {
+    let env = env(false).await;
+    let ids = UlidIds::default();
+    let a = tenants::register(&env.store, &ids, &SystemClock, "Keeper", Language::En)
+        .await
+        .unwrap();
+    let path = format!("/api/admin/tenants/{}/settings", a.tenant.id);
+    let key = a.admin_key.expose();
+    let app = || app(&env, env.secrets.clone());
+    let (s, body) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["retentionDays"], Value::Null);
+    let (s, body) = send(
+        app(),
+        "PUT",
+        &path,
+        Some(key),
+        Some(r#"{"retentionDays": 90}"#.into()),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["retentionDays"], 90);
+    for bad in ["0", "-1", "3651", "100000000000", "1.5", "\"30\"", "true"] {
+        let (s, body) = send(
+            app(),
+            "PUT",
+            &path,
+            Some(key),
+            Some(format!(
+                r#"{{"retentionDays": {bad}, "language": "pt-BR"}}"#
+            )),
+        )
+        .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{bad}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("retentionDays"),
+            "{bad}: {body}"
+        );
+    }
+    let (_, body) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(
+        body["retentionDays"], 90,
+        "nothing saved by a refused change"
+    );
+    assert_eq!(body["language"], "en", "nothing else either");
+    let trail =
+        countersign_domain::ports::AuditRecords::list_audit(&env.store, &a.tenant.id, None, 50)
+            .await
+            .unwrap();
+    let changes: Vec<_> = trail
+        .items
+        .iter()
+        .filter(|r| r.action == "tenant.retention_days")
+        .collect();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].changes["retentionDays"]["to"], 90);
+}

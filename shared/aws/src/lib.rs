@@ -26,10 +26,13 @@ impl AwsSettings {
         self.call_metrics.then(calls::CallLog::emitting)
     }
 
-    /// The conversation and tenant store on these settings' table.
+    /// The conversation and tenant store on these settings' table. It writes no
+    /// retention TTL: conversations are removed by the purge (R-1, decision 0052), after
+    /// each tenant's own retention; a deployment-wide TTL would remove a conversation
+    /// before a tenant's longer retention, and leave its messages behind.
     pub fn store(&self, sdk: &aws_config::SdkConfig) -> dynamo::DynamoStore {
         let client = dynamo::DynamoStore::client(sdk, self.calls().as_ref());
-        dynamo::DynamoStore::new(client, &self.table, self.retention_days)
+        dynamo::DynamoStore::new(client, &self.table, None)
     }
 
     /// The secret store under these settings' prefix.

@@ -142,8 +142,9 @@ pub struct AwsSettings {
     /// Prefix of every Secrets Manager secret name (`COUNTERSIGN_SECRET_PREFIX`, default
     /// `countersign/`), so IAM policies can be scoped to it.
     pub secret_prefix: String,
-    /// Days a conversation is kept after its last proposal became terminal
-    /// (`COUNTERSIGN_RETENTION_DAYS`; unset or 0 keeps conversations forever). P-3.
+    /// the retention of a tenant that has not set its own `retentionDays`: days a
+    /// conversation is kept after its last activity (`COUNTERSIGN_RETENTION_DAYS`; unset
+    /// or 0 keeps such tenants' conversations until they set one). Applied by the purge.
     pub retention_days: Option<u32>,
     /// How long a process signs with the key it resolved before looking at the alias
     /// again (`COUNTERSIGN_SIGNING_KEY_REFRESH_SECS`, default and most 60; K-2).

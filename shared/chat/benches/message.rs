@@ -86,6 +86,7 @@ async fn tenant_with_integration(
             language: Language::En,
             created_at: clock.now(),
             sign_in_url: None,
+            retention_days: None,
         })
         .await
         .unwrap();

@@ -39,6 +39,7 @@ pub mod ports;
 pub mod prepare;
 pub mod proof;
 pub mod proposal;
+pub mod retention;
 pub mod secret;
 pub mod text;
 pub mod texts;

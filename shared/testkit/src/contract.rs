@@ -43,6 +43,9 @@ pub trait Subject: Send + Sync + 'static {
     fn budgets(&self) -> &dyn RateLimiter;
     /// The proposal as stored now, whatever its state.
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal>;
+    /// a look at everything stored (a whole-table scan): what holds `needle`, by
+    /// kind (`conversation`, `link`, `index`, `audit`).
+    async fn holding(&self, needle: &str) -> Vec<String>;
 }
 
 #[async_trait]
@@ -58,6 +61,12 @@ impl Subject for crate::MemoryStore {
     }
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
         self.proposal(tenant, case, id)
+    }
+    async fn holding(&self, needle: &str) -> Vec<String> {
+        crate::MemoryStore::holding(self, needle)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
     }
 }
 
@@ -87,6 +96,10 @@ macro_rules! store_contract {
             s4_the_tenants_language_is_set_with_its_audit_record,
             u3_a_credential_retires_once_with_its_audit_record,
             x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one,
+            r1_a_tenants_conversations_are_listed_with_their_last_activity,
+            r1_a_purge_removes_every_item_of_a_settled_conversation,
+            r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved,
+            r1_the_retention_is_set_with_its_audit_record,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -407,6 +420,7 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
         language: Language::En,
         created_at: f.now(),
         sign_in_url: None,
+        retention_days: None,
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let record = f.audit(
@@ -1236,4 +1250,183 @@ pub async fn l2_every_record_is_chained_and_the_trail_verifies(s: Arc<dyn Subjec
         let link = countersign_domain::audit_chain::ChainLink::of(r, tenant.as_str());
         assert_eq!(page.links.get(&id), Some(&link), "{}", r.id);
     }
+}
+
+/// a tenant's conversations are listed page by page from a resumable cursor, each
+/// once, with its last activity (its newest message, or its creation); another tenant's
+/// are not; an unreadable cursor is refused.
+pub async fn r1_a_tenants_conversations_are_listed_with_their_last_activity(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let mut cases = Vec::new();
+    for _ in 0..5 {
+        cases.push(f.open_case(store, &tenant).await);
+    }
+    let other = f.open_case(store, &f.tenant()).await;
+    let mut later = f.message(&cases[2].id, Role::User, MessageKind::Text, "hello");
+    later.created_at = f.now().plus_seconds(3600);
+    store.append_message(&tenant, &later).await.unwrap();
+    let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+    for _ in 0..10 {
+        let page = store.retained(&tenant, cursor.as_deref(), 2).await.unwrap();
+        assert!(page.items.len() <= 2 + 1, "{page:?}");
+        seen.extend(page.items);
+        cursor = page.next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(cursor.is_none(), "the listing ends");
+    let mut ids: Vec<_> = seen.iter().map(|r| r.case.clone()).collect();
+    ids.sort();
+    let mut want: Vec<_> = cases.iter().map(|c| c.id.clone()).collect();
+    want.sort();
+    assert_eq!(ids, want, "each of the tenant's conversations once");
+    assert!(!ids.contains(&other.id));
+    for r in &seen {
+        let case = cases.iter().find(|c| c.id == r.case).unwrap();
+        assert_eq!(r.user, case.user);
+        let want = if r.case == cases[2].id {
+            later.created_at
+        } else {
+            case.created_at
+        };
+        assert_eq!(r.last_activity.unix_seconds(), want.unix_seconds(), "{r:?}");
+    }
+    assert!(matches!(
+        store.retained(&tenant, Some("not a cursor"), 2).await,
+        Err(StoreError::Corrupt(_))
+    ));
+}
+
+/// R-1, P-3: purging a conversation whose proposal is settled removes every item of it
+/// (case, proposals, messages, link): a look at everything stored finds its id and its
+/// text only in the audit trail (R-2 makes those unreadable; not built yet), and it is
+/// no longer listed. A second purge finds nothing.
+pub async fn r1_a_purge_removes_every_item_of_a_settled_conversation(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let case = f.open_case(store, &tenant).await;
+    let kept = f.open_case(store, &tenant).await;
+    let secret = format!("purge-me-{}", f.ulid());
+    let said = f.message(&case.id, Role::User, MessageKind::Text, &secret);
+    store.append_message(&tenant, &said).await.unwrap();
+    let (p, m) = f.proposal(&case, "act_purged");
+    create(&*s, &p, &m).await;
+    assert_eq!(
+        step(&*s, &p, S::PendingConfirmation, S::Cancelled).await,
+        TransitionOutcome::Applied
+    );
+    let outcome = store.purge(&tenant, &case.id).await.unwrap();
+    assert!(
+        matches!(outcome, countersign_domain::ports::PurgeOutcome::Purged { items } if items >= 4),
+        "{outcome:?}"
+    );
+    for needle in [secret.as_str(), case.id.as_str()] {
+        let left: Vec<String> = s
+            .holding(needle)
+            .await
+            .into_iter()
+            .filter(|k| k != "audit")
+            .collect();
+        assert!(left.is_empty(), "{needle} is still in {left:?}");
+    }
+    assert!(store.load(&tenant, &case.id).await.unwrap().is_none());
+    let listed = store.retained(&tenant, None, 100).await.unwrap();
+    assert_eq!(
+        listed.items.iter().map(|r| &r.case).collect::<Vec<_>>(),
+        vec![&kept.id],
+        "only the other conversation is left"
+    );
+    assert_eq!(
+        store.purge(&tenant, &case.id).await.unwrap(),
+        countersign_domain::ports::PurgeOutcome::Gone
+    );
+    assert!(store.load(&tenant, &kept.id).await.unwrap().is_some());
+}
+
+/// R-1, P-3: a conversation whose proposal is pending, executing or unknown is kept whole
+/// by the purge; once the proposal is settled, the purge removes it.
+pub async fn r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let case = f.open_case(store, &tenant).await;
+    let (p, m) = f.proposal(&case, "act_held");
+    create(&*s, &p, &m).await;
+    let unresolved = countersign_domain::ports::PurgeOutcome::Unresolved;
+    assert_eq!(
+        store.purge(&tenant, &case.id).await.unwrap(),
+        unresolved(S::PendingConfirmation)
+    );
+    assert_eq!(confirm(&*s, &f, &p).await, TransitionOutcome::Applied);
+    assert_eq!(
+        store.purge(&tenant, &case.id).await.unwrap(),
+        unresolved(S::Executing)
+    );
+    assert_eq!(
+        step(&*s, &p, S::Executing, S::Unknown).await,
+        TransitionOutcome::Applied
+    );
+    assert_eq!(
+        store.purge(&tenant, &case.id).await.unwrap(),
+        unresolved(S::Unknown)
+    );
+    let view = store.load(&tenant, &case.id).await.unwrap().unwrap();
+    assert_eq!(view.active.map(|a| a.state), Some(S::Unknown), "kept whole");
+    assert!(!s.holding(case.id.as_str()).await.is_empty());
+    assert_eq!(
+        step(&*s, &p, S::Unknown, S::Completed).await,
+        TransitionOutcome::Applied
+    );
+    assert!(matches!(
+        store.purge(&tenant, &case.id).await.unwrap(),
+        countersign_domain::ports::PurgeOutcome::Purged { .. }
+    ));
+    assert!(store.load(&tenant, &case.id).await.unwrap().is_none());
+}
+
+/// the tenant's retention is set with its audit record in one write; an unknown
+/// tenant is a conflict and writes nothing.
+pub async fn r1_the_retention_is_set_with_its_audit_record(s: Arc<dyn Subject>) {
+    use countersign_domain::retention::RetentionDays;
+    let f = Fixture::default();
+    let tenant = countersign_domain::ports::Tenant {
+        id: f.tenant(),
+        name: "Retention".into(),
+        admin_key_hash: Sha256Hex::digest("tsk_retention"),
+        language: Language::En,
+        created_at: f.now(),
+        sign_in_url: None,
+        retention_days: None,
+    };
+    s.tenants().create_tenant(&tenant).await.unwrap();
+    let days = RetentionDays::new(45).unwrap();
+    let record = f.audit(
+        "tenant.retention_days",
+        json!({"retentionDays": {"from": null, "to": 45}}),
+    );
+    assert_eq!(
+        s.tenants()
+            .set_retention_days(&tenant.id, days, &record)
+            .await
+            .unwrap(),
+        TransitionOutcome::Applied
+    );
+    let stored = s.tenants().get_tenant(&tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.retention_days, Some(days));
+    let page = s.tenants().list_audit(&tenant.id, None, 10).await.unwrap();
+    assert_eq!(page.items[0].action, "tenant.retention_days");
+    let unknown = f.tenant();
+    let record = f.audit("tenant.retention_days", json!({}));
+    assert!(matches!(
+        s.tenants()
+            .set_retention_days(&unknown, days, &record)
+            .await
+            .unwrap(),
+        TransitionOutcome::Conflict { .. }
+    ));
+    assert_eq!(s.tenants().get_tenant(&unknown).await.unwrap(), None);
 }

@@ -975,6 +975,27 @@ impl Tenants for MemoryStore {
             },
         )
     }
+
+    async fn set_retention_days(
+        &self,
+        id: &TenantId,
+        days: countersign_domain::retention::RetentionDays,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_retention_days",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                t.retention_days = Some(days);
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
 }
 
 #[async_trait]
@@ -1311,5 +1332,100 @@ impl countersign_domain::ports::ConfirmationLinks for MemoryStore {
         self.read("url_elicitation", |s| {
             s.url_elicitation.get(token_hash).copied().unwrap_or(false)
         })
+    }
+}
+
+#[async_trait]
+impl countersign_domain::ports::Retention for MemoryStore {
+    async fn retained(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<countersign_domain::ports::RetainedPage, StoreError> {
+        use countersign_domain::ports::{Retained, RetainedPage};
+        yield_now().await;
+        let after = match cursor {
+            Some(c) => Some(CaseId::parse(c).map_err(|_| StoreError::Corrupt("cursor".into()))?),
+            None => None,
+        };
+        self.read("retained", |s| {
+            let mut cases: Vec<&Conversation> = s
+                .conversations
+                .iter()
+                .filter(|((t, c), _)| t == tenant && after.as_ref().is_none_or(|a| c > a))
+                .map(|(_, v)| v)
+                .collect();
+            cases.sort_by(|a, b| a.case.id.cmp(&b.case.id));
+            let more = cases.len() > limit;
+            let items: Vec<Retained> = cases
+                .into_iter()
+                .take(limit)
+                .map(|c| Retained {
+                    case: c.case.id.clone(),
+                    user: c.case.user.clone(),
+                    last_activity: c
+                        .messages
+                        .values()
+                        .map(|m| m.created_at)
+                        .max()
+                        .unwrap_or(c.case.created_at)
+                        .max(c.case.created_at),
+                })
+                .collect();
+            let next = more
+                .then(|| items.last().map(|r| r.case.to_string()))
+                .flatten();
+            RetainedPage { items, next }
+        })
+    }
+
+    async fn purge(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<countersign_domain::ports::PurgeOutcome, StoreError> {
+        use countersign_domain::ports::PurgeOutcome;
+        yield_now().await;
+        self.run(
+            "purge",
+            || PurgeOutcome::Gone,
+            |s| {
+                let k = (tenant.clone(), case.clone());
+                let Some(conv) = s.conversations.get(&k) else {
+                    return Ok(PurgeOutcome::Gone);
+                };
+                if let Some(p) = conv.active().filter(|p| p.state.blocks_purge()) {
+                    return Ok(PurgeOutcome::Unresolved(p.state));
+                }
+                let items = 1 + conv.proposals.len() + conv.messages.len();
+                s.conversations.remove(&k);
+                s.links
+                    .retain(|_, l| !(l.tenant == *tenant && l.case == *case));
+                Ok(PurgeOutcome::Purged { items })
+            },
+        )
+    }
+}
+
+impl MemoryStore {
+    /// Every stored thing whose debug text contains `needle` (R-1 tests: what a purge left
+    /// behind), named by kind: `conversation`, `link`, `audit`.
+    pub fn holding(&self, needle: &str) -> Vec<&'static str> {
+        let s = self.lock();
+        let mut found = Vec::new();
+        if s.conversations
+            .values()
+            .any(|c| format!("{c:?}").contains(needle))
+        {
+            found.push("conversation");
+        }
+        if s.links.values().any(|l| format!("{l:?}").contains(needle)) {
+            found.push("link");
+        }
+        if format!("{:?}{:?}", s.audit, s.records).contains(needle) {
+            found.push("audit");
+        }
+        found
     }
 }

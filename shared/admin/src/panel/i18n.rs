@@ -255,6 +255,23 @@ const PORTUGUESE: &[(&str, &str)] = &[
         "Leave it empty to have people confirm in the chat only.",
         "Deixe vazio para que as pessoas confirmem apenas no chat.",
     ),
+    ("Retention (days)", "Retenção (dias)"),
+    (
+        "Retention: a whole number of days from 1 to 3650.",
+        "Retenção: um número inteiro de dias de 1 a 3650.",
+    ),
+    (
+        "A conversation is deleted this many days after its last message: its messages, its case and its settled proposals. ",
+        "Uma conversa é apagada este número de dias após a sua última mensagem: as mensagens, o caso e as propostas encerradas. ",
+    ),
+    (
+        "A conversation whose change is waiting, running or unconfirmed is kept until that is settled, then counted from the settlement. ",
+        "Uma conversa cuja alteração está aguardando, em execução ou sem confirmação é mantida até isso se resolver, e então contada a partir da resolução. ",
+    ),
+    (
+        "From 1 to 3650 days; empty keeps the platform's default.",
+        "De 1 a 3650 dias; vazio mantém o padrão da plataforma.",
+    ),
     (
         "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person.",
         "Verifica as configurações salvas contra o seu servidor: cada consulta com os seus argumentos de exemplo (e recusada com um token de serviço errado), cada operação preparada, cada prova inválida recusada e — com o seu consentimento — uma ação por operação executada com uma prova válida para a pessoa de teste sintética.",

@@ -106,6 +106,16 @@ pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Mar
                     (t("The page sends them here to sign in, with return_to and nonce; your backend signs them in and sends them to return_to with ?token= a widget token for the same person carrying that nonce, valid at most 5 minutes (widget guide, “Confirmation page”). "))
                     (t("Leave it empty to have people confirm in the chat only."))
                 }
+                label for="retentionDays" { (t("Retention (days)")) }
+                input #retentionDays type="number" name="retentionDays" min="1" max="3650" step="1"
+                    value=(session.tenant.retention_days.map(|d| d.days().to_string()).unwrap_or_default())
+                    aria-describedby="retentionDays-help";
+                (error_for(errors, "retentionDays"))
+                p.help #retentionDays-help {
+                    (t("A conversation is deleted this many days after its last message: its messages, its case and its settled proposals. "))
+                    (t("A conversation whose change is waiting, running or unconfirmed is kept until that is settled, then counted from the settlement. "))
+                    (t("From 1 to 3650 days; empty keeps the platform's default."))
+                }
                 button type="submit" { (t("Save")) }
             }
         },

@@ -68,6 +68,15 @@ impl DynamoStore {
 #[async_trait]
 impl Conversations for DynamoStore {
     async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
+        // its retention index entry first, so no conversation exists that the purge
+        // cannot find (an entry whose case was never written is removed by the purge).
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(super::retention::retain_item(case)))
+            .send()
+            .await
+            .map_err(unavailable)?;
         let mut item = case_item(case, language);
         if case.status == CaseStatus::Open
             && let Some(t) = self.retention_ttl()

@@ -14,6 +14,7 @@ mod leases;
 mod limits;
 mod links;
 mod proposals;
+mod retention;
 mod sweep;
 mod tenants;
 mod transact;

@@ -15,8 +15,10 @@ use countersign_domain::ports::{
     AuditEntry, AuditPage, AuditRecords, Certifications, McpSettings, PanelSession, SessionStore,
     StoreError, StoredMcpConfig, Tenant, Tenants, TransitionOutcome, WidgetKey, WidgetKeys,
 };
+use countersign_domain::retention::RetentionDays;
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
+use std::collections::HashMap;
 
 const TENANT_SK: &str = "TENANT";
 pub(crate) const MCP_SK: &str = "MCP";
@@ -136,6 +138,9 @@ fn tenant_item(t: &Tenant) -> Item {
     if let Some(url) = &t.sign_in_url {
         i.insert("sign_in_url".into(), s(url.as_str()));
     }
+    if let Some(days) = t.retention_days {
+        i.insert("retention_days".into(), n(days.days()));
+    }
     i
 }
 
@@ -152,6 +157,13 @@ fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
         created_at: Timestamp::parse_utc(get_s(i, "created_at")?)
             .map_err(|_| corrupt("created_at"))?,
         sign_in_url: opt_s(i, "sign_in_url").map(str::to_owned),
+        retention_days: match i.get("retention_days") {
+            Some(_) => Some(
+                RetentionDays::new(get_n::<i64>(i, "retention_days")?)
+                    .map_err(|_| corrupt("retention_days"))?,
+            ),
+            None => None,
+        },
     })
 }
 
@@ -392,6 +404,31 @@ impl Tenants for DynamoStore {
                 values([changed]),
             ),
         };
+        self.update_tenant_audited(id, expression, vals, audit)
+            .await
+    }
+
+    async fn set_retention_days(
+        &self,
+        id: &TenantId,
+        days: RetentionDays,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let vals = values([(":d", n(days.days()))]);
+        self.update_tenant_audited(id, "SET retention_days = :d", vals, audit)
+            .await
+    }
+}
+
+impl DynamoStore {
+    /// A tenant-item update with its audit record, in one transaction.
+    async fn update_tenant_audited(
+        &self,
+        id: &TenantId,
+        expression: &str,
+        vals: HashMap<String, AttributeValue>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
         let tx = vec![self.update(
             key(tenant_pk(id), TENANT_SK),
             expression.to_owned(),

@@ -33,6 +33,30 @@ impl Subject for OnDynamo {
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
         self.store.proposal(tenant, case, id).await.unwrap()
     }
+    async fn holding(&self, needle: &str) -> Vec<String> {
+        let text = |v: Option<&aws_sdk_dynamodb::types::AttributeValue>| {
+            v.and_then(|v| v.as_s().ok()).cloned().unwrap_or_default()
+        };
+        self.store
+            .scan_everything()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|item| format!("{item:?}").contains(needle))
+            .map(|item| {
+                let (pk, sk) = (text(item.get("pk")), text(item.get("sk")));
+                if sk.starts_with("AUDIT") {
+                    "audit".to_owned()
+                } else if sk.starts_with("RETAIN#") {
+                    "index".to_owned()
+                } else if pk.starts_with("CONV#") {
+                    "conversation".to_owned()
+                } else {
+                    format!("{pk} {sk}")
+                }
+            })
+            .collect()
+    }
 }
 
 /// A new table (the contract needs no key, secret or alias: its rules start from new

@@ -36,6 +36,7 @@ async fn tenants_are_created_listed_and_rekeyed() {
         language: Language::Pt,
         created_at: SystemClock.now(),
         sign_in_url: None,
+        retention_days: None,
     };
     store.create_tenant(&t).await.unwrap();
     assert!(

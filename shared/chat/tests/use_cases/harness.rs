@@ -98,6 +98,7 @@ impl H {
                 language: Language::En,
                 created_at: clock_now(&clock),
                 sign_in_url: None,
+                retention_days: None,
             })
             .await
             .unwrap();

@@ -293,9 +293,12 @@ pub trait SettingsFence: Send + Sync {
 
 /// Every conversation port at once, for the adapters' wiring and the store contract; a use
 /// case holds only the narrow ports it calls.
-pub trait ConversationStore: Conversations + ProposalLock + UnsettledIndex + SettingsFence {}
+pub trait ConversationStore:
+    Conversations + ProposalLock + UnsettledIndex + SettingsFence + super::Retention
+{
+}
 
-impl<T: Conversations + ProposalLock + UnsettledIndex + SettingsFence + ?Sized> ConversationStore
-    for T
+impl<T: Conversations + ProposalLock + UnsettledIndex + SettingsFence + super::Retention + ?Sized>
+    ConversationStore for T
 {
 }

@@ -25,6 +25,9 @@ pub struct Tenant {
     /// where the confirmation page sends a person to sign in (the tenant's sign-in
     /// hand-off, an `https` URL); `None` until the tenant sets it.
     pub sign_in_url: Option<String>,
+    /// how long its conversations are kept after their last activity; `None` until
+    /// the tenant sets it (the deployment's default applies, if any).
+    pub retention_days: Option<crate::retention::RetentionDays>,
 }
 
 /// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
@@ -106,6 +109,15 @@ pub trait Tenants: Send + Sync {
         &self,
         id: &TenantId,
         url: Option<&str>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// sets the tenant's retention with its audit record, in one write. `Conflict`
+    /// when the tenant does not exist.
+    async fn set_retention_days(
+        &self,
+        id: &TenantId,
+        days: crate::retention::RetentionDays,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
 }

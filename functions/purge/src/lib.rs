@@ -1,0 +1,180 @@
+//! The purge function (R-1, decision 0052): started once a day by its schedule, it purges
+//! every tenant's conversations idle past the tenant's retention (or the deployment's
+//! default), within a time budget. A tenant's run follows its resumable cursor to the end;
+//! a run out of time stops, and the next day's run starts with the tenants this one did
+//! not reach (the order turns by one tenant a day), so no tenant waits for ever behind
+//! large ones. A failure for one tenant is logged and the others go on.
+
+use countersign_admin::retention::{self, PurgeReport};
+use countersign_domain::ports::{ConversationStore, Tenants};
+use countersign_domain::retention::RetentionDays;
+use countersign_domain::time::Timestamp;
+use std::time::{Duration, Instant};
+
+/// Environment variables the deployed function reads besides
+/// [`countersign_aws::AwsSettings::ENV`].
+pub const ENV: [&str; 0] = [];
+
+/// How long one run purges before it stops: well inside the function's 900-second
+/// timeout (a page in flight finishes).
+pub const RUN_BUDGET: Duration = Duration::from_secs(780);
+
+/// One tenant's run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantRun {
+    /// The tenant.
+    pub tenant: String,
+    /// The retention applied (`None`: none set, nothing purged).
+    pub retention_days: Option<u32>,
+    /// What was done.
+    pub report: PurgeReport,
+    /// Why it stopped early, if it did (the store failed; out of time).
+    pub stopped: Option<String>,
+}
+
+/// One scheduled run over every tenant, from the `day`-th (the order turns daily).
+pub async fn run<S: ConversationStore + Tenants>(
+    store: &S,
+    default: Option<RetentionDays>,
+    now: Timestamp,
+    budget: Duration,
+) -> anyhow::Result<Vec<TenantRun>> {
+    let started = Instant::now();
+    let mut tenants = store.list_tenants().await?;
+    if !tenants.is_empty() {
+        let day = usize::try_from(now.unix_seconds().div_euclid(86_400)).unwrap_or(0);
+        let first = day % tenants.len();
+        tenants.rotate_left(first);
+    }
+    let mut runs = Vec::new();
+    for t in tenants {
+        if started.elapsed() >= budget {
+            break;
+        }
+        let days = retention::effective(&t, default);
+        let mut run = TenantRun {
+            tenant: t.id.to_string(),
+            retention_days: days.map(RetentionDays::days),
+            report: PurgeReport::default(),
+            stopped: None,
+        };
+        if let Some(days) = days {
+            purge_until(store, &t.id, days, now, started, budget, &mut run).await;
+        }
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+/// Pages of `tenant`'s conversations until the end or the budget, into `run`.
+async fn purge_until(
+    store: &dyn ConversationStore,
+    tenant: &countersign_domain::ids::TenantId,
+    days: RetentionDays,
+    now: Timestamp,
+    started: Instant,
+    budget: Duration,
+    run: &mut TenantRun,
+) {
+    let mut cursor: Option<String> = None;
+    loop {
+        match retention::purge_tenant(store, tenant, days, now, cursor.as_deref(), 1).await {
+            Ok(page) => {
+                let r = &mut run.report;
+                r.examined += page.examined;
+                r.purged += page.purged;
+                r.items += page.items;
+                r.unresolved += page.unresolved;
+                cursor = page.next;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, %tenant, "purge stopped for this tenant");
+                run.stopped = Some("the store was unavailable".into());
+                break;
+            }
+        }
+        if cursor.is_none() {
+            break;
+        }
+        if started.elapsed() >= budget {
+            run.stopped = Some("out of time".into());
+            break;
+        }
+    }
+    run.report.next = cursor;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use countersign_domain::hash::Sha256Hex;
+    use countersign_domain::ports::Tenant;
+    use countersign_domain::texts::Language;
+    use countersign_testkit::MemoryStore;
+    use countersign_testkit::contract::Fixture;
+
+    /// a run purges each tenant by its own retention (or the default), leaves a
+    /// tenant without one alone, and reports each.
+    #[tokio::test]
+    async fn r1_each_tenant_is_purged_by_its_own_retention() {
+        let (store, f) = (MemoryStore::default(), Fixture::default());
+        let mut ids = Vec::new();
+        for (name, days) in [("short", Some(10)), ("long", Some(90)), ("unset", None)] {
+            let t = Tenant {
+                id: f.tenant(),
+                name: name.into(),
+                admin_key_hash: Sha256Hex::digest(name),
+                language: Language::En,
+                created_at: f.now(),
+                sign_in_url: None,
+                retention_days: days.map(|d| RetentionDays::new(d).unwrap()),
+            };
+            store.create_tenant(&t).await.unwrap();
+            f.open_case(&store, &t.id).await;
+            ids.push(t.id);
+        }
+        let at = f.now().plus_seconds(31 * 86_400);
+        let runs = run(&store, None, at, RUN_BUDGET).await.unwrap();
+        let purged = |id: &countersign_domain::ids::TenantId| {
+            runs.iter()
+                .find(|r| r.tenant == id.as_str())
+                .map(|r| r.report.purged)
+        };
+        assert_eq!(runs.len(), 3);
+        assert_eq!(purged(&ids[0]), Some(1), "10 days: due");
+        assert_eq!(purged(&ids[1]), Some(0), "90 days: kept");
+        assert_eq!(purged(&ids[2]), Some(0), "no retention: kept");
+        let thirty = RetentionDays::new(30).unwrap();
+        let runs = run(&store, Some(thirty), at, RUN_BUDGET).await.unwrap();
+        let unset = runs.iter().find(|r| r.tenant == ids[2].as_str()).unwrap();
+        assert_eq!((unset.retention_days, unset.report.purged), (Some(30), 1));
+    }
+
+    /// out of time, a run stops and says so; nothing is half-done.
+    #[tokio::test]
+    async fn r1_a_run_out_of_time_stops() {
+        let (store, f) = (MemoryStore::default(), Fixture::default());
+        let t = Tenant {
+            id: f.tenant(),
+            name: "t".into(),
+            admin_key_hash: Sha256Hex::digest("t"),
+            language: Language::En,
+            created_at: f.now(),
+            sign_in_url: None,
+            retention_days: Some(RetentionDays::new(1).unwrap()),
+        };
+        store.create_tenant(&t).await.unwrap();
+        for _ in 0..(retention::PAGE + 1) {
+            f.open_case(&store, &t.id).await;
+        }
+        let at = f.now().plus_seconds(2 * 86_400);
+        let runs = run(&store, None, at, Duration::ZERO).await.unwrap();
+        assert!(runs.is_empty(), "no time: no tenant started");
+        let runs = run(&store, None, at, Duration::from_nanos(1))
+            .await
+            .unwrap();
+        assert!(runs.len() <= 1);
+    }
+}

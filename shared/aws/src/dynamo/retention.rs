@@ -1,0 +1,383 @@
+//! R-1 (decision 0052): the purge's side of the store. Each conversation has an index
+//! entry (`RETAIN#<case>` in one of the tenant's 16 index partitions), written before its
+//! case item, so a tenant's conversations can be listed without a scan; a conversation's
+//! last activity is its newest message (message sort keys are ULIDs: one `Query` of one
+//! item), so nothing is written per message for retention.
+
+use super::items::*;
+use super::{DynamoStore, unavailable, values};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::types::{DeleteRequest, ReturnValue, WriteRequest};
+use countersign_domain::conversation::Case;
+use countersign_domain::ids::{ActionId, CaseId, TenantId, UserId};
+use countersign_domain::ports::{PurgeOutcome, Retained, RetainedPage, Retention, StoreError};
+use countersign_domain::proposal::ProposalState;
+use countersign_domain::time::Timestamp;
+
+const RETAIN_PREFIX: &str = "RETAIN#";
+
+/// What the conditional removal of a case item did.
+enum Removal {
+    /// Removed (`existed`: there was one to remove).
+    Removed { existed: bool },
+    /// Kept: its proposal blocks the purge (`None`: it did a moment ago, no longer).
+    Kept(Option<ProposalState>),
+}
+/// Conversations whose last activity is read at once.
+const CONCURRENCY: usize = 8;
+/// DynamoDB's most deletes in one `BatchWriteItem`.
+const BATCH: usize = 25;
+/// Rounds of retrying a batch's unprocessed deletes (DynamoDB throttling) before failing.
+const ROUNDS: usize = 8;
+
+fn retain_sk(case: &CaseId) -> String {
+    format!("{RETAIN_PREFIX}{case}")
+}
+
+/// The index entry of a new conversation (written before its case item).
+pub(super) fn retain_item(case: &Case) -> Item {
+    let mut i = key(
+        index_pk(&case.tenant, case.id.as_str()),
+        retain_sk(&case.id),
+    );
+    i.insert("case_id".into(), s(case.id.as_str()));
+    i.insert("user_id".into(), s(case.user.as_str()));
+    i.insert("created_at".into(), s(case.created_at.to_rfc3339()));
+    i
+}
+
+/// A cursor: the shard and the last index entry read in it.
+fn parse_cursor(cursor: &str) -> Result<(u32, Option<String>), StoreError> {
+    let bad = || corrupt("cursor");
+    let (shard, sk) = cursor.split_once('|').ok_or_else(bad)?;
+    let shard: u32 = shard.parse().map_err(|_| bad())?;
+    if shard >= INDEX_SHARDS || !(sk.is_empty() || sk.starts_with(RETAIN_PREFIX)) {
+        return Err(bad());
+    }
+    Ok((shard, (!sk.is_empty()).then(|| sk.to_owned())))
+}
+
+impl DynamoStore {
+    /// One page of the index entries of one shard, after `after`.
+    async fn retain_entries(
+        &self,
+        tenant: &TenantId,
+        shard: u32,
+        after: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        let pk = format!("TENANT#{tenant}#{shard:02}");
+        let start = after.map(|sk| key(pk.clone(), sk));
+        let page = self
+            .consistent_query()
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(pk)),
+                (":prefix", s(RETAIN_PREFIX)),
+            ])))
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let next = page
+            .last_evaluated_key
+            .and_then(|k| opt_s(&k, SK).map(str::to_owned));
+        Ok((page.items.unwrap_or_default(), next))
+    }
+
+    /// A conversation's last activity: its newest message's time, or `created`.
+    async fn last_activity(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        created: Timestamp,
+    ) -> Result<Timestamp, StoreError> {
+        let page = self
+            .consistent_query()
+            .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(conv_pk(tenant, case))),
+                (":m", s("M#")),
+            ])))
+            .scan_index_forward(false)
+            .limit(1)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let newest = match page.items.unwrap_or_default().first() {
+            Some(m) => Some(
+                Timestamp::parse_utc(get_s(m, "created_at")?).map_err(|_| corrupt("created_at"))?,
+            ),
+            None => None,
+        };
+        Ok(newest.map_or(created, |m| m.max(created)))
+    }
+
+    async fn retained_of(&self, tenant: &TenantId, entry: &Item) -> Result<Retained, StoreError> {
+        let case = CaseId::parse(get_s(entry, "case_id")?).map_err(|_| corrupt("case_id"))?;
+        let user = UserId::parse(get_s(entry, "user_id")?).map_err(|_| corrupt("user_id"))?;
+        let created =
+            Timestamp::parse_utc(get_s(entry, "created_at")?).map_err(|_| corrupt("created_at"))?;
+        let last_activity = self.last_activity(tenant, &case, created).await?;
+        Ok(Retained {
+            case,
+            user,
+            last_activity,
+        })
+    }
+
+    /// Removes the case item unless its slot holds a pending, executing or unknown
+    /// proposal (decided by the delete's condition, atomically).
+    async fn remove_case_item(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Removal, StoreError> {
+        let blocking = [
+            ProposalState::PendingConfirmation,
+            ProposalState::Executing,
+            ProposalState::Unknown,
+        ];
+        let answer = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
+            .condition_expression(
+                "attribute_not_exists(slot_state) OR NOT (slot_state IN (:p, :e, :u))",
+            )
+            .set_expression_attribute_values(Some(values([
+                (":p", s(blocking[0].as_str())),
+                (":e", s(blocking[1].as_str())),
+                (":u", s(blocking[2].as_str())),
+            ])))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        match answer {
+            Ok(out) => Ok(Removal::Removed {
+                existed: out.attributes.is_some_and(|a| !a.is_empty()),
+            }),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), DeleteItemError::ConditionalCheckFailedException(_)) =>
+            {
+                let item = self.get(conv_pk(tenant, case), CASE_SK).await?;
+                Ok(Removal::Kept(
+                    item.as_ref()
+                        .and_then(|i| opt_s(i, "slot_state"))
+                        .and_then(ProposalState::parse)
+                        .filter(|st| st.blocks_purge()),
+                ))
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    /// A-14's guards outlive the conversation (an action id is never reused), but not
+    /// which conversation they came from.
+    async fn forget_guards(&self, tenant: &TenantId, keys: &[Item]) -> Result<(), StoreError> {
+        for k in keys {
+            let Some(action) = opt_s(k, SK).and_then(|sk| sk.strip_prefix(PROPOSAL_PREFIX)) else {
+                continue;
+            };
+            let action = ActionId::parse(action).map_err(|_| corrupt("sk"))?;
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(guard_pk(tenant, &action), "ACTION")))
+                .update_expression("REMOVE case_id")
+                .condition_expression("attribute_exists(pk)")
+                .send()
+                .await
+                .map_or_else(
+                    |e| match e {
+                        SdkError::ServiceError(se)
+                            if se.err().is_conditional_check_failed_exception() =>
+                        {
+                            Ok(())
+                        }
+                        e => Err(unavailable(e)),
+                    },
+                    |_| Ok(()),
+                )?;
+        }
+        Ok(())
+    }
+
+    /// Deletes `keys` in batches, retrying what DynamoDB left unprocessed.
+    async fn delete_keys(&self, keys: Vec<Item>) -> Result<(), StoreError> {
+        for chunk in keys.chunks(BATCH) {
+            let mut requests: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|k| {
+                    let delete = DeleteRequest::builder()
+                        .set_key(Some(k.clone()))
+                        .build()
+                        .map_err(unavailable)?;
+                    Ok(WriteRequest::builder().delete_request(delete).build())
+                })
+                .collect::<Result<_, StoreError>>()?;
+            for _ in 0..ROUNDS {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(self.table.clone(), requests)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&self.table))
+                    .unwrap_or_default();
+                if requests.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            if !requests.is_empty() {
+                return Err(StoreError::Unavailable(
+                    "deletes left unprocessed after retries".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DynamoStore {
+    /// Every item of the table (R-1's tests: what a purge left behind). A whole-table
+    /// scan: never on a request path.
+    pub async fn scan_everything(
+        &self,
+    ) -> Result<
+        Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>,
+        StoreError,
+    > {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            items.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(items),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Retention for DynamoStore {
+    async fn retained(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<RetainedPage, StoreError> {
+        use futures::StreamExt as _;
+        let (mut shard, mut after) = match cursor {
+            Some(c) => parse_cursor(c)?,
+            None => (0, None),
+        };
+        let mut entries = Vec::new();
+        let mut next = None;
+        while shard < INDEX_SHARDS {
+            let (items, more) = self
+                .retain_entries(tenant, shard, after.take(), limit - entries.len())
+                .await?;
+            entries.extend(items);
+            match more {
+                Some(sk) => after = Some(sk),
+                None => shard += 1,
+            }
+            if entries.len() >= limit {
+                next = (shard < INDEX_SHARDS)
+                    .then(|| format!("{shard}|{}", after.clone().unwrap_or_default()));
+                break;
+            }
+        }
+        let reads: Vec<_> = entries
+            .iter()
+            .map(|e| self.retained_of(tenant, e))
+            .collect();
+        let items = futures::stream::iter(reads)
+            .buffered(CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RetainedPage { items, next })
+    }
+
+    async fn purge(&self, tenant: &TenantId, case: &CaseId) -> Result<PurgeOutcome, StoreError> {
+        // Twice at most: a proposal settled between the delete and the read is purged on
+        // the second try; one still blocking is kept.
+        let mut existed = None;
+        for _ in 0..2 {
+            match self.remove_case_item(tenant, case).await? {
+                Removal::Removed { existed: e } => {
+                    existed = Some(e);
+                    break;
+                }
+                Removal::Kept(Some(state)) => return Ok(PurgeOutcome::Unresolved(state)),
+                Removal::Kept(None) => {}
+            }
+        }
+        let Some(existed) = existed else {
+            return Ok(PurgeOutcome::Unresolved(ProposalState::PendingConfirmation));
+        };
+        // The case item is gone: nothing can be prepared or confirmed in it any more, so
+        // the rest of it can go in any order.
+        let pk = conv_pk(tenant, case);
+        let query = self
+            .consistent_query()
+            .key_condition_expression("pk = :pk")
+            .projection_expression("pk, sk")
+            .set_expression_attribute_values(Some(values([(":pk", s(pk))])));
+        let keys = self.query_all(query).await?;
+        self.forget_guards(tenant, &keys).await?;
+        let removed = keys.len() + usize::from(existed);
+        self.delete_keys(keys).await?;
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(index_pk(tenant, case.as_str()), retain_sk(case))))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(if removed == 0 {
+            PurgeOutcome::Gone
+        } else {
+            PurgeOutcome::Purged { items: removed }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// a cursor names a shard and an index entry of it; anything else is refused.
+    #[test]
+    fn r1_a_cursor_is_read_back_or_refused() {
+        assert_eq!(parse_cursor("3|").ok(), Some((3, None)));
+        assert_eq!(
+            parse_cursor("15|RETAIN#x").ok(),
+            Some((15, Some("RETAIN#x".to_owned())))
+        );
+        for bad in ["", "16|", "x|", "3", "3|M#secret", "-1|"] {
+            assert!(parse_cursor(bad).is_err(), "{bad}");
+        }
+    }
+}
