@@ -117,6 +117,10 @@ enum Command {
         /// Only this tenant (`ten_…`); every tenant without it.
         #[arg(long)]
         tenant: Option<String>,
+        /// First index the conversations created before the purge existed (one scan of
+        /// the table; run once after upgrading).
+        #[arg(long)]
+        backfill: bool,
     },
     /// Print a gateway access token (D-4) for one conversation, signed with the platform's
     /// gateway token key. For the local stack and for trying the gateway by hand.
@@ -175,7 +179,9 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
-        Command::Purge { tenant } => purge::run(tenant, &sdk, &settings).await?,
+        Command::Purge { tenant, backfill } => {
+            purge::run(tenant, backfill, &sdk, &settings).await?;
+        }
         Command::Audit(AuditCommand::Export { tenant }) => {
             audit::export(tenant, &sdk, &settings).await?;
         }

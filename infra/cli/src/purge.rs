@@ -13,10 +13,19 @@ use std::io::Write as _;
 /// Runs the purge for `tenant` (or every tenant) to the end of their conversations.
 pub(crate) async fn run(
     tenant: Option<String>,
+    backfill: bool,
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
     let store = settings.store(sdk);
+    if backfill {
+        let n = store.backfill_retention_index().await?;
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::json!({"backfilled": n})
+        )?;
+    }
     let default = settings
         .retention_days
         .and_then(|d| RetentionDays::new(i64::from(d)).ok());

@@ -248,6 +248,42 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
+    /// R-1 (decision 0052): writes the retention index entry of every conversation that
+    /// has none — those created before the purge existed — so the purge finds them. One
+    /// scan of the table (the operator runs it once, `countersign purge --backfill`);
+    /// idempotent. Returns how many conversations it saw.
+    pub async fn backfill_retention_index(&self) -> Result<usize, StoreError> {
+        let mut seen = 0;
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :case")
+                .set_expression_attribute_values(Some(values([(":case", s(CASE_SK))])))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items.unwrap_or_default() {
+                let (case, _) = case_from(&item)?;
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(retain_item(&case)))
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                seen += 1;
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(seen),
+            }
+        }
+    }
+
     /// Every item of the table (R-1's tests: what a purge left behind). A whole-table
     /// scan: never on a request path.
     pub async fn scan_everything(

@@ -18,6 +18,7 @@ mod faulty;
 mod kms;
 mod leases;
 mod real_rules;
+mod retention;
 mod secrets;
 mod shards;
 mod sweep;

@@ -1,0 +1,68 @@
+//! R-1 (decision 0052): the retention index of conversations created before it existed.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use countersign_domain::ids::{CaseId, TenantId};
+use countersign_domain::ports::{PurgeOutcome, Retention};
+use std::collections::HashMap;
+
+/// a conversation stored before the retention index (its case item only) is not
+/// listed; the backfill indexes it (and is idempotent), and the purge then removes it.
+#[tokio::test]
+async fn r1_the_backfill_indexes_conversations_from_before_the_index() {
+    let store = crate::contract::on_new_table(None).await;
+    let sdk = aws_config::load_from_env().await;
+    let client = countersign_aws::dynamo::DynamoStore::client(&sdk, None);
+    let tenant = TenantId::from_ulid_text(&ulid::Ulid::new().to_string()).unwrap();
+    let case = CaseId::from_ulid_text(&ulid::Ulid::new().to_string()).unwrap();
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let legacy: HashMap<String, AttributeValue> = [
+        ("pk", s(&format!("CONV#{tenant}#{case}"))),
+        ("sk", s("A#CASE")),
+        ("tenant", s(tenant.as_str())),
+        ("case_id", s(case.as_str())),
+        ("user", s("driver-42")),
+        ("status", s("closed")),
+        ("created_at", s("2025-01-02T03:04:05Z")),
+        ("lang", s("en")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    client
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(legacy))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        store
+            .retained(&tenant, None, 10)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(store.backfill_retention_index().await.unwrap() >= 1);
+    assert!(
+        store.backfill_retention_index().await.unwrap() >= 1,
+        "idempotent"
+    );
+    let listed = store.retained(&tenant, None, 10).await.unwrap().items;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].case, case);
+    let created = countersign_domain::time::Timestamp::parse_utc("2025-01-02T03:04:05Z").unwrap();
+    assert_eq!(listed[0].last_activity, created);
+    assert!(matches!(
+        store.purge(&tenant, &case).await.unwrap(),
+        PurgeOutcome::Purged { .. }
+    ));
+    assert!(
+        store
+            .retained(&tenant, None, 10)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
