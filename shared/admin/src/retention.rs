@@ -5,9 +5,7 @@
 //! resolved, the resolution being its last activity. The purge starts no reconciliation.
 
 use countersign_domain::ids::{CaseId, TenantId};
-use countersign_domain::ports::{
-    ConversationStore, PurgeOutcome, StoreError, Tenant, TransitionOutcome,
-};
+use countersign_domain::ports::{ConversationStore, PurgeOutcome, StoreError, Tenant};
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::retention::RetentionDays;
 use countersign_domain::time::Timestamp;
@@ -119,19 +117,12 @@ pub async fn set_retention_days(
         "to": days.days(),
     }});
     let record = crate::audit::by_admin(state, tenant, "tenant.retention_days", changes);
-    match state
+    let outcome = state
         .stores
         .tenants
         .set_retention_days(&tenant.id, days, &record)
-        .await
-        .map_err(crate::state::store_down)?
-    {
-        TransitionOutcome::Applied => Ok(()),
-        TransitionOutcome::Conflict { .. } => Err(crate::state::AdminError::Unavailable {
-            what: "the tenant store",
-            cause: "the tenant was not found while saving".into(),
-        }),
-    }
+        .await;
+    crate::tenants::setting_saved(outcome)
 }
 
 #[cfg(test)]

@@ -97,13 +97,19 @@ pub async fn set_language(
         "to": language.tag(),
     }});
     let record = crate::audit::by_admin(state, tenant, "tenant.language", changes);
-    match state
+    let outcome = state
         .stores
         .tenants
         .set_language(&tenant.id, language, &record)
-        .await
-        .map_err(crate::state::store_down)?
-    {
+        .await;
+    setting_saved(outcome)
+}
+
+/// The answer to an audited write of one of an authenticated tenant's settings.
+pub(crate) fn setting_saved(
+    outcome: Result<TransitionOutcome, countersign_domain::ports::StoreError>,
+) -> Result<(), crate::state::AdminError> {
+    match outcome.map_err(crate::state::store_down)? {
         TransitionOutcome::Applied => Ok(()),
         // The tenant was authenticated a moment ago: it is gone only if removed meanwhile.
         TransitionOutcome::Conflict { .. } => Err(crate::state::AdminError::Unavailable {
@@ -155,19 +161,12 @@ pub async fn set_sign_in_url(
     }
     let changes = serde_json::json!({"signInUrl": {"from": tenant.sign_in_url, "to": url}});
     let record = crate::audit::by_admin(state, tenant, "tenant.sign_in_url", changes);
-    match state
+    let outcome = state
         .stores
         .tenants
         .set_sign_in_url(&tenant.id, url, &record)
-        .await
-        .map_err(crate::state::store_down)?
-    {
-        TransitionOutcome::Applied => Ok(()),
-        TransitionOutcome::Conflict { .. } => Err(crate::state::AdminError::Unavailable {
-            what: "the tenant store",
-            cause: "the tenant was not found while saving".into(),
-        }),
-    }
+        .await;
+    setting_saved(outcome)
 }
 
 #[cfg(test)]
