@@ -70,10 +70,12 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Adm
         ..ProviderSettings::default()
     })?;
     Ok(AdminState {
+        // the admin use cases open and destroy people's keys.
         stores: countersign_admin::api::AdminStores::split(
             Arc::new(store.clone()),
             Arc::new(store.clone()),
-        ),
+        )
+        .with_subjects(settings.subject_keys(sdk)),
         leases: Arc::new(store.clone()),
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),

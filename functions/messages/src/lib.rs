@@ -256,10 +256,12 @@ pub fn certification_state(
             ..countersign_provider_client::Settings::default()
         })?;
     Ok(countersign_admin::api::AdminState {
+        // the admin use cases open and destroy people's keys.
         stores: countersign_admin::api::AdminStores::split(
             Arc::new(store.clone()),
             Arc::new(store.clone()),
-        ),
+        )
+        .with_subjects(settings.subject_keys(sdk)),
         leases: Arc::new(store.clone()),
         sessions: Arc::new(store),
         secrets: Arc::new(settings.secrets(sdk)),

@@ -130,6 +130,8 @@ mod tests {
                 created_at: f.now(),
                 sign_in_url: None,
                 retention_days: days.map(|d| RetentionDays::new(d).unwrap()),
+                holds: Default::default(),
+                erasing: Default::default(),
             };
             store.create_tenant(&t).await.unwrap();
             f.open_case(&store, &t.id).await;
@@ -164,6 +166,8 @@ mod tests {
             created_at: f.now(),
             sign_in_url: None,
             retention_days: Some(RetentionDays::new(1).unwrap()),
+            holds: Default::default(),
+            erasing: Default::default(),
         };
         store.create_tenant(&t).await.unwrap();
         for _ in 0..(retention::PAGE + 1) {

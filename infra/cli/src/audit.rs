@@ -152,7 +152,10 @@ pub(crate) async fn export(
         store.get_tenant(&tenant).await?.is_some(),
         "no tenant {tenant}"
     );
-    let export = countersign_admin::audit::export(&store, &tenant).await?;
+    let keys: std::sync::Arc<dyn countersign_domain::ports::SubjectKeys> = settings
+        .subject_keys(sdk)
+        .unwrap_or_else(|| std::sync::Arc::new(countersign_domain::ports::NoSubjectKeys));
+    let export = countersign_admin::audit::export(&store, keys.as_ref(), &tenant).await?;
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &export)?;
     writeln!(out)?;

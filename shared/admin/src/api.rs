@@ -286,6 +286,12 @@ pub struct AuditRecord {
     /// The change's fields (never a secret value).
     #[schema(value_type = Object)]
     pub changes: Value,
+    /// `changes` with its sealed personal fields opened, or marked erased
+    /// (`"personal": "[erased]"`, `"erased": true`) once the person was erased; absent
+    /// when the record has none. `changes` stays as chained: the hash covers it.
+    #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opened: Option<Value>,
     /// The record's place in its hash chain (L-3); `null` for a record written before
     /// chains existed.
     pub chain: Option<AuditLink>,
@@ -559,6 +565,128 @@ fn settings_view(tenant: &Tenant) -> TenantSettings {
     }
 }
 
+/// one legal hold.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct HoldView {
+    /// `person` or `conversation`.
+    #[schema(example = "person")]
+    pub kind: &'static str,
+    /// The held person (your user id) or conversation (`case_…`).
+    #[schema(example = "driver-42")]
+    pub id: String,
+}
+
+/// the tenant's legal holds.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HoldsView {
+    /// Every hold, people first.
+    pub holds: Vec<HoldView>,
+}
+
+/// `PUT holds` body: places or lifts one hold.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HoldInput {
+    /// What is held.
+    pub kind: HoldKind,
+    /// The person's id (as your site names them) or the conversation's id (`case_…`).
+    pub id: String,
+    /// `true` places the hold, `false` lifts it.
+    pub held: bool,
+}
+
+/// What a hold is on.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HoldKind {
+    /// A person: every conversation of theirs, and their erasure.
+    Person,
+    /// One conversation.
+    Conversation,
+}
+
+fn holds_view(tenant: &Tenant) -> HoldsView {
+    HoldsView {
+        holds: tenant
+            .holds
+            .iter()
+            .map(|h| HoldView {
+                kind: h.kind(),
+                id: h.id().to_owned(),
+            })
+            .collect(),
+    }
+}
+
+/// the tenant's legal holds.
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/holds", tag = "retention", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = HoldsView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn get_holds(TenantAdmin(tenant): TenantAdmin) -> Json<HoldsView> {
+    Json(holds_view(&tenant))
+}
+
+/// places or lifts a legal hold on a person or a conversation, audited as
+/// `hold.placed` / `hold.lifted`. While it stands, neither the purge nor an erasure
+/// removes what it covers. Placing a hold that stands (or lifting one that does not)
+/// changes nothing.
+#[utoipa::path(put, path = "/api/admin/tenants/{id}/holds", tag = "retention", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = HoldInput,
+    responses((status = 200, body = HoldsView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn put_hold(
+    State(state): State<AdminState>,
+    TenantAdmin(mut tenant): TenantAdmin,
+    Json(body): Json<HoldInput, MAX_BODY_BYTES>,
+) -> Result<Json<HoldsView>, ApiError> {
+    use countersign_domain::ids::{CaseId, UserId};
+    use countersign_domain::retention::Hold;
+    let hold = match body.kind {
+        HoldKind::Person => UserId::parse(body.id.as_str()).map(Hold::Person),
+        HoldKind::Conversation => CaseId::parse(body.id.as_str()).map(Hold::Conversation),
+    }
+    .map_err(|e| ApiError::validation("id", e.to_string()))?;
+    crate::erasure::set_hold(&state, &tenant, &hold, body.held).await?;
+    tenant.holds.set(&hold, body.held);
+    Ok(Json(holds_view(&tenant)))
+}
+
+/// `POST erasures` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErasureInput {
+    /// The person to erase, as your site names them (the widget token's `sub`).
+    #[schema(example = "driver-42")]
+    pub person: String,
+}
+
+/// erases a person: their conversations are purged now (those with an unresolved
+/// proposal, or under a conversation's hold, are reported and purged once they can be),
+/// the personal fields of their audit records become unreadable (their key is destroyed;
+/// every chain and checkpoint still verifies), a `subject.erased` record is written, and
+/// a receipt signed with the audit checkpoint key is returned. Keep the receipt.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/erasures", tag = "retention", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = ErasureInput,
+    responses((status = 200, body = crate::erasure::Erasure), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Nothing is stored for this person (unknown, or erased already)"),
+        (status = 409, body = ErrorBody, description = "LEGAL_HOLD: a hold is on this person"),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn post_erasure(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Json(body): Json<ErasureInput, MAX_BODY_BYTES>,
+) -> Result<Json<crate::erasure::Erasure>, ApiError> {
+    use crate::erasure::ErasureError;
+    let user = countersign_domain::ids::UserId::parse(body.person.as_str())
+        .map_err(|e| ApiError::validation("person", e.to_string()))?;
+    match crate::erasure::erase(&state, &tenant, &user).await {
+        Ok(e) => Ok(Json(e)),
+        Err(e @ ErasureError::Unknown) => Err(ApiError::not_found(e.to_string())),
+        Err(e @ ErasureError::Held) => Err(ApiError::conflict("LEGAL_HOLD", e.to_string())),
+        Err(ErasureError::Admin(e)) => Err(e.into()),
+    }
+}
+
 /// The tenant's settings (S-4).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
@@ -816,11 +944,11 @@ async fn list_audit(
         .list_audit(&tenant.id, query.cursor.as_ref(), limit)
         .await
         .map_err(store_down)?;
-    let items = page
-        .items
-        .iter()
-        .cloned()
-        .map(|a| AuditRecord {
+    let mut items = Vec::with_capacity(page.items.len());
+    for a in page.items.iter().cloned() {
+        let opened =
+            crate::audit::opened(state.stores.subjects.as_ref(), &tenant.id, &a.changes).await;
+        items.push(AuditRecord {
             chain: page.links.get(&a.id).map(|l| AuditLink {
                 id: l.chain.clone(),
                 seq: l.seq,
@@ -832,8 +960,9 @@ async fn list_audit(
             actor: a.actor,
             action: a.action,
             changes: a.changes,
-        })
-        .collect();
+            opened,
+        });
+    }
     let next_cursor = page.next.map(|c| c.to_string());
     Ok(Json(AuditPage { items, next_cursor }))
 }
@@ -1058,7 +1187,7 @@ async fn audit_keys(State(state): State<AdminState>) -> Result<axum::response::R
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 15] = [
+pub const PATHS: [&str; 17] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -1074,11 +1203,13 @@ pub const PATHS: [&str; 15] = [
     "/api/admin/tenants/{id}/mcp/tools/{tool}/approval",
     "/api/admin/tenants/{id}/settings",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}/replacement",
+    "/api/admin/tenants/{id}/holds",
+    "/api/admin/tenants/{id}/erasures",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 14] = [
+pub const ROUTES: [(&str, &str); 16] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -1093,6 +1224,8 @@ pub const ROUTES: [(&str, &str); 14] = [
     ("GET", PATHS[13]),
     ("PUT", PATHS[13]),
     ("POST", PATHS[14]),
+    ("GET", PATHS[15]),
+    ("PUT", PATHS[15]),
 ];
 
 /// The routes of [`certification_router`], served by the messages function: the
@@ -1100,12 +1233,13 @@ pub const ROUTES: [(&str, &str); 14] = [
 /// decision 0026); and the two public key sets (V-7), so that a flood of admin API calls,
 /// which share the admin function's few reserved slots, cannot starve the JWKS every
 /// provider follows.
-pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
+pub const CERTIFICATION_ROUTES: [(&str, &str); 6] = [
     ("POST", PATHS[4]),
     ("GET", PATHS[5]),
     ("POST", PATHS[10]),
     ("GET", PATHS[8]),
     ("GET", PATHS[11]),
+    ("POST", PATHS[16]),
 ];
 
 /// The admin API's OpenAPI document.
@@ -1113,8 +1247,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_settings, put_settings, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, ReplaceWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
+    paths(get_settings, put_settings, get_holds, put_hold, post_erasure, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
+    components(schemas(ErrorBody, HoldView, HoldsView, HoldInput, HoldKind, ErasureInput, crate::erasure::Erasure, crate::erasure::ErasedConversations, crate::erasure::Backups, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, ReplaceWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -1152,6 +1286,8 @@ pub fn certification_router(state: AdminState) -> Router {
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
         .route(checkpoints, axum::routing::post(post_checkpoint))
+        // the receipt is signed with the checkpoint key, as checkpoints are.
+        .route(PATHS[16], axum::routing::post(post_erasure))
         .with_state(state)
 }
 
@@ -1173,9 +1309,12 @@ pub fn router(state: AdminState) -> Router {
         approval,
         settings,
         replacement,
+        holds,
+        _,
     ] = PATHS;
     Router::new()
         .route(settings, get(get_settings).put(put_settings))
+        .route(holds, get(get_holds).put(put_hold))
         .route(verification, get(verify_audit))
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(unsettled, get(list_unsettled))

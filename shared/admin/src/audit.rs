@@ -49,6 +49,26 @@ pub fn by_admin(
     )
 }
 
+/// a record's `changes` as a reader sees it, when it has sealed personal fields:
+/// opened under its person's key, or with them marked erased once the key is destroyed.
+/// `None` when nothing is sealed, or the key service cannot answer now (the stored form,
+/// which holds no plaintext, is all there is to show then).
+pub async fn opened(
+    keys: &dyn countersign_domain::ports::SubjectKeys,
+    tenant: &countersign_domain::ids::TenantId,
+    changes: &Value,
+) -> Option<Value> {
+    use countersign_domain::audit_chain::{SEALED, reveal};
+    let sealed = changes.get(SEALED)?.as_str()?;
+    match keys.open(tenant, sealed).await {
+        Ok(fields) => Some(reveal(changes, fields.as_ref())),
+        Err(e) => {
+            tracing::warn!(error = %e, "a sealed audit value could not be opened");
+            None
+        }
+    }
+}
+
 /// The verifier's answer (L-2), as the API and the CLI show it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -241,19 +261,24 @@ async fn checkpoint_held(
 /// and every chain's head, read as the verifier reads them (decision 0041).
 pub async fn export(
     tenants: &dyn countersign_domain::ports::AuditRecords,
+    keys: &dyn countersign_domain::ports::SubjectKeys,
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<serde_json::Value, countersign_domain::ports::StoreError> {
     let trail = tenants.audit_trail(tenant).await?;
-    let records: Vec<Value> = trail
-        .records
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "id": r.id, "chain": r.chain, "seq": r.seq, "prev": r.prev, "at": r.at,
-                "actor": r.actor, "action": r.action, "changes": r.changes,
-            })
-        })
-        .collect();
+    let mut records: Vec<Value> = Vec::with_capacity(trail.records.len());
+    for r in &trail.records {
+        let mut record = serde_json::json!({
+            "id": r.id, "chain": r.chain, "seq": r.seq, "prev": r.prev, "at": r.at,
+            "actor": r.actor, "action": r.action, "changes": r.changes,
+        });
+        // `changes` stays as chained (the hash covers it); `opened` shows it read.
+        if let Ok(stored) = serde_json::from_str::<Value>(&r.changes)
+            && let Some(opened) = opened(keys, tenant, &stored).await
+        {
+            record["opened"] = opened;
+        }
+        records.push(record);
+    }
     let heads: Vec<CheckpointHead> = trail
         .heads
         .iter()

@@ -5,6 +5,7 @@
 pub mod api;
 pub mod audit;
 pub mod certify;
+pub mod erasure;
 pub mod jwks;
 pub mod keys;
 pub mod lease;

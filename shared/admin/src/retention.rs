@@ -25,6 +25,8 @@ pub struct PurgeReport {
     pub items: usize,
     /// Conversations due but kept: their proposal is pending, executing or unknown.
     pub unresolved: usize,
+    /// Conversations due but kept under a legal hold.
+    pub held: usize,
     /// Where the next run resumes (`None`: this run reached the end).
     pub next: Option<String>,
 }
@@ -63,6 +65,7 @@ pub async fn purge_tenant(
                     report.items += items;
                 }
                 PurgeOutcome::Unresolved(_) => report.unresolved += 1,
+                PurgeOutcome::Held => report.held += 1,
                 PurgeOutcome::Gone => {}
             }
         }
@@ -77,7 +80,7 @@ pub async fn purge_tenant(
 /// Purges one due conversation. A proposal still stored as pending but past its expiry
 /// (expiry is applied lazily, when someone next looks) is expired first: it can no longer
 /// be confirmed, so it holds nothing.
-async fn purge_one(
+pub(crate) async fn purge_one(
     store: &dyn ConversationStore,
     tenant: &TenantId,
     case: &CaseId,

@@ -57,6 +57,10 @@ pub struct AdminStores {
     pub unsettled: Arc<dyn UnsettledIndex>,
     /// C-8: the pending proposals a settings change invalidates.
     pub fence: Arc<dyn SettingsFence>,
+    /// the conversations, for an erasure's purge.
+    pub retention: Arc<dyn countersign_domain::ports::ConversationStore>,
+    /// the people's keys of the audit trail's personal data.
+    pub subjects: Arc<dyn countersign_domain::ports::SubjectKeys>,
 }
 
 impl std::fmt::Debug for AdminStores {
@@ -78,8 +82,22 @@ impl AdminStores {
             audit: tenants,
             cases: conversations.clone(),
             unsettled: conversations.clone(),
-            fence: conversations,
+            fence: conversations.clone(),
+            retention: conversations,
+            subjects: Arc::new(countersign_domain::ports::NoSubjectKeys),
         }
+    }
+
+    /// The same stores with the people's keys `keys`, when there are some.
+    #[must_use]
+    pub fn with_subjects(
+        mut self,
+        keys: Option<Arc<dyn countersign_domain::ports::SubjectKeys>>,
+    ) -> Self {
+        if let Some(keys) = keys {
+            self.subjects = keys;
+        }
+        self
     }
 }
 

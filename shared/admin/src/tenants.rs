@@ -54,6 +54,8 @@ pub async fn register(
         created_at: clock.now(),
         sign_in_url: None,
         retention_days: None,
+        holds: countersign_domain::retention::Holds::default(),
+        erasing: Default::default(),
     };
     store.create_tenant(&tenant).await?;
     Ok(Registered { tenant, admin_key })

@@ -231,9 +231,13 @@ async fn l3_an_export_verifies_offline_against_a_kept_checkpoint() {
         None,
     )
     .await;
-    let export = countersign_admin::audit::export(&env.store, &a.tenant.id)
-        .await
-        .unwrap();
+    let export = countersign_admin::audit::export(
+        &env.store,
+        &countersign_domain::ports::NoSubjectKeys,
+        &a.tenant.id,
+    )
+    .await
+    .unwrap();
     assert_eq!(export["records"].as_array().unwrap().len(), 2, "{export}");
 
     let (ok, out) = recipe(&export, &kept, &keys);

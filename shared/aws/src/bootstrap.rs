@@ -343,6 +343,49 @@ pub async fn ensure_checkpoint_key(
     }
 }
 
+/// creates the people's data-key wrapping key behind `alias` (a symmetric
+/// `ENCRYPT_DECRYPT` key) when the alias is missing (the local stack; deployed stacks get
+/// it from the template). Returns whether it was created.
+pub async fn ensure_subject_key(
+    client: &aws_sdk_kms::Client,
+    alias: &str,
+) -> Result<bool, BootstrapError> {
+    if key_behind(client, alias, "describing the people's key")
+        .await?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    let created = client
+        .create_key()
+        .key_spec(KeySpec::SymmetricDefault)
+        .key_usage(KeyUsageType::EncryptDecrypt)
+        .description("Countersign people's data keys (R-2): wraps them, nothing else.")
+        .send()
+        .await
+        .map_err(err("creating the people's key"))?;
+    let id = created
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    match client
+        .create_alias()
+        .alias_name(alias)
+        .target_key_id(&id)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_already_exists_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(err("creating the people's key alias")(e)),
+    }
+}
+
 /// The gateway token key's name under the secret prefix (see `countersign_tools::access`).
 pub const GATEWAY_TOKEN_KEY: &str = "platform/gateway-token-key";
 
@@ -426,6 +469,13 @@ pub async fn bootstrap_with(
         .filter(|k| k.starts_with("alias/"))
     {
         ensure_checkpoint_key(&aws_sdk_kms::Client::new(sdk), alias).await?;
+    }
+    if let Some(alias) = settings
+        .subject_key
+        .as_deref()
+        .filter(|k| k.starts_with("alias/"))
+    {
+        ensure_subject_key(&aws_sdk_kms::Client::new(sdk), alias).await?;
     }
     let secrets = aws_sdk_secretsmanager::Client::new(sdk);
     let gateway_key_created = ensure_random_secret(

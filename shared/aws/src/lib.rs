@@ -30,9 +30,41 @@ impl AwsSettings {
     /// retention TTL: conversations are removed by the purge (R-1, decision 0052), after
     /// each tenant's own retention; a deployment-wide TTL would remove a conversation
     /// before a tenant's longer retention, and leave its messages behind.
+    ///
+    /// With a people's key, it seals the personal fields of every audit record it
+    /// writes under their person's data key.
     pub fn store(&self, sdk: &aws_config::SdkConfig) -> dynamo::DynamoStore {
         let client = dynamo::DynamoStore::client(sdk, self.calls().as_ref());
-        dynamo::DynamoStore::new(client, &self.table, None)
+        let store = dynamo::DynamoStore::new(client, &self.table, None);
+        match self.subject_keys_of(sdk, &store) {
+            Some(keys) => store.with_subject_keys(std::sync::Arc::new(keys)),
+            None => store,
+        }
+    }
+
+    /// the people's keys on these settings' table, if a people's key is configured.
+    pub fn subject_keys(
+        &self,
+        sdk: &aws_config::SdkConfig,
+    ) -> Option<std::sync::Arc<dyn countersign_domain::ports::SubjectKeys>> {
+        let client = dynamo::DynamoStore::client(sdk, self.calls().as_ref());
+        let store = dynamo::DynamoStore::new(client, &self.table, None);
+        let keys = self.subject_keys_of(sdk, &store)?;
+        Some(std::sync::Arc::new(keys))
+    }
+
+    fn subject_keys_of(
+        &self,
+        sdk: &aws_config::SdkConfig,
+        store: &dynamo::DynamoStore,
+    ) -> Option<dynamo::EnvelopeKeys> {
+        let key = self.subject_key.clone()?;
+        let kms = kms::KmsProofSigner::client(sdk, self.calls().as_ref());
+        let wrap = dynamo::KmsWrap::new(kms, key);
+        Some(dynamo::EnvelopeKeys::new(
+            store.clone(),
+            std::sync::Arc::new(wrap),
+        ))
     }
 
     /// The secret store under these settings' prefix.

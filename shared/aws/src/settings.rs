@@ -153,6 +153,10 @@ pub struct AwsSettings {
     /// default `alias/countersign-checkpoints`; V-6: never the action key). Empty means
     /// no checkpoint key: checkpoints are refused as unavailable.
     pub checkpoint_key: Option<String>,
+    /// KMS key id, ARN or alias of the symmetric key that wraps people's data keys
+    /// (`COUNTERSIGN_SUBJECT_KEY`, default `alias/countersign-subjects`). Empty means none:
+    /// audit records are written with their personal fields in clear.
+    pub subject_key: Option<String>,
     /// O-3: every AWS call also counts in the EMF metrics `aws_calls_total{operation}` and
     /// `dynamodb_units_estimate_total{kind}` (`COUNTERSIGN_AWS_CALL_METRICS=1`; off by
     /// default: each distinct metric is a billed custom metric). The cost measurement
@@ -166,6 +170,9 @@ pub const DEFAULT_SIGNING_KEY_ALIAS: &str = "alias/countersign-actions";
 /// The default alias of the audit checkpoint key (V-6).
 pub const DEFAULT_CHECKPOINT_KEY_ALIAS: &str = "alias/countersign-checkpoints";
 
+/// The default alias of the people's data-key wrapping key.
+pub const DEFAULT_SUBJECT_KEY_ALIAS: &str = "alias/countersign-subjects";
+
 impl Default for AwsSettings {
     fn default() -> Self {
         Self {
@@ -175,6 +182,7 @@ impl Default for AwsSettings {
             retention_days: None,
             signing_key_refresh: crate::kms::DEFAULT_REFRESH,
             checkpoint_key: Some(DEFAULT_CHECKPOINT_KEY_ALIAS.to_owned()),
+            subject_key: Some(DEFAULT_SUBJECT_KEY_ALIAS.to_owned()),
             call_metrics: false,
         }
     }
@@ -182,10 +190,11 @@ impl Default for AwsSettings {
 
 impl AwsSettings {
     /// Every environment variable these settings read.
-    pub const ENV: [&'static str; 7] = [
+    pub const ENV: [&'static str; 8] = [
         "COUNTERSIGN_TABLE",
         "COUNTERSIGN_SIGNING_KEY",
         "COUNTERSIGN_CHECKPOINT_KEY",
+        "COUNTERSIGN_SUBJECT_KEY",
         "COUNTERSIGN_SECRET_PREFIX",
         "COUNTERSIGN_RETENTION_DAYS",
         "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS",
@@ -216,12 +225,18 @@ impl AwsSettings {
             Some(s) => Some(s),
             None => d.checkpoint_key,
         };
+        let subject_key = match (env.get)("COUNTERSIGN_SUBJECT_KEY") {
+            Some(s) if s.is_empty() => None,
+            Some(s) => Some(s),
+            None => d.subject_key,
+        };
         let retention: Option<u32> =
             env.parse("COUNTERSIGN_RETENTION_DAYS", "a whole number of days")?;
         Ok(Self {
             table: env.string("COUNTERSIGN_TABLE").unwrap_or(d.table),
             signing_key,
             checkpoint_key,
+            subject_key,
             secret_prefix: env
                 .string("COUNTERSIGN_SECRET_PREFIX")
                 .unwrap_or(d.secret_prefix),

@@ -87,6 +87,8 @@ async fn tenant_with_integration(
             created_at: clock.now(),
             sign_in_url: None,
             retention_days: None,
+            holds: countersign_domain::retention::Holds::default(),
+            erasing: Default::default(),
         })
         .await
         .unwrap();

@@ -139,6 +139,62 @@ pub struct AuditEntry {
     pub changes: serde_json::Value,
 }
 
+/// the fields of a record's `changes` that name or quote a person; each holds that
+/// person's id (`userId` in a proposal's record, `person` in a hold's or an erasure's).
+/// They are sealed under the person's key before the record is chained.
+pub const PERSONAL_FIELDS: [&str; 2] = ["userId", "person"];
+
+/// Where the sealed personal fields go in a record's `changes`.
+pub const SEALED: &str = "sealed";
+
+/// What an opened record shows in place of a personal field whose key was destroyed.
+pub const ERASED: &str = "[erased]";
+
+/// takes the personal fields out of `changes` (an object): the person they belong to
+/// and the fields, as an object. `None` when it has none. A personal field that is not a
+/// string is left alone and named here as nobody's: the domain writes strings only.
+pub fn take_personal(changes: &mut serde_json::Value) -> Option<(String, serde_json::Value)> {
+    let map = changes.as_object_mut()?;
+    let mut personal = serde_json::Map::new();
+    for field in PERSONAL_FIELDS {
+        if let Some(v) = map.get(field).filter(|v| v.is_string()).cloned() {
+            map.remove(field);
+            personal.insert(field.to_owned(), v);
+        }
+    }
+    let subject = PERSONAL_FIELDS
+        .iter()
+        .find_map(|f| personal.get(*f).and_then(|v| v.as_str()))?
+        .to_owned();
+    Some((subject, serde_json::Value::Object(personal)))
+}
+
+/// `changes` as a reader sees it: the sealed fields put back when `opened` holds
+/// them, or each shown as [`ERASED`] (with `"erased": true`) when its key is gone.
+/// Records without sealed fields are returned as they are.
+#[must_use]
+pub fn reveal(
+    changes: &serde_json::Value,
+    opened: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    let mut out = changes.clone();
+    let Some(map) = out.as_object_mut() else {
+        return out;
+    };
+    if map.remove(SEALED).is_none() {
+        return out;
+    }
+    match opened.and_then(serde_json::Value::as_object) {
+        Some(fields) => map.extend(fields.clone()),
+        None => {
+            // Which fields were sealed is itself sealed: one marker says they are gone.
+            map.insert("personal".into(), serde_json::Value::String(ERASED.into()));
+            map.insert("erased".into(), serde_json::Value::Bool(true));
+        }
+    }
+    out
+}
+
 /// A tenant's whole audit trail as stored (L-2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditTrail {
@@ -387,10 +443,22 @@ pub async fn sign_checkpoint(
     signer: &dyn crate::ports::signer::ProofSigner,
     claims: &CheckpointClaims,
 ) -> Result<String, crate::ports::signer::SignerError> {
+    sign_jws(signer, CHECKPOINT_TYPE, claims).await
+}
+
+/// the `typ` of an erasure receipt, signed with the checkpoint key.
+pub const ERASURE_RECEIPT_TYPE: &str = "countersign-erasure-receipt+jwt";
+
+/// A compact RS256 JWS of `claims`, typed `typ`, through `signer`.
+pub async fn sign_jws(
+    signer: &dyn crate::ports::signer::ProofSigner,
+    typ: &str,
+    claims: &impl serde::Serialize,
+) -> Result<String, crate::ports::signer::SignerError> {
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let kid = signer.key_id().await?;
-    let header = serde_json::json!({"alg": "RS256", "typ": CHECKPOINT_TYPE, "kid": kid});
+    let header = serde_json::json!({"alg": "RS256", "typ": typ, "kid": kid});
     let claims = serde_json::to_vec(claims)
         .map_err(|e| crate::ports::signer::SignerError::Unavailable(Box::new(e)))?;
     let input = format!(
@@ -405,6 +473,30 @@ pub async fn sign_checkpoint(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    /// the personal fields leave the record with their person; what a reader sees
+    /// puts them back, or says they are erased once the key is gone.
+    #[test]
+    fn r2_personal_fields_are_taken_out_and_shown_back_or_erased() {
+        let mut changes = serde_json::json!({"actionId": "act_1", "userId": "ana", "to": "x"});
+        let (who, personal) = take_personal(&mut changes).unwrap();
+        assert_eq!(who, "ana");
+        assert_eq!(personal, serde_json::json!({"userId": "ana"}));
+        assert!(!changes.to_string().contains("ana"));
+        changes[SEALED] = "v1.sealed".into();
+        let shown = reveal(&changes, Some(&personal));
+        assert_eq!(
+            shown,
+            serde_json::json!({"actionId": "act_1", "userId": "ana", "to": "x"})
+        );
+        let gone = reveal(&changes, None);
+        assert_eq!(gone["personal"], ERASED);
+        assert_eq!(gone["erased"], true);
+        assert!(gone.get("userId").is_none());
+        let mut plain = serde_json::json!({"actionId": "act_1"});
+        assert!(take_personal(&mut plain).is_none());
+        assert_eq!(reveal(&plain, None), plain);
+    }
+
     use super::*;
     use std::collections::BTreeMap;
 

@@ -100,6 +100,7 @@ macro_rules! store_contract {
             r1_a_purge_removes_every_item_of_a_settled_conversation,
             r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved,
             r1_the_retention_is_set_with_its_audit_record,
+            r3_a_hold_keeps_conversations_from_the_purge_until_lifted,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -421,6 +422,8 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
         created_at: f.now(),
         sign_in_url: None,
         retention_days: None,
+        holds: countersign_domain::retention::Holds::default(),
+        erasing: Default::default(),
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let record = f.audit(
@@ -1401,6 +1404,8 @@ pub async fn r1_the_retention_is_set_with_its_audit_record(s: Arc<dyn Subject>) 
         created_at: f.now(),
         sign_in_url: None,
         retention_days: None,
+        holds: countersign_domain::retention::Holds::default(),
+        erasing: Default::default(),
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let days = RetentionDays::new(45).unwrap();
@@ -1429,4 +1434,97 @@ pub async fn r1_the_retention_is_set_with_its_audit_record(s: Arc<dyn Subject>) 
         TransitionOutcome::Conflict { .. }
     ));
     assert_eq!(s.tenants().get_tenant(&unknown).await.unwrap(), None);
+}
+
+/// a conversation's hold keeps it from the purge, a person's keeps every conversation
+/// of theirs, each until lifted; holds placed at once all stand; each change is audited in
+/// its write.
+pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dyn Subject>) {
+    use countersign_domain::ports::PurgeOutcome;
+    use countersign_domain::retention::Hold;
+    let f = Fixture::default();
+    let tenant = countersign_domain::ports::Tenant {
+        id: f.tenant(),
+        name: "Holds".into(),
+        admin_key_hash: Sha256Hex::digest("tsk_holds"),
+        language: Language::En,
+        created_at: f.now(),
+        sign_in_url: None,
+        retention_days: None,
+        holds: countersign_domain::retention::Holds::default(),
+        erasing: Default::default(),
+    };
+    let t = s.tenants();
+    t.create_tenant(&tenant).await.unwrap();
+    let store = s.conversations();
+    let (held, free, later) = (
+        f.open_case(store, &tenant.id).await,
+        f.open_case(store, &tenant.id).await,
+        f.open_case(store, &tenant.id).await,
+    );
+    let on_case = Hold::Conversation(held.id.clone());
+    let on_person = Hold::Person(held.user.clone());
+    let (a, b) = (
+        f.audit("hold.placed", json!({})),
+        f.audit("hold.placed", json!({})),
+    );
+    let (x, y) = tokio::join!(
+        t.set_hold(&tenant.id, &on_case, true, &a),
+        t.set_hold(&tenant.id, &on_person, true, &b)
+    );
+    assert_eq!(
+        (x.unwrap(), y.unwrap()),
+        (TransitionOutcome::Applied, TransitionOutcome::Applied)
+    );
+    let holds = t.get_tenant(&tenant.id).await.unwrap().unwrap().holds;
+    assert!(
+        holds.contains(&on_case) && holds.contains(&on_person),
+        "{holds:?}"
+    );
+    for case in [&held, &free, &later] {
+        assert_eq!(
+            store.purge(&tenant.id, &case.id).await.unwrap(),
+            PurgeOutcome::Held
+        );
+    }
+    let lift = f.audit("hold.lifted", json!({}));
+    t.set_hold(&tenant.id, &on_person, false, &lift)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.purge(&tenant.id, &held.id).await.unwrap(),
+        PurgeOutcome::Held
+    );
+    assert!(matches!(
+        store.purge(&tenant.id, &free.id).await.unwrap(),
+        PurgeOutcome::Purged { .. }
+    ));
+    let lift = f.audit("hold.lifted", json!({}));
+    t.set_hold(&tenant.id, &on_case, false, &lift)
+        .await
+        .unwrap();
+    for case in [&held, &later] {
+        assert!(matches!(
+            store.purge(&tenant.id, &case.id).await.unwrap(),
+            PurgeOutcome::Purged { .. }
+        ));
+    }
+    let page = t.list_audit(&tenant.id, None, 10).await.unwrap();
+    let actions: Vec<&str> = page.items.iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(
+        actions.iter().filter(|a| **a == "hold.placed").count(),
+        2,
+        "{actions:?}"
+    );
+    assert_eq!(
+        actions.iter().filter(|a| **a == "hold.lifted").count(),
+        2,
+        "{actions:?}"
+    );
+    let unknown = f.tenant();
+    let record = f.audit("hold.placed", json!({}));
+    assert!(matches!(
+        t.set_hold(&unknown, &on_case, true, &record).await.unwrap(),
+        TransitionOutcome::Conflict { .. }
+    ));
 }

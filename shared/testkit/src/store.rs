@@ -75,6 +75,10 @@ struct State {
     spent_states: HashSet<String>,
     /// URL elicitation declared, by gateway token hash.
     url_elicitation: HashMap<Sha256Hex, bool>,
+    /// each person's key id, and what was sealed under each key.
+    subject_keys: HashMap<(TenantId, countersign_domain::ids::UserId), String>,
+    sealed: HashMap<(TenantId, String), Vec<serde_json::Value>>,
+    key_count: u64,
 }
 
 impl State {
@@ -996,6 +1000,54 @@ impl Tenants for MemoryStore {
             },
         )
     }
+
+    async fn set_hold(
+        &self,
+        id: &TenantId,
+        hold: &countersign_domain::retention::Hold,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_hold",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                t.holds.set(hold, on);
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
+    async fn set_erasing(
+        &self,
+        id: &TenantId,
+        user: &countersign_domain::ids::UserId,
+        pending: bool,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_erasing",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                if pending {
+                    t.erasing.insert(user.clone());
+                } else {
+                    t.erasing.remove(user);
+                }
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
 }
 
 #[async_trait]
@@ -1395,6 +1447,14 @@ impl countersign_domain::ports::Retention for MemoryStore {
                 let Some(conv) = s.conversations.get(&k) else {
                     return Ok(PurgeOutcome::Gone);
                 };
+                // decided with the removal, as the DynamoDB store does.
+                let held = s
+                    .tenants
+                    .get(tenant)
+                    .is_some_and(|t| t.holds.keeps(&conv.case.user, case));
+                if held {
+                    return Ok(PurgeOutcome::Held);
+                }
                 if let Some(p) = conv.active().filter(|p| p.state.blocks_purge()) {
                     return Ok(PurgeOutcome::Unresolved(p.state));
                 }
@@ -1427,5 +1487,93 @@ impl MemoryStore {
             found.push("audit");
         }
         found
+    }
+}
+
+/// R-2 in memory: a sealed value names its key and a slot; the values live beside the key
+/// and go with it, so a destroyed key's values are gone as they are from KMS-wrapped
+/// keys. (The memory store does not seal its own records: sealing is the DynamoDB
+/// adapter's, tested on the emulator.)
+#[async_trait]
+impl countersign_domain::ports::SubjectKeys for MemoryStore {
+    async fn seal(
+        &self,
+        tenant: &TenantId,
+        user: &countersign_domain::ids::UserId,
+        personal: &serde_json::Value,
+    ) -> Result<String, StoreError> {
+        yield_now().await;
+        self.run("seal", String::new, |s| {
+            let k = (tenant.clone(), user.clone());
+            let id = match s.subject_keys.get(&k) {
+                Some(id) => id.clone(),
+                None => {
+                    s.key_count += 1;
+                    let id = format!("sk_{}", s.key_count);
+                    s.subject_keys.insert(k, id.clone());
+                    id
+                }
+            };
+            let slot = s.sealed.entry((tenant.clone(), id.clone())).or_default();
+            slot.push(personal.clone());
+            Ok(format!("v1.{id}.{}", slot.len() - 1))
+        })
+    }
+
+    async fn open(
+        &self,
+        tenant: &TenantId,
+        sealed: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        yield_now().await;
+        let bad = || StoreError::Corrupt("a sealed audit value does not open".into());
+        let mut parts = sealed.splitn(3, '.');
+        let (Some("v1"), Some(id), Some(slot)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let slot: usize = slot.parse().map_err(|_| bad())?;
+        self.read("open", |s| {
+            s.sealed
+                .get(&(tenant.clone(), id.to_owned()))
+                .map(|v| v.get(slot).cloned().ok_or_else(bad))
+                .transpose()
+        })?
+    }
+
+    async fn has_key(
+        &self,
+        tenant: &TenantId,
+        user: &countersign_domain::ids::UserId,
+    ) -> Result<bool, StoreError> {
+        yield_now().await;
+        self.read("has_key", |s| {
+            s.subject_keys.contains_key(&(tenant.clone(), user.clone()))
+        })
+    }
+
+    async fn destroy(
+        &self,
+        tenant: &TenantId,
+        user: &countersign_domain::ids::UserId,
+    ) -> Result<countersign_domain::ports::Destroyed, StoreError> {
+        use countersign_domain::ports::Destroyed;
+        yield_now().await;
+        self.run(
+            "destroy",
+            || Destroyed::NoKey,
+            |s| {
+                if s.tenants
+                    .get(tenant)
+                    .is_some_and(|t| t.holds.people.contains(user))
+                {
+                    return Ok(Destroyed::Held);
+                }
+                let Some(id) = s.subject_keys.remove(&(tenant.clone(), user.clone())) else {
+                    return Ok(Destroyed::NoKey);
+                };
+                s.sealed.remove(&(tenant.clone(), id));
+                Ok(Destroyed::Destroyed)
+            },
+        )
     }
 }

@@ -486,6 +486,62 @@ const PORTUGUESE: &[(&str, &str)] = &[
     ("Actions", "Ações"),
     ("Proposals", "Propostas"),
     ("Checkpoints", "Checkpoints"),
+    (" conversations deleted, ", " conversas apagadas, "),
+    (" items removed.", " itens removidos."),
+    (
+        "A legal hold is on this person; lift it before erasing them.",
+        "Há uma retenção legal sobre esta pessoa; suspenda-a antes de apagá-la.",
+    ),
+    (
+        "A legal hold keeps a person's conversations (or one conversation) from being deleted: neither the retention purge nor an erasure removes what it covers until you lift it. Placing and lifting a hold is recorded in the audit trail.",
+        "Uma retenção legal impede que as conversas de uma pessoa (ou uma conversa) sejam apagadas: nem a limpeza por retenção nem um apagamento removem o que ela cobre até você suspendê-la. Colocar e suspender uma retenção fica registrado na trilha de auditoria.",
+    ),
+    (
+        "Audit trail personal data: ",
+        "Dados pessoais na trilha de auditoria: ",
+    ),
+    (
+        "Backups may hold it until ",
+        "Os backups podem guardá-los até ",
+    ),
+    ("Conversation ", "Conversa "),
+    (
+        "Deletes every conversation of the person now and makes their personal data in the audit trail unreadable (their key is destroyed; the trail and your checkpoints still verify). Conversations with a change still waiting, running or unconfirmed are kept until it is settled, then deleted. A held person cannot be erased. You get a receipt signed with the audit checkpoint key: keep it. Backups (point-in-time recovery) may hold the deleted data for 35 days.",
+        "Apaga agora todas as conversas da pessoa e torna ilegíveis os seus dados pessoais na trilha de auditoria (a chave dela é destruída; a trilha e os seus checkpoints continuam verificáveis). Conversas com uma alteração ainda aguardando, em execução ou não confirmada são mantidas até que ela seja resolvida e depois apagadas. Uma pessoa sob retenção legal não pode ser apagada. Você recebe um recibo assinado com a chave de checkpoint da auditoria: guarde-o. Os backups (recuperação point-in-time) podem guardar os dados apagados por 35 dias.",
+    ),
+    ("Erase a person", "Apagar uma pessoa"),
+    ("Erase", "Apagar"),
+    ("Erasure receipt", "Recibo do apagamento"),
+    (
+        "Give a person's user id, or a conversation id (case_…).",
+        "Informe o id de usuário de uma pessoa ou o id de uma conversa (case_…).",
+    ),
+    (
+        "Give the person's user id, as your site names them.",
+        "Informe o id de usuário da pessoa, como o seu site a identifica.",
+    ),
+    ("Hold on", "Retenção sobre"),
+    ("Holds and erasure", "Retenções e apagamento"),
+    ("Id", "Id"),
+    (
+        "Kept for now (deleted once they can be): ",
+        "Mantidas por enquanto (apagadas assim que possível): ",
+    ),
+    ("Legal holds", "Retenções legais"),
+    ("Lift", "Suspender"),
+    ("No legal holds.", "Nenhuma retenção legal."),
+    (
+        "Nothing is stored for this person: unknown here, or erased already.",
+        "Nada está guardado desta pessoa: desconhecida aqui, ou já apagada.",
+    ),
+    ("Person (your user id)", "Pessoa (o seu id de usuário)"),
+    ("Place hold", "Colocar retenção"),
+    ("Receipt (JWS)", "Recibo (JWS)"),
+    ("a conversation (case_…)", "uma conversa (case_…)"),
+    (
+        "a person (your user id)",
+        "uma pessoa (o seu id de usuário)",
+    ),
 ];
 
 /// The Portuguese of an English panel text.

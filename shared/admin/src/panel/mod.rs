@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use views::{Errors, McpForm, McpPage, ToolChoice};
 
 /// Every route of [`router`]: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 20] = [
+pub const ROUTES: [(&str, &str); 22] = [
     ("GET", "/admin"),
     ("GET", "/admin/language"),
     ("GET", "/admin/settings"),
@@ -54,10 +54,14 @@ pub const ROUTES: [(&str, &str); 20] = [
     ("GET", "/admin/audit"),
     ("GET", "/admin/actions"),
     ("POST", "/admin/actions/settle"),
+    ("GET", "/admin/retention"),
+    ("POST", "/admin/holds"),
 ];
 
-/// The route of [`certification_router`].
-pub const CERTIFICATION_ROUTES: [(&str, &str); 1] = [("POST", "/admin/certification")];
+/// The routes of [`certification_router`] (the messages function: they sign with the
+/// checkpoint key or run the certification).
+pub const CERTIFICATION_ROUTES: [(&str, &str); 2] =
+    [("POST", "/admin/certification"), ("POST", "/admin/erasure")];
 
 /// The panel's Content-Security-Policy: its own stylesheet and script, forms to itself.
 pub const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
@@ -89,6 +93,8 @@ pub fn router(state: AdminState) -> Router {
         )
         .route("/admin/audit", get(audit_page))
         .route("/admin/settings", get(settings_page).post(settings_save))
+        .route("/admin/retention", get(retention_page))
+        .route("/admin/holds", post(hold_save))
         .route("/admin/static/{file}", get(static_file))
         .route("/admin/actions", get(unsettled_page))
         .route("/admin/actions/settle", post(settle))
@@ -101,6 +107,8 @@ pub fn router(state: AdminState) -> Router {
 pub fn certification_router(state: AdminState) -> Router {
     Router::new()
         .route("/admin/certification", post(certification))
+        // R-2: the receipt is signed with the checkpoint key (this function's).
+        .route("/admin/erasure", post(erasure))
         .layer(axum::middleware::from_fn(i18n::middleware))
         .with_state(state)
 }
@@ -822,6 +830,13 @@ async fn audit_page(State(state): State<AdminState>, session: Session, uri: Uri)
         }
     }
     let next = cursor.map(|c| format!("/admin/audit?cursor={c}&{}", filters.query()));
+    // R-2: personal fields shown opened, or marked erased.
+    for e in &mut kept {
+        let keys = state.stores.subjects.as_ref();
+        if let Some(opened) = crate::audit::opened(keys, &session.tenant.id, &e.changes).await {
+            e.changes = opened;
+        }
+    }
     let items: Vec<_> = kept.iter().collect();
     html(
         StatusCode::OK,
@@ -989,6 +1004,99 @@ async fn settings_save(
         return unavailable(&e);
     }
     see_other("/admin/settings?done=saved")
+}
+
+async fn retention_page(session: Session, uri: Uri) -> Response {
+    let notice =
+        (query(&uri).get("done").map(String::as_str) == Some("saved")).then(|| t("Saved."));
+    html(
+        StatusCode::OK,
+        views::retention(&session, notice, &Errors::new(), None),
+    )
+}
+
+/// R-3: places or lifts a hold, then redirects.
+async fn hold_save(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use countersign_domain::ids::{CaseId, UserId};
+    use countersign_domain::retention::Hold;
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
+    let id = form.get("id").unwrap_or("").trim();
+    let hold = match form.get("kind") {
+        Some("person") => UserId::parse(id).ok().map(Hold::Person),
+        Some("conversation") => CaseId::parse(id).ok().map(Hold::Conversation),
+        _ => None,
+    };
+    let Some(hold) = hold else {
+        let errors: Errors = [(
+            "id".to_owned(),
+            t("Give a person's user id, or a conversation id (case_…).").to_owned(),
+        )]
+        .into();
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::retention(&session, None, &errors, None),
+        );
+    };
+    let on = form.get("held") != Some("false");
+    match crate::erasure::set_hold(&state, &session.tenant, &hold, on).await {
+        Ok(()) => see_other("/admin/retention?done=saved"),
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// R-2: erases a person and shows the answer with its receipt (never redirected: the
+/// receipt is shown once, here).
+async fn erasure(
+    State(state): State<AdminState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use crate::erasure::ErasureError;
+    let form = match Form::guarded(&session, &headers, &body) {
+        Ok(form) => form,
+        Err(refused) => return refused.into_response(),
+    };
+    let field = |text: &str| -> Errors { [("person".to_owned(), text.to_owned())].into() };
+    let Ok(user) = countersign_domain::ids::UserId::parse(form.get("person").unwrap_or("").trim())
+    else {
+        let errors = field(t("Give the person's user id, as your site names them."));
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::retention(&session, None, &errors, None),
+        );
+    };
+    let (status, errors, erased) = match crate::erasure::erase(&state, &session.tenant, &user).await
+    {
+        Ok(e) => (StatusCode::OK, Errors::new(), Some(e)),
+        Err(ErasureError::Unknown) => (
+            StatusCode::NOT_FOUND,
+            field(t(
+                "Nothing is stored for this person: unknown here, or erased already.",
+            )),
+            None,
+        ),
+        Err(ErasureError::Held) => (
+            StatusCode::CONFLICT,
+            field(t(
+                "A legal hold is on this person; lift it before erasing them.",
+            )),
+            None,
+        ),
+        Err(ErasureError::Admin(e)) => return unavailable(&e),
+    };
+    html(
+        status,
+        views::retention(&session, None, &errors, erased.as_ref()),
+    )
 }
 
 async fn static_file(Path(file): Path<String>) -> Response {

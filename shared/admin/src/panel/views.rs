@@ -37,6 +37,7 @@ pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             a href="/admin/actions" { (t("Unsettled actions")) }
                             a href="/admin/audit" { (t("Audit trail")) }
                             a href="/admin/settings" { (t("Settings")) }
+                            a href="/admin/retention" { (t("Holds and erasure")) }
                         }
                         span.tenant { (s.tenant.name) " (" (s.tenant.id) ")" }
                         form method="post" action="/admin/logout" {
@@ -603,4 +604,82 @@ pub fn unsettled(
         }
     };
     page(t("Unsettled actions"), Some(session), body)
+}
+
+/// the tenant's legal holds, a form to place one, and a person's erasure (with
+/// the last erasure's answer and receipt, when one was just made).
+pub fn retention(
+    session: &Session,
+    notice: Option<&str>,
+    errors: &Errors,
+    erased: Option<&crate::erasure::Erasure>,
+) -> Markup {
+    let holds: Vec<_> = session.tenant.holds.iter().collect();
+    page(
+        t("Holds and erasure"),
+        Some(session),
+        html! {
+            @if let Some(n) = notice { p.notice role="status" { (n) } }
+            (error_for(errors, ""))
+            h2 { (t("Legal holds")) }
+            p.help #holds-help {
+                (t("A legal hold keeps a person's conversations (or one conversation) from being deleted: neither the retention purge nor an erasure removes what it covers until you lift it. Placing and lifting a hold is recorded in the audit trail."))
+            }
+            @if holds.is_empty() { p #noHolds { (t("No legal holds.")) } }
+            ul #holds {
+                @for h in &holds {
+                    li.hold data-kind=(h.kind()) data-id=(h.id()) {
+                        @if h.kind() == "person" { (t("Person ")) } @else { (t("Conversation ")) }
+                        code { (h.id()) } " "
+                        form.inline method="post" action="/admin/holds" {
+                            input type="hidden" name="csrf" value=(session.csrf);
+                            input type="hidden" name="kind" value=(h.kind());
+                            input type="hidden" name="id" value=(h.id());
+                            input type="hidden" name="held" value="false";
+                            button type="submit" { (t("Lift")) }
+                        }
+                    }
+                }
+            }
+            form #placeHold method="post" action="/admin/holds" {
+                input type="hidden" name="csrf" value=(session.csrf);
+                input type="hidden" name="held" value="true";
+                label for="holdKind" { (t("Hold on")) }
+                select #holdKind name="kind" {
+                    option value="person" { (t("a person (your user id)")) }
+                    option value="conversation" { (t("a conversation (case_…)")) }
+                }
+                label for="holdId" { (t("Id")) }
+                input #holdId type="text" name="id" required maxlength="256";
+                (error_for(errors, "id"))
+                button type="submit" { (t("Place hold")) }
+            }
+            h2 { (t("Erase a person")) }
+            p.help #erase-help {
+                (t("Deletes every conversation of the person now and makes their personal data in the audit trail unreadable (their key is destroyed; the trail and your checkpoints still verify). Conversations with a change still waiting, running or unconfirmed are kept until it is settled, then deleted. A held person cannot be erased. You get a receipt signed with the audit checkpoint key: keep it. Backups (point-in-time recovery) may hold the deleted data for 35 days."))
+            }
+            form #erasePerson method="post" action="/admin/erasure" {
+                input type="hidden" name="csrf" value=(session.csrf);
+                label for="person" { (t("Person (your user id)")) }
+                input #person type="text" name="person" required maxlength="256";
+                (error_for(errors, "person"))
+                button.danger type="submit" { (t("Erase")) }
+            }
+            @if let Some(e) = erased {
+                section #erasure {
+                    h2 { (t("Erasure receipt")) }
+                    p { (t("Person ")) code { (e.person) } ": "
+                        (e.conversations.purged.len()) (t(" conversations deleted, ")) (e.items_removed) (t(" items removed."))
+                    }
+                    @if !e.conversations.unresolved.is_empty() || !e.conversations.held.is_empty() {
+                        p #erasurePending { (t("Kept for now (deleted once they can be): ")) @for c in e.conversations.unresolved.iter().chain(&e.conversations.held) { code { (c) } " " } }
+                    }
+                    p { (t("Audit trail personal data: ")) code #auditPersonal { (e.audit_personal_data) } }
+                    p { (t("Backups may hold it until ")) (e.backups.until) "." }
+                    label for="receipt" { (t("Receipt (JWS)")) }
+                    textarea #receipt readonly rows="6" { (e.receipt) }
+                }
+            }
+        },
+    )
 }

@@ -83,6 +83,30 @@ fn record_of(chain: &str, entry: &AuditEntry) -> ChainedRecord {
 }
 
 impl DynamoStore {
+    /// `entries` with their personal fields sealed under their person's key, before
+    /// they are chained (the chain hashes cover the sealed form). Without people's keys
+    /// the entries are written as they are.
+    pub(crate) async fn sealed(
+        &self,
+        tenant: &TenantId,
+        entries: &[AuditEntry],
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut out = entries.to_vec();
+        let Some(keys) = &self.subjects else {
+            return Ok(out);
+        };
+        for entry in &mut out {
+            let Some((who, personal)) = audit_chain::take_personal(&mut entry.changes) else {
+                continue;
+            };
+            let user = countersign_domain::ids::UserId::parse(who)
+                .map_err(|_| corrupt("personal field"))?;
+            let sealed = keys.seal(tenant, &user, &personal).await?;
+            entry.changes[audit_chain::SEALED] = serde_json::Value::String(sealed);
+        }
+        Ok(out)
+    }
+
     fn heads(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Head>> {
         self.heads
             .lock()
@@ -224,6 +248,8 @@ impl DynamoStore {
         items: Vec<TransactWriteItem>,
         entries: &[AuditEntry],
     ) -> Result<Tx, StoreError> {
+        let sealed = self.sealed(&chain.tenant, entries).await?;
+        let entries = sealed.as_slice();
         for attempt in 0..MAX_ATTEMPTS {
             let head = self.head(chain).await?;
             let (extra, next) = self.chain_items(chain, &head, entries)?;

@@ -68,6 +68,12 @@ pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
 /// decision 0043): proposal registrations, unsettled-action entries, conversation-chain
 /// audit records and the chain index. Never change it: items are found where it put them.
 pub(crate) const INDEX_SHARDS: u32 = 16;
+/// the tenant item's string sets of held people and held conversations.
+pub(crate) const HELD_PEOPLE: &str = "held_people";
+/// See [`HELD_PEOPLE`].
+pub(crate) const HELD_CASES: &str = "held_cases";
+/// the tenant item's string set of people whose erasure waits.
+pub(crate) const ERASING: &str = "erasing";
 
 /// The shard of `id` (a case or an action id): FNV-1a of its text, so every process puts
 /// the same item in the same place without coordination.

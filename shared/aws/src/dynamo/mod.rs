@@ -15,6 +15,7 @@ mod limits;
 mod links;
 mod proposals;
 mod retention;
+mod subjects;
 mod sweep;
 mod tenants;
 mod transact;
@@ -45,6 +46,7 @@ pub use keyring::StoredRing;
 use proposals::*;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+pub use subjects::{CACHE_TTL, DataKey, EnvelopeKeys, KeyWrap, KmsWrap};
 use transact::*;
 use transitions::*;
 
@@ -66,6 +68,9 @@ pub struct DynamoStore {
     ids: std::sync::Arc<dyn countersign_domain::ports::Ids>,
     /// How long a C-8 sweep cancels before it reports what is left.
     sweep_budget: std::time::Duration,
+    /// seals the personal fields of audit records; `None` writes them as they are
+    /// (a table without people's keys: the emulator's older tests).
+    subjects: Option<std::sync::Arc<dyn countersign_domain::ports::SubjectKeys>>,
 }
 
 impl std::fmt::Debug for DynamoStore {
@@ -121,7 +126,18 @@ impl DynamoStore {
             clock: std::sync::Arc::new(crate::system::SystemClock),
             ids: std::sync::Arc::new(crate::system::UlidIds::default()),
             sweep_budget: sweep::SWEEP_BUDGET,
+            subjects: None,
         }
+    }
+
+    /// The same store, sealing the personal fields of every audit record it writes under
+    /// their person's key with `keys`.
+    pub fn with_subject_keys(
+        mut self,
+        keys: std::sync::Arc<dyn countersign_domain::ports::SubjectKeys>,
+    ) -> Self {
+        self.subjects = Some(keys);
+        self
     }
 
     /// The same store with another C-8 sweep budget (tests of an unfinished sweep).

@@ -5,11 +5,10 @@
 //! item), so nothing is written per message for retention.
 
 use super::items::*;
-use super::{DynamoStore, unavailable, values};
+use super::{DynamoStore, Tx, build, failed, unavailable, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-use aws_sdk_dynamodb::types::{DeleteRequest, ReturnValue, WriteRequest};
+use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
 use countersign_domain::conversation::Case;
 use countersign_domain::ids::{ActionId, CaseId, TenantId, UserId};
 use countersign_domain::ports::{PurgeOutcome, Retained, RetainedPage, Retention, StoreError};
@@ -24,6 +23,8 @@ enum Removal {
     Removed { existed: bool },
     /// Kept: its proposal blocks the purge (`None`: it did a moment ago, no longer).
     Kept(Option<ProposalState>),
+    /// Kept: a legal hold covers it.
+    Held,
 }
 /// Conversations whose last activity is read at once.
 const CONCURRENCY: usize = 8;
@@ -130,40 +131,61 @@ impl DynamoStore {
     }
 
     /// Removes the case item unless its slot holds a pending, executing or unknown
-    /// proposal (decided by the delete's condition, atomically).
+    /// proposal, or a legal hold covers it: one transaction of a check on the
+    /// tenant item's holds and the case item's conditional delete, so a hold placed or a
+    /// proposal prepared before it is never lost with the conversation.
     async fn remove_case_item(
         &self,
         tenant: &TenantId,
         case: &CaseId,
     ) -> Result<Removal, StoreError> {
+        use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
+        let Some(item) = self.get(conv_pk(tenant, case), CASE_SK).await? else {
+            return Ok(Removal::Removed { existed: false });
+        };
+        let user = get_s(&item, "user")?.to_owned();
+        let not_held = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(tenant_pk(tenant), super::tenants::TENANT_SK)))
+                .condition_expression(format!(
+                    "NOT contains({HELD_CASES}, :case) AND NOT contains({HELD_PEOPLE}, :user)"
+                ))
+                .set_expression_attribute_values(Some(values([
+                    (":case", s(case.as_str())),
+                    (":user", s(user)),
+                ])))
+                .build(),
+        )?;
         let blocking = [
             ProposalState::PendingConfirmation,
             ProposalState::Executing,
             ProposalState::Unknown,
         ];
-        let answer = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
-            .condition_expression(
-                "attribute_not_exists(slot_state) OR NOT (slot_state IN (:p, :e, :u))",
-            )
-            .set_expression_attribute_values(Some(values([
-                (":p", s(blocking[0].as_str())),
-                (":e", s(blocking[1].as_str())),
-                (":u", s(blocking[2].as_str())),
-            ])))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await;
-        match answer {
-            Ok(out) => Ok(Removal::Removed {
-                existed: out.attributes.is_some_and(|a| !a.is_empty()),
-            }),
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), DeleteItemError::ConditionalCheckFailedException(_)) =>
-            {
+        let delete = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
+                .condition_expression(
+                    "attribute_not_exists(slot_state) OR NOT (slot_state IN (:p, :e, :u))",
+                )
+                .set_expression_attribute_values(Some(values([
+                    (":p", s(blocking[0].as_str())),
+                    (":e", s(blocking[1].as_str())),
+                    (":u", s(blocking[2].as_str())),
+                ])))
+                .build(),
+        )?;
+        let tx = vec![
+            TransactWriteItem::builder()
+                .condition_check(not_held)
+                .build(),
+            TransactWriteItem::builder().delete(delete).build(),
+        ];
+        match self.transact(tx).await? {
+            Tx::Committed => Ok(Removal::Removed { existed: true }),
+            Tx::Cancelled(reasons) if failed(reasons.first()) => Ok(Removal::Held),
+            Tx::Cancelled(reasons) if failed(reasons.get(1)) => {
                 let item = self.get(conv_pk(tenant, case), CASE_SK).await?;
                 Ok(Removal::Kept(
                     item.as_ref()
@@ -172,7 +194,8 @@ impl DynamoStore {
                         .filter(|st| st.blocks_purge()),
                 ))
             }
-            Err(e) => Err(unavailable(e)),
+            // Another request's transaction held an item at that moment: look again.
+            Tx::Cancelled(_) => Ok(Removal::Kept(None)),
         }
     }
 
@@ -367,6 +390,7 @@ impl Retention for DynamoStore {
                     break;
                 }
                 Removal::Kept(Some(state)) => return Ok(PurgeOutcome::Unresolved(state)),
+                Removal::Held => return Ok(PurgeOutcome::Held),
                 Removal::Kept(None) => {}
             }
         }

@@ -20,7 +20,7 @@ use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
 use std::collections::HashMap;
 
-const TENANT_SK: &str = "TENANT";
+pub(crate) const TENANT_SK: &str = "TENANT";
 pub(crate) const MCP_SK: &str = "MCP";
 const REGISTRY_PK: &str = "TENANTS";
 const ADMIN_KEY_SK: &str = "ADMINKEY";
@@ -164,6 +164,37 @@ fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
             ),
             None => None,
         },
+        holds: holds_from(i)?,
+        erasing: match i.get(ERASING) {
+            Some(AttributeValue::Ss(v)) => v
+                .iter()
+                .map(|u| {
+                    countersign_domain::ids::UserId::parse(u.as_str()).map_err(|_| corrupt(ERASING))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(corrupt(ERASING)),
+            None => std::collections::BTreeSet::new(),
+        },
+    })
+}
+
+/// the held people and conversations (string sets; an empty set is no attribute).
+fn holds_from(i: &Item) -> Result<countersign_domain::retention::Holds, StoreError> {
+    use countersign_domain::ids::{CaseId, UserId};
+    let set = |k: &str| match i.get(k) {
+        Some(AttributeValue::Ss(v)) => Ok(v.clone()),
+        Some(_) => Err(corrupt(k)),
+        None => Ok(Vec::new()),
+    };
+    Ok(countersign_domain::retention::Holds {
+        people: set(HELD_PEOPLE)?
+            .into_iter()
+            .map(|u| UserId::parse(u).map_err(|_| corrupt(HELD_PEOPLE)))
+            .collect::<Result<_, _>>()?,
+        conversations: set(HELD_CASES)?
+            .into_iter()
+            .map(|c| CaseId::parse(c).map_err(|_| corrupt(HELD_CASES)))
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -418,9 +449,52 @@ impl Tenants for DynamoStore {
         self.update_tenant_audited(id, "SET retention_days = :d", vals, audit)
             .await
     }
+
+    async fn set_hold(
+        &self,
+        id: &TenantId,
+        hold: &countersign_domain::retention::Hold,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        use countersign_domain::retention::Hold;
+        let set = match hold {
+            Hold::Person(_) => HELD_PEOPLE,
+            Hold::Conversation(_) => HELD_CASES,
+        };
+        self.update_set(id, set, hold.id(), on, audit).await
+    }
+
+    async fn set_erasing(
+        &self,
+        id: &TenantId,
+        user: &countersign_domain::ids::UserId,
+        pending: bool,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        self.update_set(id, ERASING, user.as_str(), pending, audit)
+            .await
+    }
 }
 
 impl DynamoStore {
+    /// Adds `value` to (`on`) or removes it from the tenant item's string set `set`, with
+    /// its audit record. A set's ADD and DELETE are atomic: two administrators changing
+    /// it at once both keep their change.
+    async fn update_set(
+        &self,
+        id: &TenantId,
+        set: &str,
+        value: &str,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let verb = if on { "ADD" } else { "DELETE" };
+        let vals = values([(":v", AttributeValue::Ss(vec![value.to_owned()]))]);
+        self.update_tenant_audited(id, &format!("{verb} {set} :v"), vals, audit)
+            .await
+    }
+
     /// A tenant-item update with its audit record, in one transaction.
     async fn update_tenant_audited(
         &self,

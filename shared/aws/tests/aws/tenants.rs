@@ -37,6 +37,8 @@ async fn tenants_are_created_listed_and_rekeyed() {
         created_at: SystemClock.now(),
         sign_in_url: None,
         retention_days: None,
+        holds: countersign_domain::retention::Holds::default(),
+        erasing: Default::default(),
     };
     store.create_tenant(&t).await.unwrap();
     assert!(

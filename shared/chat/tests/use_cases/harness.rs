@@ -99,6 +99,8 @@ impl H {
                 created_at: clock_now(&clock),
                 sign_in_url: None,
                 retention_days: None,
+                holds: countersign_domain::retention::Holds::default(),
+                erasing: Default::default(),
             })
             .await
             .unwrap();

@@ -19,6 +19,7 @@ pub mod secrets;
 pub mod sessions;
 pub mod signer;
 pub mod store;
+pub mod subjects;
 pub mod system;
 pub mod tenants;
 
@@ -33,6 +34,7 @@ pub use secrets::*;
 pub use sessions::*;
 pub use signer::*;
 pub use store::*;
+pub use subjects::*;
 pub use system::*;
 pub use tenants::*;
 

@@ -38,6 +38,8 @@ pub enum PurgeOutcome {
     },
     /// Kept: its proposal is pending, executing or unknown (P-3); purged once resolved.
     Unresolved(ProposalState),
+    /// Kept: a legal hold covers it, its person's or its own.
+    Held,
     /// Nothing was there (already purged).
     Gone,
 }
@@ -56,8 +58,8 @@ pub trait Retention: Send + Sync {
     ) -> Result<RetainedPage, StoreError>;
 
     /// Removes every item of `tenant`'s conversation `case` — case, proposals, messages —
-    /// unless its proposal is pending, executing or unknown at that moment (decided
-    /// atomically with the removal of the case item, so a proposal prepared meanwhile is
-    /// never lost with it).
+    /// unless its proposal is pending, executing or unknown at that moment, or a legal hold
+    /// covers it — both decided atomically with the removal of the case item, so a
+    /// proposal prepared or a hold placed meanwhile is never lost with it.
     async fn purge(&self, tenant: &TenantId, case: &CaseId) -> Result<PurgeOutcome, StoreError>;
 }

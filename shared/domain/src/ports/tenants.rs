@@ -28,6 +28,11 @@ pub struct Tenant {
     /// how long its conversations are kept after their last activity; `None` until
     /// the tenant sets it (the deployment's default applies, if any).
     pub retention_days: Option<crate::retention::RetentionDays>,
+    /// its legal holds.
+    pub holds: crate::retention::Holds,
+    /// people whose erasure waits for conversations that could not be purged yet
+    /// (an unresolved proposal, a conversation's hold); the purge finishes each.
+    pub erasing: std::collections::BTreeSet<crate::ids::UserId>,
 }
 
 /// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
@@ -118,6 +123,26 @@ pub trait Tenants: Send + Sync {
         &self,
         id: &TenantId,
         days: crate::retention::RetentionDays,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// places (`on`) or lifts `hold` with its audit record, in one write (atomic
+    /// against any other hold's change). `Conflict` when the tenant does not exist.
+    async fn set_hold(
+        &self,
+        id: &TenantId,
+        hold: &crate::retention::Hold,
+        on: bool,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// marks `user`'s erasure as waiting (`pending`) or finished, with its audit
+    /// record, in one write. `Conflict` when the tenant does not exist.
+    async fn set_erasing(
+        &self,
+        id: &TenantId,
+        user: &crate::ids::UserId,
+        pending: bool,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
 }
