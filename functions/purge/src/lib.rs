@@ -29,6 +29,8 @@ pub struct TenantRun {
     pub retention_days: Option<u32>,
     /// What was done.
     pub report: PurgeReport,
+    /// erasures that waited and finished in this run.
+    pub erasures_finished: usize,
     /// Why it stopped early, if it did (the store failed; out of time).
     pub stopped: Option<String>,
 }
@@ -36,6 +38,7 @@ pub struct TenantRun {
 /// One scheduled run over every tenant, from the `day`-th (the order turns daily).
 pub async fn run<S: ConversationStore + Tenants>(
     store: &S,
+    keys: &dyn countersign_domain::ports::SubjectKeys,
     default: Option<RetentionDays>,
     now: Timestamp,
     budget: Duration,
@@ -57,8 +60,28 @@ pub async fn run<S: ConversationStore + Tenants>(
             tenant: t.id.to_string(),
             retention_days: days.map(RetentionDays::days),
             report: PurgeReport::default(),
+            erasures_finished: 0,
             stopped: None,
         };
+        // erasures waiting for conversations that can go now are finished first.
+        if !t.erasing.is_empty() {
+            let entry = |action: &str, changes: serde_json::Value| {
+                use countersign_domain::ports::Ids as _;
+                countersign_domain::ports::AuditEntry {
+                    id: countersign_aws::system::UlidIds::default().audit_id(),
+                    at: now,
+                    actor: "platform".into(),
+                    action: action.to_owned(),
+                    changes,
+                }
+            };
+            match countersign_admin::erasure::finish_pending(store, store, keys, &t, entry, now)
+                .await
+            {
+                Ok(n) => run.erasures_finished = n,
+                Err(e) => tracing::warn!(error = %e, tenant = %t.id, "finishing erasures failed"),
+            }
+        }
         if let Some(days) = days {
             purge_until(store, &t.id, days, now, started, budget, &mut run).await;
         }
@@ -86,6 +109,7 @@ async fn purge_until(
                 r.purged += page.purged;
                 r.items += page.items;
                 r.unresolved += page.unresolved;
+                r.held += page.held;
                 cursor = page.next;
             }
             Err(e) => {
@@ -138,7 +162,7 @@ mod tests {
             ids.push(t.id);
         }
         let at = f.now().plus_seconds(31 * 86_400);
-        let runs = run(&store, None, at, RUN_BUDGET).await.unwrap();
+        let runs = run(&store, &store, None, at, RUN_BUDGET).await.unwrap();
         let purged = |id: &countersign_domain::ids::TenantId| {
             runs.iter()
                 .find(|r| r.tenant == id.as_str())
@@ -149,7 +173,9 @@ mod tests {
         assert_eq!(purged(&ids[1]), Some(0), "90 days: kept");
         assert_eq!(purged(&ids[2]), Some(0), "no retention: kept");
         let thirty = RetentionDays::new(30).unwrap();
-        let runs = run(&store, Some(thirty), at, RUN_BUDGET).await.unwrap();
+        let runs = run(&store, &store, Some(thirty), at, RUN_BUDGET)
+            .await
+            .unwrap();
         let unset = runs.iter().find(|r| r.tenant == ids[2].as_str()).unwrap();
         assert_eq!((unset.retention_days, unset.report.purged), (Some(30), 1));
     }
@@ -174,9 +200,9 @@ mod tests {
             f.open_case(&store, &t.id).await;
         }
         let at = f.now().plus_seconds(2 * 86_400);
-        let runs = run(&store, None, at, Duration::ZERO).await.unwrap();
+        let runs = run(&store, &store, None, at, Duration::ZERO).await.unwrap();
         assert!(runs.is_empty(), "no time: no tenant started");
-        let runs = run(&store, None, at, Duration::from_nanos(1))
+        let runs = run(&store, &store, None, at, Duration::from_nanos(1))
             .await
             .unwrap();
         assert!(runs.len() <= 1);

@@ -14,12 +14,22 @@ async fn main() -> anyhow::Result<()> {
     let settings = countersign_aws::AwsSettings::from_env()?;
     let sdk = aws_config::load_from_env().await;
     let store = settings.store(&sdk);
+    let keys = settings
+        .subject_keys(&sdk)
+        .unwrap_or_else(|| std::sync::Arc::new(countersign_domain::ports::NoSubjectKeys));
     let default = settings
         .retention_days
         .and_then(|d| RetentionDays::new(i64::from(d)).ok());
     let once = || async {
         let now = countersign_aws::system::SystemClock.now();
-        countersign_purge_fn::run(&store, default, now, countersign_purge_fn::RUN_BUDGET).await
+        countersign_purge_fn::run(
+            &store,
+            keys.as_ref(),
+            default,
+            now,
+            countersign_purge_fn::RUN_BUDGET,
+        )
+        .await
     };
     if !countersign_http::serve::in_lambda() {
         let mut out = std::io::stdout().lock();

@@ -1337,6 +1337,16 @@ pub async fn r1_a_purge_removes_every_item_of_a_settled_conversation(s: Arc<dyn 
         assert!(left.is_empty(), "{needle} is still in {left:?}");
     }
     assert!(store.load(&tenant, &case.id).await.unwrap().is_none());
+    // L-2: the conversation's audit chain still verifies (its records and head stay).
+    let trail = s.tenants().audit_trail(&tenant).await.unwrap();
+    let report = countersign_domain::audit_chain::verify(
+        tenant.as_str(),
+        &trail.records,
+        &trail.heads,
+        trail.unchained,
+    );
+    assert_eq!(report.broken, None, "{report:?}");
+    assert!(report.records >= 2, "{report:?}");
     let listed = store.retained(&tenant, None, 100).await.unwrap();
     assert_eq!(
         listed.items.iter().map(|r| &r.case).collect::<Vec<_>>(),

@@ -405,7 +405,14 @@ impl Retention for DynamoStore {
             .key_condition_expression("pk = :pk")
             .projection_expression("pk, sk")
             .set_expression_attribute_values(Some(values([(":pk", s(pk))])));
-        let keys = self.query_all(query).await?;
+        // The conversation's audit chain head stays with its records (L-2: a chain
+        // without its head no longer verifies); it holds hashes only.
+        let keys: Vec<Item> = self
+            .query_all(query)
+            .await?
+            .into_iter()
+            .filter(|k| opt_s(k, SK) != Some(CASE_HEAD_SK))
+            .collect();
         self.forget_guards(tenant, &keys).await?;
         let removed = keys.len() + usize::from(existed);
         self.delete_keys(keys).await?;

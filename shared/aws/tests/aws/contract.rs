@@ -45,7 +45,8 @@ impl Subject for OnDynamo {
             .filter(|item| format!("{item:?}").contains(needle))
             .map(|item| {
                 let (pk, sk) = (text(item.get("pk")), text(item.get("sk")));
-                if sk.starts_with("AUDIT") {
+                // A conversation chain's head (`A#AUDIT`) stays with its records.
+                if sk.starts_with("AUDIT") || sk == "A#AUDIT" {
                     "audit".to_owned()
                 } else if sk.starts_with("RETAIN#") {
                     "index".to_owned()

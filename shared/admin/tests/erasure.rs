@@ -1,0 +1,501 @@
+//! on the local AWS emulator (KMS wraps the people's data keys): a person's
+//! erasure leaves no plaintext of theirs in the table, the audit chain and a checkpoint
+//! taken before it still verify, the receipt verifies against the audit keys, and a held
+//! person survives both purge and erasure until the hold is lifted.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{PublicDns, env, send};
+use countersign_admin::api::AdminState;
+use countersign_aws::dynamo::{DynamoStore, EnvelopeKeys, KmsWrap};
+use countersign_aws::system::{SystemClock, UlidIds};
+use countersign_domain::conversation::{Case, CaseStatus};
+use countersign_domain::ids::{CaseId, UserId};
+use countersign_domain::ports::{
+    AuditRecords as _, ConversationStore, Conversations as _, ProposalLock as _, SubjectKeys,
+    Tenants as _,
+};
+use countersign_domain::proposal::ProposalState as S;
+use countersign_domain::texts::Language;
+use countersign_testkit::contract::Fixture;
+use http::StatusCode;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The env's store sealing with KMS-wrapped people's keys, and the admin API over it.
+struct Sealed {
+    store: DynamoStore,
+    keys: Arc<EnvelopeKeys>,
+    state: AdminState,
+}
+
+async fn sealed(env: &common::Env) -> Sealed {
+    let sdk = aws_config::load_from_env().await;
+    let kms = countersign_aws::kms::KmsProofSigner::client(&sdk, None);
+    let wrap = KmsWrap::new(kms, countersign_aws::settings::DEFAULT_SUBJECT_KEY_ALIAS);
+    let keys = Arc::new(EnvelopeKeys::new(env.store.clone(), Arc::new(wrap)));
+    let store = env.store.clone().with_subject_keys(keys.clone());
+    let state = AdminState {
+        stores: countersign_admin::api::AdminStores::split(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+        )
+        .with_subjects(Some(keys.clone())),
+        leases: Arc::new(store.clone()),
+        sessions: Arc::new(store.clone()),
+        secrets: env.secrets.clone(),
+        signer: env.signer.clone(),
+        checkpoint_signer: env.checkpoint_signer.clone(),
+        issuer: "https://support.example.com/mcp-actions".into(),
+        url_policy: countersign_domain::config::UrlPolicy::default(),
+        resolver: Arc::new(PublicDns),
+        provider: env.provider.clone(),
+        ids: Arc::new(UlidIds::default()),
+        clock: Arc::new(SystemClock),
+    };
+    Sealed { store, keys, state }
+}
+
+impl Sealed {
+    fn app(&self) -> axum::Router {
+        countersign_admin::api::router(self.state.clone()).merge(
+            countersign_admin::api::certification_router(self.state.clone()),
+        )
+    }
+
+    /// A conversation of `user` with a proposal moved to `to` (through executing when
+    /// `to` needs it), and a message that quotes the person.
+    async fn conversation(&self, f: &Fixture, tenant: &Case, user: &UserId, to: S) -> CaseId {
+        let case = Case {
+            id: CaseId::from_ulid_text(&ulid::Ulid::new().to_string()).unwrap(),
+            user: user.clone(),
+            status: CaseStatus::Open,
+            ..tenant.clone()
+        };
+        let store: &dyn ConversationStore = &self.store;
+        store.create_case(&case, Language::En).await.unwrap();
+        let said = f.message(
+            &case.id,
+            countersign_domain::conversation::Role::User,
+            countersign_domain::conversation::MessageKind::Text,
+            &format!("I am {user}"),
+        );
+        store.append_message(&case.tenant, &said).await.unwrap();
+        let (p, m) = f.proposal(&case, &format!("act_{}", ulid::Ulid::new()));
+        store.create_proposal(&p, &m).await.unwrap();
+        let path: &[(S, S)] = match to {
+            S::Cancelled => &[(S::PendingConfirmation, S::Cancelled)],
+            S::Executing => &[(S::PendingConfirmation, S::Executing)],
+            _ => &[],
+        };
+        for (from, next) in path {
+            store
+                .transition(&case.tenant, &case.id, &p.action_id, *from, *next, None)
+                .await
+                .unwrap();
+        }
+        case.id
+    }
+
+    /// Every item of the table whose text holds `needle`, as its key.
+    async fn holding(&self, needle: &str) -> Vec<String> {
+        self.store
+            .scan_everything()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|i| format!("{i:?}").contains(needle))
+            .map(|i| format!("{:?} {:?}", i.get("pk"), i.get("sk")))
+            .collect()
+    }
+}
+
+fn template(tenant: &countersign_domain::ports::Tenant) -> Case {
+    Case {
+        id: CaseId::from_ulid_text(&ulid::Ulid::new().to_string()).unwrap(),
+        tenant: tenant.id.clone(),
+        user: UserId::parse("nobody").unwrap(),
+        status: CaseStatus::Open,
+        created_at: Fixture::default().now(),
+    }
+}
+
+/// The claims of `jws` if it verifies with a key of the audit keys set (`typ` checked).
+async fn verified_receipt(app: axum::Router, jws: &str) -> Value {
+    let header = jsonwebtoken::decode_header(jws).unwrap();
+    assert_eq!(
+        header.typ.as_deref(),
+        Some("countersign-erasure-receipt+jwt")
+    );
+    let (status, keys) = send(
+        app,
+        "GET",
+        "/.well-known/countersign-audit-keys.json",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let jwk = keys["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kid"].as_str() == header.kid.as_deref())
+        .expect("the receipt's kid is in the audit keys");
+    let decoding =
+        DecodingKey::from_rsa_components(jwk["n"].as_str().unwrap(), jwk["e"].as_str().unwrap())
+            .unwrap();
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.validate_exp = false;
+    validation.required_spec_claims.clear();
+    jsonwebtoken::decode::<Value>(jws, &decoding, &validation)
+        .unwrap()
+        .claims
+}
+
+/// the person's personal fields never enter the chain in clear; after the erasure
+/// (finished once their executing action is resolved) no item of the table holds their
+/// id or text, the chain and a checkpoint taken before still verify, the export shows the
+/// fields erased, the receipt verifies against the audit keys, and a replay is a 404.
+#[tokio::test]
+async fn r2_an_erased_person_leaves_no_plaintext_and_the_trail_still_verifies() {
+    let env = env(false).await;
+    let s = sealed(&env).await;
+    let a = env.tenant("Erasure").await;
+    let (key, tenant) = (a.admin_key.expose(), a.tenant.clone());
+    let base = format!("/api/admin/tenants/{}", tenant.id);
+    let f = Fixture::default();
+    let person = UserId::parse(format!("erase-me-{}", ulid::Ulid::new())).unwrap();
+    let other = UserId::parse(format!("keep-me-{}", ulid::Ulid::new())).unwrap();
+    let t = template(&tenant);
+    let settled = s.conversation(&f, &t, &person, S::Cancelled).await;
+    let running = s.conversation(&f, &t, &person, S::Executing).await;
+    let kept = s.conversation(&f, &t, &other, S::Cancelled).await;
+
+    // Sealed before they are chained: no audit record holds the person's id in clear.
+    let trail = s.store.audit_trail(&tenant.id).await.unwrap();
+    assert!(
+        trail
+            .records
+            .iter()
+            .any(|r| r.changes.contains("\"sealed\""))
+    );
+    assert!(
+        !trail
+            .records
+            .iter()
+            .any(|r| r.changes.contains(person.as_str())),
+        "a personal field was chained in clear"
+    );
+    let (status, checkpoint) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/audit/checkpoints"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{checkpoint}");
+
+    let body = json!({"person": person.as_str()}).to_string();
+    let (status, erased) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/erasures"),
+        Some(key),
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{erased}");
+    assert_eq!(erased["conversations"]["purged"], json!([settled.as_str()]));
+    assert_eq!(
+        erased["conversations"]["unresolved"],
+        json!([running.as_str()])
+    );
+    assert_eq!(erased["auditPersonalData"], "pending", "{erased}");
+    let claims = verified_receipt(s.app(), erased["receipt"].as_str().unwrap()).await;
+    assert_eq!(claims["person"], person.as_str());
+    assert_eq!(claims["tenantId"], tenant.id.as_str());
+    assert!(claims["backups"]["until"].is_string());
+    // R-2, P-3: the executing action's conversation is kept, no reconciliation started.
+    assert!(s.store.load(&tenant.id, &running).await.unwrap().is_some());
+    assert!(s.store.load(&tenant.id, &settled).await.unwrap().is_none());
+
+    // Resolved: the purge's pass finishes the erasure.
+    let view = s.store.load(&tenant.id, &running).await.unwrap().unwrap();
+    let action = view.active.unwrap().action_id;
+    s.store
+        .transition(
+            &tenant.id,
+            &running,
+            &action,
+            S::Executing,
+            S::Completed,
+            None,
+        )
+        .await
+        .unwrap();
+    let now_tenant = s.store.get_tenant(&tenant.id).await.unwrap().unwrap();
+    assert!(now_tenant.erasing.contains(&person));
+    let entry = |action: &str, changes: Value| {
+        use countersign_domain::ports::Ids as _;
+        countersign_domain::ports::AuditEntry {
+            id: UlidIds::default().audit_id(),
+            at: f.now(),
+            actor: "platform".into(),
+            action: action.to_owned(),
+            changes,
+        }
+    };
+    let finished = countersign_admin::erasure::finish_pending(
+        &s.store,
+        &s.store,
+        s.keys.as_ref(),
+        &now_tenant,
+        entry,
+        f.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(finished, 1);
+    assert!(!s.keys.has_key(&tenant.id, &person).await.unwrap());
+
+    // Nothing of theirs is left in the table, in clear or as an item of theirs.
+    assert_eq!(s.holding(person.as_str()).await, Vec::<String>::new());
+    for case in [&settled, &running] {
+        assert_eq!(
+            s.holding(case.as_str())
+                .await
+                .iter()
+                .filter(|k| !k.contains("AUDIT"))
+                .count(),
+            0
+        );
+    }
+    assert!(
+        !s.holding(other.as_str()).await.is_empty(),
+        "another person's data stays"
+    );
+    assert!(s.store.load(&tenant.id, &kept).await.unwrap().is_some());
+
+    // The chain verifies, and still extends the checkpoint taken before the erasure.
+    let (status, v) = send(
+        s.app(),
+        "GET",
+        &format!("{base}/audit/verification"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["verified"], true, "{v}");
+    let trail = s.store.audit_trail(&tenant.id).await.unwrap();
+    let heads: std::collections::BTreeMap<String, countersign_domain::audit_chain::Head> =
+        checkpoint["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["chain"].as_str().unwrap().to_owned(),
+                    countersign_domain::audit_chain::Head {
+                        seq: h["seq"].as_u64().unwrap(),
+                        hash: h["hash"].as_str().unwrap().to_owned(),
+                    },
+                )
+            })
+            .collect();
+    assert_eq!(
+        countersign_domain::audit_chain::extends(tenant.id.as_str(), &trail.records, &heads),
+        None
+    );
+    // The export shows the person's fields as erased (and another's opened).
+    let export = countersign_admin::audit::export(&s.store, s.keys.as_ref(), &tenant.id)
+        .await
+        .unwrap();
+    let opened: Vec<&Value> = export["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.get("opened"))
+        .collect();
+    assert!(opened.iter().any(|o| o["erased"] == true), "{export}");
+    assert!(
+        opened.iter().any(|o| o["userId"] == other.as_str()),
+        "{export}"
+    );
+    // Replayed: nothing of them is left.
+    let (status, again) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/erasures"),
+        Some(key),
+        Some(body),
+    )
+    .await;
+    assert_eq!(
+        (status, again["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("NOT_FOUND")),
+        "{again}"
+    );
+}
+
+/// a held person survives the purge and an erasure (409 `LEGAL_HOLD`, nothing
+/// removed) until the hold is lifted; a held conversation of an erased person is kept and
+/// reported. Bad holds and erasures are typed 400s that change nothing.
+#[tokio::test]
+async fn r3_a_held_person_survives_purge_and_erasure_until_lifted() {
+    let env = env(false).await;
+    let s = sealed(&env).await;
+    let a = env.tenant("Holds").await;
+    let (key, tenant) = (a.admin_key.expose(), a.tenant.clone());
+    let base = format!("/api/admin/tenants/{}", tenant.id);
+    let f = Fixture::default();
+    let person = UserId::parse(format!("held-{}", ulid::Ulid::new())).unwrap();
+    let t = template(&tenant);
+    let first = s.conversation(&f, &t, &person, S::Cancelled).await;
+    let second = s.conversation(&f, &t, &person, S::Cancelled).await;
+    let hold = |kind: &str, id: &str, held: bool| {
+        Some(json!({"kind": kind, "id": id, "held": held}).to_string())
+    };
+    let (status, holds) = send(
+        s.app(),
+        "PUT",
+        &format!("{base}/holds"),
+        Some(key),
+        hold("person", person.as_str(), true),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{holds}");
+    assert_eq!(
+        holds["holds"],
+        json!([{"kind": "person", "id": person.as_str()}])
+    );
+
+    // The purge, with every conversation long due, keeps them.
+    let days = countersign_domain::retention::RetentionDays::new(1).unwrap();
+    let later = f.now().plus_seconds(3 * 86_400);
+    let report =
+        countersign_admin::retention::purge_tenant(&s.store, &tenant.id, days, later, None, 10)
+            .await
+            .unwrap();
+    assert_eq!((report.purged, report.held), (0, 2), "{report:?}");
+    let erase = Some(json!({"person": person.as_str()}).to_string());
+    let (status, refused) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/erasures"),
+        Some(key),
+        erase.clone(),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("LEGAL_HOLD")),
+        "{refused}"
+    );
+    assert!(
+        s.keys.has_key(&tenant.id, &person).await.unwrap(),
+        "the key stays"
+    );
+    assert!(s.store.load(&tenant.id, &first).await.unwrap().is_some());
+
+    // Bad input changes nothing.
+    for (body, field) in [
+        (hold("planet", "x", true), None),
+        (hold("person", "two words", true), Some("id")),
+        (hold("conversation", "act_1", true), Some("id")),
+        (Some(json!({"kind": "person", "id": "x"}).to_string()), None),
+    ] {
+        let (status, e) = send(s.app(), "PUT", &format!("{base}/holds"), Some(key), body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+        if let Some(field) = field {
+            assert_eq!(e["error"]["field"], field, "{e}");
+        }
+    }
+    let (status, e) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/erasures"),
+        Some(key),
+        Some(json!({"person": ""}).to_string()),
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("person")),
+        "{e}"
+    );
+    let (status, e) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/erasures"),
+        Some(key),
+        Some(json!({"person": "never-seen"}).to_string()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{e}");
+
+    // Lifted, with the second conversation held on its own: the erasure takes the first,
+    // reports the second, and waits for its hold.
+    let (status, _) = send(
+        s.app(),
+        "PUT",
+        &format!("{base}/holds"),
+        Some(key),
+        hold("conversation", second.as_str(), true),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = send(
+        s.app(),
+        "PUT",
+        &format!("{base}/holds"),
+        Some(key),
+        hold("person", person.as_str(), false),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, erased) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/erasures"),
+        Some(key),
+        erase,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{erased}");
+    assert_eq!(erased["conversations"]["purged"], json!([first.as_str()]));
+    assert_eq!(erased["conversations"]["held"], json!([second.as_str()]));
+    assert_eq!(erased["auditPersonalData"], "pending");
+    assert!(s.store.load(&tenant.id, &second).await.unwrap().is_some());
+    // Each hold's change is in the trail, the person's id sealed.
+    let (_, page) = send(
+        s.app(),
+        "GET",
+        &format!("{base}/audit?limit=20"),
+        Some(key),
+        None,
+    )
+    .await;
+    let items = page["items"].as_array().unwrap();
+    let placed: Vec<&Value> = items
+        .iter()
+        .filter(|r| r["action"] == "hold.placed")
+        .collect();
+    assert_eq!(placed.len(), 2, "{page}");
+    assert!(
+        items
+            .iter()
+            .all(|r| !r["changes"].to_string().contains(person.as_str())),
+        "stored as chained: sealed"
+    );
+    assert!(
+        items
+            .iter()
+            .any(|r| r["opened"]["person"] == person.as_str()),
+        "{page}"
+    );
+}
