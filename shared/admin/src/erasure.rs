@@ -80,9 +80,14 @@ pub struct Erasure {
     /// Items removed from the table.
     pub items_removed: usize,
     /// The personal fields of the person's audit records: `unreadable` (their key is
-    /// destroyed; the records and the chain stay and verify), or `pending` (destroyed
-    /// once the kept conversations are purged).
+    /// destroyed; the records and the chain stay and verify), `unreadable except
+    /// legacyRecords` (those stay in clear), or `pending` (the key is destroyed once the
+    /// kept conversations are purged).
     pub audit_personal_data: String,
+    /// Audit records written before people's keys existed (decision 0053) that name the
+    /// person in clear: they stay as they were chained (rewriting them would break the
+    /// chain and every checkpoint over it).
+    pub legacy_records: usize,
     /// What backups may still hold, and until when.
     pub backups: Backups,
     /// Compact RS256 JWS of these claims (`typ: countersign-erasure-receipt+jwt`), signed
@@ -190,6 +195,9 @@ pub async fn erase(
         return Err(ErasureError::Unknown);
     }
     let pending = !(conversations.unresolved.is_empty() && conversations.held.is_empty());
+    let legacy_records = legacy(stores.audit.as_ref(), &tenant.id, user)
+        .await
+        .map_err(store_down)?;
     let record = crate::audit::by_admin(
         state,
         tenant,
@@ -212,6 +220,13 @@ pub async fn erase(
     )?;
     let audit_personal_data = if pending {
         "pending"
+    } else if legacy_records > 0 {
+        stores
+            .subjects
+            .destroy(&tenant.id, user)
+            .await
+            .map_err(store_down)?;
+        "unreadable except legacyRecords"
     } else {
         match stores
             .subjects
@@ -231,6 +246,7 @@ pub async fn erase(
         erased_at: now.to_rfc3339(),
         conversations,
         items_removed: items,
+        legacy_records,
         audit_personal_data: audit_personal_data.to_owned(),
         backups: Backups {
             note: "DynamoDB point-in-time recovery may hold the removed items and the person's wrapped key until this time; a restore is an operator's act, never automatic".into(),
@@ -240,6 +256,27 @@ pub async fn erase(
     };
     erasure.receipt = sign_receipt(state, &erasure).await?;
     Ok(erasure)
+}
+
+/// How many of the tenant's audit records name `user` in a personal field in clear (written
+/// before people's keys existed).
+async fn legacy(
+    audit: &dyn countersign_domain::ports::AuditRecords,
+    tenant: &TenantId,
+    user: &UserId,
+) -> Result<usize, StoreError> {
+    use countersign_domain::audit_chain::PERSONAL_FIELDS;
+    let trail = audit.audit_trail(tenant).await?;
+    Ok(trail
+        .records
+        .iter()
+        .filter_map(|r| serde_json::from_str::<serde_json::Value>(&r.changes).ok())
+        .filter(|c| {
+            PERSONAL_FIELDS
+                .iter()
+                .any(|f| c.get(*f).and_then(|v| v.as_str()) == Some(user.as_str()))
+        })
+        .count())
 }
 
 async fn sign_receipt(state: &crate::AdminState, erasure: &Erasure) -> Result<String, AdminError> {
@@ -296,4 +333,80 @@ pub async fn finish_pending(
         finished += 1;
     }
     Ok(finished)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use countersign_domain::ports::{Conversations as _, ProposalLock as _};
+    use countersign_domain::proposal::ProposalState as S;
+    use countersign_testkit::contract::Fixture;
+    use countersign_testkit::{FakeSigner, MemorySecrets, MemoryStore, SeqIds, TestClock};
+    use std::sync::Arc;
+
+    async fn state() -> (crate::AdminState, Arc<MemoryStore>, Tenant) {
+        let clock = Arc::new(TestClock::default());
+        let ids = Arc::new(SeqIds::new(clock.clone()));
+        let store = Arc::new(MemoryStore::default());
+        let lang = countersign_domain::texts::Language::En;
+        let t = crate::tenants::register(&*store, &*ids, &*clock, "E", lang)
+            .await
+            .unwrap();
+        let state = crate::AdminState {
+            stores: crate::state::AdminStores::split(store.clone(), store.clone())
+                .with_subjects(Some(store.clone())),
+            leases: store.clone(),
+            sessions: store.clone(),
+            secrets: Arc::new(MemorySecrets::default()),
+            signer: Arc::new(FakeSigner::default()),
+            checkpoint_signer: Arc::new(FakeSigner::default()),
+            issuer: "https://support.example.com/mcp-actions".into(),
+            url_policy: countersign_domain::config::UrlPolicy::default(),
+            resolver: Arc::new(crate::resolve::SystemResolver),
+            provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
+            ids,
+            clock,
+        };
+        (state, store, t.tenant)
+    }
+
+    /// R-2 (bad input): an unknown person is a typed refusal that writes nothing; a held
+    /// one is refused and keeps everything; a settled conversation is purged, its records
+    /// written before people's keys are counted as legacy, and a replay finds nothing.
+    #[tokio::test]
+    async fn r2_erasure_refuses_the_unknown_and_the_held_and_counts_legacy_records() {
+        let (state, store, tenant) = state().await;
+        let f = Fixture::default();
+        let case = f.open_case(&*store, &tenant.id).await;
+        let (p, m) = f.proposal(&case, "act_e1");
+        store.create_proposal(&p, &m).await.unwrap();
+        let (from, to) = (S::PendingConfirmation, S::Cancelled);
+        store
+            .transition(&tenant.id, &case.id, &p.action_id, from, to, None)
+            .await
+            .unwrap();
+        let nobody = UserId::parse("nobody").unwrap();
+        assert!(matches!(
+            erase(&state, &tenant, &nobody).await,
+            Err(ErasureError::Unknown)
+        ));
+        let mut held = tenant.clone();
+        held.holds.set(&Hold::Person(case.user.clone()), true);
+        assert!(matches!(
+            erase(&state, &held, &case.user).await,
+            Err(ErasureError::Held)
+        ));
+        assert!(store.load(&tenant.id, &case.id).await.unwrap().is_some());
+        let done = erase(&state, &tenant, &case.user).await.unwrap();
+        assert_eq!(done.conversations.purged, vec![case.id.to_string()]);
+        assert_eq!(done.legacy_records, 1, "the memory store seals nothing");
+        assert_eq!(done.audit_personal_data, "unreadable except legacyRecords");
+        assert!(!done.receipt.is_empty());
+        assert!(store.load(&tenant.id, &case.id).await.unwrap().is_none());
+        assert!(matches!(
+            erase(&state, &tenant, &case.user).await,
+            Err(ErasureError::Unknown)
+        ));
+    }
 }

@@ -215,6 +215,7 @@ async fn r2_an_erased_person_leaves_no_plaintext_and_the_trail_still_verifies() 
         json!([running.as_str()])
     );
     assert_eq!(erased["auditPersonalData"], "pending", "{erased}");
+    assert_eq!(erased["legacyRecords"], 0, "{erased}");
     let claims = verified_receipt(s.app(), erased["receipt"].as_str().unwrap()).await;
     assert_eq!(claims["person"], person.as_str());
     assert_eq!(claims["tenantId"], tenant.id.as_str());

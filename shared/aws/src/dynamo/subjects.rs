@@ -124,9 +124,12 @@ impl KeyWrap for KmsWrap {
 pub struct EnvelopeKeys {
     store: DynamoStore,
     wrap: Arc<dyn KeyWrap>,
-    /// `tenant/user` and `tenant/keyId` → (key id, key, when read).
-    cache: Arc<Mutex<HashMap<String, (String, DataKey, Instant)>>>,
+    /// `tenant/user` and `tenant/#keyId` → the key.
+    cache: Arc<Mutex<HashMap<String, Cached>>>,
 }
+
+/// A plain key in the process: its id, the key, when it was read.
+type Cached = (String, DataKey, Instant);
 
 impl std::fmt::Debug for EnvelopeKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
