@@ -20,7 +20,7 @@ let ctx;
 let page;
 const consoleErrors = [];
 // Statuses the tests provoke on purpose (the browser logs each as a console error).
-const expected = [/status of 400/, /status of 401/, /status of 403/, /status of 409/];
+const expected = [/status of 400/, /status of 401/, /status of 403/, /status of 404/, /status of 409/];
 
 function watch(p) {
   p.on("console", (m) => {
@@ -415,6 +415,41 @@ test("S-4: the panel speaks Portuguese when the administrator chooses it, and re
   await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.getByRole("link", { name: "English" }).click()]);
   assert.equal(await page.locator("h1").innerText(), "Widget credentials");
   assert.equal(await page.locator("html").getAttribute("lang"), "en");
+});
+
+test("R-3, R-2: a hold is placed, shown and lifted; a held person is not erased; an erasure shows its receipt", async () => {
+  await page.goto(`${BASE}/admin/retention`);
+  assert.equal(await page.locator("h1").innerText(), "Holds and erasure");
+  assert.equal(await page.locator("#noHolds").count(), 1);
+  await page.selectOption("#holdKind", "person");
+  await page.fill("#holdId", "u_alice");
+  await Promise.all([page.waitForURL(/done=saved/), page.click("#placeHold button[type=submit]")]);
+  assert.equal(await page.locator('li.hold[data-kind="person"][data-id="u_alice"]').count(), 1);
+  // A held person is refused, beside the field, and nothing is erased.
+  await page.fill("#person", "u_alice");
+  await page.click("#erasePerson button[type=submit]");
+  assert.match(await field("person").innerText(), /legal hold/);
+  assert.equal(await page.locator("#erasure").count(), 0);
+  // A malformed id is refused; an unknown person is told so.
+  await page.selectOption("#holdKind", "conversation");
+  await page.fill("#holdId", "not-a-case");
+  await page.click("#placeHold button[type=submit]");
+  assert.ok((await field("id").count()) > 0);
+  await page.fill("#person", "u_never_seen");
+  await page.click("#erasePerson button[type=submit]");
+  assert.match(await field("person").innerText(), /Nothing is stored/);
+  // Lifted, then erased: the answer and its signed receipt, once.
+  await page.goto(`${BASE}/admin/retention`);
+  await Promise.all([page.waitForURL(/done=saved/), page.locator('li.hold[data-id="u_alice"]').getByRole("button", { name: "Lift" }).click()]);
+  assert.equal(await page.locator("#noHolds").count(), 1);
+  await page.fill("#person", "u_alice");
+  await page.click("#erasePerson button[type=submit]");
+  await page.locator("#erasure").waitFor();
+  assert.match(await page.locator("#auditPersonal").innerText(), /^(unreadable|pending)/);
+  assert.match(await page.locator("#receipt").inputValue(), /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  await page.goto(`${BASE}/admin/audit`);
+  const trail = await page.locator("main").innerText();
+  for (const a of ["hold.placed", "hold.lifted", "subject.erased"]) assert.ok(trail.includes(a), `${a} in the trail`);
 });
 
 test("U-1: sign out ends the session", async () => {
