@@ -3,7 +3,9 @@
 # infra/scripts/with-local-aws.sh, on the debug binaries): a checkpoint taken through the
 # admin API and kept as a file; the trail grows; `countersign audit export` feeds the
 # offline Python recipe, which verifies it against the kept checkpoint (signature
-# included); `countersign audit verify --since` agrees. Then a record the checkpoint
+# included); `countersign audit verify --since` agrees, after a person named in the trail
+# was erased with `countersign erase` (R-2: no plaintext of theirs left in the table, the
+# export shows their fields erased, a replay is refused). Then a record the checkpoint
 # covered is rewritten in the table (its chain rebuilt so the chains verify again): both
 # the CLI and the recipe find it.
 set -euo pipefail
@@ -27,7 +29,34 @@ curl -sf "$base/.well-known/countersign-audit-keys.json" >"$logs/keys.json"
 # The trail grows after the checkpoint: a widget credential is created (an audited change).
 curl -sf -X POST "$api/widget-credentials" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
   --data '{"allowedOrigins": ["http://localhost:8080"]}' >/dev/null
+# R-2: a person named in the trail (a hold placed and lifted: their id sealed under their
+# key), then erased with the CLI: the trail must still extend the checkpoint.
+person="u_erase_$RANDOM$RANDOM"
+for held in true false; do
+  curl -sf -X PUT "$api/holds" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+    --data "{\"kind\": \"person\", \"id\": \"$person\", \"held\": $held}" >/dev/null
+done
+COUNTERSIGN_ADMIN_KEY="$key" "$cli" erase --api "$base" --tenant "$tenant" --person "$person" >"$logs/erasure.json"
+grep -q '"auditPersonalData": "unreadable"' "$logs/erasure.json"
+grep -q '"receipt": "ey' "$logs/erasure.json"
+if COUNTERSIGN_ADMIN_KEY="$key" "$cli" erase --api "$base" --tenant "$tenant" --person "$person" >"$logs/erasure-again.json"; then
+  echo "a replayed erasure was not refused" >&2; exit 1
+fi
+"$py" - "$COUNTERSIGN_TABLE" "$person" <<'PY'
+import boto3, sys
+table, person = sys.argv[1], sys.argv[2]
+t = boto3.resource("dynamodb").Table(table)
+items, start = [], {}
+while True:
+    page = t.scan(ConsistentRead=True, **start)
+    items += page["Items"]
+    if "LastEvaluatedKey" not in page: break
+    start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+left = [(i["pk"], i["sk"]) for i in items if person in repr(i)]
+assert not left, f"the erased person is still in {left}"
+PY
 "$cli" audit export --tenant "$tenant" >"$logs/export.json"
+grep -q '"erased": true' "$logs/export.json"
 "$py" "$recipe" "$logs/export.json" "$logs/kept.json" "$logs/keys.json" | tee "$logs/recipe-ok.txt"
 grep -q "^verified: .*signature checked" "$logs/recipe-ok.txt"
 "$cli" audit verify --tenant "$tenant" --since "$logs/kept.json" | tee "$logs/cli-ok.txt"
@@ -66,4 +95,4 @@ if "$py" "$recipe" "$logs/export-rewritten.json" "$logs/kept.json" "$logs/keys.j
   echo "the recipe passed over a rewritten record" >&2; exit 1
 fi
 grep -q "covered by the checkpoint, was rewritten" "$logs/recipe-rewritten.txt"
-echo "audit-since: the trail extends its kept checkpoint (CLI and Python recipe); a rewritten, re-chained record is found by both"
+echo "audit-since: the trail extends its kept checkpoint (CLI and Python recipe), across a person's erasure; a rewritten, re-chained record is found by both"

@@ -9,6 +9,7 @@ use std::io::Write as _;
 
 mod audit;
 mod keys;
+mod erase;
 mod purge;
 mod verify;
 
@@ -122,6 +123,21 @@ enum Command {
         #[arg(long)]
         backfill: bool,
     },
+    /// erase a person of a tenant through the deployment's admin API: their
+    /// conversations are purged (unresolved ones reported, purged once resolved), their
+    /// personal data in the audit trail made unreadable; prints the signed receipt. The
+    /// tenant's admin key is read from COUNTERSIGN_ADMIN_KEY.
+    Erase {
+        /// The API base URL (the stack's `ApiUrl` output; the local stack's address).
+        #[arg(long)]
+        api: String,
+        /// Tenant id (`ten_…`).
+        #[arg(long)]
+        tenant: String,
+        /// The person, as the tenant's site names them.
+        #[arg(long)]
+        person: String,
+    },
     /// Print a gateway access token (D-4) for one conversation, signed with the platform's
     /// gateway token key. For the local stack and for trying the gateway by hand.
     GatewayToken {
@@ -178,6 +194,13 @@ async fn main() -> anyhow::Result<()> {
             if !audit::verify(tenant, since.as_deref(), &sdk, &settings).await? {
                 std::process::exit(1);
             }
+        }
+        Command::Erase {
+            api,
+            tenant,
+            person,
+        } => {
+            erase::run(&api, &tenant, &person).await?;
         }
         Command::Purge { tenant, backfill } => {
             purge::run(tenant, backfill, &sdk, &settings).await?;
