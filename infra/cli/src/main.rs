@@ -8,8 +8,8 @@ use countersign_domain::ports::Tenants;
 use std::io::Write as _;
 
 mod audit;
-mod keys;
 mod erase;
+mod keys;
 mod purge;
 mod verify;
 
