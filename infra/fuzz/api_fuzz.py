@@ -126,8 +126,10 @@ def stored(env, table):
             "    items += r['Items']\n"
             "    if 'LastEvaluatedKey' not in r: break\n"
             "    kw['ExclusiveStartKey'] = r['LastEvaluatedKey']\n"
-            "print(json.dumps(items, default=str))\n"), table],
-        env=env, check=True, capture_output=True, text=True)
+            "print(json.dumps(items, default=repr))\n"), table],
+        env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"reading the table failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout)
 
 
@@ -178,16 +180,20 @@ def main():
             '[[operations]]\ninclude-path = "/api/admin/tenants/{id}/mcp"\ninclude-method = "PUT"\n'
             'checks.positive_data_acceptance.enabled = false\n'
         ) % tenant
-        # The certification routes of the admin API, and the audit checkpoints (both
-        # sign with the platform's key), are served by the messages function (decision
-        # 0026), so they are fuzzed there.
+        # The certification routes of the admin API, the audit checkpoints and erasures
+        # (they sign with the platform's keys), are served by the messages function
+        # (decision 0026), so they are fuzzed there.
         # The public key sets too (V-7: kept off the admin function's few slots).
-        signing_paths = "certifications|audit/checkpoints|well-known"
+        signing_paths = "certifications|audit/checkpoints|erasures|well-known"
         certification = ["--include-path-regex", signing_paths]
         # Whether a run's body is accepted depends on the saved configuration (its tools
         # and operations), which no schema can say.
+        # Whether an erasure is answered 200 depends on whether the person is known (a
+        # well-formed unknown person is a documented 404).
         certification_config = (
             '[[operations]]\ninclude-path = "/api/admin/tenants/{id}/mcp/certifications"\n'
+            'include-method = "POST"\nchecks.positive_data_acceptance.enabled = false\n'
+            '[[operations]]\ninclude-path = "/api/admin/tenants/{id}/erasures"\n'
             'include-method = "POST"\nchecks.positive_data_acceptance.enabled = false\n'
         )
         for name, spec, base, token, config, select in [
