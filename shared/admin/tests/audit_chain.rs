@@ -259,3 +259,6 @@ async fn l3_an_export_verifies_offline_against_a_kept_checkpoint() {
     let (ok, out) = recipe(&export, &swapped, &keys);
     assert!(!ok && out.contains("not the ones it signed"), "{out}");
 }
+
+/// on the emulator.
+mod erasure;

@@ -2,11 +2,9 @@
 //! erasure leaves no plaintext of theirs in the table, the audit chain and a checkpoint
 //! taken before it still verify, the receipt verifies against the audit keys, and a held
 //! person survives both purge and erasure until the hold is lifted.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! (A module of the `audit_chain` test binary: one binary less to link.)
 
-mod common;
-
-use common::{PublicDns, env, send};
+use crate::common::{self, PublicDns, env, send};
 use countersign_admin::api::AdminState;
 use countersign_aws::dynamo::{DynamoStore, EnvelopeKeys, KmsWrap};
 use countersign_aws::system::{SystemClock, UlidIds};
