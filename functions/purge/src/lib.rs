@@ -83,24 +83,26 @@ pub async fn run<S: ConversationStore + Tenants>(
             }
         }
         if let Some(days) = days {
-            purge_until(store, &t.id, days, now, started, budget, &mut run).await;
+            purge_until(store, &t, days, now, started, budget, &mut run).await;
         }
         runs.push(run);
     }
     Ok(runs)
 }
 
-/// Pages of `tenant`'s conversations until the end or the budget, into `run`.
-async fn purge_until(
-    store: &dyn ConversationStore,
-    tenant: &countersign_domain::ids::TenantId,
+/// Pages of `t`'s conversations until the end or the budget, into `run`: from where the
+/// last run stopped, if it ran out of time; where this one stops is kept for the next.
+async fn purge_until<S: ConversationStore + Tenants>(
+    store: &S,
+    t: &countersign_domain::ports::Tenant,
     days: RetentionDays,
     now: Timestamp,
     started: Instant,
     budget: Duration,
     run: &mut TenantRun,
 ) {
-    let mut cursor: Option<String> = None;
+    let tenant = &t.id;
+    let mut cursor: Option<String> = t.purge_cursor.clone();
     loop {
         match retention::purge_tenant(store, tenant, days, now, cursor.as_deref(), 1).await {
             Ok(page) => {
@@ -127,6 +129,12 @@ async fn purge_until(
         }
     }
     run.report.next = cursor;
+    let resume = run.report.next.as_deref().filter(|_| run.stopped.is_some());
+    if resume != t.purge_cursor.as_deref()
+        && let Err(e) = store.set_purge_cursor(tenant, resume).await
+    {
+        tracing::warn!(error = %e, %tenant, "the purge's cursor was not kept");
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +164,7 @@ mod tests {
                 retention_days: days.map(|d| RetentionDays::new(d).unwrap()),
                 holds: Default::default(),
                 erasing: Default::default(),
+                purge_cursor: None,
             };
             store.create_tenant(&t).await.unwrap();
             f.open_case(&store, &t.id).await;
@@ -194,6 +203,7 @@ mod tests {
             retention_days: Some(RetentionDays::new(1).unwrap()),
             holds: Default::default(),
             erasing: Default::default(),
+            purge_cursor: None,
         };
         store.create_tenant(&t).await.unwrap();
         for _ in 0..(retention::PAGE + 1) {
@@ -206,5 +216,73 @@ mod tests {
             .await
             .unwrap();
         assert!(runs.len() <= 1);
+    }
+
+    /// a tenant's run out of time keeps where it stopped; the next run resumes there
+    /// (it does not start the tenant over), and once it reaches the end the cursor is gone.
+    #[tokio::test]
+    async fn r1_a_run_out_of_time_resumes_where_it_stopped() {
+        let (store, f) = (MemoryStore::default(), Fixture::default());
+        let t = Tenant {
+            id: f.tenant(),
+            name: "t".into(),
+            admin_key_hash: Sha256Hex::digest("t"),
+            language: Language::En,
+            created_at: f.now(),
+            sign_in_url: None,
+            retention_days: Some(RetentionDays::new(1).unwrap()),
+            holds: Default::default(),
+            erasing: Default::default(),
+            purge_cursor: None,
+        };
+        store.create_tenant(&t).await.unwrap();
+        for _ in 0..(retention::PAGE + 5) {
+            f.open_case(&store, &t.id).await;
+        }
+        let at = f.now().plus_seconds(2 * 86_400);
+        let days = RetentionDays::new(1).unwrap();
+        let mut first = TenantRun {
+            tenant: t.id.to_string(),
+            retention_days: Some(1),
+            report: PurgeReport::default(),
+            erasures_finished: 0,
+            stopped: None,
+        };
+        purge_until(
+            &store,
+            &t,
+            days,
+            at,
+            Instant::now(),
+            Duration::ZERO,
+            &mut first,
+        )
+        .await;
+        assert_eq!(first.stopped.as_deref(), Some("out of time"));
+        assert_eq!(first.report.examined, retention::PAGE);
+        let kept = store.get_tenant(&t.id).await.unwrap().unwrap();
+        assert!(kept.purge_cursor.is_some(), "where it stopped is kept");
+        let mut second = TenantRun {
+            stopped: None,
+            ..first.clone()
+        };
+        second.report = PurgeReport::default();
+        purge_until(
+            &store,
+            &kept,
+            days,
+            at,
+            Instant::now(),
+            RUN_BUDGET,
+            &mut second,
+        )
+        .await;
+        assert_eq!(
+            (second.report.examined, second.stopped),
+            (5, None),
+            "resumed, not restarted"
+        );
+        let done = store.get_tenant(&t.id).await.unwrap().unwrap();
+        assert_eq!(done.purge_cursor, None);
     }
 }

@@ -295,7 +295,6 @@ async fn tenant(
     let store = countersign_aws::dynamo::DynamoStore::new(
         countersign_aws::dynamo::DynamoStore::client(sdk, None),
         &settings.table,
-        None,
     );
     let mut out = std::io::stdout().lock();
     match cmd {

@@ -64,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("bootstrapping the local AWS resources")?;
     // A demo tenant, as an operator registers one.
-    let store = DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None);
+    let store = DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table);
     let registered = tenants::register(
         &store,
         &UlidIds::default(),

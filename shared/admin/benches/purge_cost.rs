@@ -33,7 +33,7 @@ async fn main() {
         .await
         .unwrap();
     let calls = CallLog::default();
-    let store = DynamoStore::new(DynamoStore::client(&sdk, Some(&calls)), &table, None);
+    let store = DynamoStore::new(DynamoStore::client(&sdk, Some(&calls)), &table);
     let f = Fixture::default();
     let tenant = f.tenant();
     for _ in 0..CONVERSATIONS {

@@ -218,27 +218,8 @@ pub async fn erase(
             .set_erasing(&tenant.id, user, pending, &record)
             .await,
     )?;
-    let audit_personal_data = if pending {
-        "pending"
-    } else if legacy_records > 0 {
-        stores
-            .subjects
-            .destroy(&tenant.id, user)
-            .await
-            .map_err(store_down)?;
-        "unreadable except legacyRecords"
-    } else {
-        match stores
-            .subjects
-            .destroy(&tenant.id, user)
-            .await
-            .map_err(store_down)?
-        {
-            Destroyed::Destroyed | Destroyed::NoKey => "unreadable",
-            // A hold placed on the person meanwhile: their key stays while it stands.
-            Destroyed::Held => return Err(ErasureError::Held),
-        }
-    };
+    let audit_personal_data =
+        destroy_key(stores, &tenant.id, user, pending, legacy_records).await?;
     let mut erasure = Erasure {
         erasure_id,
         tenant_id: tenant.id.to_string(),
@@ -256,6 +237,33 @@ pub async fn erase(
     };
     erasure.receipt = sign_receipt(state, &erasure).await?;
     Ok(erasure)
+}
+
+/// What becomes of the person's key: kept while conversations of theirs wait (`pending`),
+/// else destroyed (unless a hold on them was placed meanwhile: then nothing more is done).
+async fn destroy_key(
+    stores: &crate::state::AdminStores,
+    tenant: &TenantId,
+    user: &UserId,
+    pending: bool,
+    legacy_records: usize,
+) -> Result<&'static str, ErasureError> {
+    if pending {
+        return Ok("pending");
+    }
+    match stores
+        .subjects
+        .destroy(tenant, user)
+        .await
+        .map_err(store_down)?
+    {
+        // A hold placed on the person meanwhile: their key stays while it stands.
+        Destroyed::Held => Err(ErasureError::Held),
+        Destroyed::Destroyed | Destroyed::NoKey if legacy_records > 0 => {
+            Ok("unreadable except legacyRecords")
+        }
+        Destroyed::Destroyed | Destroyed::NoKey => Ok("unreadable"),
+    }
 }
 
 /// How many of the tenant's audit records name `user` in a personal field in clear (written

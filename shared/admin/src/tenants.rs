@@ -56,6 +56,7 @@ pub async fn register(
         retention_days: None,
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
+        purge_cursor: None,
     };
     store.create_tenant(&tenant).await?;
     Ok(Registered { tenant, admin_key })

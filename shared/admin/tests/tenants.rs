@@ -17,7 +17,7 @@ async fn store() -> DynamoStore {
     countersign_aws::bootstrap::ensure_table(&client, &table)
         .await
         .unwrap();
-    DynamoStore::new(client, table, None)
+    DynamoStore::new(client, table)
 }
 
 /// C-1: registration stores only the key's hash; rotation invalidates the old key at

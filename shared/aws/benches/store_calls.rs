@@ -153,11 +153,7 @@ impl Bench {
             .await
             .unwrap();
         let calls = CallLog::default();
-        let store = DynamoStore::new(
-            DynamoStore::client(&sdk, Some(&calls)),
-            &settings.table,
-            settings.retention_days,
-        );
+        let store = DynamoStore::new(DynamoStore::client(&sdk, Some(&calls)), &settings.table);
         let signer = KmsProofSigner::new(
             KmsProofSigner::client(&sdk, Some(&calls)),
             settings.signing_key.clone(),

@@ -35,7 +35,7 @@ impl AwsSettings {
     /// writes under their person's data key.
     pub fn store(&self, sdk: &aws_config::SdkConfig) -> dynamo::DynamoStore {
         let client = dynamo::DynamoStore::client(sdk, self.calls().as_ref());
-        let store = dynamo::DynamoStore::new(client, &self.table, None);
+        let store = dynamo::DynamoStore::new(client, &self.table);
         match self.subject_keys_of(sdk, &store) {
             Some(keys) => store.with_subject_keys(std::sync::Arc::new(keys)),
             None => store,
@@ -48,7 +48,7 @@ impl AwsSettings {
         sdk: &aws_config::SdkConfig,
     ) -> Option<std::sync::Arc<dyn countersign_domain::ports::SubjectKeys>> {
         let client = dynamo::DynamoStore::client(sdk, self.calls().as_ref());
-        let store = dynamo::DynamoStore::new(client, &self.table, None);
+        let store = dynamo::DynamoStore::new(client, &self.table);
         let keys = self.subject_keys_of(sdk, &store)?;
         Some(std::sync::Arc::new(keys))
     }

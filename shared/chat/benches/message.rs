@@ -89,6 +89,7 @@ async fn tenant_with_integration(
             retention_days: None,
             holds: countersign_domain::retention::Holds::default(),
             erasing: Default::default(),
+            purge_cursor: None,
         })
         .await
         .unwrap();

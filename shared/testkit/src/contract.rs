@@ -424,6 +424,7 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
         retention_days: None,
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
+        purge_cursor: None,
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let record = f.audit(
@@ -1416,6 +1417,7 @@ pub async fn r1_the_retention_is_set_with_its_audit_record(s: Arc<dyn Subject>) 
         retention_days: None,
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
+        purge_cursor: None,
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let days = RetentionDays::new(45).unwrap();
@@ -1463,6 +1465,7 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
         retention_days: None,
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
+        purge_cursor: None,
     };
     let t = s.tenants();
     t.create_tenant(&tenant).await.unwrap();

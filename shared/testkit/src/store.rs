@@ -1023,6 +1023,24 @@ impl Tenants for MemoryStore {
         )
     }
 
+    async fn set_purge_cursor(
+        &self,
+        id: &TenantId,
+        cursor: Option<&str>,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "set_purge_cursor",
+            || (),
+            |s| {
+                if let Some(t) = s.tenants.get_mut(id) {
+                    t.purge_cursor = cursor.map(str::to_owned);
+                }
+                Ok(())
+            },
+        )
+    }
+
     async fn set_erasing(
         &self,
         id: &TenantId,

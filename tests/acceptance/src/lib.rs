@@ -208,7 +208,7 @@ async fn backing(
     countersign_aws::bootstrap::bootstrap(sdk, &settings)
         .await
         .unwrap();
-    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table, None);
+    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table);
     if let Some(seconds) = options.jwks_cache_seconds {
         let kms = KmsProofSigner::client(sdk, None);
         let alias = settings.signing_key.clone().unwrap();

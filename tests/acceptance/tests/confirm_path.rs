@@ -28,11 +28,7 @@ use std::time::Duration;
 /// A messages router over the stack, in this process, counting its AWS calls in `calls`:
 /// a fresh one is a cold container (no caches).
 async fn serve(stack: &Stack, sdk: &aws_config::SdkConfig, calls: &CallLog) -> String {
-    let store = DynamoStore::new(
-        DynamoStore::client(sdk, Some(calls)),
-        &stack.settings.table,
-        None,
-    );
+    let store = DynamoStore::new(DynamoStore::client(sdk, Some(calls)), &stack.settings.table);
     let secrets = Arc::new(SecretsManagerStore::new(
         SecretsManagerStore::client(sdk, Some(calls)),
         stack.settings.secret_prefix.clone(),

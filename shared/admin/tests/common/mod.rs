@@ -76,7 +76,7 @@ pub(crate) async fn env(signing_key: bool) -> Env {
         .await
         .unwrap();
     Env {
-        store: DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table, None),
+        store: DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table),
         secrets: Arc::new(SecretsManagerStore::new(
             SecretsManagerStore::client(&sdk, None),
             settings.secret_prefix.clone(),

@@ -77,12 +77,7 @@ impl Conversations for DynamoStore {
             .send()
             .await
             .map_err(unavailable)?;
-        let mut item = case_item(case, language);
-        if case.status == CaseStatus::Open
-            && let Some(t) = self.retention_ttl()
-        {
-            item.insert(TTL.into(), t);
-        }
+        let item = case_item(case, language);
         self.client
             .put_item()
             .table_name(&self.table)
@@ -227,7 +222,7 @@ impl Conversations for DynamoStore {
                     current: Some(state),
                 });
             }
-            let (tx, entries) = self.close_tx(tenant, case, seen.as_ref(), seen_state)?;
+            let (tx, entries) = self.close_tx(tenant, case, seen.as_ref())?;
             let chain = chain::ChainRef::case(tenant, case);
             match self.transact_chained(&chain, tx, &entries).await? {
                 Tx::Committed => return Ok(TransitionOutcome::Applied),
@@ -470,18 +465,6 @@ impl SettingsFence for DynamoStore {
 }
 
 impl DynamoStore {
-    /// The raw TTL of a conversation's case item and of a proposal (tests of P-3).
-    pub async fn retention_of(
-        &self,
-        tenant: &TenantId,
-        case: &CaseId,
-        action: Option<&ActionId>,
-    ) -> Result<Option<i64>, StoreError> {
-        let sk = action.map_or_else(|| CASE_SK.to_owned(), prop_sk);
-        let item = self.get(conv_pk(tenant, case), sk).await?;
-        Ok(item.and_then(|i| get_n::<i64>(&i, TTL).ok()))
-    }
-
     /// A proposal by id, whatever its state (history included).
     pub async fn proposal(
         &self,

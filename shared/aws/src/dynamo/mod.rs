@@ -30,7 +30,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, CancellationReason, Delete, Put, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem, Update,
 };
-use countersign_domain::conversation::{Case, CaseStatus, Message};
+use countersign_domain::conversation::{Case, Message};
 use countersign_domain::ids::{ActionId, CaseId, MessageId, TenantId};
 use countersign_domain::life;
 use countersign_domain::ports::{
@@ -60,7 +60,6 @@ const MAX_ATTEMPTS: u32 = 64;
 pub struct DynamoStore {
     client: Client,
     table: String,
-    retention_seconds: Option<i64>,
     /// Audit chain heads last seen (a hint; see `chain`).
     heads: std::sync::Arc<std::sync::Mutex<HashMap<String, countersign_domain::audit_chain::Head>>>,
     /// Time and ids of the records the store writes for a step (L-1).
@@ -115,13 +114,12 @@ fn values<const N: usize>(v: [(&str, AttributeValue); N]) -> HashMap<String, Att
 }
 
 impl DynamoStore {
-    /// A store on `table`. `retention_days` (P-3) is how long a conversation is kept once
-    /// it holds no non-terminal proposal; `None` keeps it forever.
-    pub fn new(client: Client, table: impl Into<String>, retention_days: Option<u32>) -> Self {
+    /// A store on `table`. It writes no TTL on conversations: the purge removes them
+    /// (R-1, decision 0052), after each tenant's own retention and never past a hold.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,
             table: table.into(),
-            retention_seconds: retention_days.map(|d| i64::from(d) * 86_400),
             heads: std::sync::Arc::default(),
             clock: std::sync::Arc::new(crate::system::SystemClock),
             ids: std::sync::Arc::new(crate::system::UlidIds::default()),
@@ -178,10 +176,6 @@ impl DynamoStore {
     /// The table name.
     pub fn table(&self) -> &str {
         &self.table
-    }
-
-    fn retention_ttl(&self) -> Option<AttributeValue> {
-        self.retention_seconds.map(|r| n(epoch_now() + r))
     }
 
     fn update(

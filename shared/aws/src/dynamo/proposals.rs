@@ -61,20 +61,13 @@ impl DynamoStore {
         action: &ActionId,
         to: ProposalState,
     ) -> Result<TransactWriteItem, StoreError> {
-        let mut vals = values([
+        let vals = values([
             (":pending", s(ProposalState::PendingConfirmation.as_str())),
             (":to", s(to.as_str())),
         ]);
-        let expr = match self.retention_ttl() {
-            Some(t) => {
-                vals.insert(":ttl".into(), t);
-                "SET #state = :to, #ttl = :ttl"
-            }
-            None => "SET #state = :to",
-        };
         self.update(
             key(pk, prop_sk(action)),
-            expr.to_owned(),
+            "SET #state = :to".to_owned(),
             "#state = :pending",
             vals,
         )
@@ -98,7 +91,8 @@ impl DynamoStore {
             (":pending", s(ProposalState::PendingConfirmation.as_str())),
         ]);
         let condition = Self::slot_condition(seen, &mut vals);
-        // A held conversation never expires (P-3).
+        // P-3: a TTL an older version set (decision 0052) never removes a conversation
+        // with a proposal.
         let take = "SET slot_action = :new, slot_state = :pending REMOVE #ttl".to_owned();
         let mut items = vec![self.update(key(pk.as_str(), CASE_SK), take, condition, vals)?];
         // the pending predecessor is superseded in the same transaction.
@@ -170,14 +164,13 @@ impl DynamoStore {
         Ok(opt_s(&item, "secret_version") == Some(secret_version) && actions_version == version)
     }
 
-    /// A-26 in one transaction: the case closed (conditional on the slot as seen), with
-    /// its retention unless an action holds it, and a pending proposal cancelled with it.
+    /// A-26 in one transaction: the case closed (conditional on the slot as seen), and a
+    /// pending proposal cancelled with it.
     pub(super) fn close_tx(
         &self,
         tenant: &TenantId,
         case: &CaseId,
         seen: Option<&(String, String)>,
-        seen_state: Option<ProposalState>,
     ) -> Result<
         (
             Vec<TransactWriteItem>,
@@ -195,15 +188,9 @@ impl DynamoStore {
             }
             _ => None,
         };
-        let held = seen_state
-            .is_some_and(|st| st.blocks_purge() && st != ProposalState::PendingConfirmation);
         if pending.is_some() {
             vals.insert(":cancelled".into(), s(ProposalState::Cancelled.as_str()));
             expr.push_str(", slot_state = :cancelled");
-        }
-        if let (Some(t), false) = (self.retention_ttl(), held) {
-            vals.insert(":ttl".into(), t);
-            expr.push_str(", #ttl = :ttl");
         }
         let mut tx = vec![self.update(key(pk.as_str(), CASE_SK), expr, condition, vals)?];
         let mut entries = Vec::new();

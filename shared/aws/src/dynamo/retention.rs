@@ -272,9 +272,11 @@ impl DynamoStore {
 
 impl DynamoStore {
     /// R-1 (decision 0052): writes the retention index entry of every conversation that
-    /// has none — those created before the purge existed — so the purge finds them. One
-    /// scan of the table (the operator runs it once, `countersign purge --backfill`);
-    /// idempotent. Returns how many conversations it saw.
+    /// has none — those created before the purge existed — so the purge finds them, and
+    /// removes the deployment-wide TTL the older version put on case and proposal items
+    /// (R-3, decision 0053: DynamoDB's TTL deletes without looking at legal holds; the
+    /// purge does). One scan of the table (the operator runs it once, `countersign purge
+    /// --backfill`); idempotent. Returns how many conversations it saw.
     pub async fn backfill_retention_index(&self) -> Result<usize, StoreError> {
         let mut seen = 0;
         let mut start = None;
@@ -283,13 +285,25 @@ impl DynamoStore {
                 .client
                 .scan()
                 .table_name(&self.table)
-                .filter_expression("sk = :case")
-                .set_expression_attribute_values(Some(values([(":case", s(CASE_SK))])))
+                .filter_expression(
+                    "sk = :case OR (begins_with(sk, :prop) AND attribute_exists(#ttl))",
+                )
+                .expression_attribute_names("#ttl", TTL)
+                .set_expression_attribute_values(Some(values([
+                    (":case", s(CASE_SK)),
+                    (":prop", s(PROPOSAL_PREFIX)),
+                ])))
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
                 .map_err(unavailable)?;
             for item in page.items.unwrap_or_default() {
+                if item.contains_key(TTL) {
+                    self.drop_ttl(&item).await?;
+                }
+                if opt_s(&item, SK) != Some(CASE_SK) {
+                    continue;
+                }
                 let (case, _) = case_from(&item)?;
                 self.client
                     .put_item()
@@ -304,6 +318,30 @@ impl DynamoStore {
                 Some(k) if !k.is_empty() => start = Some(k),
                 _ => return Ok(seen),
             }
+        }
+    }
+
+    /// Removes an item's TTL (if the item is still there).
+    async fn drop_ttl(&self, item: &Item) -> Result<(), StoreError> {
+        let (Some(pk), Some(sk)) = (opt_s(item, PK), opt_s(item, SK)) else {
+            return Err(corrupt("key"));
+        };
+        let answer = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .update_expression("REMOVE #ttl")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#ttl", TTL)
+            .send()
+            .await;
+        match answer {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(se)) if se.err().is_conditional_check_failed_exception() => {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
         }
     }
 

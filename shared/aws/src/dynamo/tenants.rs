@@ -165,6 +165,7 @@ fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
             None => None,
         },
         holds: holds_from(i)?,
+        purge_cursor: opt_s(i, "purge_cursor").map(str::to_owned),
         erasing: match i.get(ERASING) {
             Some(AttributeValue::Ss(v)) => v
                 .iter()
@@ -463,6 +464,34 @@ impl Tenants for DynamoStore {
             Hold::Conversation(_) => HELD_CASES,
         };
         self.update_set(id, set, hold.id(), on, audit).await
+    }
+
+    async fn set_purge_cursor(
+        &self,
+        id: &TenantId,
+        cursor: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(tenant_pk(id), TENANT_SK)))
+            .condition_expression("attribute_exists(pk)");
+        update = match cursor {
+            Some(c) => update
+                .update_expression("SET purge_cursor = :c")
+                .expression_attribute_values(":c", s(c)),
+            None => update.update_expression("REMOVE purge_cursor"),
+        };
+        match update.send().await {
+            Ok(_) => Ok(()),
+            Err(aws_sdk_dynamodb::error::SdkError::ServiceError(e))
+                if e.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(super::unavailable(e)),
+        }
     }
 
     async fn set_erasing(

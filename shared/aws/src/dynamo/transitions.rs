@@ -87,27 +87,16 @@ impl DynamoStore {
             return Err(StoreError::IllegalTransition { from, to });
         }
         let pk = conv_pk(tenant, case);
-        let ttl = if to.is_terminal() {
-            self.retention_ttl()
-        } else {
-            None
-        };
         for attempt in 0..MAX_ATTEMPTS {
-            let mut case_vals = values([
+            let case_vals = values([
                 (":aid", s(action_id.as_str())),
                 (":from", s(from.as_str())),
                 (":to", s(to.as_str())),
             ]);
-            let mut prop_vals = values([(":from", s(from.as_str())), (":to", s(to.as_str()))]);
-            let mut case_expr = "SET slot_state = :to".to_owned();
-            let mut prop_expr = "SET #state = :to".to_owned();
-            if let Some(t) = &ttl {
-                // P-3: once the slot is terminal, the conversation gets its retention.
-                case_vals.insert(":ttl".into(), t.clone());
-                prop_vals.insert(":ttl".into(), t.clone());
-                case_expr.push_str(", #ttl = :ttl");
-                prop_expr.push_str(", #ttl = :ttl");
-            }
+            let prop_vals = values([(":from", s(from.as_str())), (":to", s(to.as_str()))]);
+            // no TTL; the purge removes a conversation (decision 0052).
+            let case_expr = "SET slot_state = :to".to_owned();
+            let prop_expr = "SET #state = :to".to_owned();
             let mut tx = vec![
                 self.update(
                     key(pk.as_str(), CASE_SK),

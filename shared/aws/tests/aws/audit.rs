@@ -195,11 +195,7 @@ async fn l2_a_record_altered_or_removed_in_the_table_is_found() {
 async fn l2_a_stale_cached_head_is_rebuilt_never_forked() {
     let env = env().await;
     let a = env.fresh_store().await;
-    let b = DynamoStore::new(
-        DynamoStore::client(&env.sdk, None),
-        a.table(),
-        env.settings.retention_days,
-    );
+    let b = DynamoStore::new(DynamoStore::client(&env.sdk, None), a.table());
     let tenant = env.tenant();
     env.configure(&a, &tenant, None, (1, 1, "v1")).await;
     let case = env.open_case(&a, &tenant).await;
@@ -250,7 +246,6 @@ async fn l2_the_confirm_write_adds_no_call() {
     let other = DynamoStore::new(
         DynamoStore::client(&env.sdk, Some(&env.calls)),
         setup.table(),
-        env.settings.retention_days,
     );
     env.calls.reset();
     other.load(&tenant, &case.id).await.unwrap();

@@ -53,7 +53,6 @@ impl Env {
         DynamoStore::new(
             DynamoStore::client(&self.sdk, Some(&self.calls)),
             &self.settings.table,
-            self.settings.retention_days,
         )
     }
 
@@ -65,7 +64,7 @@ impl Env {
         countersign_aws::bootstrap::ensure_table(&client, &table)
             .await
             .unwrap();
-        DynamoStore::new(client, table, self.settings.retention_days)
+        DynamoStore::new(client, table)
     }
 
     pub fn tenant(&self) -> TenantId {

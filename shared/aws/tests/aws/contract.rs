@@ -81,7 +81,7 @@ pub(crate) async fn on_new_table(endpoint: Option<&str>) -> DynamoStore {
                 .build(),
         ),
     };
-    DynamoStore::new(client, table, Some(30))
+    DynamoStore::new(client, table)
 }
 
 /// The store on a new table, talking to the emulator directly.

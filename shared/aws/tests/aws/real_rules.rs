@@ -29,7 +29,7 @@ pub(crate) async fn through_proxy(env: &Env) -> (DynamoStore, Faulty) {
         .endpoint_url(proxy.url())
         .build();
     let client = aws_sdk_dynamodb::Client::from_conf(conf);
-    let store = DynamoStore::new(client, plain.table(), env.settings.retention_days);
+    let store = DynamoStore::new(client, plain.table());
     (store, proxy)
 }
 

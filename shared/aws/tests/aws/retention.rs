@@ -6,7 +6,8 @@ use countersign_domain::ports::{PurgeOutcome, Retention};
 use std::collections::HashMap;
 
 /// a conversation stored before the retention index (its case item only) is not
-/// listed; the backfill indexes it (and is idempotent), and the purge then removes it.
+/// listed; the backfill indexes it (and is idempotent) and removes the old TTL (R-3: a
+/// TTL deletes past a hold), and the purge then removes it.
 #[tokio::test]
 async fn r1_the_backfill_indexes_conversations_from_before_the_index() {
     let store = crate::contract::on_new_table(None).await;
@@ -24,6 +25,8 @@ async fn r1_the_backfill_indexes_conversations_from_before_the_index() {
         ("status", s("closed")),
         ("created_at", s("2025-01-02T03:04:05Z")),
         ("lang", s("en")),
+        // The older version's deployment-wide TTL (R-3: it would delete past a hold).
+        ("ttl", AttributeValue::N("4102444800".into())),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -48,6 +51,17 @@ async fn r1_the_backfill_indexes_conversations_from_before_the_index() {
         store.backfill_retention_index().await.unwrap() >= 1,
         "idempotent"
     );
+    let item = client
+        .get_item()
+        .table_name(store.table())
+        .key("pk", s(&format!("CONV#{tenant}#{case}")))
+        .key("sk", s("A#CASE"))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert!(!item.contains_key("ttl"), "the old TTL is removed");
     let listed = store.retained(&tenant, None, 10).await.unwrap().items;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].case, case);

@@ -39,6 +39,7 @@ async fn tenants_are_created_listed_and_rekeyed() {
         retention_days: None,
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
+        purge_cursor: None,
     };
     store.create_tenant(&t).await.unwrap();
     assert!(

@@ -101,6 +101,7 @@ impl H {
                 retention_days: None,
                 holds: countersign_domain::retention::Holds::default(),
                 erasing: Default::default(),
+                purge_cursor: None,
             })
             .await
             .unwrap();

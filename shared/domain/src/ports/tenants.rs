@@ -33,6 +33,9 @@ pub struct Tenant {
     /// people whose erasure waits for conversations that could not be purged yet
     /// (an unresolved proposal, a conversation's hold); the purge finishes each.
     pub erasing: std::collections::BTreeSet<crate::ids::UserId>,
+    /// where the purge's last run stopped for this tenant when it ran out of time;
+    /// the next run resumes there. `None`: the next run starts at the beginning.
+    pub purge_cursor: Option<String>,
 }
 
 /// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
@@ -135,6 +138,12 @@ pub trait Tenants: Send + Sync {
         on: bool,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
+
+    /// keeps (or, with `None`, forgets) where the purge stopped for the tenant. Not
+    /// audited: the purge's own bookkeeping, not a setting. A tenant that no longer
+    /// exists is left alone.
+    async fn set_purge_cursor(&self, id: &TenantId, cursor: Option<&str>)
+    -> Result<(), StoreError>;
 
     /// marks `user`'s erasure as waiting (`pending`) or finished, with its audit
     /// record, in one write. `Conflict` when the tenant does not exist.
