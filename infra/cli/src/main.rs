@@ -213,32 +213,43 @@ async fn main() -> anyhow::Result<()> {
             user,
             case,
             ttl,
-        } => {
-            use countersign_domain::ports::{Clock as _, SecretStore as _};
-            let grant = countersign_tools::access::Grant {
-                principal: countersign_domain::conversation::Principal {
-                    tenant: countersign_domain::ids::TenantId::parse(tenant)?,
-                    user: countersign_domain::ids::UserId::parse(user)?,
-                },
-                case: countersign_domain::ids::CaseId::parse(case)?,
-            };
-            let secrets = countersign_aws::secrets::SecretsManagerStore::new(
-                countersign_aws::secrets::SecretsManagerStore::client(&sdk, None),
-                settings.secret_prefix.clone(),
-            );
-            let (key, _) = secrets
-                .get_current(countersign_tools::access::SECRET_NAME)
-                .await?
-                .context("the gateway token key is missing; run `countersign bootstrap`")?;
-            let token = countersign_tools::access::mint(
-                &key,
-                &grant,
-                countersign_aws::system::SystemClock.now(),
-                ttl,
-            )?;
-            writeln!(std::io::stdout().lock(), "{token}")?;
-        }
+        } => gateway_token(tenant, user, case, ttl, &sdk, &settings).await?,
     }
+    Ok(())
+}
+
+/// `gateway-token`: a gateway access token (D-4) for one conversation, printed.
+async fn gateway_token(
+    tenant: String,
+    user: String,
+    case: String,
+    ttl: i64,
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+) -> anyhow::Result<()> {
+    use countersign_domain::ports::{Clock as _, SecretStore as _};
+    let grant = countersign_tools::access::Grant {
+        principal: countersign_domain::conversation::Principal {
+            tenant: countersign_domain::ids::TenantId::parse(tenant)?,
+            user: countersign_domain::ids::UserId::parse(user)?,
+        },
+        case: countersign_domain::ids::CaseId::parse(case)?,
+    };
+    let secrets = countersign_aws::secrets::SecretsManagerStore::new(
+        countersign_aws::secrets::SecretsManagerStore::client(sdk, None),
+        settings.secret_prefix.clone(),
+    );
+    let (key, _) = secrets
+        .get_current(countersign_tools::access::SECRET_NAME)
+        .await?
+        .context("the gateway token key is missing; run `countersign bootstrap`")?;
+    let token = countersign_tools::access::mint(
+        &key,
+        &grant,
+        countersign_aws::system::SystemClock.now(),
+        ttl,
+    )?;
+    writeln!(std::io::stdout().lock(), "{token}")?;
     Ok(())
 }
 

@@ -145,6 +145,22 @@ impl Fixture {
         TenantId::from_ulid_text(&self.ulid()).unwrap()
     }
 
+    /// A new tenant called `name`, not stored, with nothing set.
+    pub fn tenant_named(&self, name: &str) -> countersign_domain::ports::Tenant {
+        countersign_domain::ports::Tenant {
+            id: self.tenant(),
+            name: name.into(),
+            admin_key_hash: Sha256Hex::digest(format!("tsk_{name}")),
+            language: Language::En,
+            created_at: self.now(),
+            sign_in_url: None,
+            retention_days: None,
+            holds: countersign_domain::retention::Holds::default(),
+            erasing: Default::default(),
+            purge_cursor: None,
+        }
+    }
+
     /// A new message id, after every earlier one.
     pub fn message_id(&self) -> MessageId {
         MessageId::from_ulid_text(&self.ulid()).unwrap()
@@ -1407,18 +1423,7 @@ pub async fn r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved(s: 
 pub async fn r1_the_retention_is_set_with_its_audit_record(s: Arc<dyn Subject>) {
     use countersign_domain::retention::RetentionDays;
     let f = Fixture::default();
-    let tenant = countersign_domain::ports::Tenant {
-        id: f.tenant(),
-        name: "Retention".into(),
-        admin_key_hash: Sha256Hex::digest("tsk_retention"),
-        language: Language::En,
-        created_at: f.now(),
-        sign_in_url: None,
-        retention_days: None,
-        holds: countersign_domain::retention::Holds::default(),
-        erasing: Default::default(),
-        purge_cursor: None,
-    };
+    let tenant = f.tenant_named("Retention");
     s.tenants().create_tenant(&tenant).await.unwrap();
     let days = RetentionDays::new(45).unwrap();
     let record = f.audit(
@@ -1455,18 +1460,7 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
     use countersign_domain::ports::PurgeOutcome;
     use countersign_domain::retention::Hold;
     let f = Fixture::default();
-    let tenant = countersign_domain::ports::Tenant {
-        id: f.tenant(),
-        name: "Holds".into(),
-        admin_key_hash: Sha256Hex::digest("tsk_holds"),
-        language: Language::En,
-        created_at: f.now(),
-        sign_in_url: None,
-        retention_days: None,
-        holds: countersign_domain::retention::Holds::default(),
-        erasing: Default::default(),
-        purge_cursor: None,
-    };
+    let tenant = f.tenant_named("Holds");
     let t = s.tenants();
     t.create_tenant(&tenant).await.unwrap();
     let store = s.conversations();
