@@ -194,16 +194,8 @@ mod tests {
     async fn r1_a_run_out_of_time_stops() {
         let (store, f) = (MemoryStore::default(), Fixture::default());
         let t = Tenant {
-            id: f.tenant(),
-            name: "t".into(),
-            admin_key_hash: Sha256Hex::digest("t"),
-            language: Language::En,
-            created_at: f.now(),
-            sign_in_url: None,
             retention_days: Some(RetentionDays::new(1).unwrap()),
-            holds: Default::default(),
-            erasing: Default::default(),
-            purge_cursor: None,
+            ..f.tenant_named("t")
         };
         store.create_tenant(&t).await.unwrap();
         for _ in 0..(retention::PAGE + 1) {
@@ -224,16 +216,8 @@ mod tests {
     async fn r1_a_run_out_of_time_resumes_where_it_stopped() {
         let (store, f) = (MemoryStore::default(), Fixture::default());
         let t = Tenant {
-            id: f.tenant(),
-            name: "t".into(),
-            admin_key_hash: Sha256Hex::digest("t"),
-            language: Language::En,
-            created_at: f.now(),
-            sign_in_url: None,
             retention_days: Some(RetentionDays::new(1).unwrap()),
-            holds: Default::default(),
-            erasing: Default::default(),
-            purge_cursor: None,
+            ..f.tenant_named("t")
         };
         store.create_tenant(&t).await.unwrap();
         for _ in 0..(retention::PAGE + 5) {

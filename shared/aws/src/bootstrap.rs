@@ -298,92 +298,89 @@ pub async fn create_signing_key(
         .unwrap_or_default())
 }
 
+/// A key of `spec` and `usage` behind `alias`, made when the alias is missing, with the
+/// account's default policy (the local stack; deployed stacks get their keys from the
+/// template). `what` names it in errors. Returns whether it was created.
+async fn ensure_aliased_key(
+    client: &aws_sdk_kms::Client,
+    alias: &str,
+    (spec, usage): (KeySpec, KeyUsageType),
+    description: &str,
+    what: &'static [&'static str; 3],
+) -> Result<bool, BootstrapError> {
+    if key_behind(client, alias, what[0]).await?.is_some() {
+        return Ok(false);
+    }
+    let created = client
+        .create_key()
+        .key_spec(spec)
+        .key_usage(usage)
+        .description(description)
+        .send()
+        .await
+        .map_err(err(what[1]))?;
+    let id = created
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    match client
+        .create_alias()
+        .alias_name(alias)
+        .target_key_id(&id)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(true),
+        // Another bootstrap made it meanwhile: theirs stands (ours is never used).
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_already_exists_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(err(what[2])(e)),
+    }
+}
+
 /// V-6: creates the audit checkpoint key behind `alias` (RSA_2048 SIGN_VERIFY, its own
-/// key: the action key signs action proofs only) when the alias is missing, with the
-/// account's default policy (the local stack; deployed stacks get it from the template).
-/// Returns whether it was created.
+/// key: the action key signs action proofs only) when the alias is missing. Returns
+/// whether it was created.
 pub async fn ensure_checkpoint_key(
     client: &aws_sdk_kms::Client,
     alias: &str,
 ) -> Result<bool, BootstrapError> {
-    if key_behind(client, alias, "describing the checkpoint key")
-        .await?
-        .is_some()
-    {
-        return Ok(false);
-    }
-    let created = client
-        .create_key()
-        .key_spec(KeySpec::Rsa2048)
-        .key_usage(KeyUsageType::SignVerify)
-        .description("Countersign audit checkpoints (RS256). Never action proofs.")
-        .send()
-        .await
-        .map_err(err("creating the checkpoint key"))?;
-    let id = created
-        .key_metadata()
-        .map(|m| m.key_id().to_owned())
-        .unwrap_or_default();
-    match client
-        .create_alias()
-        .alias_name(alias)
-        .target_key_id(&id)
-        .send()
-        .await
-    {
-        Ok(_) => Ok(true),
-        // Another bootstrap made it meanwhile: theirs stands (ours signs nothing).
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_already_exists_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(err("creating the checkpoint key alias")(e)),
-    }
+    ensure_aliased_key(
+        client,
+        alias,
+        (KeySpec::Rsa2048, KeyUsageType::SignVerify),
+        "Countersign audit checkpoints (RS256). Never action proofs.",
+        &[
+            "describing the checkpoint key",
+            "creating the checkpoint key",
+            "creating the checkpoint key alias",
+        ],
+    )
+    .await
 }
 
 /// creates the people's data-key wrapping key behind `alias` (a symmetric
-/// `ENCRYPT_DECRYPT` key) when the alias is missing (the local stack; deployed stacks get
-/// it from the template). Returns whether it was created.
+/// `ENCRYPT_DECRYPT` key) when the alias is missing. Returns whether it was created.
 pub async fn ensure_subject_key(
     client: &aws_sdk_kms::Client,
     alias: &str,
 ) -> Result<bool, BootstrapError> {
-    if key_behind(client, alias, "describing the people's key")
-        .await?
-        .is_some()
-    {
-        return Ok(false);
-    }
-    let created = client
-        .create_key()
-        .key_spec(KeySpec::SymmetricDefault)
-        .key_usage(KeyUsageType::EncryptDecrypt)
-        .description("Countersign people's data keys (R-2): wraps them, nothing else.")
-        .send()
-        .await
-        .map_err(err("creating the people's key"))?;
-    let id = created
-        .key_metadata()
-        .map(|m| m.key_id().to_owned())
-        .unwrap_or_default();
-    match client
-        .create_alias()
-        .alias_name(alias)
-        .target_key_id(&id)
-        .send()
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_already_exists_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(err("creating the people's key alias")(e)),
-    }
+    ensure_aliased_key(
+        client,
+        alias,
+        (KeySpec::SymmetricDefault, KeyUsageType::EncryptDecrypt),
+        "Countersign people's data keys (R-2): wraps them, nothing else.",
+        &[
+            "describing the people's key",
+            "creating the people's key",
+            "creating the people's key alias",
+        ],
+    )
+    .await
 }
 
 /// The gateway token key's name under the secret prefix (see `countersign_tools::access`).
