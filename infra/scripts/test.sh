@@ -76,8 +76,6 @@ nice -n 19 infra/scripts/build-release.sh >"$logs/release-build.log" 2>&1 &
 release_pid=$!
 
 step "cargo fmt --all --check" cargo fmt --all --check
-step "cargo clippy --workspace --all-targets -- -D warnings" \
-  cargo clippy --workspace --all-targets --locked -- -D warnings
 step "the domain crate has no I/O dependency" infra/scripts/check-domain-deps.sh
 step "no function over 80 lines in the use-case, HTTP and adapter crates" \
   python3 infra/scripts/fn-lengths.py --limit 80 --top 5 \
@@ -87,14 +85,50 @@ step "no function over 80 lines in the use-case, HTTP and adapter crates" \
 step "cargo deny check licenses bans sources (deny.toml)" \
   cargo-deny --log-level error check licenses bans sources
 
-# One invocation for binaries and tests: built apart, the binaries would get the features
-# of normal dependencies only and every dependency they share with the tests would compile
-# twice (resolver 2 enables dev-dependencies' features only when tests are in the build).
+# Clippy, in the debug build's own compilation (decision 0054). `cargo clippy` is `cargo
+# check` with clippy-driver as the workspace's rustc wrapper and its arguments in
+# CLIPPY_ARGS; a separate `cargo check` compiled every dependency a second time (metadata
+# only, ~300 s here). With the same wrapper and arguments on `cargo build`, the workspace's
+# crates are linted exactly as `cargo clippy --workspace --all-targets -- -D warnings`
+# lints them, while they are compiled. Exported for the rest of the run: every later cargo
+# command (nextest, doctests) finds the same fingerprints and rebuilds nothing. The
+# release build above started without them.
+export RUSTC_WORKSPACE_WRAPPER
+RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
+# The lint gate must be able to fail: a crate with one warn-level lint (needless_return)
+# built the same way must be refused.
+clippy_gate_fails_on_a_lint() {
+  local canary="$logs/clippy-canary"
+  rm -rf "$canary"
+  mkdir -p "$canary/src"
+  printf '[package]\nname = "canary"\nversion = "0.0.0"\nedition = "2024"\n[workspace]\n' \
+    >"$canary/Cargo.toml"
+  printf 'pub fn f() -> u8 {\n    return 1;\n}\n' >"$canary/src/lib.rs"
+  if (cd "$canary" && CARGO_TARGET_DIR="$canary/target" cargo build --quiet) \
+    >"$canary/out.log" 2>&1; then
+    echo "clippy-driver as the workspace wrapper let a lint through" >&2
+    return 1
+  fi
+  grep -q "needless_return" "$canary/out.log" || {
+    cat "$canary/out.log" >&2
+    return 1
+  }
+}
+step "the lint gate refuses a lint (clippy-driver as the workspace wrapper, -D warnings)" \
+  clippy_gate_fails_on_a_lint
+
+# One invocation for binaries, tests, benches and examples: built apart, the binaries
+# would get the features of normal dependencies only and every dependency they share with
+# the tests would compile twice (resolver 2 enables dev-dependencies' features only when
+# tests are in the build).
 build_debug() {
-  cargo build --workspace --locked --bins --tests
+  cargo build --workspace --locked --all-targets
   cargo nextest run --workspace --locked --no-run
 }
-step "build once (debug): binaries and test binaries" build_debug
+step "cargo clippy --workspace --all-targets -- -D warnings, linted in the one debug build of binaries and test binaries" \
+  build_debug
 export COUNTERSIGN_BINS_BUILT=1
 step "doctests (cargo test --doc; nextest does not run them)" cargo test --workspace --locked --doc
 

@@ -9,10 +9,10 @@ use countersign_provider_kit::{ExpectedAction, InMemoryReplayGuard, Verifier};
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::{Value, json};
 
-const TRUSTED_KEY: &str = include_str!("keys/trusted.key.pem");
-const TRUSTED_PUB: &str = include_str!("keys/trusted.pub.pem");
-const ATTACKER_KEY: &str = include_str!("keys/attacker.key.pem");
-const ATTACKER_PUB: &str = include_str!("keys/attacker.pub.pem");
+const TRUSTED_KEY: &str = include_str!("../keys/trusted.key.pem");
+const TRUSTED_PUB: &str = include_str!("../keys/trusted.pub.pem");
+const ATTACKER_KEY: &str = include_str!("../keys/attacker.key.pem");
+const ATTACKER_PUB: &str = include_str!("../keys/attacker.pub.pem");
 const ISS: &str = "https://support.example.com/mcp-actions";
 const AUD: &str = "https://mcp.trackshare.example.com/mcp";
 const NOW: i64 = 1_800_000_000;

@@ -5,9 +5,7 @@
 //! call that reaches the tenant's server spent from the tenant's budget.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use countersign_aws::system::SystemClock;
 use countersign_domain::config::{UrlPolicy, validate_mcp_config};

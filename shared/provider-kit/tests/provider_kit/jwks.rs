@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const OLD_KEY: &str = include_str!("keys/trusted.key.pem");
-const OLD_PUB: &str = include_str!("keys/trusted.pub.pem");
-const NEW_KEY: &str = include_str!("keys/attacker.key.pem");
-const NEW_PUB: &str = include_str!("keys/attacker.pub.pem");
+const OLD_KEY: &str = include_str!("../keys/trusted.key.pem");
+const OLD_PUB: &str = include_str!("../keys/trusted.pub.pem");
+const NEW_KEY: &str = include_str!("../keys/attacker.key.pem");
+const NEW_PUB: &str = include_str!("../keys/attacker.pub.pem");
 const ISS: &str = "https://support.example.com/mcp-actions";
 const AUD: &str = "https://mcp.trackshare.example.com/mcp";
 

@@ -9,8 +9,7 @@ use http::StatusCode;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn l2_verification_and_signed_checkpoints() {

@@ -20,8 +20,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// V-1: a save reads the provider's live tools/list and refuses, naming each tool and the
 /// reason, an allowed tool that is declared destructive, is not declared read-only, or is

@@ -6,10 +6,8 @@
 //! recorder is process-global.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
+use crate::common::*;
 use axum::body::Body;
-use common::*;
 use countersign_domain::ports::Provider;
 use countersign_gateway::{TokenKey, router, router_without_fast_path};
 use http::Request;

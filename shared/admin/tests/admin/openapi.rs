@@ -5,9 +5,7 @@
 //! status, with their request bodies valid against the documented request schema.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use countersign_admin::api::PATHS;
 use countersign_admin::tenants;
 use countersign_aws::system::{SystemClock, UlidIds};

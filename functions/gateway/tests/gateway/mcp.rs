@@ -2,9 +2,7 @@
 //! JSON responses, D-4 tokens.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use axum::body::Body;
 use countersign_aws::system::SystemClock;

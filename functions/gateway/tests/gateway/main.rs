@@ -1,0 +1,9 @@
+//! The gateway's integration tests, in one test binary (decision 0054): as one binary
+//! per file, each was linked against the whole dependency graph. nextest still runs every
+//! test in its own process.
+
+mod common;
+mod emf;
+mod fast_path;
+mod mcp;
+mod prepare;

@@ -1,0 +1,13 @@
+//! The admin crate's integration tests, in one test binary (decision 0054): as one binary
+//! per file, each was linked against the whole dependency graph. nextest still runs every
+//! test in its own process.
+
+mod api;
+mod audit_chain;
+mod certify;
+mod common;
+mod memory;
+mod openapi;
+mod panel;
+mod tenants;
+mod unsettled;

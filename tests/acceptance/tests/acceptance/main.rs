@@ -1,0 +1,12 @@
+//! The end-to-end acceptance suite, in one test binary (decision 0054): as one binary
+//! per file, each was linked against the whole dependency graph. nextest still runs every
+//! test in its own process.
+
+mod acceptance;
+mod certification;
+mod chat_live;
+mod confirm_path;
+mod models;
+mod rotation;
+mod unsettled;
+mod widget;
