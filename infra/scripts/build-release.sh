@@ -14,6 +14,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 infra/scripts/install.sh rust-tools
 export PATH="$root/.venv/tools/bin:$PATH"
+# The test command lints the debug build through clippy-driver (decision 0054); the
+# release build is not linted, and the wrapper in its fingerprints would rebuild every
+# workspace crate when the packaging check calls this script again.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 # cargo-lambda mishandles --target-dir; CARGO_TARGET_DIR works (FIELD-NOTES).
 export CARGO_TARGET_DIR="$root/target/lambda-build"
 args=(--bin hello-lambda --bin countersign-messages --bin countersign-admin --bin countersign-gateway --bin countersign-purge)
