@@ -139,10 +139,10 @@ step "the provider guide's proof verification recipes (Python, TypeScript) over 
   infra/scripts/recipes.sh
 step "template.yaml: cfn-lint and sam validate --lint (offline)" infra/scripts/check-template.sh
 
-# One emulator for the four suites; nextest's own summary names every failure.
-step "cargo nextest run --workspace, MCP interop, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment (local AWS emulator)" \
-  infra/scripts/with-local-aws.sh bash -c \
-  'cargo nextest run --workspace --locked && infra/scripts/interop.sh && infra/scripts/fuzz-api.sh && infra/scripts/browser-tests.sh && infra/scripts/python-provider.sh && infra/scripts/verify-deployment.sh && infra/scripts/audit-since.sh'
+# One emulator for every suite (infra/scripts/suites.sh prints each one's time);
+# nextest's own summary names every failure.
+step "cargo nextest run --workspace, MCP interop, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment, the audit checkpoint (local AWS emulator)" \
+  infra/scripts/with-local-aws.sh infra/scripts/suites.sh
 
 step "release build finished (cargo lambda build --release --x86-64, once per run)" \
   join "$release_pid" "$logs/release-build.log"

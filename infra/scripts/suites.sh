@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The suites the test command runs on one local AWS emulator (run it through
+# infra/scripts/with-local-aws.sh, after the build): every Rust test under nextest, the MCP
+# interop suite, API fuzzing, the widget and panel in headless Chromium, the Python
+# provider recipe, verify-deployment and the audit trail's checkpoint across an erasure.
+# Stops at the first failing suite; always prints each suite's time (where CI's minutes go).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+times=()
+report() {
+  local s
+  printf '\n%-40s %6s\n' "suite" "secs"
+  for s in "${times[@]}"; do printf '%-40s %6s\n' "${s%|*}" "${s##*|}"; done
+}
+trap report EXIT
+
+suite() {
+  local name=$1 t0
+  shift
+  t0=$(date +%s)
+  "$@"
+  times+=("$name|$(($(date +%s) - t0))")
+}
+
+suite "cargo nextest run --workspace" cargo nextest run --workspace --locked
+suite "MCP interop (five official clients)" infra/scripts/interop.sh
+suite "API fuzzing (schemathesis)" infra/scripts/fuzz-api.sh
+suite "widget and panel in headless Chromium" infra/scripts/browser-tests.sh
+suite "Python provider recipe" infra/scripts/python-provider.sh
+suite "verify-deployment" infra/scripts/verify-deployment.sh
+suite "audit checkpoint across an erasure" infra/scripts/audit-since.sh
