@@ -101,6 +101,7 @@ macro_rules! store_contract {
             r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved,
             r1_the_retention_is_set_with_its_audit_record,
             r3_a_hold_keeps_conversations_from_the_purge_until_lifted,
+            r3_a_hold_racing_the_purge_is_never_lost,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -1451,6 +1452,73 @@ pub async fn r1_the_retention_is_set_with_its_audit_record(s: Arc<dyn Subject>) 
         TransitionOutcome::Conflict { .. }
     ));
     assert_eq!(s.tenants().get_tenant(&unknown).await.unwrap(), None);
+}
+
+/// R-3 under concurrency: a hold placed on each of six conversations while the purge
+/// reaches the same ones. Each purge either removed its conversation whole (it came
+/// first) or kept it whole for the hold; never a conversation half gone, a hold lost, or a
+/// purge that gives up and misnames why it kept one. Through the fault proxy the two
+/// transactions on the tenant item meet real DynamoDB's conflicts.
+pub async fn r3_a_hold_racing_the_purge_is_never_lost(s: Arc<dyn Subject>) {
+    use countersign_domain::ports::PurgeOutcome;
+    use countersign_domain::retention::Hold;
+    let f = Fixture::default();
+    let tenant = f.tenant_named("Racing holds");
+    let t = s.tenants();
+    t.create_tenant(&tenant).await.unwrap();
+    let store = s.conversations();
+    let mut cases = Vec::new();
+    for _ in 0..6 {
+        cases.push(f.open_case(store, &tenant.id).await);
+    }
+    let mut races = Vec::new();
+    for case in &cases {
+        let (s, tenant, case) = (s.clone(), tenant.id.clone(), case.id.clone());
+        let hold = Hold::Conversation(case.clone());
+        let record = f.audit("hold.placed", json!({}));
+        races.push(tokio::spawn(async move {
+            let (purged, held) = tokio::join!(
+                s.conversations().purge(&tenant, &case),
+                s.tenants().set_hold(&tenant, &hold, true, &record)
+            );
+            (purged.unwrap(), held.unwrap())
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for race in races {
+        outcomes.push(race.await.unwrap());
+    }
+    let holds = t.get_tenant(&tenant.id).await.unwrap().unwrap().holds;
+    for (case, (purged, held)) in cases.iter().zip(&outcomes) {
+        assert_eq!(*held, TransitionOutcome::Applied);
+        assert!(
+            holds.contains(&Hold::Conversation(case.id.clone())),
+            "{holds:?}"
+        );
+        let left = store.load(&tenant.id, &case.id).await.unwrap();
+        match purged {
+            PurgeOutcome::Purged { .. } => assert!(left.is_none(), "purged, yet it is there"),
+            PurgeOutcome::Held => assert!(left.is_some(), "kept for its hold, yet it is gone"),
+            other => panic!("{other:?}: neither purged nor kept for its hold"),
+        }
+        if left.is_some() {
+            assert_eq!(
+                store.purge(&tenant.id, &case.id).await.unwrap(),
+                PurgeOutcome::Held
+            );
+        }
+    }
+    // L-2: every hold is recorded, and the trail verifies.
+    let page = t.list_audit(&tenant.id, None, 20).await.unwrap();
+    let placed = page
+        .items
+        .iter()
+        .filter(|r| r.action == "hold.placed")
+        .count();
+    assert_eq!(placed, cases.len());
+    let trail = t.audit_trail(&tenant.id).await.unwrap();
+    let report = countersign_domain::audit_chain::verify_trail(tenant.id.as_str(), &trail);
+    assert_eq!(report.broken, None, "{report:?}");
 }
 
 /// a conversation's hold keeps it from the purge, a person's keeps every conversation

@@ -5,7 +5,9 @@
 //! item), so nothing is written per message for retention.
 
 use super::items::*;
-use super::{DynamoStore, Tx, build, failed, unavailable, values};
+use super::{
+    DynamoStore, MAX_ATTEMPTS, Tx, any_conflict, backoff, build, failed, unavailable, values,
+};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
@@ -25,6 +27,9 @@ enum Removal {
     Kept(Option<ProposalState>),
     /// Kept: a legal hold covers it.
     Held,
+    /// Not tried: another request's transaction held one of its items at that moment (a
+    /// hold being placed on the tenant item); no condition failed. Try again.
+    Conflict,
 }
 /// Conversations whose last activity is read at once.
 const CONCURRENCY: usize = 8;
@@ -194,7 +199,8 @@ impl DynamoStore {
                         .filter(|st| st.blocks_purge()),
                 ))
             }
-            // Another request's transaction held an item at that moment: look again.
+            // Another request's transaction held an item at that moment: try again.
+            Tx::Cancelled(reasons) if any_conflict(&reasons) => Ok(Removal::Conflict),
             Tx::Cancelled(_) => Ok(Removal::Kept(None)),
         }
     }
@@ -419,9 +425,12 @@ impl Retention for DynamoStore {
 
     async fn purge(&self, tenant: &TenantId, case: &CaseId) -> Result<PurgeOutcome, StoreError> {
         // Twice at most: a proposal settled between the delete and the read is purged on
-        // the second try; one still blocking is kept.
+        // the second try; one still blocking is kept. A conflict with another request's
+        // transaction (R-3: a hold being placed) is not a try: it backs off and tries
+        // again, so the answer says what was decided, not that they met.
         let mut existed = None;
-        for _ in 0..2 {
+        let (mut tries, mut conflicts) = (0, 0);
+        while tries < 2 && conflicts < MAX_ATTEMPTS {
             match self.remove_case_item(tenant, case).await? {
                 Removal::Removed { existed: e } => {
                     existed = Some(e);
@@ -429,7 +438,11 @@ impl Retention for DynamoStore {
                 }
                 Removal::Kept(Some(state)) => return Ok(PurgeOutcome::Unresolved(state)),
                 Removal::Held => return Ok(PurgeOutcome::Held),
-                Removal::Kept(None) => {}
+                Removal::Kept(None) => tries += 1,
+                Removal::Conflict => {
+                    backoff(conflicts).await;
+                    conflicts += 1;
+                }
             }
         }
         let Some(existed) = existed else {
