@@ -302,7 +302,7 @@ pub struct AuditRecord {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditLink {
-    /// The chain: `tenant` (configuration) or `case:<caseId>` (one conversation).
+    /// The chain: `tenant` (configuration) or `conv:<digest>` (one conversation; chains begun before decision 0055 are named `case:<caseId>`).
     pub id: String,
     /// The record's place in the chain, from 1.
     pub seq: u64,

@@ -49,24 +49,44 @@ pub fn by_admin(
     )
 }
 
-/// a record's `changes` as a reader sees it, when it has sealed personal fields:
-/// opened under its person's key, or with them marked erased once the key is destroyed.
-/// `None` when nothing is sealed, or the key service cannot answer now (the stored form,
-/// which holds no plaintext, is all there is to show then).
+/// a record's `changes` as a reader sees it, when it has sealed fields: its
+/// personal fields opened under its person's key, or marked erased once the key is
+/// destroyed; its conversation's ids opened under the conversation's key, or marked purged
+/// once the conversation is (decision 0055). `None` when nothing is sealed, or the key
+/// service cannot answer now (the stored form, which holds no plaintext, is all there is
+/// to show then).
 pub async fn opened(
     keys: &dyn countersign_domain::ports::SubjectKeys,
     tenant: &countersign_domain::ids::TenantId,
     changes: &Value,
 ) -> Option<Value> {
-    use countersign_domain::audit_chain::{SEALED, reveal};
-    let sealed = changes.get(SEALED)?.as_str()?;
-    match keys.open(tenant, sealed).await {
-        Ok(fields) => Some(reveal(changes, fields.as_ref())),
-        Err(e) => {
-            tracing::warn!(error = %e, "a sealed audit value could not be opened");
-            None
-        }
+    use countersign_domain::audit_chain::{
+        SEALED, SEALED_CONVERSATION, reveal, reveal_conversation,
+    };
+    let personal = changes.get(SEALED).and_then(Value::as_str);
+    let conversation = changes.get(SEALED_CONVERSATION).and_then(Value::as_str);
+    if personal.is_none() && conversation.is_none() {
+        return None;
     }
+    let open = |sealed: &str| {
+        let sealed = sealed.to_owned();
+        async move {
+            keys.open(tenant, &sealed)
+                .await
+                .inspect_err(
+                    |e| tracing::warn!(error = %e, "a sealed audit value could not be opened"),
+                )
+                .ok()
+        }
+    };
+    let mut out = changes.clone();
+    if let Some(sealed) = conversation {
+        out = reveal_conversation(&out, open(sealed).await?.as_ref());
+    }
+    if let Some(sealed) = personal {
+        out = reveal(&out, open(sealed).await?.as_ref());
+    }
+    Some(out)
 }
 
 /// The verifier's answer (L-2), as the API and the CLI show it.
@@ -92,7 +112,7 @@ pub struct Verification {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokenLink {
-    /// `tenant` (configuration) or `case:<caseId>`.
+    /// `tenant` (configuration) or `conv:<digest>` (one conversation; `case:<caseId>` before decision 0055).
     pub chain: String,
     /// The sequence number of the first record that does not verify.
     pub seq: u64,
@@ -166,7 +186,7 @@ async fn verified_heads(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointHead {
-    /// `tenant` or `case:<caseId>`.
+    /// `tenant`, `conv:<digest>` or (before decision 0055) `case:<caseId>`.
     pub chain: String,
     /// The last record's sequence number.
     pub seq: u64,

@@ -165,9 +165,27 @@ enum Next {
     ModelTurn,
 }
 
+/// Whether `c` is white space as the widget API documents it: the OpenAPI pattern `\S`
+/// (ECMA-262's `\s`: its white space and line terminators). Rust's `char::is_whitespace`
+/// differs in two characters (U+0085 is white space there, U+FEFF is not): a message of
+/// one NEL matched the document and was refused (found by the API fuzzing).
+fn is_documented_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
 /// Refuses an empty, blank or overlong message.
 fn check_content(content: &str) -> Result<(), ChatError> {
-    if content.trim().is_empty() || content.chars().count() > MAX_CONTENT_CHARS {
+    if content.chars().all(is_documented_space) || content.chars().count() > MAX_CONTENT_CHARS {
         return Err(ChatError::Invalid {
             field: "content",
             message: format!("must be 1-{MAX_CONTENT_CHARS} characters, not only spaces"),
@@ -616,5 +634,25 @@ impl Chat {
             }
             _ => Ok(false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A blank message is what the widget API's document says is blank (`\S`, ECMA-262):
+    /// a lone NEL (U+0085) is text there and is accepted; a lone BOM (U+FEFF), blank there,
+    /// is refused.
+    #[test]
+    fn a_blank_message_is_the_documents_blank() {
+        for blank in ["", " ", "\t\r\n", "\u{a0}\u{3000}", "\u{feff}", "\u{2028} "] {
+            assert!(check_content(blank).is_err(), "{blank:?}");
+        }
+        for text in ["\u{85}", "a", " x ", "\u{200b}"] {
+            assert!(check_content(text).is_ok(), "{text:?}");
+        }
+        assert!(check_content(&"x".repeat(MAX_CONTENT_CHARS)).is_ok());
+        assert!(check_content(&"x".repeat(MAX_CONTENT_CHARS + 1)).is_err());
     }
 }

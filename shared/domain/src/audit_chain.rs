@@ -4,8 +4,8 @@
 //! A tenant's trail is a small set of chains, each with its own head item, so that no
 //! item is shared by the tenant's conversations (decision 0019; decision 0031):
 //! - `tenant`: configuration changes (the admin API, the CLI);
-//! - `case:<caseId>`: the life of every proposal of one conversation (L-1) and the
-//!   administrator's settlements in it.
+//! - `conv:<digest>` (decision 0055; `case:<caseId>` before it): the life of every
+//!   proposal of one conversation (L-1) and the administrator's settlements in it.
 //!
 //! Record `n` of a chain carries `seq = n` (from 1) and `prev` = the hash of record
 //! `n − 1` (empty for the first); its own hash covers the tenant, the chain, `seq`,
@@ -17,9 +17,26 @@ use sha2::{Digest, Sha256};
 /// The chain of configuration changes.
 pub const TENANT_CHAIN: &str = "tenant";
 
-/// The chain of a conversation's proposals.
+/// The chain of a conversation's proposals as named before decision 0055 (`case:<id>`):
+/// still read, never started any more.
 pub fn case_chain(case: &str) -> String {
     format!("case:{case}")
+}
+
+/// The prefix of a conversation chain's name (decision 0055).
+pub const CONVERSATION_CHAIN_PREFIX: &str = "conv:";
+
+/// The chain of one conversation's proposals (decision 0055): named by a digest of the
+/// tenant and the case (case ids are random, so not reversible), so that once the
+/// conversation is purged nothing in the chain's name, head or index entry names it.
+pub fn conversation_chain(tenant: &str, case: &str) -> String {
+    let mut h = Sha256::new();
+    for field in ["countersign.conversation-chain.v1", tenant, case] {
+        h.update((field.len() as u64).to_be_bytes());
+        h.update(field.as_bytes());
+    }
+    let digest = hex(&h.finalize());
+    format!("{CONVERSATION_CHAIN_PREFIX}{}", &digest[..32])
 }
 
 /// A chain's last link.
@@ -56,7 +73,7 @@ pub struct ChainedRecord {
 /// record against the previous one and against a checkpoint's heads without the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainLink {
-    /// Which chain (`tenant` or `case:<id>`).
+    /// Which chain (`tenant`, `conv:<digest>`, or `case:<id>` before decision 0055).
     pub chain: String,
     /// Its place in the chain, from 1.
     pub seq: u64,
@@ -167,6 +184,93 @@ pub fn take_personal(changes: &mut serde_json::Value) -> Option<(String, serde_j
         .find_map(|f| personal.get(*f).and_then(|v| v.as_str()))?
         .to_owned();
     Some((subject, serde_json::Value::Object(personal)))
+}
+
+/// R-1 (decision 0055): the fields of a record's `changes` that name its conversation or
+/// what happened in it: sealed under the conversation's key, which the purge destroys.
+/// `conversation` is a hold's (`kind: conversation`).
+pub const CONVERSATION_FIELDS: [&str; 6] = [
+    "caseId",
+    "conversation",
+    "actionId",
+    "by",
+    "presentedMessageId",
+    "confirmationMessageId",
+];
+
+/// Where the sealed conversation fields go in a record's `changes`.
+pub const SEALED_CONVERSATION: &str = "sealedConversation";
+
+/// What an opened record shows in place of its conversation fields once the conversation
+/// is purged.
+pub const PURGED: &str = "[purged]";
+
+/// the conversation `changes` names (its `caseId`, or a conversation hold's
+/// `conversation`) and its conversation fields, as an object; `None` when it names none.
+/// Nothing is taken out: [`drop_conversation_fields`] does, once they are sealed.
+pub fn conversation_fields(changes: &serde_json::Value) -> Option<(String, serde_json::Value)> {
+    let map = changes.as_object()?;
+    let case = map
+        .get("caseId")
+        .or_else(|| {
+            (map.get("kind").and_then(|k| k.as_str()) == Some("conversation"))
+                .then(|| map.get("conversation"))
+                .flatten()
+        })
+        .and_then(|v| v.as_str())?
+        .to_owned();
+    let fields: serde_json::Map<String, serde_json::Value> = CONVERSATION_FIELDS
+        .iter()
+        .filter_map(|f| {
+            map.get(*f)
+                .filter(|v| v.is_string())
+                .map(|v| ((*f).to_owned(), v.clone()))
+        })
+        .collect();
+    Some((case, serde_json::Value::Object(fields)))
+}
+
+/// Takes the conversation fields out of `changes`, leaving `sealed` in their place.
+pub fn drop_conversation_fields(changes: &mut serde_json::Value, sealed: String) {
+    if let Some(map) = changes.as_object_mut() {
+        for f in CONVERSATION_FIELDS {
+            if map.get(f).is_some_and(serde_json::Value::is_string) {
+                map.remove(f);
+            }
+        }
+        map.insert(
+            SEALED_CONVERSATION.into(),
+            serde_json::Value::String(sealed),
+        );
+    }
+}
+
+/// `changes` as a reader sees it: the sealed conversation fields put back when
+/// `opened` holds them, or one [`PURGED`] marker (with `"purged": true`) once the
+/// conversation's key is gone. Records without them are returned as they are.
+#[must_use]
+pub fn reveal_conversation(
+    changes: &serde_json::Value,
+    opened: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    let mut out = changes.clone();
+    let Some(map) = out.as_object_mut() else {
+        return out;
+    };
+    if map.remove(SEALED_CONVERSATION).is_none() {
+        return out;
+    }
+    match opened.and_then(serde_json::Value::as_object) {
+        Some(fields) => map.extend(fields.clone()),
+        None => {
+            map.insert(
+                "conversation".into(),
+                serde_json::Value::String(PURGED.into()),
+            );
+            map.insert("purged".into(), serde_json::Value::Bool(true));
+        }
+    }
+    out
 }
 
 /// `changes` as a reader sees it: the sealed fields put back when `opened` holds
@@ -495,6 +599,62 @@ mod tests {
         let mut plain = serde_json::json!({"actionId": "act_1"});
         assert!(take_personal(&mut plain).is_none());
         assert_eq!(reveal(&plain, None), plain);
+    }
+
+    /// R-1 (decision 0055): a conversation chain's name is a digest, never the case id,
+    /// one per tenant and case.
+    #[test]
+    fn r1_a_conversation_chain_is_named_by_a_digest() {
+        let a = conversation_chain("ten_1", "case_01ABC");
+        assert!(a.starts_with(CONVERSATION_CHAIN_PREFIX));
+        assert_eq!(a.len(), CONVERSATION_CHAIN_PREFIX.len() + 32);
+        assert!(!a.contains("01ABC"));
+        assert_eq!(a, conversation_chain("ten_1", "case_01ABC"));
+        assert_ne!(a, conversation_chain("ten_2", "case_01ABC"));
+        assert_ne!(a, conversation_chain("ten_1", "case_01ABD"));
+        // Length-prefixed: moving text between the tenant and the case changes the name.
+        assert_ne!(
+            conversation_chain("ten_1c", "ase_01ABC"),
+            conversation_chain("ten_1", "case_01ABC")
+        );
+    }
+
+    /// R-1 (decision 0055): the conversation fields leave the record under the
+    /// conversation's key; a reader sees them back, or one purged marker once it is gone.
+    #[test]
+    fn r1_conversation_fields_are_taken_out_and_shown_back_or_purged() {
+        let mut changes = serde_json::json!({
+            "actionId": "act_1", "caseId": "case_1", "by": "act_2",
+            "presentedMessageId": "msg_1", "to": "x", "operation": "op"
+        });
+        let (case, fields) = conversation_fields(&changes).unwrap();
+        assert_eq!(case, "case_1");
+        assert_eq!(
+            fields,
+            serde_json::json!({"actionId": "act_1", "caseId": "case_1", "by": "act_2",
+                "presentedMessageId": "msg_1"})
+        );
+        drop_conversation_fields(&mut changes, "v1.sealed".into());
+        for id in ["act_1", "case_1", "act_2", "msg_1"] {
+            assert!(!changes.to_string().contains(id), "{id}");
+        }
+        assert_eq!(
+            reveal_conversation(&changes, Some(&fields)),
+            serde_json::json!({"actionId": "act_1", "caseId": "case_1", "by": "act_2",
+                "presentedMessageId": "msg_1", "to": "x", "operation": "op"})
+        );
+        let gone = reveal_conversation(&changes, None);
+        assert_eq!(gone["conversation"], PURGED);
+        assert_eq!(gone["purged"], true);
+        assert_eq!(gone["operation"], "op");
+        // A conversation hold names it as `conversation`; a person's hold names none.
+        let hold = serde_json::json!({"kind": "conversation", "conversation": "case_9"});
+        assert_eq!(conversation_fields(&hold).unwrap().0, "case_9");
+        let person = serde_json::json!({"kind": "person", "person": "ana"});
+        assert!(conversation_fields(&person).is_none());
+        let plain = serde_json::json!({"to": "x"});
+        assert!(conversation_fields(&plain).is_none());
+        assert_eq!(reveal_conversation(&plain, None), plain);
     }
 
     use super::*;

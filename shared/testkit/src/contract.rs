@@ -556,7 +556,7 @@ pub async fn u3_a_credential_retires_once_with_its_audit_record(s: Arc<dyn Subje
 /// chain only while the case is open; a closed or unknown case is a conflict and writes
 /// nothing; the trail still verifies.
 pub async fn x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one(s: Arc<dyn Subject>) {
-    use countersign_domain::audit_chain::{case_chain, verify_trail};
+    use countersign_domain::audit_chain::{conversation_chain, verify_trail};
     let f = Fixture::default();
     let tenant = f.tenant();
     let case = f.open_case(s.conversations(), &tenant).await;
@@ -576,7 +576,10 @@ pub async fn x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one(s: Arc
         TransitionOutcome::Applied
     );
     let trail = s.tenants().audit_trail(&tenant).await.unwrap();
-    assert_eq!(trail.heads[&case_chain(case.id.as_str())].seq, 1);
+    assert_eq!(
+        trail.heads[&conversation_chain(tenant.as_str(), case.id.as_str())].seq,
+        1
+    );
     assert_eq!(verify_trail(tenant.as_str(), &trail).broken, None);
     let unknown = CaseId::from_ulid_text(&f.ulid()).unwrap();
     let other = f.audit("gatewayToken.mint", json!({}));
@@ -1252,14 +1255,14 @@ pub async fn l1_each_step_of_a_proposal_is_recorded_with_the_step(s: Arc<dyn Sub
 /// conversation's for its proposals — the conversation's chain is in the tenant's index,
 /// and the trail verifies.
 pub async fn l2_every_record_is_chained_and_the_trail_verifies(s: Arc<dyn Subject>) {
-    use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify_trail};
+    use countersign_domain::audit_chain::{TENANT_CHAIN, conversation_chain, verify_trail};
     let f = Fixture::default();
     let (tenant, case) = life(&*s, &f, "act_chain").await;
     let trail = s.tenants().audit_trail(&tenant).await.unwrap();
     let report = verify_trail(tenant.as_str(), &trail);
     assert_eq!(report.broken, None, "{report:?}");
     assert_eq!((report.records, report.chains, report.unchained), (6, 2, 0));
-    let chain = case_chain(case.id.as_str());
+    let chain = conversation_chain(tenant.as_str(), case.id.as_str());
     assert_eq!(trail.heads[TENANT_CHAIN].seq, 1);
     assert_eq!(trail.heads[&chain].seq, 5);
     assert!(trail.indexed.contains(&chain), "{:?}", trail.indexed);
@@ -1322,9 +1325,11 @@ pub async fn r1_a_tenants_conversations_are_listed_with_their_last_activity(s: A
 }
 
 /// R-1, P-3: purging a conversation whose proposal is settled removes every item of it
-/// (case, proposals, messages, link): a look at everything stored finds its id and its
-/// text only in the audit trail (R-2 makes those unreadable; not built yet), and it is
-/// no longer listed. A second purge finds nothing.
+/// (case, proposals, messages, link): a look at everything stored finds its id, its
+/// action's id, its messages' ids and its text only in the audit trail (where a store
+/// with keys seals them under the conversation's key, destroyed by the purge: decision
+/// 0055, held on the emulator by the admin crate's `r1_a_purged_conversation_…`), and it
+/// is no longer listed. A second purge finds nothing.
 pub async fn r1_a_purge_removes_every_item_of_a_settled_conversation(s: Arc<dyn Subject>) {
     let f = Fixture::default();
     let tenant = f.tenant();
@@ -1345,7 +1350,13 @@ pub async fn r1_a_purge_removes_every_item_of_a_settled_conversation(s: Arc<dyn 
         matches!(outcome, countersign_domain::ports::PurgeOutcome::Purged { items } if items >= 4),
         "{outcome:?}"
     );
-    for needle in [secret.as_str(), case.id.as_str()] {
+    let presented = p.presented.message_id.as_str();
+    for needle in [
+        secret.as_str(),
+        case.id.as_str(),
+        p.action_id.as_str(),
+        presented,
+    ] {
         let left: Vec<String> = s
             .holding(needle)
             .await

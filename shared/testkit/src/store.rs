@@ -77,6 +77,8 @@ struct State {
     url_elicitation: HashMap<Sha256Hex, bool>,
     /// each person's key id, and what was sealed under each key.
     subject_keys: HashMap<(TenantId, countersign_domain::ids::UserId), String>,
+    /// R-1 (decision 0055): each conversation's key, destroyed by its purge.
+    conversation_keys: HashMap<(TenantId, CaseId), String>,
     sealed: HashMap<(TenantId, String), Vec<serde_json::Value>>,
     key_count: u64,
 }
@@ -93,7 +95,11 @@ impl State {
 
     /// A record of a proposal's step, on its conversation's chain (L-1, L-2).
     fn audit_case(&mut self, tenant: &TenantId, case: &CaseId, entry: &AuditEntry) {
-        self.chained(tenant, audit_chain::case_chain(case.as_str()), entry);
+        self.chained(
+            tenant,
+            audit_chain::conversation_chain(tenant.as_str(), case.as_str()),
+            entry,
+        );
     }
 
     /// `entry` appended to `chain` as the DynamoDB store appends it.
@@ -1478,6 +1484,9 @@ impl countersign_domain::ports::Retention for MemoryStore {
                 }
                 let items = 1 + conv.proposals.len() + conv.messages.len();
                 s.conversations.remove(&k);
+                if let Some(id) = s.conversation_keys.remove(&k) {
+                    s.sealed.remove(&(tenant.clone(), id));
+                }
                 s.links
                     .retain(|_, l| !(l.tenant == *tenant && l.case == *case));
                 Ok(PurgeOutcome::Purged { items })
@@ -1536,6 +1545,35 @@ impl countersign_domain::ports::SubjectKeys for MemoryStore {
             slot.push(personal.clone());
             Ok(format!("v1.{id}.{}", slot.len() - 1))
         })
+    }
+
+    async fn seal_conversation(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        fields: &serde_json::Value,
+    ) -> Result<Option<String>, StoreError> {
+        yield_now().await;
+        self.run(
+            "seal_conversation",
+            || None,
+            |s| {
+                let k = (tenant.clone(), case.clone());
+                let id = match s.conversation_keys.get(&k) {
+                    Some(id) => id.clone(),
+                    None if s.conversations.contains_key(&k) => {
+                        s.key_count += 1;
+                        let id = format!("sk_{}", s.key_count);
+                        s.conversation_keys.insert(k, id.clone());
+                        id
+                    }
+                    None => return Ok(None),
+                };
+                let slot = s.sealed.entry((tenant.clone(), id.clone())).or_default();
+                slot.push(fields.clone());
+                Ok(Some(format!("v1.{id}.{}", slot.len() - 1)))
+            },
+        )
     }
 
     async fn open(

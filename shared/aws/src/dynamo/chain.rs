@@ -2,8 +2,14 @@
 //! `TransactWriteItems` as the change it records, with the chain's head item updated
 //! under a condition on the head it was built on. Two chains per conversation-free
 //! concern (decision 0031): the tenant's configuration (`TENANT#<t>` / `AUDITHEAD`) and
-//! each conversation (`CONV#<t>#<c>` / `A#AUDIT`, read by the conversation's one Query,
-//! so the confirm path learns its head without a call of its own).
+//! each conversation (`conv:<digest>`, decision 0055: head `CONV#<t>#<c>` / `A#CHAIN`,
+//! read by the conversation's one Query, so the confirm path learns its head without a
+//! call of its own). The purge moves a conversation's head to `AUDITHEAD#<t>#<digest>`,
+//! where nothing names the conversation; the tenant's index entry of the chain names the
+//! case while it lives, so a verifier knows where to read the head.
+//!
+//! Chains started before decision 0055 (`case:<c>`, head `CONV#<t>#<c>` / `A#AUDIT`) are
+//! read where they are; none is started any more.
 //!
 //! Heads are cached per process as a hint only: a stale one fails the head's condition,
 //! nothing is written, and the write is built again on the head read back.
@@ -21,6 +27,12 @@ pub(crate) const CHAIN_INDEX_PREFIX: &str = "AUDITCHAIN#";
 /// Heads kept per process before the cache is emptied (a hint, never a source of truth).
 const MAX_CACHED_HEADS: usize = 50_000;
 
+/// A conversation chain's head while the conversation lives (decision 0055).
+pub(crate) const CONV_HEAD_SK: &str = "A#CHAIN";
+/// Where the purge moves a conversation chain's head: `AUDITHEAD#<tenant>#<digest>`.
+const PURGED_HEAD_PREFIX: &str = "AUDITHEAD#";
+const PURGED_HEAD_SK: &str = "HEAD";
+
 /// One chain of one tenant, and where its head lives.
 #[derive(Debug, Clone)]
 pub(crate) struct ChainRef {
@@ -30,6 +42,8 @@ pub(crate) struct ChainRef {
     head_sk: &'static str,
     /// Where the chain's records and index entry live (decision 0043).
     pub(crate) index_pk: String,
+    /// The conversation, for a live conversation chain: its index entry names it.
+    case: Option<CaseId>,
 }
 
 impl ChainRef {
@@ -41,17 +55,46 @@ impl ChainRef {
             head_pk: tenant_pk(tenant),
             head_sk: AUDIT_HEAD_SK,
             index_pk: tenant_pk(tenant),
+            case: None,
         }
     }
 
-    /// One conversation's proposals.
+    /// One conversation's proposals (decision 0055), while the conversation lives.
     pub(crate) fn case(tenant: &TenantId, case: &CaseId) -> Self {
+        Self {
+            tenant: tenant.clone(),
+            chain: audit_chain::conversation_chain(tenant.as_str(), case.as_str()),
+            head_pk: conv_pk(tenant, case),
+            head_sk: CONV_HEAD_SK,
+            index_pk: index_pk(tenant, case.as_str()),
+            case: Some(case.clone()),
+        }
+    }
+
+    /// A conversation chain started before decision 0055 (`case:<id>`), read only.
+    fn legacy_case(tenant: &TenantId, case: &CaseId) -> Self {
         Self {
             tenant: tenant.clone(),
             chain: audit_chain::case_chain(case.as_str()),
             head_pk: conv_pk(tenant, case),
             head_sk: CASE_HEAD_SK,
             index_pk: index_pk(tenant, case.as_str()),
+            case: None,
+        }
+    }
+
+    /// A conversation chain (`conv:<digest>`) once its conversation is purged, read only.
+    fn purged(tenant: &TenantId, chain: &str) -> Self {
+        let digest = chain
+            .strip_prefix(audit_chain::CONVERSATION_CHAIN_PREFIX)
+            .unwrap_or(chain);
+        Self {
+            tenant: tenant.clone(),
+            chain: chain.to_owned(),
+            head_pk: format!("{PURGED_HEAD_PREFIX}{tenant}#{digest}"),
+            head_sk: PURGED_HEAD_SK,
+            index_pk: tenant_pk(tenant),
+            case: None,
         }
     }
 
@@ -96,6 +139,15 @@ impl DynamoStore {
             return Ok(out);
         };
         for entry in &mut out {
+            // R-1 (decision 0055): the conversation's ids under its key, which the purge
+            // destroys. A conversation that does not exist (a hold on a case id that
+            // never was) has no key: nothing of it to purge either.
+            if let Some((case, fields)) = audit_chain::conversation_fields(&entry.changes)
+                && let Ok(case) = CaseId::parse(case)
+                && let Some(sealed) = keys.seal_conversation(tenant, &case, &fields).await?
+            {
+                audit_chain::drop_conversation_fields(&mut entry.changes, sealed);
+            }
             let Some((who, personal)) = audit_chain::take_personal(&mut entry.changes) else {
                 continue;
             };
@@ -194,6 +246,9 @@ impl DynamoStore {
             format!("{CHAIN_INDEX_PREFIX}{}", chain.chain),
         );
         item.insert("chain".into(), s(chain.chain.as_str()));
+        if let Some(case) = &chain.case {
+            item.insert("case".into(), s(case.as_str()));
+        }
         let put = aws_sdk_dynamodb::types::Put::builder()
             .table_name(self.table())
             .set_item(Some(item))
@@ -202,15 +257,33 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    /// Where `chain`'s head lives, for a verifier reading it by name.
-    pub(crate) fn chain_named(tenant: &TenantId, chain: &str) -> Result<ChainRef, StoreError> {
-        match chain.strip_prefix("case:") {
+    /// Where `chain`'s head lives, for a verifier reading it by name: `case` is what the
+    /// tenant's index entry of a conversation chain names (`None` once it is purged).
+    fn chain_named(
+        tenant: &TenantId,
+        chain: &str,
+        case: Option<&str>,
+    ) -> Result<ChainRef, StoreError> {
+        if chain == TENANT_CHAIN {
+            return Ok(ChainRef::tenant(tenant));
+        }
+        if let Some(case) = chain.strip_prefix("case:") {
+            let case = CaseId::parse(case).map_err(|_| corrupt("chain"))?;
+            return Ok(ChainRef::legacy_case(tenant, &case));
+        }
+        if !chain.starts_with(audit_chain::CONVERSATION_CHAIN_PREFIX) {
+            return Err(corrupt("chain"));
+        }
+        match case {
             Some(case) => {
-                let case = CaseId::parse(case).map_err(|_| corrupt("chain"))?;
-                Ok(ChainRef::case(tenant, &case))
+                let case = CaseId::parse(case).map_err(|_| corrupt("case"))?;
+                let live = ChainRef::case(tenant, &case);
+                if live.chain != chain {
+                    return Err(corrupt("case"));
+                }
+                Ok(live)
             }
-            None if chain == TENANT_CHAIN => Ok(ChainRef::tenant(tenant)),
-            None => Err(corrupt("chain")),
+            None => Ok(ChainRef::purged(tenant, chain)),
         }
     }
 
@@ -218,6 +291,85 @@ impl DynamoStore {
     pub(crate) async fn stored_head(&self, chain: &ChainRef) -> Result<Option<Head>, StoreError> {
         let item = self.get(chain.head_pk.as_str(), chain.head_sk).await?;
         Ok(item.as_ref().map(head_from))
+    }
+
+    /// The head of `chain` by name (see [`Self::chain_named`]). A live conversation's head
+    /// not found where it lives was moved by a purge since the index was read (the move
+    /// is one transaction): it is read where the purge put it.
+    pub(crate) async fn head_named(
+        &self,
+        tenant: &TenantId,
+        chain: &str,
+        case: Option<&str>,
+    ) -> Result<Option<Head>, StoreError> {
+        let at = Self::chain_named(tenant, chain, case)?;
+        match self.stored_head(&at).await? {
+            Some(head) => Ok(Some(head)),
+            None if at.case.is_some() => self.stored_head(&ChainRef::purged(tenant, chain)).await,
+            None => Ok(None),
+        }
+    }
+
+    /// R-1 (decision 0055): moves the purged conversation's chain head to where nothing
+    /// names the conversation, and rewrites the chain's index entry without its case: one
+    /// transaction, conditioned on the head as read, so no record is lost between.
+    pub(crate) async fn retire_chain(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<(), StoreError> {
+        let live = ChainRef::case(tenant, case);
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(head) = self.stored_head(&live).await? else {
+                return Ok(());
+            };
+            let purged = ChainRef::purged(tenant, &live.chain);
+            let mut moved = key(purged.head_pk.as_str(), purged.head_sk);
+            moved.insert("chain_seq".into(), n(i128::from(head.seq)));
+            moved.insert("chain_hash".into(), s(head.hash.as_str()));
+            let index = key(
+                live.index_pk.as_str(),
+                format!("{CHAIN_INDEX_PREFIX}{}", live.chain),
+            );
+            let mut entry = index.clone();
+            entry.insert("chain".into(), s(live.chain.as_str()));
+            let delete = aws_sdk_dynamodb::types::Delete::builder()
+                .table_name(self.table())
+                .set_key(Some(key(live.head_pk.as_str(), live.head_sk)))
+                .condition_expression("chain_seq = :seq")
+                .set_expression_attribute_values(Some(values([(":seq", n(i128::from(head.seq)))])))
+                .build()
+                .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
+            let overwrite = |item| {
+                aws_sdk_dynamodb::types::Put::builder()
+                    .table_name(self.table())
+                    .set_item(Some(item))
+                    .build()
+                    .map_err(|e| StoreError::Unavailable(Box::new(e)))
+            };
+            let tx = vec![
+                self.put_new(moved)?,
+                TransactWriteItem::builder().delete(delete).build(),
+                TransactWriteItem::builder().put(overwrite(entry)?).build(),
+            ];
+            match self.transact(tx).await? {
+                Tx::Committed => {
+                    self.forget_head(&live);
+                    return Ok(());
+                }
+                // A record appended meanwhile (the head moved): read it again.
+                Tx::Cancelled(reasons) if failed(reasons.get(1)) && !failed(reasons.first()) => {
+                    backoff(attempt).await;
+                }
+                Tx::Cancelled(reasons) if failed(reasons.first()) => {
+                    return Err(corrupt("a purged chain's head exists twice"));
+                }
+                Tx::Cancelled(_) => backoff(attempt).await,
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the audit chain's head kept moving".into(),
+        ))
     }
 
     /// Whether a cancellation was the head's alone (another record came first): then the

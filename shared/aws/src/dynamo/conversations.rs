@@ -24,7 +24,7 @@ impl DynamoStore {
                 (":pk", s(conv_pk(tenant, case))),
                 (":a", s(ACTIVE_PREFIX)),
                 (":case", s(CASE_SK)),
-                (":head", s(CASE_HEAD_SK)),
+                (":head", s(chain::CONV_HEAD_SK)),
                 (":p", s(ProposalState::PendingConfirmation.as_str())),
                 (":e", s(ProposalState::Executing.as_str())),
                 (":u", s(ProposalState::Unknown.as_str())),
@@ -35,7 +35,7 @@ impl DynamoStore {
         for item in self.query_all(query).await? {
             match opt_s(&item, SK) {
                 Some(CASE_SK) => case_item = Some(item),
-                Some(CASE_HEAD_SK) => head = chain::head_from(&item),
+                Some(chain::CONV_HEAD_SK) => head = chain::head_from(&item),
                 _ => proposals.push(item),
             }
         }
@@ -345,10 +345,14 @@ impl ProposalLock for DynamoStore {
                 }
                 Tx::Cancelled(reasons) => {
                     // the action id was used before in this tenant.
-                    let reused = [plan.guard_index, plan.proposal_index]
-                        .into_iter()
-                        .chain(plan.registration_index)
-                        .any(|i| failed(reasons.get(i)));
+                    let reused = [
+                        plan.guard_index,
+                        plan.legacy_guard_index,
+                        plan.proposal_index,
+                    ]
+                    .into_iter()
+                    .chain(plan.registration_index)
+                    .any(|i| failed(reasons.get(i)));
                     if reused {
                         return Ok(CreateProposalOutcome::ActionIdReused);
                     }

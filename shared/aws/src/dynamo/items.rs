@@ -8,14 +8,18 @@
 //! | case (+ active-proposal slot) | `CONV#<tenant>#<case>` | `A#CASE` |
 //! | proposal | `CONV#<tenant>#<case>` | `A#PROP#<actionId>` |
 //! | message | `CONV#<tenant>#<case>` | `M#<messageId>` |
-//! | action-id guard (A-14) | `ACTION#<tenant>#<actionId>` | `ACTION` |
+//! | conversation chain head (L-2; decision 0055) | `CONV#<tenant>#<case>` | `A#CHAIN` |
+//! | conversation key pointer (R-1; decision 0055) | `CONV#<tenant>#<case>` | `KEY` |
+//! | confirmation link pointer (decision 0055) | `CONV#<tenant>#<case>` | `LINK#<hash>` |
+//! | purged conversation's chain head | `AUDITHEAD#<tenant>#<digest>` | `HEAD` |
+//! | action-id guard (A-14; by digest since decision 0055) | `ACTION#<tenant>#g<digest>` | `ACTION` |
 //! | tenant | `TENANT#<tenant>` | `TENANT` |
 //! | tenant MCP configuration | `TENANT#<tenant>` | `MCP` |
 //! | proposal registration (C-8) | `TENANT#<tenant>#<shard of actionId>` | `PENDING#<actionId>` |
 //! | unsettled action (decision 0028) | `TENANT#<tenant>#<shard of actionId>` | `UNSETTLED#<actionId>` |
 //! | configuration audit record (L-2) | `TENANT#<tenant>` | `AUDIT#<auditId>` |
 //! | conversation audit record (L-1, L-2) | `TENANT#<tenant>#<shard of caseId>` | `AUDIT#<auditId>` |
-//! | conversation chain index entry (L-3) | `TENANT#<tenant>#<shard of caseId>` | `AUDITCHAIN#case:<caseId>` |
+//! | conversation chain index entry (L-3; `case` while the conversation lives) | `TENANT#<tenant>#<shard of caseId>` | `AUDITCHAIN#conv:<digest>` |
 //! | tenant registry entry | `TENANTS` | `<tenant>` |
 //! | tenant lease (V-7: one certification, verification, checkpoint at a time) | `LEASE#<tenant>#<kind>` | `LEASE` |
 //!
@@ -57,7 +61,25 @@ pub(crate) fn prop_sk(action: &ActionId) -> String {
 pub(crate) fn msg_sk(id: &MessageId) -> String {
     format!("M#{id}")
 }
+/// A-14's guard of an action id (decision 0055): keyed by a digest of the tenant and the
+/// id, so that once the conversation is purged the guard still refuses the id's reuse but
+/// no longer names it.
 pub(crate) fn guard_pk(tenant: &TenantId, action: &ActionId) -> String {
+    let mut framed = Vec::new();
+    for field in [
+        "countersign.action-guard.v1",
+        tenant.as_str(),
+        action.as_str(),
+    ] {
+        framed.extend((field.len() as u64).to_be_bytes());
+        framed.extend(field.as_bytes());
+    }
+    let digest = countersign_domain::hash::Sha256Hex::digest(&framed);
+    format!("ACTION#{tenant}#g{}", &digest.as_str()[..32])
+}
+/// The guard as written before decision 0055 (`ACTION#<tenant>#<actionId>`): checked by
+/// every preparation, never written.
+pub(crate) fn legacy_guard_pk(tenant: &TenantId, action: &ActionId) -> String {
     format!("ACTION#{tenant}#{action}")
 }
 pub(crate) fn tenant_pk(tenant: &TenantId) -> String {

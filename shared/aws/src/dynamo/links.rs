@@ -19,6 +19,16 @@ const STATE_SK: &str = "SPENT";
 /// SHA-256.
 const CLIENT_PREFIX: &str = "MCPCLIENT#";
 const CLIENT_SK: &str = "CAPABILITIES";
+/// A link's pointer in its conversation's partition (decision 0055): the purge deletes
+/// the link with the conversation instead of leaving it to the TTL.
+const LINK_POINTER_PREFIX: &str = "LINK#";
+
+/// The key of the link a conversation's pointer item (sort key `sk`) names.
+pub(crate) fn link_key_of_pointer(sk: &str) -> Option<Item> {
+    let hash = sk.strip_prefix(LINK_POINTER_PREFIX)?;
+    Some(key(format!("{LINK_PREFIX}{hash}"), LINK_SK))
+}
+
 /// Items outlive their use by a day (TTL deletion is lazy anyway; reads check the time).
 const GRACE_SECONDS: i64 = 86_400;
 
@@ -60,15 +70,17 @@ impl ConfirmationLinks for DynamoStore {
             TTL.into(),
             n(link.expires_at.unix_seconds() + GRACE_SECONDS),
         );
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        let pointer = key(
+            conv_pk(&link.tenant, &link.case),
+            format!("{LINK_POINTER_PREFIX}{id_hash}"),
+        );
+        let tx = vec![self.put_new(item)?, self.put_new(pointer)?];
+        match self.transact(tx).await? {
+            super::Tx::Committed => Ok(()),
+            super::Tx::Cancelled(_) => Err(StoreError::Unavailable(
+                "a confirmation link with this id exists".into(),
+            )),
+        }
     }
 
     async fn get_link(&self, id_hash: &Sha256Hex) -> Result<Option<ConfirmationLink>, StoreError> {

@@ -216,6 +216,18 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(p).build())
     }
 
+    /// A check that `key`'s item does not exist.
+    fn absent(&self, key: Item) -> Result<TransactWriteItem, StoreError> {
+        let c = build(
+            aws_sdk_dynamodb::types::ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .condition_expression("attribute_not_exists(pk)")
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(c).build())
+    }
+
     /// Every item a query returns, following `LastEvaluatedKey` across pages.
     async fn query_all(
         &self,

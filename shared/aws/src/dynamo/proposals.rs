@@ -34,6 +34,8 @@ pub(super) struct ProposalTx {
     pub(super) superseded: Option<ActionId>,
     pub(super) proposal_index: usize,
     pub(super) guard_index: usize,
+    /// The check that no guard of the action id from before decision 0055 exists.
+    pub(super) legacy_guard_index: usize,
     pub(super) registration_index: Option<usize>,
 }
 
@@ -112,6 +114,13 @@ impl DynamoStore {
         guard.insert("case_id".into(), s(proposal.case.as_str()));
         guard.insert("created_at".into(), s(proposal.prepared_at.to_rfc3339()));
         items.push(self.put_new(guard)?);
+        // A guard written before decision 0055 is under the action id itself: the id is
+        // still refused while it stands.
+        let legacy_guard_index = items.len();
+        items.push(self.absent(key(
+            legacy_guard_pk(&proposal.tenant, &proposal.action_id),
+            "ACTION",
+        ))?);
         for m in presentation {
             items.push(self.put_new(message_item(&proposal.tenant, m))?);
         }
@@ -137,6 +146,7 @@ impl DynamoStore {
             superseded,
             proposal_index,
             guard_index,
+            legacy_guard_index,
             registration_index,
         })
     }

@@ -206,34 +206,58 @@ impl DynamoStore {
     }
 
     /// A-14's guards outlive the conversation (an action id is never reused), but not
-    /// which conversation they came from.
+    /// which conversation they came from (and, keyed by a digest since decision 0055, not
+    /// the action id either).
     async fn forget_guards(&self, tenant: &TenantId, keys: &[Item]) -> Result<(), StoreError> {
-        for k in keys {
-            let Some(action) = opt_s(k, SK).and_then(|sk| sk.strip_prefix(PROPOSAL_PREFIX)) else {
-                continue;
-            };
-            let action = ActionId::parse(action).map_err(|_| corrupt("sk"))?;
-            self.client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(key(guard_pk(tenant, &action), "ACTION")))
-                .update_expression("REMOVE case_id")
-                .condition_expression("attribute_exists(pk)")
-                .send()
-                .await
-                .map_or_else(
-                    |e| match e {
-                        SdkError::ServiceError(se)
-                            if se.err().is_conditional_check_failed_exception() =>
-                        {
-                            Ok(())
-                        }
-                        e => Err(unavailable(e)),
-                    },
-                    |_| Ok(()),
-                )?;
+        let guards = keys.iter().filter_map(|k| {
+            let action = opt_s(k, SK)?.strip_prefix(PROPOSAL_PREFIX)?;
+            Some(ActionId::parse(action).map_err(|_| corrupt("sk")))
+        });
+        for action in guards {
+            let action = action?;
+            for pk in [guard_pk(tenant, &action), legacy_guard_pk(tenant, &action)] {
+                self.forget_guard_case(pk).await?;
+            }
         }
         Ok(())
+    }
+
+    /// Removes the case a guard names, if the guard exists.
+    async fn forget_guard_case(&self, pk: String) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, "ACTION")))
+            .update_expression("REMOVE case_id")
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await
+            .map_or_else(
+                |e| match e {
+                    SdkError::ServiceError(se)
+                        if se.err().is_conditional_check_failed_exception() =>
+                    {
+                        Ok(())
+                    }
+                    e => Err(unavailable(e)),
+                },
+                |_| Ok(()),
+            )
+    }
+
+    /// The items a conversation's partition points to, deleted with it (decision 0055):
+    /// its data key (`KEY`, the wrapped key under `SUBJECTKEY#`), and each confirmation
+    /// link made in it (`LINK#<hash>`, the link under `CONFIRMLINK#<hash>`).
+    fn pointed_to(tenant: &TenantId, keys: &[Item]) -> Vec<Item> {
+        keys.iter()
+            .filter_map(|k| match opt_s(k, SK)? {
+                sk if sk == super::subjects::KEY_POINTER_SK => {
+                    let id = opt_s(k, "key_id")?;
+                    Some(key(super::subjects::key_pk(tenant, id), "KEY"))
+                }
+                sk => super::links::link_key_of_pointer(sk),
+            })
+            .collect()
     }
 
     /// Deletes `keys` in batches, retrying what DynamoDB left unprocessed.
@@ -450,23 +474,42 @@ impl Retention for DynamoStore {
         };
         // The case item is gone: nothing can be prepared or confirmed in it any more, so
         // the rest of it can go in any order.
+        // L-2: the conversation's chain head moves out of its partition first, to where
+        // nothing names the conversation (decision 0055); a chain without its head would
+        // no longer verify.
+        self.retire_chain(tenant, case).await?;
         let pk = conv_pk(tenant, case);
         let query = self
             .consistent_query()
             .key_condition_expression("pk = :pk")
-            .projection_expression("pk, sk")
+            .projection_expression("pk, sk, key_id")
             .set_expression_attribute_values(Some(values([(":pk", s(pk))])));
-        // The conversation's audit chain head stays with its records (L-2: a chain
-        // without its head no longer verifies); it holds hashes only.
-        let keys: Vec<Item> = self
+        // A head of a chain started before decision 0055 stays with its records (its
+        // records name the case anyway).
+        let found: Vec<Item> = self
             .query_all(query)
             .await?
             .into_iter()
-            .filter(|k| opt_s(k, SK) != Some(CASE_HEAD_SK))
+            .filter(|k| {
+                let sk = opt_s(k, SK);
+                sk != Some(CASE_HEAD_SK) && sk != Some(super::chain::CONV_HEAD_SK)
+            })
             .collect();
-        self.forget_guards(tenant, &keys).await?;
-        let removed = keys.len() + usize::from(existed);
+        self.forget_guards(tenant, &found).await?;
+        let removed = found.len() + usize::from(existed);
+        // What the pointers name goes first: a purge stopped between batches and run
+        // again still finds the pointers of what is left.
+        let keys = Self::pointed_to(tenant, &found)
+            .into_iter()
+            .chain(found.into_iter().map(|mut k| {
+                k.remove("key_id");
+                k
+            }))
+            .collect();
         self.delete_keys(keys).await?;
+        if let Some(subjects) = &self.subjects {
+            subjects.forget_conversation(tenant, case);
+        }
         self.client
             .delete_item()
             .table_name(&self.table)

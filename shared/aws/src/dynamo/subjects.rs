@@ -7,8 +7,14 @@
 //!
 //! Items: `SUBJECT#<tenant>#<user>` / `KEY` names the person's key id; `SUBJECTKEY#<tenant>#
 //! <keyId>` / `KEY` holds the wrapped key. Sealed values name the key id only, never the
-//! person. Plain keys are kept in the process for [`CACHE_TTL`] at most, so a key
-//! destroyed elsewhere stops opening here within that time.
+//! person.
+//!
+//! R-1 (decision 0055): each conversation has a key of the same kind for its ids in audit
+//! records, named by `CONV#<tenant>#<case>` / `KEY` (in the conversation's partition, so
+//! the purge removes it with the conversation, and the wrapped key with it).
+//!
+//! Plain keys are kept in the process for [`CACHE_TTL`] at most, so a key destroyed
+//! elsewhere stops opening here within that time.
 
 use super::items::*;
 use super::{DynamoStore, Tx, build, failed, unavailable, values};
@@ -17,7 +23,7 @@ use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKe
 use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_domain::ids::{TenantId, UserId};
+use countersign_domain::ids::{CaseId, TenantId, UserId};
 use countersign_domain::ports::{Destroyed, StoreError, SubjectKeys};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -141,8 +147,26 @@ fn subject_pk(tenant: &TenantId, user: &UserId) -> String {
     format!("SUBJECT#{tenant}#{user}")
 }
 
-fn key_pk(tenant: &TenantId, key_id: &str) -> String {
+/// Where a wrapped key lives (the purge deletes a conversation's).
+pub(crate) fn key_pk(tenant: &TenantId, key_id: &str) -> String {
     format!("SUBJECTKEY#{tenant}#{key_id}")
+}
+
+/// The sort key of a key's pointer (a person's, and a conversation's in its partition).
+pub(crate) const KEY_POINTER_SK: &str = KEY_SK;
+
+/// Whose key: where its pointer lives, its name in the cache, and the item that must
+/// exist for one to be made.
+struct Owner {
+    cache: String,
+    pointer: String,
+    requires: Option<Item>,
+}
+
+/// A person's key in the process cache. The kinds of entry have distinct prefixes after
+/// the tenant (`person/`, `case/`, `#` for a key id), so no id can name another's.
+fn person_cache(tenant: &TenantId, user: &UserId) -> String {
+    format!("{tenant}/person/{user}")
 }
 
 fn corrupt_sealed() -> StoreError {
@@ -202,24 +226,21 @@ impl EnvelopeKeys {
             .map(|(id, key, _)| (id.clone(), key.clone()))
     }
 
-    fn remember(&self, tenant: &TenantId, user: Option<&UserId>, id: &str, key: &DataKey) {
+    fn remember(&self, tenant: &TenantId, owner: Option<&str>, id: &str, key: &DataKey) {
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
         let now = Instant::now();
-        if let Some(user) = user {
-            cache.insert(
-                format!("{tenant}/{user}"),
-                (id.to_owned(), key.clone(), now),
-            );
+        if let Some(owner) = owner {
+            cache.insert(owner.to_owned(), (id.to_owned(), key.clone(), now));
         }
         cache.insert(format!("{tenant}/#{id}"), (id.to_owned(), key.clone(), now));
     }
 
     fn forget(&self, tenant: &TenantId, user: &UserId, id: Option<&str>) {
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        cache.remove(&format!("{tenant}/{user}"));
+        cache.remove(&person_cache(tenant, user));
         if let Some(id) = id {
             cache.remove(&format!("{tenant}/#{id}"));
         }
@@ -237,46 +258,95 @@ impl EnvelopeKeys {
         Ok(Some(self.wrap.unwrap(tenant.as_str(), &wrapped).await?))
     }
 
-    /// `user`'s key, made on first use (two writers at once: one key stands, the other
-    /// reads it back).
-    async fn key_for(
+    /// The owner's key, made on first use (two writers at once: one key stands, the other
+    /// reads it back). `None` when the item the owner requires does not exist.
+    async fn key_of(
         &self,
         tenant: &TenantId,
-        user: &UserId,
-    ) -> Result<(String, DataKey), StoreError> {
-        if let Some(found) = self.cached(&format!("{tenant}/{user}")) {
-            return Ok(found);
+        owner: &Owner,
+    ) -> Result<Option<(String, DataKey)>, StoreError> {
+        if let Some(found) = self.cached(&owner.cache) {
+            return Ok(Some(found));
         }
         for _ in 0..3 {
-            if let Some(item) = self.store.get(subject_pk(tenant, user), KEY_SK).await? {
+            if let Some(item) = self.store.get(owner.pointer.as_str(), KEY_SK).await? {
                 let id = get_s(&item, "key_id")?.to_owned();
                 if let Some(key) = self.read_key(tenant, &id).await? {
-                    self.remember(tenant, Some(user), &id, &key);
-                    return Ok((id, key));
+                    self.remember(tenant, Some(&owner.cache), &id, &key);
+                    return Ok(Some((id, key)));
                 }
             }
             let id = format!("sk_{}", ulid::Ulid::new());
             let (key, wrapped) = self.wrap.generate(tenant.as_str()).await?;
-            let mut pointer = super::items::key(subject_pk(tenant, user), KEY_SK);
+            let mut pointer = super::items::key(owner.pointer.as_str(), KEY_SK);
             pointer.insert("key_id".into(), s(id.as_str()));
             let mut stored = super::items::key(key_pk(tenant, &id), KEY_SK);
             stored.insert(
                 "wrapped".into(),
                 aws_sdk_dynamodb::types::AttributeValue::B(wrapped.into()),
             );
-            let tx = vec![
+            let mut tx = vec![
                 put_new(&self.store, pointer)?,
                 put_new(&self.store, stored)?,
             ];
-            if let Tx::Committed = self.store.transact(tx).await? {
-                self.remember(tenant, Some(user), &id, &key);
-                return Ok((id, key));
+            if let Some(required) = &owner.requires {
+                tx.push(exists(&self.store, required.clone())?);
+            }
+            match self.store.transact(tx).await? {
+                Tx::Committed => {
+                    self.remember(tenant, Some(&owner.cache), &id, &key);
+                    return Ok(Some((id, key)));
+                }
+                Tx::Cancelled(reasons) if owner.requires.is_some() && failed(reasons.get(2)) => {
+                    return Ok(None);
+                }
+                Tx::Cancelled(_) => {}
             }
         }
-        Err(StoreError::Unavailable(
-            "a person's key kept changing".into(),
-        ))
+        Err(StoreError::Unavailable("a data key kept changing".into()))
     }
+
+    /// `user`'s key, made on first use.
+    async fn key_for(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+    ) -> Result<(String, DataKey), StoreError> {
+        let owner = Owner {
+            cache: person_cache(tenant, user),
+            pointer: subject_pk(tenant, user),
+            requires: None,
+        };
+        self.key_of(tenant, &owner)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable("a person's key could not be made".into()))
+    }
+
+    /// `case`'s key, made on first use while its case item exists.
+    async fn conversation_key(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+    ) -> Result<Option<(String, DataKey)>, StoreError> {
+        let owner = Owner {
+            cache: format!("{tenant}/case/{case}"),
+            pointer: conv_pk(tenant, case),
+            requires: Some(super::items::key(conv_pk(tenant, case), CASE_SK)),
+        };
+        self.key_of(tenant, &owner).await
+    }
+}
+
+/// A check that `key`'s item exists.
+fn exists(store: &DynamoStore, key: Item) -> Result<TransactWriteItem, StoreError> {
+    let check = build(
+        ConditionCheck::builder()
+            .table_name(store.table())
+            .set_key(Some(key))
+            .condition_expression("attribute_exists(pk)")
+            .build(),
+    )?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
 }
 
 fn put_new(store: &DynamoStore, item: Item) -> Result<TransactWriteItem, StoreError> {
@@ -302,6 +372,30 @@ impl SubjectKeys for EnvelopeKeys {
         let aad = format!("{tenant}/{id}");
         let sealed = seal_with(&key, &aad, personal.to_string().as_bytes())?;
         Ok(format!("{VERSION}.{id}.{}", URL_SAFE_NO_PAD.encode(sealed)))
+    }
+
+    async fn seal_conversation(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        fields: &serde_json::Value,
+    ) -> Result<Option<String>, StoreError> {
+        let Some((id, key)) = self.conversation_key(tenant, case).await? else {
+            return Ok(None);
+        };
+        let aad = format!("{tenant}/{id}");
+        let sealed = seal_with(&key, &aad, fields.to_string().as_bytes())?;
+        Ok(Some(format!(
+            "{VERSION}.{id}.{}",
+            URL_SAFE_NO_PAD.encode(sealed)
+        )))
+    }
+
+    fn forget_conversation(&self, tenant: &TenantId, case: &CaseId) {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((id, _, _)) = cache.remove(&format!("{tenant}/case/{case}")) {
+            cache.remove(&format!("{tenant}/#{id}"));
+        }
     }
 
     async fn open(

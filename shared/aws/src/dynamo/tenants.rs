@@ -88,16 +88,20 @@ impl DynamoStore {
         Ok(all)
     }
 
-    /// The conversation chains the tenant's chain index names (L-3).
+    /// The conversation chains the tenant's chain index names (L-3), each with the case
+    /// its entry names while the conversation lives (decision 0055).
     async fn chain_index(
         &self,
         tenant: &TenantId,
-    ) -> Result<std::collections::BTreeSet<String>, StoreError> {
+    ) -> Result<std::collections::BTreeMap<String, Option<String>>, StoreError> {
         let prefix = super::chain::CHAIN_INDEX_PREFIX;
         self.index_items(tenant, prefix)
             .await?
             .iter()
-            .map(|i| get_s(i, "chain").map(str::to_owned))
+            .map(|i| {
+                let chain = get_s(i, "chain")?.to_owned();
+                Ok((chain, opt_s(i, "case").map(str::to_owned)))
+            })
             .collect()
     }
 
@@ -788,15 +792,16 @@ impl AuditRecords for DynamoStore {
         tenant: &TenantId,
     ) -> Result<countersign_domain::ports::AuditTrail, StoreError> {
         use countersign_domain::audit_chain::TENANT_CHAIN;
+        let index = self.chain_index(tenant).await?;
         let mut trail = countersign_domain::ports::AuditTrail {
-            indexed: self.chain_index(tenant).await?,
+            indexed: index.keys().cloned().collect(),
             ..Default::default()
         };
         let mut first: std::collections::BTreeSet<String> = trail.indexed.clone();
         first.insert(TENANT_CHAIN.to_owned());
         for chain in &first {
-            let at = Self::chain_named(tenant, chain)?;
-            if let Some(head) = self.stored_head(&at).await? {
+            let case = index.get(chain).and_then(Option::as_deref);
+            if let Some(head) = self.head_named(tenant, chain, case).await? {
                 trail.heads.insert(chain.clone(), head);
             }
         }
@@ -815,12 +820,9 @@ impl AuditRecords for DynamoStore {
         if !late.is_empty() {
             let indexed_now = self.chain_index(tenant).await?;
             for chain in late {
-                if indexed_now.contains(&chain) {
+                if indexed_now.contains_key(&chain) {
                     trail.records.retain(|r| r.chain != chain);
-                } else if let Some(head) = self
-                    .stored_head(&Self::chain_named(tenant, &chain)?)
-                    .await?
-                {
+                } else if let Some(head) = self.head_named(tenant, &chain, None).await? {
                     trail.heads.insert(chain, head);
                 }
             }

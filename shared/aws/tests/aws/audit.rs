@@ -6,7 +6,7 @@
 
 use crate::common::{Env, env};
 use countersign_aws::dynamo::DynamoStore;
-use countersign_domain::audit_chain::{TENANT_CHAIN, case_chain, verify_trail};
+use countersign_domain::audit_chain::{TENANT_CHAIN, conversation_chain, verify_trail};
 use countersign_domain::ports::AuditRecords;
 use countersign_domain::ports::Conversations;
 use countersign_domain::ports::ProposalLock;
@@ -122,7 +122,10 @@ async fn l1_l2_each_step_is_recorded_chained_and_verifies() {
     assert_eq!((report.records, report.chains, report.unchained), (6, 2, 0));
     let trail = store.audit_trail(&tenant).await.unwrap();
     assert_eq!(trail.heads[TENANT_CHAIN].seq, 1);
-    assert_eq!(trail.heads[&case_chain(case.id.as_str())].seq, 5);
+    assert_eq!(
+        trail.heads[&conversation_chain(tenant.as_str(), case.id.as_str())].seq,
+        5
+    );
 }
 
 /// L-2: a record changed in the table (here the confirmation's `changes`, as someone with
@@ -154,7 +157,10 @@ async fn l2_a_record_altered_or_removed_in_the_table_is_found() {
         .unwrap();
     let after = check(&store, &tenant).await;
     let broken = after.broken.expect("the altered record is found");
-    assert_eq!(broken.chain, case_chain(case.id.as_str()));
+    assert_eq!(
+        broken.chain,
+        conversation_chain(tenant.as_str(), case.id.as_str())
+    );
     assert_eq!(broken.seq, confirmed.seq);
     assert_eq!(broken.id.as_deref(), Some(confirmed.id.as_str()));
 
@@ -227,7 +233,10 @@ async fn l2_a_stale_cached_head_is_rebuilt_never_forked() {
     let report = check(&a, &tenant).await;
     assert_eq!(report.broken, None, "{report:?}");
     let trail = a.audit_trail(&tenant).await.unwrap();
-    assert_eq!(trail.heads[&case_chain(case.id.as_str())].seq, 5);
+    assert_eq!(
+        trail.heads[&conversation_chain(tenant.as_str(), case.id.as_str())].seq,
+        5
+    );
 }
 
 /// The confirm path's cost: the confirmation's record and the head's update ride in the
@@ -329,7 +338,7 @@ async fn l3_a_deleted_conversation_chain_and_an_unchained_record_are_found() {
     let (tenant, case) = life(&env, &store).await;
     assert_eq!(check(&store, &tenant).await.broken, None);
     let raw = aws_sdk_dynamodb::Client::new(&env.sdk);
-    let chain = case_chain(case.id.as_str());
+    let chain = conversation_chain(tenant.as_str(), case.id.as_str());
     let trail = store.audit_trail(&tenant).await.unwrap();
     let key = |pk: String, sk: String| {
         std::collections::HashMap::from([("pk".to_owned(), A::S(pk)), ("sk".to_owned(), A::S(sk))])
@@ -346,7 +355,7 @@ async fn l3_a_deleted_conversation_chain_and_an_unchained_record_are_found() {
         .table_name(store.table())
         .set_key(Some(key(
             format!("CONV#{tenant}#{}", case.id),
-            "A#AUDIT".into(),
+            "A#CHAIN".into(),
         )))
         .send()
         .await

@@ -5,7 +5,7 @@
 //! every chain and earlier checkpoint still verifies.
 
 use super::store::StoreError;
-use crate::ids::{TenantId, UserId};
+use crate::ids::{CaseId, TenantId, UserId};
 use async_trait::async_trait;
 
 /// What destroying a person's key did.
@@ -39,6 +39,21 @@ pub trait SubjectKeys: Send + Sync {
         sealed: &str,
     ) -> Result<Option<serde_json::Value>, StoreError>;
 
+    /// R-1 (decision 0055): seals `fields` (a record's conversation fields, an object)
+    /// under `case`'s key, made on first use, and only while the conversation exists.
+    /// `None` when it does not (a hold placed on a conversation that never was): nothing
+    /// is sealed then. The purge destroys the key with the conversation.
+    async fn seal_conversation(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        fields: &serde_json::Value,
+    ) -> Result<Option<String>, StoreError>;
+
+    /// Forgets any copy of `case`'s key this process keeps: the purge has destroyed the
+    /// stored one (other processes forget theirs within their cache's lifetime).
+    fn forget_conversation(&self, _tenant: &TenantId, _case: &CaseId) {}
+
     /// Whether `user` has a key.
     async fn has_key(&self, tenant: &TenantId, user: &UserId) -> Result<bool, StoreError>;
 
@@ -59,6 +74,17 @@ impl SubjectKeys for NoSubjectKeys {
         _: &UserId,
         _: &serde_json::Value,
     ) -> Result<String, StoreError> {
+        Err(StoreError::Unavailable(
+            "no people's keys are configured".into(),
+        ))
+    }
+
+    async fn seal_conversation(
+        &self,
+        _: &TenantId,
+        _: &CaseId,
+        _: &serde_json::Value,
+    ) -> Result<Option<String>, StoreError> {
         Err(StoreError::Unavailable(
             "no people's keys are configured".into(),
         ))

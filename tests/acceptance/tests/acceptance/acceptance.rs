@@ -776,11 +776,13 @@ async fn t11_renewed_widget_jwt_still_confirms_and_another_person_cannot() {
 #[tokio::test]
 async fn t12_restart_between_executing_and_the_answer_is_reconciled_without_a_second_execute() {
     // Timeouts that nest (the messages process refuses others) but are short: the
-    // process dies long before its provider call could time out.
+    // process dies long before its provider call could time out. The turn's deadline
+    // (function timeout less the 4-second margin) stays a few seconds long: at one second
+    // the first proposal missed it on a loaded machine.
     let mut s = Stack::with(Options {
-        function_timeout_secs: 5,
-        provider_timeout_secs: 1,
-        stuck_after_secs: 6,
+        function_timeout_secs: 8,
+        provider_timeout_secs: 2,
+        stuck_after_secs: 9,
         ..Options::default()
     })
     .await;
@@ -809,7 +811,8 @@ async fn t12_restart_between_executing_and_the_answer_is_reconciled_without_a_se
     );
     s.fault(json!({"fault": "reset"}));
     s.spawn_messages().await;
-    tokio::time::sleep(Duration::from_millis(6200)).await;
+    // Past `stuck_after`: only then is the execution reconciled.
+    tokio::time::sleep(Duration::from_millis(9200)).await;
     let m = s.say(&t, &case, "what happened?", None).await;
     assert!(
         texts(&m).contains(COMPLETED),

@@ -66,6 +66,17 @@ impl Sealed {
     /// A conversation of `user` with a proposal moved to `to` (through executing when
     /// `to` needs it), and a message that quotes the person.
     async fn conversation(&self, f: &Fixture, tenant: &Case, user: &UserId, to: S) -> CaseId {
+        self.conversation_with(f, tenant, user, to).await.0
+    }
+
+    /// [`Self::conversation`], with its proposal.
+    async fn conversation_with(
+        &self,
+        f: &Fixture,
+        tenant: &Case,
+        user: &UserId,
+        to: S,
+    ) -> (CaseId, countersign_domain::proposal::Proposal) {
         let case = Case {
             id: CaseId::from_ulid_text(&ulid::Ulid::new().to_string()).unwrap(),
             user: user.clone(),
@@ -94,7 +105,7 @@ impl Sealed {
                 .await
                 .unwrap();
         }
-        case.id
+        (case.id, p)
     }
 
     /// Every item of the table whose text holds `needle`, as its key.
@@ -496,5 +507,180 @@ async fn r3_a_held_person_survives_purge_and_erasure_until_lifted() {
             .iter()
             .any(|r| r["opened"]["person"] == person.as_str()),
         "{page}"
+    );
+}
+
+/// R-1 (decision 0055): a purged conversation leaves none of its text, ids or items in
+/// the table — its id, its action's id, its messages' ids, its confirmation link, a hold's
+/// mention of it — while its audit chain (records sealed under the conversation's key,
+/// head moved out of its partition, index entry without the case) still verifies and
+/// extends a checkpoint taken before the purge; the export shows its records' conversation
+/// fields as purged and another conversation's as they are.
+#[tokio::test]
+async fn r1_a_purged_conversation_leaves_none_of_its_ids_and_the_trail_still_verifies() {
+    use countersign_domain::hash::Sha256Hex;
+    use countersign_domain::ports::{ConfirmationLink, ConfirmationLinks as _, Retention as _};
+    let env = env(false).await;
+    let s = sealed(&env).await;
+    let a = env.tenant("Purge").await;
+    let (key, tenant) = (a.admin_key.expose(), a.tenant.clone());
+    let base = format!("/api/admin/tenants/{}", tenant.id);
+    let f = Fixture::default();
+    let person = UserId::parse(format!("driver-{}", ulid::Ulid::new())).unwrap();
+    let t = template(&tenant);
+    let (case, p) = s.conversation_with(&f, &t, &person, S::Cancelled).await;
+    let kept = s.conversation(&f, &t, &person, S::Cancelled).await;
+    let secret = format!("purge-me-{}", ulid::Ulid::new());
+    let said = f.message(
+        &case,
+        countersign_domain::conversation::Role::User,
+        countersign_domain::conversation::MessageKind::Text,
+        &secret,
+    );
+    let store: &dyn ConversationStore = &s.store;
+    store.append_message(&tenant.id, &said).await.unwrap();
+    let link = Sha256Hex::digest(ulid::Ulid::new().to_string());
+    s.store
+        .put_link(
+            &link,
+            &ConfirmationLink {
+                tenant: tenant.id.clone(),
+                user: person.clone(),
+                case: case.clone(),
+                action_id: p.action_id.clone(),
+                operation: p.operation.clone(),
+                presented: p.presented.message_id.clone(),
+                summary_hash: p.summary_hash.clone(),
+                arguments_hash: p.arguments_hash.clone(),
+                expires_at: p.expires_at,
+            },
+        )
+        .await
+        .unwrap();
+    // A hold on the conversation, placed and lifted: two records of the tenant's chain.
+    for held in [true, false] {
+        let body = json!({"kind": "conversation", "id": case.as_str(), "held": held});
+        let (status, out) = send(
+            s.app(),
+            "PUT",
+            &format!("{base}/holds"),
+            Some(key),
+            Some(body.to_string()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{out}");
+    }
+    let ids = [
+        case.as_str(),
+        p.action_id.as_str(),
+        p.presented.message_id.as_str(),
+        said.id.as_str(),
+        link.as_str(),
+        secret.as_str(),
+    ];
+    for id in ids {
+        assert!(!s.holding(id).await.is_empty(), "{id} is stored before");
+    }
+    // Sealed before they are chained: no record names the conversation in clear.
+    let trail = s.store.audit_trail(&tenant.id).await.unwrap();
+    assert!(
+        !trail
+            .records
+            .iter()
+            .any(|r| r.changes.contains(case.as_str()) || r.chain.contains(case.as_str())),
+        "a conversation field was chained in clear"
+    );
+    let (status, checkpoint) = send(
+        s.app(),
+        "POST",
+        &format!("{base}/audit/checkpoints"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{checkpoint}");
+
+    let outcome = s.store.purge(&tenant.id, &case).await.unwrap();
+    assert!(
+        matches!(
+            outcome,
+            countersign_domain::ports::PurgeOutcome::Purged { .. }
+        ),
+        "{outcome:?}"
+    );
+    for id in ids {
+        assert_eq!(s.holding(id).await, Vec::<String>::new(), "{id} is left");
+    }
+    assert!(s.store.load(&tenant.id, &kept).await.unwrap().is_some());
+
+    // The chain verifies and extends the checkpoint taken before the purge.
+    let (status, v) = send(
+        s.app(),
+        "GET",
+        &format!("{base}/audit/verification"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["verified"], true, "{v}");
+    let trail = s.store.audit_trail(&tenant.id).await.unwrap();
+    let purged_chain =
+        countersign_domain::audit_chain::conversation_chain(tenant.id.as_str(), case.as_str());
+    assert!(
+        trail.heads.contains_key(&purged_chain),
+        "its head was moved, not lost"
+    );
+    assert!(trail.indexed.contains(&purged_chain));
+    let heads: std::collections::BTreeMap<String, countersign_domain::audit_chain::Head> =
+        checkpoint["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["chain"].as_str().unwrap().to_owned(),
+                    countersign_domain::audit_chain::Head {
+                        seq: h["seq"].as_u64().unwrap(),
+                        hash: h["hash"].as_str().unwrap().to_owned(),
+                    },
+                )
+            })
+            .collect();
+    assert!(heads.contains_key(&purged_chain));
+    assert_eq!(
+        countersign_domain::audit_chain::extends(tenant.id.as_str(), &trail.records, &heads),
+        None
+    );
+    // The export: the purged conversation's fields are shown purged; the kept one's open.
+    let export = countersign_admin::audit::export(&s.store, s.keys.as_ref(), &tenant.id)
+        .await
+        .unwrap();
+    let records = export["records"].as_array().unwrap();
+    let of = |chain: &str| -> Vec<&Value> {
+        records
+            .iter()
+            .filter(|r| r["chain"] == chain)
+            .filter_map(|r| r.get("opened"))
+            .collect()
+    };
+    let purged = of(&purged_chain);
+    assert!(!purged.is_empty(), "{export}");
+    assert!(purged.iter().all(|o| o["purged"] == true), "{export}");
+    let live_chain =
+        countersign_domain::audit_chain::conversation_chain(tenant.id.as_str(), kept.as_str());
+    assert!(
+        of(&live_chain).iter().any(|o| o["caseId"] == kept.as_str()),
+        "{export}"
+    );
+    let holds: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["action"].as_str().is_some_and(|a| a.starts_with("hold.")))
+        .filter_map(|r| r.get("opened"))
+        .collect();
+    assert_eq!(holds.len(), 2, "{export}");
+    assert!(
+        holds.iter().all(|o| o["conversation"] == "[purged]"),
+        "{export}"
     );
 }
