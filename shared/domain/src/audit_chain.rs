@@ -253,24 +253,13 @@ pub fn reveal_conversation(
     changes: &serde_json::Value,
     opened: Option<&serde_json::Value>,
 ) -> serde_json::Value {
-    let mut out = changes.clone();
-    let Some(map) = out.as_object_mut() else {
-        return out;
-    };
-    if map.remove(SEALED_CONVERSATION).is_none() {
-        return out;
-    }
-    match opened.and_then(serde_json::Value::as_object) {
-        Some(fields) => map.extend(fields.clone()),
-        None => {
-            map.insert(
-                "conversation".into(),
-                serde_json::Value::String(PURGED.into()),
-            );
-            map.insert("purged".into(), serde_json::Value::Bool(true));
-        }
-    }
-    out
+    reveal_sealed(
+        changes,
+        opened,
+        SEALED_CONVERSATION,
+        ("conversation", PURGED),
+        "purged",
+    )
 }
 
 /// `changes` as a reader sees it: the sealed fields put back when `opened` holds
@@ -281,19 +270,31 @@ pub fn reveal(
     changes: &serde_json::Value,
     opened: Option<&serde_json::Value>,
 ) -> serde_json::Value {
+    reveal_sealed(changes, opened, SEALED, ("personal", ERASED), "erased")
+}
+
+/// `changes` with its sealed value at `field` replaced by the fields `opened` holds, or,
+/// when its key is gone, by one `marker` and `flag: true`: which fields were sealed is
+/// itself sealed.
+fn reveal_sealed(
+    changes: &serde_json::Value,
+    opened: Option<&serde_json::Value>,
+    field: &str,
+    (marker, text): (&str, &str),
+    flag: &str,
+) -> serde_json::Value {
     let mut out = changes.clone();
     let Some(map) = out.as_object_mut() else {
         return out;
     };
-    if map.remove(SEALED).is_none() {
+    if map.remove(field).is_none() {
         return out;
     }
     match opened.and_then(serde_json::Value::as_object) {
         Some(fields) => map.extend(fields.clone()),
         None => {
-            // Which fields were sealed is itself sealed: one marker says they are gone.
-            map.insert("personal".into(), serde_json::Value::String(ERASED.into()));
-            map.insert("erased".into(), serde_json::Value::Bool(true));
+            map.insert(marker.into(), serde_json::Value::String(text.into()));
+            map.insert(flag.into(), serde_json::Value::Bool(true));
         }
     }
     out

@@ -273,6 +273,10 @@ const PORTUGUESE: &[(&str, &str)] = &[
         "De 1 a 3650 dias; vazio mantém o padrão da plataforma.",
     ),
     (
+        "Its audit records stay, so the trail still verifies, but no longer say which conversation, change or message they were about. ",
+        "Os registros de auditoria dela ficam, para que a trilha continue verificável, mas não dizem mais de qual conversa, mudança ou mensagem tratavam. ",
+    ),
+    (
         "Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person.",
         "Verifica as configurações salvas contra o seu servidor: cada consulta com os seus argumentos de exemplo (e recusada com um token de serviço errado), cada operação preparada, cada prova inválida recusada e — com o seu consentimento — uma ação por operação executada com uma prova válida para a pessoa de teste sintética.",
     ),

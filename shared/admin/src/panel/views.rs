@@ -115,6 +115,7 @@ pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Mar
                 p.help #retentionDays-help {
                     (t("A conversation is deleted this many days after its last message: its messages, its case and its settled proposals. "))
                     (t("A conversation whose change is waiting, running or unconfirmed is kept until that is settled, then counted from the settlement. "))
+                    (t("Its audit records stay, so the trail still verifies, but no longer say which conversation, change or message they were about. "))
                     (t("From 1 to 3650 days; empty keeps the platform's default."))
                 }
                 button type="submit" { (t("Save")) }
