@@ -19,7 +19,7 @@ const STATE_SK: &str = "SPENT";
 /// SHA-256.
 const CLIENT_PREFIX: &str = "MCPCLIENT#";
 const CLIENT_SK: &str = "CAPABILITIES";
-/// A link's pointer in its conversation's partition (decision 0055): the purge deletes
+/// a link's pointer in its conversation's partition (decision 0055): the purge deletes
 /// the link with the conversation instead of leaving it to the TTL.
 const LINK_POINTER_PREFIX: &str = "LINK#";
 

@@ -114,7 +114,7 @@ impl DynamoStore {
         guard.insert("case_id".into(), s(proposal.case.as_str()));
         guard.insert("created_at".into(), s(proposal.prepared_at.to_rfc3339()));
         items.push(self.put_new(guard)?);
-        // A guard written before decision 0055 is under the action id itself: the id is
+        // a guard written before decision 0055 is under the action id itself: the id is
         // still refused while it stands.
         let legacy_guard_index = items.len();
         items.push(self.absent(key(

@@ -245,7 +245,7 @@ impl DynamoStore {
             )
     }
 
-    /// The items a conversation's partition points to, deleted with it (decision 0055):
+    /// the items a conversation's partition points to, deleted with it (decision 0055):
     /// its data key (`KEY`, the wrapped key under `SUBJECTKEY#`), and each confirmation
     /// link made in it (`LINK#<hash>`, the link under `CONFIRMLINK#<hash>`).
     fn pointed_to(tenant: &TenantId, keys: &[Item]) -> Vec<Item> {
