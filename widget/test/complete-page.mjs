@@ -3,8 +3,8 @@
 //
 //   node test/complete-page.mjs <page url> <confirm|cancel|none> [demo person]
 //
-// Opens the page, follows its "Sign in" to the tenant's sign-in hand-off (the local run's
-// demo site signs the demo person in and sends them back), reads what the page shows,
+// Opens the page, presses its "Sign in" (the local run's demo site signs the demo person
+// in and posts the hand-off token back), reads what the page shows,
 // presses the button and waits for the outcome. Prints one JSON object: the summary and
 // operation shown, the state after, the result text, the page's CSP, and console errors.
 import { chromium } from "playwright-core";
@@ -23,11 +23,25 @@ try {
   page.on("response", (r) => r.status() >= 400 && out.failedRequests.push(`${r.status()} ${r.url().split("?")[0]}`));
   const first = await page.goto(url);
   out.csp = first.headers()["content-security-policy"] || null;
-  const signIn = page.locator("#sign-in");
-  let href = await signIn.getAttribute("href");
-  if (person) href += `&user=${encodeURIComponent(person)}`;
-  const back = await page.goto(href);
-  out.signedInStatus = back.status();
+  // N-6: Sign in is a button (the nonce is made when it is pressed); the tenant's
+  // sign-in posts the token back. Another demo person: the sign-in URL gains `user=`.
+  if (person) {
+    await page.route((u) => u.pathname.endsWith("/sign-in") && u.searchParams.has("nonce"), (route) => {
+      const to = new URL(route.request().url());
+      to.searchParams.set("user", person);
+      return route.continue({ url: to.toString() });
+    });
+  }
+  out.signInHost = await page.locator("#sign-in-host").textContent();
+  const returned = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/return"));
+  const landed = page
+    .waitForResponse((r) => r.request().method() === "GET" && /^\/confirm\/[^/]+$/.test(new URL(r.url()).pathname))
+    .catch(() => null);
+  await page.locator("#sign-in").click();
+  const back = await returned;
+  // What the person lands on: the page (after the return's 303), or the return's refusal.
+  out.signedInStatus = back.status() === 303 ? (await landed).status() : back.status();
+  await page.waitForSelector("#summary, .notice");
   const text = async (sel) => ((await page.locator(sel).count()) ? page.locator(sel).first().textContent() : null);
   out.summary = await text("#summary");
   out.operation = await text("#operation");

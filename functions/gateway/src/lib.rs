@@ -429,5 +429,59 @@ fn build(gateway: Gateway, fast_path: bool) -> axum::Router {
     } else {
         axum::Router::new().nest_service("/mcp", rmcp)
     };
-    router.layer(middleware::from_fn_with_state(gateway, authenticate))
+    router
+        .layer(middleware::from_fn_with_state(
+            gateway.clone(),
+            authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(gateway, origin_check))
+}
+
+/// N-6, MCP Streamable HTTP: a request whose `Origin` is present and not allowed is
+/// answered 403 before anything else (a web page, or a DNS-rebinding one, driving a
+/// person's browser). Allowed: the gateway's own origin (its public URL, or the origin the
+/// request reached) and `https://` (`http://` on loopback) origins of the configured hosts.
+/// MCP clients that are not browsers send no `Origin` and are unaffected.
+async fn origin_check(State(gw): State<Arc<Gateway>>, req: Request, next: Next) -> Response {
+    let Some(origin) = req.headers().get(http::header::ORIGIN) else {
+        return next.run(req).await;
+    };
+    let allowed = origin
+        .to_str()
+        .is_ok_and(|o| origin_allowed(o, &gw, req.headers()));
+    if allowed {
+        return next.run(req).await;
+    }
+    ApiError::new(
+        http::StatusCode::FORBIDDEN,
+        "ORIGIN_NOT_ALLOWED",
+        "requests from this web origin are not accepted",
+    )
+    .into_response()
+}
+
+fn origin_allowed(origin: &str, gw: &Gateway, headers: &http::HeaderMap) -> bool {
+    let own = gw.public_url.clone().unwrap_or_else(|| origin_of(headers));
+    if origin.eq_ignore_ascii_case(own.trim_end_matches('/')) {
+        return true;
+    }
+    // An origin is `scheme://host[:port]`, nothing more.
+    let (https, rest) = match (
+        origin.strip_prefix("https://"),
+        origin.strip_prefix("http://"),
+    ) {
+        (Some(rest), _) => (true, rest),
+        (None, Some(rest)) => (false, rest),
+        _ => return false,
+    };
+    if rest.is_empty() || rest.contains(['/', '@', '[']) {
+        return false;
+    }
+    let host = rest.split_once(':').map_or(rest, |(h, _)| h);
+    let loopback = matches!(host, "127.0.0.1" | "localhost");
+    (https || loopback)
+        && gw
+            .allowed_hosts
+            .iter()
+            .any(|h| h != "*" && h.eq_ignore_ascii_case(host))
 }

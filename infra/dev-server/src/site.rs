@@ -116,7 +116,7 @@ struct SignInQuery {
 /// X-3: the demo tenant's sign-in hand-off (docs/widget-guide.md, “Confirmation page”).
 /// A real tenant signs the person in first; the demo person is signed in already (`user=`
 /// picks another demo person). Back to the confirmation page, and only there, with a
-/// widget token carrying the page's nonce, valid 2 minutes.
+/// widget token carrying the page's nonce, valid 2 minutes, in a form post (N-6).
 async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Response {
     let c = match connected(&site) {
         Ok(c) => c,
@@ -150,16 +150,38 @@ async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Resp
         now,
         now + 120,
     ) {
+        // N-6: the token goes back by a form post (never in a URL), as a real tenant's
+        // sign-in must send it (docs/widget-guide.md, "Confirmation page").
         Ok(jwt) => (
-            StatusCode::SEE_OTHER,
+            StatusCode::OK,
             [
-                (header::LOCATION, format!("{return_to}?token={jwt}")),
-                (header::CACHE_CONTROL, "no-store".to_owned()),
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-store"),
+                (header::REFERRER_POLICY, "no-referrer"),
             ],
+            form_post(&return_to, &jwt),
         )
             .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not sign").into_response(),
     }
+}
+
+/// A page that posts `token` to `to` at once (and offers a button without script).
+fn form_post(to: &str, token: &str) -> String {
+    let esc = |v: &str| {
+        v.replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Signing you in</title></head>\
+         <body><form method=\"post\" action=\"{}\"><input type=\"hidden\" name=\"token\" value=\"{}\">\
+         <noscript><button type=\"submit\">Continue</button></noscript></form>\
+         <script>document.forms[0].submit()</script></body></html>",
+        esc(to),
+        esc(token)
+    )
 }
 
 /// The demo credential, once the tenant administrator's part has created it.

@@ -2,21 +2,27 @@
 //! the widget API), for a write an MCP client prepared through the gateway (decision 0051).
 //!
 //! - `GET /confirm/{id}`: the URL carries only the link's random id. A person not signed
-//!   in is sent to the tenant's sign-in hand-off (`signInUrl?return_to=…&nonce=…`) with a
-//!   fresh nonce in a cookie; the tenant's backend sends them back to
-//!   `GET /confirm/{id}/return?token=…` with a widget-style token (the same claims, signed
-//!   with its widget secret, plus the nonce), which becomes the page's session cookie and
-//!   leaves the URL at once (303). The page serves only the gateway token's person (`sub`
-//!   and tenant equal): it shows the operation, the summary byte for byte, the expiry and
-//!   the instructions.
-//! - `POST /confirm/{id}`: `confirm` or `cancel`, with the form token and from the page's
-//!   own origin, posted as the person's message replying to the presentation: the proof
-//!   and the execution are exactly the chat's (A-23 … A-35). Then 303 back to the page,
-//!   which shows the outcome.
+//!   in sees a Sign in button.
+//! - `POST /confirm/{id}/sign-in` (N-6): pressing it makes a fresh nonce, kept in a cookie
+//!   of this browser, and sends the person to the tenant's sign-in hand-off
+//!   (`signInUrl?return_to=…&nonce=…`).
+//! - `POST /confirm/{id}/return` (N-6): the tenant's sign-in posts back a form with
+//!   `token`, a widget-style token (the same claims, signed with its widget secret, plus
+//!   the nonce) — never in a URL. The token's nonce is spent server-side on its first
+//!   presentation, whatever follows; it must equal this browser's nonce cookie and name
+//!   the link's person. Only then the page opens a session of its own: a random id in a
+//!   cookie, recorded under a digest bound to this link. Then 303 to the clean page URL.
+//!   (The old `GET …/return?token=…` opens nothing: 303 to the clean URL.)
+//! - `POST /confirm/{id}`: `confirm` or `cancel`, with the session's form token (keyed by
+//!   the session's secret id and bound to the link) and from the page's own origin
+//!   (`Origin`, or `Sec-Fetch-Site: same-origin`), posted as the person's message
+//!   replying to the presentation: the proof and the execution are exactly the chat's
+//!   (A-23 … A-35). Then 303 back to the page, which shows the outcome.
 //!
 //! Server-rendered, no script at all, a strict Content-Security-Policy; cookies HttpOnly,
-//! SameSite=Lax (the return from the tenant's sign-in is a cross-site navigation), scoped
-//! to the link's path, and Secure outside the local stack.
+//! scoped to the link's path, and Secure outside the local stack; the session SameSite=Lax,
+//! the nonce SameSite=None outside the local stack (the tenant's form post back is a
+//! cross-site POST, which a Lax cookie does not follow).
 
 use crate::chat::{Chat, ChatError};
 use crate::widget::{AuthError, WidgetAuth};
@@ -35,7 +41,7 @@ use countersign_domain::ports::{
 };
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::texts::Language;
-use countersign_http::{Query, pages};
+use countersign_http::pages;
 use countersign_tools::confirmation::{self, Standing};
 use maud::{DOCTYPE, Markup, html};
 use rand::RngCore as _;
@@ -43,10 +49,12 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq as _;
 
 /// Every route (method, path) the page serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 5] = [
+pub const ROUTES: [(&str, &str); 7] = [
     ("GET", "/confirm/{id}"),
     ("POST", "/confirm/{id}"),
+    ("POST", "/confirm/{id}/sign-in"),
     ("GET", "/confirm/{id}/return"),
+    ("POST", "/confirm/{id}/return"),
     ("GET", STYLE_PATH),
     ("GET", ICON_PATH),
 ];
@@ -66,6 +74,8 @@ const CSS: &str = include_str!("page.css");
 const ICON: &str = include_str!("page-icon.svg");
 const NONCE_COOKIE: &str = "countersign-confirm-nonce";
 const PERSON_COOKIE: &str = "countersign-confirm";
+/// N-6: how long a page session lives (a link lives at most 5 minutes).
+const SESSION_SECONDS: i64 = 600;
 
 /// What the page needs.
 #[derive(Clone)]
@@ -97,7 +107,8 @@ impl std::fmt::Debug for PageState {
 pub fn router(state: PageState) -> Router {
     Router::new()
         .route("/confirm/{id}", get(show).post(decide))
-        .route("/confirm/{id}/return", get(signed_in))
+        .route("/confirm/{id}/sign-in", axum::routing::post(begin_sign_in))
+        .route("/confirm/{id}/return", get(old_return).post(signed_in))
         .route(
             STYLE_PATH,
             get(|| async { asset(CSS, "text/css; charset=utf-8") }),
@@ -112,6 +123,7 @@ struct Texts {
     not_found: &'static str,
     expired: &'static str,
     sign_in: &'static str,
+    sign_in_at: &'static str,
     sign_in_button: &'static str,
     no_sign_in: &'static str,
     someone_else: &'static str,
@@ -130,12 +142,13 @@ const EN: Texts = Texts {
     not_found: "This confirmation link is not valid.",
     expired: "This request has expired. Nothing was done.",
     sign_in: "Sign in to see the change you were asked to confirm.",
+    sign_in_at: "You will sign in at",
     sign_in_button: "Sign in",
     no_sign_in: "This company has not set up sign-in for confirmation pages. Confirm in the support chat instead.",
     someone_else: "This confirmation is for someone else. Nothing was done.",
     operation: "Operation",
     expires: "Expires",
-    instructions: "Read the change below. Press Confirm to carry out exactly this change, or Cancel. Nothing changes until you press Confirm; an assistant cannot press it for you.",
+    instructions: "Check the change above. Confirm carries out exactly this change; Cancel drops it. Nothing changes until Confirm is pressed on this page, signed in as you: press it only if you asked for this change yourself.",
     confirm: "Confirm",
     cancel: "Cancel",
     refused: "This request could not be accepted. Reload the page and try again.",
@@ -148,12 +161,13 @@ const PT: Texts = Texts {
     not_found: "Este link de confirmação não é válido.",
     expired: "Este pedido expirou. Nada foi feito.",
     sign_in: "Entre para ver a alteração que pediram que você confirme.",
+    sign_in_at: "Você vai entrar em",
     sign_in_button: "Entrar",
     no_sign_in: "Esta empresa não configurou a entrada para páginas de confirmação. Confirme no chat de suporte.",
     someone_else: "Esta confirmação é de outra pessoa. Nada foi feito.",
     operation: "Operação",
     expires: "Expira em",
-    instructions: "Leia a alteração abaixo. Pressione Confirmar para realizar exatamente esta alteração, ou Cancelar. Nada muda até você pressionar Confirmar; um assistente não pode pressionar por você.",
+    instructions: "Confira a alteração acima. Confirmar realiza exatamente esta alteração; Cancelar a descarta. Nada muda até que Confirmar seja pressionado nesta página, com a sua entrada: pressione só se foi você quem pediu esta alteração.",
     confirm: "Confirmar",
     cancel: "Cancelar",
     refused: "Este pedido não pôde ser aceito. Recarregue a página e tente novamente.",
@@ -250,9 +264,16 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
 }
 
 fn set_cookie(state: &PageState, id: &str, name: &str, value: &str, max_age: i64) -> HeaderValue {
+    // N-6: the nonce must follow the tenant's cross-site form post back (SameSite=None,
+    // which browsers take only with Secure); on the local stack the sign-in is same-site.
+    let same_site = if name == NONCE_COOKIE && !state.local {
+        "None"
+    } else {
+        "Lax"
+    };
     let secure = if state.local { "" } else { "; Secure" };
     let v = format!(
-        "{name}={value}; Path=/confirm/{id}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
+        "{name}={value}; Path=/confirm/{id}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}"
     );
     HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static("x=; Max-Age=0"))
 }
@@ -281,27 +302,65 @@ async fn link(state: &PageState, id: &str) -> Result<ConfirmationLink, Response>
         .ok_or_else(not_found)
 }
 
-/// Who the page's session cookie names, if anyone valid.
-async fn person(state: &PageState, headers: &HeaderMap) -> Option<(Principal, String)> {
-    let token = pages::cookie(headers, PERSON_COOKIE)?;
-    match state.auth.authenticate(&token).await {
-        Ok(p) => Some((p, token)),
-        Err(_) => None,
-    }
+/// N-6: the key a page session is recorded under: bound to the link (a session opened
+/// for one link opens no other) and to the session's random id (only in the cookie).
+fn session_key(id: &str, session: &str) -> Sha256Hex {
+    Sha256Hex::digest(format!("countersign-page-session\0{id}\0{session}").as_bytes())
 }
 
-/// The form token of a session (derived from its cookie, never stored).
-fn form_token(session: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256Hex::digest(format!("confirm-form:{session}").as_bytes()).as_str())
+/// Who the page's session cookie names: the link's person, while a session the page itself
+/// opened for this link lives. Never a token: a widget or hand-off token in the cookie is
+/// just an unknown session id.
+async fn person(
+    state: &PageState,
+    id: &str,
+    link: &ConfirmationLink,
+    headers: &HeaderMap,
+) -> Result<Option<(Principal, String)>, Response> {
+    let Some(session) = pages::cookie(headers, PERSON_COOKIE).filter(|s| well_formed_session(s))
+    else {
+        return Ok(None);
+    };
+    let until = state
+        .links
+        .page_session(&session_key(id, &session))
+        .await
+        .map_err(|e| unavailable(&e))?;
+    Ok(until.filter(|until| state.clock.now() < *until).map(|_| {
+        (
+            Principal {
+                tenant: link.tenant.clone(),
+                user: link.user.clone(),
+            },
+            session,
+        )
+    }))
+}
+
+/// A session id's shape (32 random bytes, base64url): anything else is refused before any
+/// read.
+fn well_formed_session(s: &str) -> bool {
+    s.len() == 43
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn random_id() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// N-6: the form token of a session: keyed by the session's secret id (which only the
+/// person's browser holds) and bound to the link, never stored.
+fn form_token(id: &str, session: &str) -> String {
+    URL_SAFE_NO_PAD.encode(
+        Sha256Hex::digest(format!("countersign-confirm-form\0{session}\0{id}").as_bytes()).as_str(),
+    )
 }
 
 fn owns(link: &ConfirmationLink, who: &Principal) -> bool {
     who.tenant == link.tenant && who.user == link.user
-}
-
-#[derive(serde::Deserialize)]
-struct Return {
-    token: Option<String>,
 }
 
 /// `GET /confirm/{id}`.
@@ -320,15 +379,16 @@ async fn show(
         Err(e) => return unavailable(&e),
     };
     let t = texts(lang);
-    let Some((who, session)) = person(&state, &headers).await else {
-        if state.clock.now() >= link.expires_at {
-            return notice(StatusCode::GONE, lang, t.expired);
+    let (_, session) = match person(&state, &id, &link, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            if state.clock.now() >= link.expires_at {
+                return notice(StatusCode::GONE, lang, t.expired);
+            }
+            return sign_in_step(&state, &id, &link, lang).await;
         }
-        return sign_in(&state, &id, &link, lang, &headers).await;
+        Err(r) => return r,
     };
-    if !owns(&link, &who) {
-        return notice(StatusCode::FORBIDDEN, lang, t.someone_else);
-    }
     let standing = match confirmation::standing(
         state.conversations.as_ref(),
         &link,
@@ -352,7 +412,14 @@ async fn show(
     page(
         status,
         lang,
-        proposal_view(lang, &id, &link, &summary, &standing, &session),
+        proposal_view(
+            lang,
+            &id,
+            &link,
+            &summary,
+            &standing,
+            &form_token(&id, &session),
+        ),
     )
 }
 
@@ -362,7 +429,7 @@ fn proposal_view(
     link: &ConfirmationLink,
     summary: &str,
     standing: &Standing,
-    session: &str,
+    csrf: &str,
 ) -> Markup {
     let t = texts(lang);
     let pending = standing.state == ProposalState::PendingConfirmation;
@@ -381,7 +448,7 @@ fn proposal_view(
         @if pending {
             p id="instructions" class="instructions" { (t.instructions) }
             form method="post" action={"/confirm/" (id)} {
-                input type="hidden" name="csrf" value=(form_token(session));
+                input type="hidden" name="csrf" value=(csrf);
                 button type="submit" name="decision" value="confirm" class="confirm" { (t.confirm) }
                 " "
                 button type="submit" name="decision" value="cancel" class="cancel" { (t.cancel) }
@@ -390,88 +457,162 @@ fn proposal_view(
     }
 }
 
-/// The sign-in step: a fresh nonce in a cookie, and the way to the tenant's sign-in.
-async fn sign_in(
+/// The tenant's sign-in URL, if it set one.
+async fn sign_in_url(
+    state: &PageState,
+    link: &ConfirmationLink,
+) -> Result<Option<String>, Response> {
+    match state.tenants.get_tenant(&link.tenant).await {
+        Ok(Some(t)) => Ok(t.sign_in_url),
+        Ok(None) => Err(not_found()),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+/// The sign-in step: where the person will sign in, and a button that begins it (N-6: the
+/// nonce is made only when it is pressed, by this browser).
+async fn sign_in_step(
     state: &PageState,
     id: &str,
     link: &ConfirmationLink,
     lang: Language,
-    headers: &HeaderMap,
 ) -> Response {
     let t = texts(lang);
-    let tenant = match state.tenants.get_tenant(&link.tenant).await {
-        Ok(Some(t)) => t,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+    let url = match sign_in_url(state, link).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return notice(StatusCode::CONFLICT, lang, t.no_sign_in),
+        Err(r) => return r,
     };
-    let (Some(sign_in_url), Some(origin)) = (tenant.sign_in_url, origin_of(headers)) else {
-        return notice(StatusCode::CONFLICT, lang, t.no_sign_in);
-    };
-    let mut bytes = [0u8; 24];
-    rand::rng().fill_bytes(&mut bytes);
-    let nonce = URL_SAFE_NO_PAD.encode(bytes);
-    let return_to = format!("{origin}/confirm/{id}/return");
-    let separator = if sign_in_url.contains('?') { '&' } else { '?' };
-    let href = format!(
-        "{sign_in_url}{separator}return_to={}&nonce={nonce}",
-        url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect::<String>()
-    );
-    let mut res = page(
+    let host = url::Url::parse(&url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    page(
         StatusCode::OK,
         lang,
         html! {
             p { (t.sign_in) }
-            p { a id="sign-in" class="button" href=(href) { (t.sign_in_button) } }
+            p id="sign-in-host" { (t.sign_in_at) " " strong { (host) } "." }
+            form method="post" action={"/confirm/" (id) "/sign-in"} {
+                button id="sign-in" type="submit" class="button" { (t.sign_in_button) }
+            }
         },
-    );
-    res.headers_mut().append(
-        header::SET_COOKIE,
-        set_cookie(state, id, NONCE_COOKIE, &nonce, 600),
-    );
-    res
+    )
 }
 
-/// `GET /confirm/{id}/return?token=…`: the tenant's sign-in hands the person back.
-async fn signed_in(
+/// `POST /confirm/{id}/sign-in`: a fresh nonce in this browser's cookie, and on to the
+/// tenant's sign-in (303).
+async fn begin_sign_in(
     State(state): State<PageState>,
     Path(id): Path<String>,
-    Query(q): Query<Return>,
     headers: HeaderMap,
 ) -> Response {
     let link = match link(&state, &id).await {
         Ok(l) => l,
         Err(r) => return r,
     };
-    let refused = || notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused);
-    let (Some(token), Some(nonce)) = (q.token, pages::cookie(&headers, NONCE_COOKIE)) else {
-        return refused();
-    };
-    let who = match state.auth.authenticate_hand_off(&token, &nonce).await {
-        Ok(who) => who,
-        Err(AuthError::Unavailable) => return unavailable(&"identity service"),
-        Err(_) => return refused(),
-    };
-    if !owns(&link, &who) {
-        return notice(StatusCode::FORBIDDEN, Language::En, EN.someone_else);
+    if !pages::same_origin_strict(&headers) {
+        return notice(StatusCode::FORBIDDEN, Language::En, EN.refused);
     }
+    let (sign_in_url, origin) = match (sign_in_url(&state, &link).await, origin_of(&headers)) {
+        (Ok(Some(url)), Some(origin)) => (url, origin),
+        (Err(r), _) => return r,
+        _ => return notice(StatusCode::CONFLICT, Language::En, EN.no_sign_in),
+    };
+    let nonce = random_id();
+    let return_to = format!("{origin}/confirm/{id}/return");
+    let separator = if sign_in_url.contains('?') { '&' } else { '?' };
+    let href = format!(
+        "{sign_in_url}{separator}return_to={}&nonce={nonce}&response_mode=form_post",
+        url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect::<String>()
+    );
+    let mut res = (StatusCode::SEE_OTHER, [(header::LOCATION, href)]).into_response();
+    secure_headers(res.headers_mut());
+    res.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&state, &id, NONCE_COOKIE, &nonce, 600),
+    );
+    res
+}
+
+/// A 303 to the page's own clean URL.
+fn back_to_page(id: &str) -> Response {
     let mut res = (
         StatusCode::SEE_OTHER,
         [(header::LOCATION, format!("/confirm/{id}"))],
     )
         .into_response();
     secure_headers(res.headers_mut());
+    res
+}
+
+/// `GET /confirm/{id}/return`: the hand-off before N-6 (a token in the URL) opens nothing;
+/// the URL is left at once.
+async fn old_return(Path(id): Path<String>) -> Response {
+    if !confirmation::well_formed(&id) {
+        return not_found();
+    }
+    back_to_page(&id)
+}
+
+/// `POST /confirm/{id}/return` (form `token`): the tenant's sign-in hands the person back.
+async fn signed_in(
+    State(state): State<PageState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let link = match link(&state, &id).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let refused = || notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused);
+    let Some(token) = form_value(&body, "token") else {
+        return refused();
+    };
+    let (who, nonce) = match state.auth.authenticate_hand_off(&token).await {
+        Ok(found) => found,
+        Err(AuthError::Unavailable) => return unavailable(&"identity service"),
+        Err(_) => return refused(),
+    };
+    // N-6: spent on its first presentation, whether or not this browser began the sign-in:
+    // a token a person was made to hand over is already worthless.
+    let spend = format!(
+        "handoff-{}",
+        Sha256Hex::digest(format!("countersign-hand-off\0{id}\0{nonce}").as_bytes())
+    );
+    let expires = state
+        .clock
+        .now()
+        .plus_seconds(crate::widget::HAND_OFF_MAX_SECONDS + 60);
+    match state.links.spend_state(&spend, expires).await {
+        Ok(true) => {}
+        Ok(false) => return refused(),
+        Err(e) => return unavailable(&e),
+    }
+    let began_here = pages::cookie(&headers, NONCE_COOKIE)
+        .is_some_and(|c| bool::from(c.as_bytes().ct_eq(nonce.as_bytes())));
+    if !began_here {
+        return refused();
+    }
+    if !owns(&link, &who) {
+        return notice(StatusCode::FORBIDDEN, Language::En, EN.someone_else);
+    }
+    let session = random_id();
+    let until = state.clock.now().plus_seconds(SESSION_SECONDS);
+    if let Err(e) = state
+        .links
+        .open_page_session(&session_key(&id, &session), until)
+        .await
+    {
+        return unavailable(&e);
+    }
+    let mut res = back_to_page(&id);
     let h = res.headers_mut();
     h.append(
         header::SET_COOKIE,
-        set_cookie(
-            &state,
-            &id,
-            PERSON_COOKIE,
-            &token,
-            crate::widget::HAND_OFF_MAX_SECONDS,
-        ),
+        set_cookie(&state, &id, PERSON_COOKIE, &session, SESSION_SECONDS),
     );
-    // The nonce is spent: a second return with it is refused.
     h.append(
         header::SET_COOKIE,
         set_cookie(&state, &id, NONCE_COOKIE, "", 0),
@@ -496,15 +637,14 @@ async fn decide(
         Ok(l) => l,
         Err(r) => return r,
     };
-    let Some((who, session)) = person(&state, &headers).await else {
-        return notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused);
+    let (who, session) = match person(&state, &id, &link, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused),
+        Err(r) => return r,
     };
-    if !owns(&link, &who) {
-        return notice(StatusCode::FORBIDDEN, Language::En, EN.someone_else);
-    }
     let token_ok = form_value(&body, "csrf")
-        .is_some_and(|t| bool::from(t.as_bytes().ct_eq(form_token(&session).as_bytes())));
-    if !token_ok || !pages::same_origin(&headers) {
+        .is_some_and(|t| bool::from(t.as_bytes().ct_eq(form_token(&id, &session).as_bytes())));
+    if !token_ok || !pages::same_origin_strict(&headers) {
         return notice(StatusCode::FORBIDDEN, Language::En, EN.refused);
     }
     let view = match state.conversations.load(&link.tenant, &link.case).await {

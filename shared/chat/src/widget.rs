@@ -102,27 +102,31 @@ impl WidgetAuth {
         token: &str,
         origin: Option<&str>,
     ) -> Result<Principal, AuthError> {
-        self.verify(token, origin, None).await
+        self.verify(token, origin, false).await.map(|(p, _)| p)
     }
 
-    /// the person a sign-in hand-off token names — a widget token (same credential,
-    /// claims and checks) that also carries the confirmation page's `nonce` and lives at
-    /// most [`HAND_OFF_MAX_SECONDS`]. A widget token without the nonce is refused: one
-    /// taken from a widget cannot open a page.
+    /// X-3, N-6: the person a sign-in hand-off token names — a widget token (same
+    /// credential, claims and checks) that also carries the confirmation page's `nonce`
+    /// and lives at most [`HAND_OFF_MAX_SECONDS`]. A widget token without the nonce is
+    /// refused: one taken from a widget cannot open a page. Returns the person and the
+    /// token's nonce; the caller matches it to the page's and spends it server-side
+    /// (`ConfirmationLinks::spend_state`): this checks only the token.
     pub async fn authenticate_hand_off(
         &self,
         token: &str,
-        nonce: &str,
-    ) -> Result<Principal, AuthError> {
-        self.verify(token, None, Some(nonce)).await
+    ) -> Result<(Principal, String), AuthError> {
+        match self.verify(token, None, true).await? {
+            (who, Some(nonce)) => Ok((who, nonce)),
+            (_, None) => Err(AuthError::Invalid),
+        }
     }
 
     async fn verify(
         &self,
         token: &str,
         origin: Option<&str>,
-        nonce: Option<&str>,
-    ) -> Result<Principal, AuthError> {
+        hand_off: bool,
+    ) -> Result<(Principal, Option<String>), AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
         if header.alg != Algorithm::HS256 || header.jku.is_some() || header.jwk.is_some() {
             return Err(AuthError::Header);
@@ -166,13 +170,15 @@ impl WidgetAuth {
         .map_err(|_| AuthError::Invalid)?
         .claims;
         let lifetime = claims.exp.checked_sub(claims.iat);
-        let max_lifetime = if nonce.is_some() {
+        let max_lifetime = if hand_off {
             HAND_OFF_MAX_SECONDS
         } else {
             MAX_TOKEN_SECONDS
         };
-        if let Some(expected) = nonce
-            && claims.nonce.as_deref() != Some(expected)
+        // N-6: a hand-off token carries its page's nonce and is good only at that page's
+        // return, once; a widget token carries none. Neither passes for the other: the
+        // widget API (and the gateway-token mint behind it) refuses any token with a nonce.
+        if claims.nonce.is_some() != hand_off || claims.nonce.as_ref().is_some_and(String::is_empty)
         {
             return Err(AuthError::Invalid);
         }
@@ -191,10 +197,13 @@ impl WidgetAuth {
         {
             return Err(AuthError::Origin);
         }
-        Ok(Principal {
-            tenant,
-            user: UserId::parse(claims.sub).map_err(|_| AuthError::Invalid)?,
-        })
+        Ok((
+            Principal {
+                tenant,
+                user: UserId::parse(claims.sub).map_err(|_| AuthError::Invalid)?,
+            },
+            claims.nonce,
+        ))
     }
 
     async fn secret(

@@ -65,6 +65,18 @@ pub fn same_origin(headers: &HeaderMap) -> bool {
     }
 }
 
+/// N-6: a state-changing POST comes from this very origin — its `Origin` names it, or,
+/// without an `Origin`, the browser's `Sec-Fetch-Site` says `same-origin`. A request with
+/// neither (any non-browser client) is refused: the form's own token is not enough alone.
+pub fn same_origin_strict(headers: &HeaderMap) -> bool {
+    if headers.get(header::ORIGIN).is_some() {
+        return same_origin(headers);
+    }
+    headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"same-origin")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +125,38 @@ mod tests {
             header::ORIGIN,
             "https://support.example.com"
         )])));
+    }
+
+    /// N-6: without an `Origin`, only the browser's own `Sec-Fetch-Site: same-origin`
+    /// lets a post through; a bare request (curl, an agent's HTTP client) is refused.
+    #[test]
+    fn n6_a_post_without_origin_needs_the_browsers_same_origin_mark() {
+        let host = (header::HOST, "support.example.com");
+        assert!(!same_origin_strict(&headers(std::slice::from_ref(&host))));
+        for site in ["cross-site", "same-site", "none"] {
+            assert!(!same_origin_strict(&headers(&[
+                host.clone(),
+                (header::HeaderName::from_static("sec-fetch-site"), site)
+            ])));
+        }
+        assert!(same_origin_strict(&headers(&[
+            host.clone(),
+            (
+                header::HeaderName::from_static("sec-fetch-site"),
+                "same-origin"
+            )
+        ])));
+        assert!(same_origin_strict(&headers(&[
+            host.clone(),
+            (header::ORIGIN, "https://support.example.com")
+        ])));
+        assert!(!same_origin_strict(&headers(&[
+            host,
+            (header::ORIGIN, "https://evil.example"),
+            (
+                header::HeaderName::from_static("sec-fetch-site"),
+                "same-origin"
+            )
+        ])));
     }
 }

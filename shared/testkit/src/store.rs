@@ -75,6 +75,8 @@ struct State {
     spent_states: HashSet<String>,
     /// URL elicitation declared, by gateway token hash.
     url_elicitation: HashMap<Sha256Hex, bool>,
+    /// N-6: confirmation page sessions, under their key, until when they live.
+    page_sessions: HashMap<Sha256Hex, Timestamp>,
     /// each person's key id, and what was sealed under each key.
     subject_keys: HashMap<(TenantId, countersign_domain::ids::UserId), String>,
     /// R-1 (decision 0055): each conversation's key, destroyed by its purge.
@@ -1408,6 +1410,27 @@ impl countersign_domain::ports::ConfirmationLinks for MemoryStore {
         self.read("url_elicitation", |s| {
             s.url_elicitation.get(token_hash).copied().unwrap_or(false)
         })
+    }
+
+    async fn open_page_session(
+        &self,
+        key: &Sha256Hex,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "open_page_session",
+            || (),
+            |s| {
+                s.page_sessions.insert(key.clone(), expires_at);
+                Ok(())
+            },
+        )
+    }
+
+    async fn page_session(&self, key: &Sha256Hex) -> Result<Option<Timestamp>, StoreError> {
+        yield_now().await;
+        self.read("page_session", |s| s.page_sessions.get(key).copied())
     }
 }
 

@@ -652,3 +652,34 @@ async fn the_token_key_is_read_lazily_once_and_a_failure_is_retried() {
         "one failed read, then one read kept"
     );
 }
+
+/// N-6 (MCP Streamable HTTP): a present `Origin` that is not the gateway's own is answered
+/// 403 before anything (with a valid `Host` and a valid token); the gateway's own origin
+/// and no `Origin` at all (every non-browser client) are served.
+#[tokio::test]
+async fn n6_a_disallowed_origin_is_403() {
+    let list = rpc(1, "tools/list", json!({}));
+    for (origin, want) in [
+        (Some("https://evil.example"), StatusCode::FORBIDDEN),
+        (Some("null"), StatusCode::FORBIDDEN),
+        (Some("http://127.0.0.1.evil.example"), StatusCode::FORBIDDEN),
+        (Some("http://127.0.0.1/path"), StatusCode::FORBIDDEN),
+        (Some("http://127.0.0.1"), StatusCode::OK),
+        (None, StatusCode::OK),
+    ] {
+        let mut req = Request::post("/mcp")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("authorization", format!("Bearer {}", token()));
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        let res = app()
+            .oneshot(req.body(Body::from(list.to_string())).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), want, "{origin:?}");
+    }
+}

@@ -19,6 +19,9 @@ const STATE_SK: &str = "SPENT";
 /// SHA-256.
 const CLIENT_PREFIX: &str = "MCPCLIENT#";
 const CLIENT_SK: &str = "CAPABILITIES";
+/// N-6: a confirmation page's session, under a digest of its link and its random id.
+const PAGE_SESSION_PREFIX: &str = "PAGESESSION#";
+const PAGE_SESSION_SK: &str = "SESSION";
 /// a link's pointer in its conversation's partition (decision 0055): the purge deletes
 /// the link with the conversation instead of leaving it to the TTL.
 const LINK_POINTER_PREFIX: &str = "LINK#";
@@ -132,6 +135,35 @@ impl ConfirmationLinks for DynamoStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn open_page_session(
+        &self,
+        key_hash: &Sha256Hex,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut item = key(format!("{PAGE_SESSION_PREFIX}{key_hash}"), PAGE_SESSION_SK);
+        item.insert("expires_at".into(), s(expires_at.to_rfc3339()));
+        item.insert(TTL.into(), n(expires_at.unix_seconds() + GRACE_SECONDS));
+        // A new random id never meets an existing item; the condition keeps it so.
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn page_session(&self, key_hash: &Sha256Hex) -> Result<Option<Timestamp>, StoreError> {
+        self.get(format!("{PAGE_SESSION_PREFIX}{key_hash}"), PAGE_SESSION_SK)
+            .await?
+            .map(|i| {
+                Timestamp::parse_utc(get_s(&i, "expires_at")?).map_err(|_| corrupt("expires_at"))
+            })
+            .transpose()
     }
 
     async fn url_elicitation(&self, token_hash: &Sha256Hex) -> Result<bool, StoreError> {

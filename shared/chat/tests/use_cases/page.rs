@@ -34,6 +34,7 @@ struct Answer {
     status: StatusCode,
     cookies: Vec<String>,
     csp: Option<String>,
+    location: Option<String>,
     body: String,
 }
 
@@ -152,6 +153,10 @@ impl Page {
             .headers()
             .get(header::CONTENT_SECURITY_POLICY)
             .map(|v| v.to_str().unwrap().to_owned());
+        let location = res
+            .headers()
+            .get(header::LOCATION)
+            .map(|v| v.to_str().unwrap().to_owned());
         let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
             .await
             .unwrap();
@@ -159,6 +164,7 @@ impl Page {
             status,
             cookies,
             csp,
+            location,
             body: String::from_utf8(bytes.to_vec()).unwrap(),
         }
     }
@@ -167,12 +173,47 @@ impl Page {
         format!("/confirm/{}", self.id)
     }
 
+    /// N-6: the Sign in button pressed in this browser: the nonce cookie it got, and where
+    /// it was sent.
+    async fn begin(&self) -> (String, String) {
+        let first = self.send("GET", &self.path(), None, None).await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+        assert!(
+            first.cookies.is_empty(),
+            "no nonce before Sign in is pressed"
+        );
+        let pressed = self
+            .send(
+                "POST",
+                &format!("{}/sign-in", self.path()),
+                None,
+                Some(("", Some(&format!("http://{HOST}")))),
+            )
+            .await;
+        assert_eq!(pressed.status, StatusCode::SEE_OTHER, "{}", pressed.body);
+        (
+            cookie_value(&pressed.cookies, "countersign-confirm-nonce").unwrap(),
+            pressed.location.unwrap(),
+        )
+    }
+
+    /// N-6: the tenant's sign-in posts `token` back to the return, from a browser holding
+    /// `nonce_cookie` (if any).
+    async fn hand_back(&self, token: &str, nonce_cookie: Option<&str>) -> Answer {
+        let cookie = nonce_cookie.map(|n| format!("countersign-confirm-nonce={n}"));
+        self.send(
+            "POST",
+            &format!("{}/return", self.path()),
+            cookie.as_deref(),
+            Some((&format!("token={token}"), Some("https://shop.example"))),
+        )
+        .await
+    }
+
     /// The hand-off for `user`: the page's nonce, the tenant's token, the return. Returns
     /// the return's answer and the session cookie it set, if any.
     async fn sign_in_as(&self, user: &str) -> (Answer, Option<String>) {
-        let first = self.send("GET", &self.path(), None, None).await;
-        assert_eq!(first.status, StatusCode::OK, "{}", first.body);
-        let nonce = cookie_value(&first.cookies, "countersign-confirm-nonce").unwrap();
+        let (nonce, _) = self.begin().await;
         let who = Principal {
             tenant: self.h.who.tenant.clone(),
             user: UserId::parse(user).unwrap(),
@@ -187,14 +228,7 @@ impl Page {
             now + 120,
         )
         .unwrap();
-        let back = self
-            .send(
-                "GET",
-                &format!("{}/return?token={token}", self.path()),
-                Some(&format!("countersign-confirm-nonce={nonce}")),
-                None,
-            )
-            .await;
+        let back = self.hand_back(&token, Some(&nonce)).await;
         let session = cookie_value(&back.cookies, "countersign-confirm")
             .filter(|v| !v.is_empty())
             .map(|v| format!("countersign-confirm={v}"));
@@ -214,9 +248,17 @@ impl Page {
         shown.body[at..].split('"').next().unwrap().to_owned()
     }
 
+    /// A post of the page's form; without `origin`, from the page's own origin.
     async fn post(&self, session: &str, body: &str, origin: Option<&str>) -> Answer {
-        self.send("POST", &self.path(), Some(session), Some((body, origin)))
-            .await
+        let own = format!("http://{HOST}");
+        let origin = origin.unwrap_or(&own);
+        self.send(
+            "POST",
+            &self.path(),
+            Some(session),
+            Some((body, Some(origin))),
+        )
+        .await
     }
 
     fn executed(&self) -> usize {
@@ -255,15 +297,18 @@ async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
     let p = page().await;
     let first = p.send("GET", &p.path(), None, None).await;
     assert!(
-        first
-            .body
-            .contains("https://shop.example/sign-in?return_to="),
-        "{}",
+        first.body.contains("<strong>shop.example</strong>"),
+        "names where the person signs in: {}",
         first.body
     );
     assert!(
         !first.body.contains("Move session"),
         "nothing shown before sign-in"
+    );
+    let (_, sent_to) = p.begin().await;
+    assert!(
+        sent_to.starts_with("https://shop.example/sign-in?return_to="),
+        "{sent_to}"
     );
     let session = p.session().await;
     let shown = p.send("GET", &p.path(), Some(&session), None).await;
@@ -348,24 +393,27 @@ async fn x3_the_page_refuses_anyone_but_the_links_person() {
         now + 120,
     )
     .unwrap();
+    // N-6: a token in the cookie is no session at all: the page asks to sign in.
     let theirs = format!("countersign-confirm={token}");
     let shown = p.send("GET", &p.path(), Some(&theirs), None).await;
-    assert_eq!(shown.status, StatusCode::FORBIDDEN);
+    assert_eq!(shown.status, StatusCode::OK);
+    assert!(shown.body.contains("id=\"sign-in\""), "{}", shown.body);
     assert!(!shown.body.contains("Move session"));
     p.will_complete();
     let posted = p.post(&theirs, "csrf=x&decision=confirm", None).await;
-    assert_eq!(posted.status, StatusCode::FORBIDDEN);
+    assert_eq!(posted.status, StatusCode::UNAUTHORIZED);
     assert_eq!(p.state(), ProposalState::PendingConfirmation);
     assert_eq!(p.executed(), 0);
 }
 
-/// X-3 (bad input): the return without the page's nonce, with a plain widget token (no
-/// nonce) or with a forged token is refused, and sets no session.
+/// X-3, N-6 (bad input): the return without the page's nonce, with a plain widget token
+/// (no nonce) or with a forged token is refused, and sets no session; a token is spent on
+/// its first presentation (refused without the nonce cookie, it is refused with it too);
+/// a token in the old return URL opens nothing and leaves the URL.
 #[tokio::test]
 async fn x3_the_return_needs_the_pages_nonce_and_the_tenants_signature() {
     let p = page().await;
-    let first = p.send("GET", &p.path(), None, None).await;
-    let nonce = cookie_value(&first.cookies, "countersign-confirm-nonce").unwrap();
+    let (nonce, _) = p.begin().await;
     let now = now_secs();
     let alice = p.h.who.clone();
     let secret = SecretString::new(SECRET);
@@ -389,24 +437,98 @@ async fn x3_the_return_needs_the_pages_nonce_and_the_tenants_signature() {
         now + 120,
     )
     .unwrap();
-    let with_nonce = format!("countersign-confirm-nonce={nonce}");
+    let old = p
+        .send(
+            "GET",
+            &format!("{}/return?token={good}", p.path()),
+            Some(&format!("countersign-confirm-nonce={nonce}")),
+            None,
+        )
+        .await;
+    assert_eq!(old.status, StatusCode::SEE_OTHER);
+    assert_eq!(old.location.as_deref(), Some(p.path().as_str()));
+    assert!(cookie_value(&old.cookies, "countersign-confirm").is_none());
     for (token, cookie) in [
         (&good, None),
-        (&widget, Some(with_nonce.as_str())),
-        (&other_nonce, Some(with_nonce.as_str())),
-        (&forged, Some(with_nonce.as_str())),
+        (&good, Some(nonce.as_str())),
+        (&widget, Some(nonce.as_str())),
+        (&other_nonce, Some(nonce.as_str())),
+        (&forged, Some(nonce.as_str())),
     ] {
-        let back = p
-            .send(
-                "GET",
-                &format!("{}/return?token={token}", p.path()),
-                cookie,
-                None,
-            )
-            .await;
+        let back = p.hand_back(token, cookie).await;
         assert_eq!(back.status, StatusCode::UNAUTHORIZED, "{}", back.body);
         assert!(cookie_value(&back.cookies, "countersign-confirm").is_none());
     }
+}
+
+/// N-6: a hand-off token opens the page once: the same token and nonce cookie a second
+/// time is refused, and the session the first return opened is good for its link only.
+#[tokio::test]
+async fn n6_a_hand_off_token_opens_the_page_once_server_side() {
+    let p = page().await;
+    let (nonce, _) = p.begin().await;
+    let token = p.hand_off_token(&nonce);
+    let first = p.hand_back(&token, Some(&nonce)).await;
+    assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.body);
+    assert_eq!(first.location.as_deref(), Some(p.path().as_str()));
+    let again = p.hand_back(&token, Some(&nonce)).await;
+    assert_eq!(again.status, StatusCode::UNAUTHORIZED);
+    assert!(cookie_value(&again.cookies, "countersign-confirm").is_none());
+    // The session is random, not the token, and opens only this link's page.
+    let session = cookie_value(&first.cookies, "countersign-confirm").unwrap();
+    assert!(!token.contains(&session) && session.len() == 43);
+    let (other, _) = p.h.propose().await;
+    let other_link = confirmation::create_link(p.h.store.as_ref(), &p.h.proposal(&other))
+        .await
+        .unwrap();
+    let elsewhere = p
+        .send(
+            "GET",
+            &format!("/confirm/{}", other_link.id),
+            Some(&format!("countersign-confirm={session}")),
+            None,
+        )
+        .await;
+    assert!(
+        elsewhere.body.contains("id=\"sign-in\""),
+        "{}",
+        elsewhere.body
+    );
+}
+
+/// N-6: the Sign in button and the page's form post only from the page's own origin: a
+/// post with another `Origin`, or with none and no `Sec-Fetch-Site: same-origin`, is
+/// refused; the browser's own same-origin mark passes.
+#[tokio::test]
+async fn n6_posts_need_the_pages_own_origin() {
+    let p = page().await;
+    let begin = format!("{}/sign-in", p.path());
+    for origin in [None, Some("https://evil.example")] {
+        let pressed = p.send("POST", &begin, None, Some(("", origin))).await;
+        assert_eq!(pressed.status, StatusCode::FORBIDDEN, "{origin:?}");
+        assert!(pressed.cookies.is_empty());
+    }
+    let session = p.session().await;
+    let csrf = p.form_token(&session).await;
+    p.will_complete();
+    let form = format!("csrf={csrf}&decision=confirm");
+    let bare = p
+        .send("POST", &p.path(), Some(&session), Some((&form, None)))
+        .await;
+    assert_eq!(bare.status, StatusCode::FORBIDDEN);
+    assert_eq!(p.executed(), 0);
+    let req = Request::builder()
+        .method("POST")
+        .uri(p.path())
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, &session)
+        .header("sec-fetch-site", "same-origin")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(form))
+        .unwrap();
+    let marked = p.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(marked.status(), StatusCode::SEE_OTHER);
+    assert_eq!(p.executed(), 1);
 }
 
 /// X-3 (bad input): a tampered or unknown id is not found, whatever the session.
@@ -514,4 +636,122 @@ async fn x3_a_page_opened_after_expiry_executes_nothing() {
         .await;
     assert_eq!(posted.status, StatusCode::GONE);
     assert_eq!(p.executed(), 0);
+}
+
+/// The form token the page's session cookie `session` would have, computed by someone
+/// holding only the cookie's value (the pre-N-6 page derived it from the cookie alone).
+fn derived_form_token(session: &str) -> String {
+    use base64::Engine as _;
+    let digest =
+        countersign_domain::hash::Sha256Hex::digest(format!("confirm-form:{session}").as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_str())
+}
+
+impl Page {
+    /// A hand-off token for the link's person, carrying `nonce`, as the tenant's sign-in
+    /// issues it.
+    fn hand_off_token(&self, nonce: &str) -> String {
+        let now = now_secs();
+        sign_hand_off(
+            &SecretString::new(SECRET),
+            &self.kid,
+            &self.h.who,
+            nonce,
+            now,
+            now + 120,
+        )
+        .unwrap()
+    }
+
+    /// What a client holding `token` (and nothing the person's browser holds) can do with
+    /// it: confirm on the page with it as the session cookie (with and without an
+    /// `Origin`), reply `confirm` through the widget API, mint a gateway token. Returns
+    /// the statuses.
+    async fn use_captured(&self, token: &str) -> Vec<StatusCode> {
+        let cookie = format!("countersign-confirm={token}");
+        let form = format!("csrf={}&decision=confirm", derived_form_token(token));
+        let mut statuses = vec![
+            self.send("POST", &self.path(), Some(&cookie), Some((&form, None)))
+                .await
+                .status,
+            self.send(
+                "POST",
+                &self.path(),
+                Some(&cookie),
+                Some((&form, Some(&format!("http://{HOST}")))),
+            )
+            .await
+            .status,
+        ];
+        let api = countersign_chat::api::router(countersign_chat::api::AppState {
+            chat: Arc::new(Chat::new(self.h.parts.clone())),
+            auth: Arc::new(WidgetAuth::new(
+                self.h.store.clone(),
+                self.h.secrets.clone(),
+            )),
+        });
+        let presented = self.h.proposal(&self.action).presented.message_id;
+        let case = self.h.case.as_str();
+        for (path, body) in [
+            (
+                format!("/api/cases/{case}/messages"),
+                serde_json::json!({"content": "confirm", "replyToMessageId": presented.as_str()}),
+            ),
+            (
+                format!("/api/cases/{case}/mcp-token"),
+                serde_json::json!({}),
+            ),
+        ] {
+            let req = Request::builder()
+                .method("POST")
+                .uri(path)
+                .header(header::HOST, HOST)
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            statuses.push(api.clone().oneshot(req).await.unwrap().status());
+        }
+        statuses
+    }
+}
+
+/// N-6 (security review N3, measured): a client that holds the person's sign-in hand-off
+/// token — before the person used it, or after — confirms nothing: not on the page (the
+/// token is no page session, and the form token is not derivable from it), not through
+/// the widget API, and it mints no gateway token.
+#[tokio::test]
+async fn n6_a_captured_hand_off_token_confirms_nothing() {
+    let p = page().await;
+    p.will_complete();
+    // The client began the sign-in itself and sent the person the tenant's link: the
+    // token carries the client's nonce.
+    let (nonce, _) = p.begin().await;
+    let unspent = p.hand_off_token(&nonce);
+    let statuses = p.use_captured(&unspent).await;
+    assert!(
+        statuses.iter().all(|s| s.is_client_error()),
+        "unspent: {statuses:?}"
+    );
+    assert_eq!(p.executed(), 0, "unspent token executed");
+    // The tenant posts the token back to the person's browser, which did not begin this
+    // sign-in: refused — and the token is spent on that first presentation, so the client
+    // that began it (holding the nonce cookie) cannot use it at the return either.
+    let persons_browser = p.hand_back(&unspent, None).await;
+    assert_eq!(persons_browser.status, StatusCode::UNAUTHORIZED);
+    let clients_return = p.hand_back(&unspent, Some(&nonce)).await;
+    assert_eq!(clients_return.status, StatusCode::UNAUTHORIZED);
+    assert!(cookie_value(&clients_return.cookies, "countersign-confirm").is_none());
+    let statuses = p.use_captured(&unspent).await;
+    assert!(
+        statuses.iter().all(|s| s.is_client_error()),
+        "after the person: {statuses:?}"
+    );
+    // The person's own sign-in, from the start, still works, and their token is spent too.
+    let (back, session) = p.sign_in_as("u_alice").await;
+    assert_eq!(back.status, StatusCode::SEE_OTHER, "{}", back.body);
+    assert!(session.is_some());
+    assert_eq!(p.executed(), 0, "a captured token executed");
+    assert_eq!(p.state(), ProposalState::PendingConfirmation);
+    assert_eq!(p.h.signer.signed(), 0);
 }

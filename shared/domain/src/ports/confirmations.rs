@@ -65,4 +65,17 @@ pub trait ConfirmationLinks: Send + Sync {
 
     /// Whether that client declared URL-mode elicitation (`false` when nothing is known).
     async fn url_elicitation(&self, token_hash: &Sha256Hex) -> Result<bool, StoreError>;
+
+    /// N-6: opens a confirmation page's session under `key` (a digest over the link and
+    /// the session's random id, so a session is good for its one link only), until
+    /// `expires_at`. The session's id itself is only ever in the person's cookie.
+    async fn open_page_session(
+        &self,
+        key: &Sha256Hex,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// N-6: until when the page session under `key` lives, if it was opened (expired ones
+    /// may still be returned: check the time).
+    async fn page_session(&self, key: &Sha256Hex) -> Result<Option<Timestamp>, StoreError>;
 }
