@@ -239,6 +239,10 @@ pub struct ProposalView {
     pub state: String,
     /// RFC 3339.
     pub expires_at: String,
+    /// N-6: present and `true` when this proposal replaced an earlier one (show it on the
+    /// card): it can be confirmed only 5 s after it was first shown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replaced_earlier: bool,
 }
 
 impl From<&ProposalOutcome> for ProposalView {
@@ -247,6 +251,7 @@ impl From<&ProposalOutcome> for ProposalView {
             message_id: o.presented.to_string(),
             state: o.state.as_str().to_owned(),
             expires_at: o.expires_at.to_rfc3339(),
+            replaced_earlier: o.replaced,
         }
     }
 }

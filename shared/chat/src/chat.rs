@@ -360,7 +360,45 @@ impl Chat {
             .conversations
             .list_messages(&who.tenant, case, after, limit)
             .await?;
+        self.served(&view, |id| messages.iter().any(|m| &m.id == id))
+            .await;
         Ok((messages, view.language))
+    }
+
+    /// N-6: records the first serving of the conversation's pending proposal, if `shown`
+    /// says its presentation is in what is being served and it replaced another (only a
+    /// replacing proposal waits for the dwell; no write for any other). A write that fails
+    /// is only logged: the confirmation is then refused, never let through.
+    pub(crate) async fn served(&self, view: &ConversationView, shown: impl Fn(&MessageId) -> bool) {
+        let Some(p) = &view.active else { return };
+        if p.state != ProposalState::PendingConfirmation
+            || p.presented.replaced.is_none()
+            || p.presented.first_served_at.is_some()
+            || !shown(&p.presented.message_id)
+        {
+            return;
+        }
+        let now = self.parts.clock.now();
+        if let Err(e) = self
+            .parts
+            .conversations
+            .mark_served(&p.tenant, &p.case, &p.action_id, now)
+            .await
+        {
+            tracing::warn!(error = %e, "N-6: a proposal's first serving was not recorded");
+        }
+    }
+
+    /// N-6: the confirmation page shows the presentation `presented` of `case` to `who`.
+    pub async fn presentation_served(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+        presented: &MessageId,
+    ) -> Result<(), ChatError> {
+        let view = self.owned(who, case).await?;
+        self.served(&view, |id| id == presented).await;
+        Ok(())
     }
 
     /// `POST /api/cases/:id/close`: closes the case; a pending proposal is cancelled with

@@ -379,7 +379,7 @@ async fn show(
         Err(e) => return unavailable(&e),
     };
     let t = texts(lang);
-    let (_, session) = match person(&state, &id, &link, &headers).await {
+    let (who, session) = match person(&state, &id, &link, &headers).await {
         Ok(Some(found)) => found,
         Ok(None) => {
             if state.clock.now() >= link.expires_at {
@@ -404,6 +404,16 @@ async fn show(
         Ok(s) => s.unwrap_or_default(),
         Err(e) => return unavailable(&e),
     };
+    // N-6: the page serves the presentation: its first serving starts a replacing
+    // proposal's dwell.
+    if standing.state == ProposalState::PendingConfirmation
+        && let Err(e) = state
+            .chat
+            .presentation_served(&who, &link.case, &link.presented)
+            .await
+    {
+        tracing::warn!(error = %e, "confirmation page: first serving not recorded");
+    }
     let status = if standing.state == ProposalState::Expired {
         StatusCode::GONE
     } else {

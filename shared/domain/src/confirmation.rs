@@ -99,7 +99,15 @@ pub enum Refusal {
     /// The proposal's `expiresAt` has passed.
     #[error("the proposal has expired")]
     Expired,
+    /// N-6: the proposal replaced another less than [`REPLACEMENT_DWELL_MS`] after it was
+    /// first served to the person (or was never served): a swap under the pointer.
+    #[error("the proposal replaced another moments ago")]
+    TooSoonAfterReplacement,
 }
+
+/// N-6: how long after a replacing proposal is first served (server time) a confirmation
+/// of it is refused (and the proposal cancelled).
+pub const REPLACEMENT_DWELL_MS: i64 = 5_000;
 
 /// The binding check of, as one pure function.
 ///
@@ -149,6 +157,16 @@ pub fn check_confirmation(
     if proposal.is_expired_at(now) {
         return Err(Refusal::Expired);
     }
+    // N-6: a proposal that replaced another confirms only once it has been in front of the
+    // person for the dwell time, by the server's own record of its first serving.
+    if proposal.presented.replaced.is_some()
+        && proposal
+            .presented
+            .first_served_at
+            .is_none_or(|t| now.unix_millis() < t.unix_millis() + REPLACEMENT_DWELL_MS)
+    {
+        return Err(Refusal::TooSoonAfterReplacement);
+    }
     Ok(Authorized {
         action_id: proposal.action_id.clone(),
         message_id: message.id.clone(),
@@ -161,6 +179,23 @@ pub fn check_confirmation(
 mod tests {
     use super::*;
     use crate::test_support::*;
+
+    /// N-6: a proposal that replaced another is refused until 5 s after its first serving
+    /// (and when never served); one that replaced nothing confirms at once.
+    #[test]
+    fn n6_a_replacing_proposal_confirms_only_after_the_dwell() {
+        let f = Fixture::new();
+        let m = msg(&f, Some(&f.proposal.presented.message_id));
+        let check = |p: &Proposal| check_confirmation(Some(p), &m, &f.principal, &f.case, f.now);
+        let mut p = f.proposal.clone();
+        assert!(check(&p).is_ok(), "replaced nothing");
+        p.presented.replaced = Some(ActionId::parse("act_earlier").unwrap());
+        assert_eq!(check(&p), Err(Refusal::TooSoonAfterReplacement), "never served");
+        p.presented.first_served_at = Some(Timestamp::from_unix_millis(f.now.unix_millis() - 4_999).unwrap());
+        assert_eq!(check(&p), Err(Refusal::TooSoonAfterReplacement));
+        p.presented.first_served_at = Some(f.now.plus_seconds(-5));
+        assert!(check(&p).is_ok());
+    }
 
     /// the four words, trimmed and in any ASCII case.
     #[test]

@@ -267,6 +267,12 @@ pub fn is_legal(from: ProposalState, to: ProposalState) -> bool {
 pub struct Presentation {
     /// The assistant message holding the literal summary: `presentedMessageId`.
     pub message_id: MessageId,
+    /// N-6: the proposal this one replaced (the conversation's slot held it pending, or
+    /// had just superseded it, when this one was stored), set by the store.
+    pub replaced: Option<ActionId>,
+    /// N-6: when the platform first served the presentation to the person (server time,
+    /// recorded once): a replacing proposal confirms only 5 s after it.
+    pub first_served_at: Option<Timestamp>,
 }
 
 /// A proposal as the platform stores it (P-1). Never holds a proof or a token.

@@ -67,6 +67,7 @@ impl Fixture {
             prepared_at: now(),
             state: ProposalState::PendingConfirmation,
             presented: Presentation {
+ replaced: None, first_served_at: None,
                 message_id: message_id(5),
             },
             confirmation_message_id: None,

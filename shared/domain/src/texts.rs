@@ -343,6 +343,9 @@ pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
         (Language::En, R::Expired) => {
             "The proposal expired before it was confirmed. Nothing was changed; ask again for a new proposal."
         }
+        (Language::En, R::TooSoonAfterReplacement) => {
+            "This proposal replaced an earlier one only moments before your confirmation, so it was cancelled. Nothing was changed; read what is proposed and ask again if you want it."
+        }
         (Language::En, R::CaseClosed) => {
             "This conversation is closed: nothing can be carried out in it."
         }
@@ -367,6 +370,9 @@ pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
         }
         (Language::Pt, R::Expired) => {
             "A proposta expirou antes da confirmação. Nada foi alterado; peça uma nova proposta."
+        }
+        (Language::Pt, R::TooSoonAfterReplacement) => {
+            "Esta proposta substituiu outra poucos instantes antes da sua confirmação, por isso foi cancelada. Nada foi alterado; leia o que é proposto e peça novamente se quiser."
         }
         (Language::Pt, R::CaseClosed) => {
             "Esta conversa está encerrada: nada pode ser executado nela."

@@ -523,6 +523,7 @@ impl Conversations for MemoryStore {
                             presented: p.presented.message_id.clone(),
                             state: p.state,
                             expires_at: p.expires_at,
+                            replaced: p.presented.replaced.is_some(),
                         })
                         .collect()
                 })
@@ -598,6 +599,19 @@ impl ProposalLock for MemoryStore {
                 if fenced {
                     return Ok(CreateProposalOutcome::SettingsChanged);
                 }
+                // N-6: what this one replaced, from the slot as it stood (pending, or just
+                // superseded by the gateway's `make_room`).
+                let replaced = conv
+                    .slot
+                    .as_ref()
+                    .and_then(|a| conv.proposals.get(a))
+                    .filter(|p| {
+                        matches!(
+                            p.state,
+                            ProposalState::PendingConfirmation | ProposalState::Superseded
+                        )
+                    })
+                    .map(|p| p.action_id.clone());
                 // a pending predecessor is superseded in the same write.
                 let superseded = conv
                     .slot
@@ -609,8 +623,9 @@ impl ProposalLock for MemoryStore {
                         p.action_id.clone()
                     });
                 conv.slot = Some(proposal.action_id.clone());
-                conv.proposals
-                    .insert(proposal.action_id.clone(), proposal.clone());
+                let mut stored = proposal.clone();
+                stored.presented.replaced = replaced;
+                conv.proposals.insert(proposal.action_id.clone(), stored);
                 for m in presentation {
                     conv.push(m);
                 }
@@ -659,6 +674,30 @@ impl ProposalLock for MemoryStore {
             }
             None => apply(&mut self.lock()),
         }
+    }
+
+    async fn mark_served(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        yield_now().await;
+        self.run(
+            "mark_served",
+            || (),
+            |s| {
+                if let Some(p) = s
+                    .conversations
+                    .get_mut(&(tenant.clone(), case.clone()))
+                    .and_then(|c| c.proposals.get_mut(action_id))
+                {
+                    p.presented.first_served_at.get_or_insert(at);
+                }
+                Ok(())
+            },
+        )
     }
 
     async fn transition(

@@ -24,6 +24,12 @@ impl TestClock {
         let mut t = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         *t = t.plus_seconds(secs);
     }
+
+    /// Moves the clock forward by `ms` milliseconds.
+    pub fn advance_millis(&self, ms: i64) {
+        let mut t = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *t = Timestamp::from_unix_millis(t.unix_millis() + ms).unwrap_or(*t);
+    }
 }
 
 impl Clock for TestClock {

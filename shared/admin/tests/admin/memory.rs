@@ -161,6 +161,7 @@ async fn pending_proposal(
         prepared_at: now,
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
+ replaced: None, first_served_at: None,
             message_id: presented.id.clone(),
         },
         confirmation_message_id: None,

@@ -372,6 +372,36 @@ impl ProposalLock for DynamoStore {
         self.confirm_tx(w).await
     }
 
+    async fn mark_served(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(conv_pk(tenant, case), prop_sk(action_id))))
+            .update_expression("SET served_at = :t")
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(served_at)")
+            .set_expression_attribute_values(Some(values([(":t", s(at.to_rfc3339()))])))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(()),
+            // Served before (the first serving stands), or gone.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
     async fn transition(
         &self,
         tenant: &TenantId,

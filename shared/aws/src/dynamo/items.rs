@@ -235,6 +235,12 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
     if let Some(m) = &p.confirmation_message_id {
         i.insert("confirmation_message_id".into(), s(m.as_str()));
     }
+    if let Some(r) = &p.presented.replaced {
+        i.insert("replaced".into(), s(r.as_str()));
+    }
+    if let Some(t) = &p.presented.first_served_at {
+        i.insert("served_at".into(), s(t.to_rfc3339()));
+    }
     i.insert("config_version".into(), n(p.config_version));
     if let Some(v) = &p.secret_version {
         i.insert("secret_version".into(), s(v.as_str()));
@@ -300,6 +306,7 @@ pub(crate) fn outcome_from(item: &Item) -> Result<ProposalOutcome, StoreError> {
         presented: parse(item, "presented_message_id", MessageId::parse)?,
         state: state_of(item).ok_or_else(|| corrupt("state"))?,
         expires_at: ts(item, "expires_at")?,
+        replaced: item.contains_key("replaced"),
     })
 }
 
@@ -319,6 +326,11 @@ pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
         state: state_of(item).ok_or_else(|| corrupt("state"))?,
         presented: Presentation {
             message_id: parse(item, "presented_message_id", MessageId::parse)?,
+            replaced: opt_s(item, "replaced")
+                .map(ActionId::parse)
+                .transpose()
+                .map_err(|_| corrupt("replaced"))?,
+            first_served_at: opt_s(item, "served_at").map(|_| ts(item, "served_at")).transpose()?,
         },
         confirmation_message_id: opt_s(item, "confirmation_message_id")
             .map(MessageId::parse)

@@ -107,8 +107,20 @@ impl DynamoStore {
             }
             None => None,
         };
+        // N-6: what this proposal replaced, from the slot as it stood: a pending one (the
+        // chat's supersession above) or one just superseded (the gateway's `make_room`).
+        let replaced = seen
+            .filter(|(_, st)| {
+                st == ProposalState::PendingConfirmation.as_str()
+                    || st == ProposalState::Superseded.as_str()
+            })
+            .map(|(a, _)| ActionId::parse(a.as_str()))
+            .transpose()
+            .map_err(|_| corrupt("slot_action"))?;
+        let mut stored = proposal.clone();
+        stored.presented.replaced = replaced;
         let proposal_index = items.len();
-        items.push(self.put_new(proposal_item(proposal))?);
+        items.push(self.put_new(proposal_item(&stored))?);
         let guard_index = items.len();
         let mut guard = key(guard_pk(&proposal.tenant, &proposal.action_id), "ACTION");
         guard.insert("case_id".into(), s(proposal.case.as_str()));

@@ -3,6 +3,7 @@
 use crate::harness::{H, kinds};
 use countersign_domain::confirmation::Refusal;
 use countersign_domain::conversation::MessageKind;
+use countersign_domain::ids::{ActionId, MessageId};
 use countersign_domain::ports::McpSettings;
 use countersign_domain::ports::SettingsFence;
 use countersign_domain::proposal::ProposalState;
@@ -284,4 +285,106 @@ async fn a23_a_confirmation_served_by_an_instance_whose_clock_is_behind_still_co
         .unwrap();
     assert!(out[0].id > presented, "{} {presented}", out[0].id);
     assert_eq!(h.state(&action), ProposalState::Completed);
+}
+
+/// N-6: another proposal replaces the person's pending `first`, as a gateway client's
+/// preparation stores it: `make_room` supersedes the pending one first (`via_make_room`),
+/// or the store supersedes it in the same write. Returns its action id and presentation.
+async fn replace(h: &H, first: &ActionId, via_make_room: bool) -> (ActionId, MessageId) {
+    use countersign_domain::ports::{CreateProposalOutcome, Ids as _, ProposalLock as _};
+    if via_make_room {
+        h.store
+            .transition(
+                &h.who.tenant,
+                &h.case,
+                first,
+                ProposalState::PendingConfirmation,
+                ProposalState::Superseded,
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let mut p = h.proposal(first);
+    let presented = h.ids.message_id();
+    p.action_id = ActionId::parse("act_replacing").unwrap();
+    p.state = ProposalState::PendingConfirmation;
+    p.prepared_at = h.clock_now();
+    p.expires_at = h.clock_now().plus_seconds(240);
+    p.presented.message_id = presented.clone();
+    p.confirmation_message_id = None;
+    let message = countersign_domain::ports::NewMessage {
+        id: presented.clone(),
+        case: h.case.clone(),
+        role: countersign_domain::conversation::Role::Assistant,
+        kind: MessageKind::Proposal,
+        content: p.summary.as_str().to_owned(),
+        reply_to: None,
+        created_at: h.clock_now(),
+    };
+    let created = h.store.create_proposal(&p, &[message]).await.unwrap();
+    assert!(
+        matches!(created, CreateProposalOutcome::Applied { .. }),
+        "{created:?}"
+    );
+    (p.action_id, presented)
+}
+
+/// N-6 (security review N4, measured: a `confirm` typed for one proposal, sent 300 ms after
+/// a replacing one appeared, ran the replacement): a confirm of a proposal that replaced
+/// another, 300 ms after the widget's poll first served it, confirms nothing; it is
+/// cancelled with a notice. Both ways a replacement is stored.
+#[tokio::test]
+async fn n6_a_confirm_300_ms_after_a_replacing_proposal_appeared_confirms_nothing() {
+    for via_make_room in [false, true] {
+        let h = H::new().await;
+        let (first, _) = h.propose().await;
+        let (second, presented) = replace(&h, &first, via_make_room).await;
+        assert_eq!(h.state(&first), ProposalState::Superseded);
+        assert!(h.proposal(&second).presented.replaced.is_some());
+        h.chat.messages(&h.who, &h.case, None, 100).await.unwrap();
+        h.clock.advance_millis(300);
+        h.provider.answer(
+            "execute_action",
+            Reply::Result(action_answer(second.as_str(), "completed", Some("Done."))),
+        );
+        let out = h.reply("confirm", &presented).await;
+        assert_eq!(h.state(&second), ProposalState::Cancelled, "{via_make_room}");
+        let notice = out.last().unwrap();
+        assert_eq!(notice.kind, MessageKind::Notice);
+        assert!(notice.content.contains("replaced an earlier one"), "{notice:?}");
+        assert!(h.provider.calls_of("execute_action").is_empty());
+        assert_eq!(h.signer.signed(), 0);
+    }
+}
+
+/// N-6: the dwell counts from the first serving, recorded once, server-side: a later read
+/// does not move it; 5 s after it the replacing proposal confirms; one never served
+/// (nothing showed it to the person) is refused and cancelled.
+#[tokio::test]
+async fn n6_a_replacing_proposal_confirms_five_seconds_after_its_first_serving() {
+    let h = H::new().await;
+    let (first, _) = h.propose().await;
+    let (second, presented) = replace(&h, &first, true).await;
+    h.chat.messages(&h.who, &h.case, None, 100).await.unwrap();
+    let served = h.proposal(&second).presented.first_served_at.unwrap();
+    h.clock.advance_secs(3);
+    h.chat.messages(&h.who, &h.case, None, 100).await.unwrap();
+    assert_eq!(h.proposal(&second).presented.first_served_at, Some(served));
+    h.clock.advance_secs(2);
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(second.as_str(), "completed", Some("Done."))),
+    );
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&second), ProposalState::Completed);
+    assert_eq!(h.provider.calls_of("execute_action").len(), 1);
+
+    let h = H::new().await;
+    let (first, _) = h.propose().await;
+    let (second, presented) = replace(&h, &first, false).await;
+    h.clock.advance_secs(30);
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&second), ProposalState::Cancelled);
+    assert!(h.provider.calls_of("execute_action").is_empty());
 }

@@ -47,6 +47,8 @@ pub struct ProposalOutcome {
     pub state: ProposalState,
     /// When it expires (or expired).
     pub expires_at: Timestamp,
+    /// N-6: it replaced an earlier proposal (the widget labels its card so).
+    pub replaced: bool,
 }
 
 /// A message to append: a [`Message`] not yet stored. Its id (a ULID) gives its place in
@@ -246,6 +248,17 @@ pub trait ProposalLock: Send + Sync {
         to: ProposalState,
         notice: Option<&NewMessage>,
     ) -> Result<TransitionOutcome, StoreError>;
+
+    /// N-6: records `at` as when `action_id`'s presentation was first served to the person;
+    /// once recorded it never moves (later calls, and a proposal that is gone, change
+    /// nothing).
+    async fn mark_served(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        action_id: &ActionId,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
 }
 
 /// The tenant's index of actions whose outcome is not settled (decision 0028): what an

@@ -57,6 +57,7 @@ fn proposal() -> Proposal {
         prepared_at: now(),
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
+ replaced: None, first_served_at: None,
             message_id: MessageId::from_ulid_text(ULID).unwrap(),
         },
         confirmation_message_id: None,
