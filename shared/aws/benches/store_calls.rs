@@ -107,7 +107,8 @@ fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
         prepared_at: now,
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
- replaced: None, first_served_at: None,
+            replaced: None,
+            first_served_at: None,
             message_id: m.id.clone(),
         },
         confirmation_message_id: None,

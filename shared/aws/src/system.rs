@@ -44,10 +44,15 @@ impl UlidIds {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let fresh = ulid::Ulid::new();
-        // Past the last one: the next in its millisecond (its random part plus one; an
-        // overflow of 2^80 ids cannot happen in practice, then a fresh one).
+        // Past the last one: later in its millisecond by a random step of 1 ..= 2^64 (N-1:
+        // two instances floored at the same id — one observed by both — never mint the
+        // same next id, as `+1` did; a carry past the millisecond's 2^80 only moves the
+        // time part on by one millisecond).
         let id = match *last {
-            Some(l) if fresh <= l => l.increment().unwrap_or(fresh),
+            Some(l) if fresh <= l => {
+                let step = 1 + (fresh.random() & u128::from(u64::MAX));
+                l.0.checked_add(step).map_or(fresh, ulid::Ulid)
+            }
             _ => fresh,
         };
         *last = Some(id);
@@ -140,5 +145,29 @@ mod tests {
         sorted.sort();
         assert_eq!(v, sorted);
         assert!(SystemClock.now().unix_seconds() > 1_700_000_000);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod n1_tests {
+    use super::*;
+
+    /// N-1: two instances floored at the same id (both observed a presentation minted by
+    /// a clock ahead of theirs) mint different ids, each still after it and in order.
+    #[test]
+    fn n1_two_instances_floored_at_one_id_mint_different_ids() {
+        let ahead = ulid::Ulid::from_parts(ulid::Ulid::new().timestamp_ms() + 10_000, 7);
+        let (a, b) = (UlidIds::default(), UlidIds::default());
+        a.observe(&ahead.to_string());
+        b.observe(&ahead.to_string());
+        let mint = |ids: &UlidIds| (0..1000).map(|_| ids.next()).collect::<Vec<_>>();
+        let (xs, ys) = (mint(&a), mint(&b));
+        let all: std::collections::HashSet<&String> = xs.iter().chain(&ys).collect();
+        assert_eq!(all.len(), 2000, "an id minted by both");
+        for list in [&xs, &ys] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]));
+            assert!(list[0] > ahead.to_string());
+        }
     }
 }

@@ -190,8 +190,13 @@ mod tests {
         let mut p = f.proposal.clone();
         assert!(check(&p).is_ok(), "replaced nothing");
         p.presented.replaced = Some(ActionId::parse("act_earlier").unwrap());
-        assert_eq!(check(&p), Err(Refusal::TooSoonAfterReplacement), "never served");
-        p.presented.first_served_at = Some(Timestamp::from_unix_millis(f.now.unix_millis() - 4_999).unwrap());
+        assert_eq!(
+            check(&p),
+            Err(Refusal::TooSoonAfterReplacement),
+            "never served"
+        );
+        p.presented.first_served_at =
+            Some(Timestamp::from_unix_millis(f.now.unix_millis() - 4_999).unwrap());
         assert_eq!(check(&p), Err(Refusal::TooSoonAfterReplacement));
         p.presented.first_served_at = Some(f.now.plus_seconds(-5));
         assert!(check(&p).is_ok());

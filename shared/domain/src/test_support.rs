@@ -67,7 +67,8 @@ impl Fixture {
             prepared_at: now(),
             state: ProposalState::PendingConfirmation,
             presented: Presentation {
- replaced: None, first_served_at: None,
+                replaced: None,
+                first_served_at: None,
                 message_id: message_id(5),
             },
             confirmation_message_id: None,

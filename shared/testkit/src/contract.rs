@@ -204,7 +204,8 @@ impl Fixture {
             prepared_at: now,
             state: S::PendingConfirmation,
             presented: Presentation {
- replaced: None, first_served_at: None,
+                replaced: None,
+                first_served_at: None,
                 message_id: presented.clone(),
             },
             confirmation_message_id: None,

@@ -357,7 +357,8 @@ fn new_proposal(
         prepared_at: now,
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
- replaced: None, first_served_at: None,
+            replaced: None,
+            first_served_at: None,
             message_id: message.id.clone(),
         },
         confirmation_message_id: None,

@@ -401,7 +401,8 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         prepared_at: SystemClock.now(),
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
- replaced: None, first_served_at: None,
+            replaced: None,
+            first_served_at: None,
             message_id: presented.clone(),
         },
         confirmation_message_id: None,

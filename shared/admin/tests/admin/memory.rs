@@ -161,7 +161,8 @@ async fn pending_proposal(
         prepared_at: now,
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
- replaced: None, first_served_at: None,
+            replaced: None,
+            first_served_at: None,
             message_id: presented.id.clone(),
         },
         confirmation_message_id: None,

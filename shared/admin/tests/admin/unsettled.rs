@@ -125,7 +125,8 @@ async fn confirmed(e: &Env, t: &Tenant, action: &str, to: ProposalState) -> (Cas
         prepared_at: now,
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
- replaced: None, first_served_at: None,
+            replaced: None,
+            first_served_at: None,
             message_id: presented.id.clone(),
         },
         confirmation_message_id: None,

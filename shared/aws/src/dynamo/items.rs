@@ -330,7 +330,9 @@ pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
                 .map(ActionId::parse)
                 .transpose()
                 .map_err(|_| corrupt("replaced"))?,
-            first_served_at: opt_s(item, "served_at").map(|_| ts(item, "served_at")).transpose()?,
+            first_served_at: opt_s(item, "served_at")
+                .map(|_| ts(item, "served_at"))
+                .transpose()?,
         },
         confirmation_message_id: opt_s(item, "confirmation_message_id")
             .map(MessageId::parse)

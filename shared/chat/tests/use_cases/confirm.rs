@@ -349,10 +349,17 @@ async fn n6_a_confirm_300_ms_after_a_replacing_proposal_appeared_confirms_nothin
             Reply::Result(action_answer(second.as_str(), "completed", Some("Done."))),
         );
         let out = h.reply("confirm", &presented).await;
-        assert_eq!(h.state(&second), ProposalState::Cancelled, "{via_make_room}");
+        assert_eq!(
+            h.state(&second),
+            ProposalState::Cancelled,
+            "{via_make_room}"
+        );
         let notice = out.last().unwrap();
         assert_eq!(notice.kind, MessageKind::Notice);
-        assert!(notice.content.contains("replaced an earlier one"), "{notice:?}");
+        assert!(
+            notice.content.contains("replaced an earlier one"),
+            "{notice:?}"
+        );
         assert!(h.provider.calls_of("execute_action").is_empty());
         assert_eq!(h.signer.signed(), 0);
     }

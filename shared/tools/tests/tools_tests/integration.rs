@@ -114,7 +114,8 @@ impl Env {
             prepared_at: self.clock.now(),
             state: ProposalState::Unknown,
             presented: Presentation {
- replaced: None, first_served_at: None,
+                replaced: None,
+                first_served_at: None,
                 message_id: MessageId::parse(self.ids.message_id().as_str()).unwrap(),
             },
             confirmation_message_id: None,

@@ -57,7 +57,8 @@ fn proposal() -> Proposal {
         prepared_at: now(),
         state: ProposalState::PendingConfirmation,
         presented: Presentation {
- replaced: None, first_served_at: None,
+            replaced: None,
+            first_served_at: None,
             message_id: MessageId::from_ulid_text(ULID).unwrap(),
         },
         confirmation_message_id: None,
