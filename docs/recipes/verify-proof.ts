@@ -31,6 +31,9 @@ export interface VerifyOptions {
   leeway?: number;
   /** Records `jti` atomically; false when it was already recorded (a replay). */
   consume?: (jti: string, exp: number) => Promise<boolean>;
+  /** N-1: claims the action's one execution atomically, for good; false when it was
+   *  already claimed (a second proof for an executed action: answer its recorded status). */
+  claim?: (tenantId: string, actionId: string) => Promise<boolean>;
 }
 
 /**
@@ -103,5 +106,6 @@ export async function verifyProof(token: string, o: VerifyOptions): Promise<Reco
   }
   if (typeof claims.jti !== "string" || claims.jti === "") throw new Refused("jti");
   if (o.consume && !(await o.consume(claims.jti, e))) throw new Refused("replayed");
+  if (o.claim && !(await o.claim(claims.tenantId as string, claims.actionId as string))) throw new Refused("already executed");
   return claims;
 }

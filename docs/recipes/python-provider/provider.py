@@ -60,6 +60,7 @@ DATA = {
 SYNTHETIC = {"u_test"}
 ACTIONS: dict[str, dict[str, Any]] = {}
 USED_JTI: set[str] = set()
+CLAIMED_ACTIONS: set[tuple[str, str]] = set()
 LOCK = threading.Lock()
 
 
@@ -204,6 +205,15 @@ def consume(jti, exp):
     return True
 
 
+def claim(tenant_id, action_id):
+    """N-1: one execution per action, whatever the proof: record (tenant, action) once, for
+    good (a unique constraint in your database)."""
+    if (tenant_id, action_id) in CLAIMED_ACTIONS:
+        return False
+    CLAIMED_ACTIONS.add((tenant_id, action_id))
+    return True
+
+
 def owned(action_id, who):
     a = ACTIONS.get(action_id)
     if a is None or any(a[k] != who[k] for k in ("tenant", "user", "conversation")):
@@ -235,8 +245,11 @@ def execute_action(actionId: str, ctx: Context) -> Status:  # noqa: N803
             raise ToolError("proof refused: no X-MCP-Confirmation header")
         try:
             verify_proof(token, keys=KEYS.get(kid_of(token)), issuer=ISSUER, audience=AUDIENCE,
-                         expected=expected, now=int(time.time()), consume=consume)
+                         expected=expected, now=int(time.time()), consume=consume,
+                         claim=claim)
         except Refused as e:
+            if str(e) == "already executed":
+                return status_of(a)  # N-1: its one execution happened: the recorded status
             raise ToolError(f"proof refused: {e}")
         except Exception:
             raise ToolError("proof refused: malformed")

@@ -214,6 +214,11 @@ impl Demo {
                 lock(&self.verified_kids).push(header_kid(&token).unwrap_or_default());
                 lock(&self.store).execute(who, action_id, now)
             }
+            // N-1: the action's one execution happened (with another proof): its recorded
+            // status, nothing executed.
+            Err(ProofRejection::AlreadyExecuted) => {
+                lock(&self.store).status(who, action_id, OffsetDateTime::now_utc())
+            }
             Err(e) => {
                 refuse(e == ProofRejection::Replayed);
                 tracing::info!(reason = %e, "confirmation refused");

@@ -112,6 +112,7 @@ fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
             message_id: m.id.clone(),
         },
         confirmation_message_id: None,
+        confirm_attempt: None,
         config_version: 1,
         secret_version: None,
         server_url: None,
@@ -229,6 +230,7 @@ impl Bench {
             action_id: p.action_id.clone(),
             presented_message_id: presented.clone(),
             message: message(&self.ids, case, MessageKind::Text, Some(presented)),
+            attempt: ulid::Ulid::new().to_string(),
         }
     }
 

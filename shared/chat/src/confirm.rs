@@ -46,7 +46,7 @@ impl Chat {
             // the store could not tell whether the write committed (issue 27): one more
             // read before answering "unavailable", so that a confirmation that did commit
             // is carried on instead of left `executing` with nothing running.
-            Err(e) => self.settled_after_unknown(who, &p, &message, e).await?,
+            Err(e) => self.settled_after_unknown(who, &p, &write, e).await?,
         };
         match outcome {
             TransitionOutcome::Applied => {
@@ -76,14 +76,15 @@ impl Chat {
     }
 
     /// The outcome of a confirm write whose answer was lost (`error`), from one fresh read
-    /// of the conversation: this message recorded as the confirmation → `Applied`; the
-    /// proposal moved on without it → `Conflict`; still pending (nothing committed) or
-    /// unreadable → the error.
+    /// of the conversation: this request's attempt recorded with the confirmation →
+    /// `Applied` (N-1: never decided by the message id, which another instance's clock
+    /// could have produced too); the proposal moved on without it → `Conflict`; still
+    /// pending (nothing committed) or unreadable → the error.
     async fn settled_after_unknown(
         &self,
         who: &Principal,
         p: &Proposal,
-        message: &NewMessage,
+        write: &ConfirmWrite,
         error: countersign_domain::ports::StoreError,
     ) -> Result<TransitionOutcome, ChatError> {
         let Ok(view) = self.parts.conversations.load(&who.tenant, &p.case).await else {
@@ -93,7 +94,7 @@ impl Chat {
             .and_then(|v| v.active)
             .filter(|a| a.action_id == p.action_id);
         Ok(match now {
-            Some(a) if a.confirmation_message_id.as_ref() == Some(&message.id) => {
+            Some(a) if a.confirm_attempt.as_deref() == Some(write.attempt.as_str()) => {
                 tracing::info!("the confirm write's answer was lost but it committed");
                 TransitionOutcome::Applied
             }
@@ -139,5 +140,15 @@ fn confirm_write(who: &Principal, p: &Proposal, message: &NewMessage) -> Confirm
         action_id: p.action_id.clone(),
         presented_message_id: p.presented.message_id.clone(),
         message: message.clone(),
+        attempt: attempt(),
     }
+}
+
+/// N-1: this confirm request's own value (128 random bits): what decides, after an unknown
+/// outcome, whether the write that committed was this request's.
+fn attempt() -> String {
+    use rand::RngCore as _;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

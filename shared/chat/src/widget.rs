@@ -169,27 +169,7 @@ impl WidgetAuth {
         )
         .map_err(|_| AuthError::Invalid)?
         .claims;
-        let lifetime = claims.exp.checked_sub(claims.iat);
-        let max_lifetime = if hand_off {
-            HAND_OFF_MAX_SECONDS
-        } else {
-            MAX_TOKEN_SECONDS
-        };
-        // N-6: a hand-off token carries its page's nonce and is good only at that page's
-        // return, once; a widget token carries none. Neither passes for the other: the
-        // widget API (and the gateway-token mint behind it) refuses any token with a nonce.
-        if claims.nonce.is_some() != hand_off || claims.nonce.as_ref().is_some_and(String::is_empty)
-        {
-            return Err(AuthError::Invalid);
-        }
-        // Issued in the future, expiring before it was issued, or valid for longer than
-        // allowed: refused.
-        if claims.tid != tenant.as_str()
-            || claims.iat > now.saturating_add(30)
-            || lifetime.is_none_or(|l| !(0..=max_lifetime).contains(&l))
-        {
-            return Err(AuthError::Invalid);
-        }
+        check_claims(&claims, &tenant, now, hand_off)?;
         // Checked only after the token verified: an invalid token never learns whether
         // its origin would have been allowed.
         if let Some(origin) = origin
@@ -232,6 +212,37 @@ impl WidgetAuth {
             .insert(key, secret.clone());
         Ok(secret)
     }
+}
+
+/// The claims' rules, once the signature verified: tenant, times, lifetime, and N-6's
+/// nonce rule.
+fn check_claims(
+    claims: &Claims,
+    tenant: &TenantId,
+    now: i64,
+    hand_off: bool,
+) -> Result<(), AuthError> {
+    let lifetime = claims.exp.checked_sub(claims.iat);
+    let max_lifetime = if hand_off {
+        HAND_OFF_MAX_SECONDS
+    } else {
+        MAX_TOKEN_SECONDS
+    };
+    // N-6: a hand-off token carries its page's nonce and is good only at that page's
+    // return, once; a widget token carries none. Neither passes for the other: the
+    // widget API (and the gateway-token mint behind it) refuses any token with a nonce.
+    if claims.nonce.is_some() != hand_off || claims.nonce.as_ref().is_some_and(String::is_empty) {
+        return Err(AuthError::Invalid);
+    }
+    // Issued in the future, expiring before it was issued, or valid for longer than
+    // allowed: refused.
+    if claims.tid != tenant.as_str()
+        || claims.iat > now.saturating_add(30)
+        || lifetime.is_none_or(|l| !(0..=max_lifetime).contains(&l))
+    {
+        return Err(AuthError::Invalid);
+    }
+    Ok(())
 }
 
 /// Signs a sign-in hand-off token: a widget token with the page's `nonce`, what a

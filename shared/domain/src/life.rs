@@ -168,6 +168,7 @@ mod tests {
                 reply_to: None,
                 created_at: Timestamp::from_unix_seconds(1_795_986_900).unwrap(),
             },
+            attempt: "attempt-1".into(),
         }
     }
 

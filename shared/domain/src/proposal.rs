@@ -304,6 +304,8 @@ pub struct Proposal {
     pub presented: Presentation,
     /// The user message that confirmed it, once confirmed.
     pub confirmation_message_id: Option<MessageId>,
+    /// N-1: the attempt value of the confirm request whose write committed.
+    pub confirm_attempt: Option<String>,
     /// The tenant configuration's `actions_version` it was prepared with (C-8).
     pub config_version: u64,
     /// The service-token secret version it was prepared with, to reconcile `unknown`

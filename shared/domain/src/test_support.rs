@@ -72,6 +72,7 @@ impl Fixture {
                 message_id: message_id(5),
             },
             confirmation_message_id: None,
+            confirm_attempt: None,
             config_version: 1,
             secret_version: None,
             server_url: None,

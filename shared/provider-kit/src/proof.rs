@@ -71,6 +71,10 @@ pub enum ProofRejection {
     /// The replay guard could not record it: not executed.
     #[error("the replay guard is unavailable")]
     GuardUnavailable,
+    /// N-1: this action was already executed (with another proof): execute nothing and
+    /// answer the action's recorded status.
+    #[error("the action was already executed")]
+    AlreadyExecuted,
 }
 
 /// The action a proof must be bound to: the identity headers of the call and the stored
@@ -284,7 +288,9 @@ impl Verifier {
     }
 
     /// [`Verifier::verify`], then consumes the proof's `jti` in `guard`: a second use of
-    /// the same proof is [`ProofRejection::Replayed`]. Execute only after `Ok`.
+    /// the same proof is [`ProofRejection::Replayed`]; then claims its action (N-1): a
+    /// second proof for an action already claimed is [`ProofRejection::AlreadyExecuted`].
+    /// Execute only after `Ok`.
     pub async fn verify_and_consume(
         &self,
         token: &str,
@@ -297,8 +303,16 @@ impl Verifier {
             .consume(&proof.claims.jti, proof.claims.exp, now)
             .await
         {
+            Ok(true) => {}
+            Ok(false) => return Err(ProofRejection::Replayed),
+            Err(_) => return Err(ProofRejection::GuardUnavailable),
+        }
+        match guard
+            .claim_action(&proof.claims.tenant_id, &proof.claims.action_id)
+            .await
+        {
             Ok(true) => Ok(proof),
-            Ok(false) => Err(ProofRejection::Replayed),
+            Ok(false) => Err(ProofRejection::AlreadyExecuted),
             Err(_) => Err(ProofRejection::GuardUnavailable),
         }
     }

@@ -209,6 +209,7 @@ impl Fixture {
                 message_id: presented.clone(),
             },
             confirmation_message_id: None,
+            confirm_attempt: None,
             config_version: 1,
             secret_version: None,
             server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
@@ -310,6 +311,7 @@ impl Fixture {
             case: p.case.clone(),
             action_id: p.action_id.clone(),
             presented_message_id: presented.clone(),
+            attempt: format!("attempt-{}", message.id),
             message,
         }
     }

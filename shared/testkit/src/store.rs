@@ -658,6 +658,7 @@ impl ProposalLock for MemoryStore {
                 .ok_or_else(|| missing("proposal"))?;
             p.state = ProposalState::Executing;
             p.confirmation_message_id = Some(w.message.id.clone());
+            p.confirm_attempt = Some(w.attempt.clone());
             conv.push(&w.message);
             s.audit_case(&w.tenant, &w.case, &record);
             Ok(TransitionOutcome::Applied)

@@ -362,6 +362,7 @@ fn new_proposal(
             message_id: message.id.clone(),
         },
         confirmation_message_id: None,
+        confirm_attempt: None,
         config_version: config.actions_version,
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),

@@ -406,6 +406,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
             message_id: presented.clone(),
         },
         confirmation_message_id: None,
+        confirm_attempt: None,
         config_version: settings.actions_version,
         secret_version: Some(settings.secret_version.clone()),
         server_url: Some(settings.config.server_url.as_str().to_owned()),

@@ -166,6 +166,7 @@ async fn pending_proposal(
             message_id: presented.id.clone(),
         },
         confirmation_message_id: None,
+        confirm_attempt: None,
         config_version: config.actions_version,
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),

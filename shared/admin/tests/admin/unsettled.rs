@@ -130,6 +130,7 @@ async fn confirmed(e: &Env, t: &Tenant, action: &str, to: ProposalState) -> (Cas
             message_id: presented.id.clone(),
         },
         confirmation_message_id: None,
+        confirm_attempt: None,
         config_version: config.actions_version,
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),
@@ -145,6 +146,7 @@ async fn confirmed(e: &Env, t: &Tenant, action: &str, to: ProposalState) -> (Cas
         action_id: action.clone(),
         presented_message_id: presented.id.clone(),
         message: message(MessageKind::Text, Role::User, "confirm"),
+        attempt: "attempt-1".into(),
     };
     assert_eq!(
         e.store.confirm(&write).await.unwrap(),

@@ -8,7 +8,8 @@
 //! - each attempt has its own client request token; a token is reused only to resend the
 //!   same items after an attempt whose outcome is unknown;
 //! - after an unknown outcome the proposal is read back (consistently): if this request's
-//!   message is the recorded confirmation, the write committed and the caller carries on.
+//!   own attempt value (N-1: random per confirm request, never an id another instance can
+//!   mint) is the recorded one, the write committed and the caller carries on.
 
 use super::chain::ChainRef;
 use super::items::*;
@@ -20,7 +21,7 @@ use countersign_domain::proposal::ProposalState;
 
 /// How long the confirm items are resent under one token while their outcome is unknown
 /// (issue 27: at least 5 s, longer than a transaction takes to commit or fail).
-const RESEND_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+pub(super) const RESEND_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a read-back after an unknown outcome found.
 enum ReadBack {
@@ -65,12 +66,14 @@ impl DynamoStore {
             )?,
             self.update(
                 key(pk.as_str(), prop_sk(&w.action_id)),
-                "SET #state = :exec, confirmation_message_id = :mid".to_owned(),
+                "SET #state = :exec, confirmation_message_id = :mid, confirm_attempt = :att"
+                    .to_owned(),
                 "#state = :pending AND presented_message_id = :pm",
                 values([
                     (":pending", s(ProposalState::PendingConfirmation.as_str())),
                     (":exec", s(ProposalState::Executing.as_str())),
                     (":mid", s(w.message.id.as_str())),
+                    (":att", s(w.attempt.as_str())),
                     (":pm", s(w.presented_message_id.as_str())),
                 ]),
             )?,
@@ -159,7 +162,7 @@ impl DynamoStore {
         items: &[TransactWriteItem],
         token: &str,
     ) -> Result<Result<Tx, Option<ProposalState>>, StoreError> {
-        let until = tokio::time::Instant::now() + RESEND_FOR;
+        let until = tokio::time::Instant::now() + self.resend_for;
         // Whether an earlier attempt's outcome is unknown: from then on no refusal proves
         // that nothing was applied.
         let mut uncertain = false;
@@ -209,10 +212,11 @@ impl DynamoStore {
             return Ok(ReadBack::Other(None));
         };
         let state = state_of(&item);
-        let recorded = opt_s(&item, "confirmation_message_id");
+        // N-1: decided by this request's own attempt value, never by the message id.
+        let recorded = opt_s(&item, "confirm_attempt");
         Ok(match state {
             Some(ProposalState::PendingConfirmation) => ReadBack::Pending,
-            _ if recorded == Some(w.message.id.as_str()) => ReadBack::Ours,
+            _ if recorded == Some(w.attempt.as_str()) => ReadBack::Ours,
             other => ReadBack::Other(other),
         })
     }

@@ -235,6 +235,9 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
     if let Some(m) = &p.confirmation_message_id {
         i.insert("confirmation_message_id".into(), s(m.as_str()));
     }
+    if let Some(a) = &p.confirm_attempt {
+        i.insert("confirm_attempt".into(), s(a.as_str()));
+    }
     if let Some(r) = &p.presented.replaced {
         i.insert("replaced".into(), s(r.as_str()));
     }
@@ -338,6 +341,7 @@ pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
             .map(MessageId::parse)
             .transpose()
             .map_err(|_| corrupt("confirmation_message_id"))?,
+        confirm_attempt: opt_s(item, "confirm_attempt").map(str::to_owned),
         config_version: get_n(item, "config_version")?,
         secret_version: opt_s(item, "secret_version").map(str::to_owned),
         server_url: opt_s(item, "server_url").map(str::to_owned),

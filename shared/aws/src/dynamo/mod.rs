@@ -70,6 +70,8 @@ pub struct DynamoStore {
     /// seals the personal fields of audit records; `None` writes them as they are
     /// (a table without people's keys: the emulator's older tests).
     subjects: Option<std::sync::Arc<dyn countersign_domain::ports::SubjectKeys>>,
+    /// How long the confirm write is resent while its outcome is unknown (issue 27).
+    resend_for: std::time::Duration,
 }
 
 impl std::fmt::Debug for DynamoStore {
@@ -125,7 +127,15 @@ impl DynamoStore {
             ids: std::sync::Arc::new(crate::system::UlidIds::default()),
             sweep_budget: sweep::SWEEP_BUDGET,
             subjects: None,
+            resend_for: confirm::RESEND_FOR,
         }
+    }
+
+    /// The same store with another resend window for the confirm write (tests only: they
+    /// lose every answer many times over; deployed, the 5 s of issue 27 hold).
+    pub fn with_resend_window(mut self, window: std::time::Duration) -> Self {
+        self.resend_for = window;
+        self
     }
 
     /// The same store, sealing the personal fields of every audit record it writes under

@@ -107,18 +107,8 @@ impl DynamoStore {
             }
             None => None,
         };
-        // N-6: what this proposal replaced, from the slot as it stood: a pending one (the
-        // chat's supersession above) or one just superseded (the gateway's `make_room`).
-        let replaced = seen
-            .filter(|(_, st)| {
-                st == ProposalState::PendingConfirmation.as_str()
-                    || st == ProposalState::Superseded.as_str()
-            })
-            .map(|(a, _)| ActionId::parse(a.as_str()))
-            .transpose()
-            .map_err(|_| corrupt("slot_action"))?;
         let mut stored = proposal.clone();
-        stored.presented.replaced = replaced;
+        stored.presented.replaced = replaced_by_slot(seen)?;
         let proposal_index = items.len();
         items.push(self.put_new(proposal_item(&stored))?);
         let guard_index = items.len();
@@ -222,4 +212,17 @@ impl DynamoStore {
         }
         Ok((tx, entries))
     }
+}
+
+/// N-6: what a new proposal replaces, from the slot as it stood: a pending one (the chat's
+/// supersession in the same transaction) or one just superseded (the gateway's
+/// `make_room`).
+fn replaced_by_slot(seen: Option<&(String, String)>) -> Result<Option<ActionId>, StoreError> {
+    seen.filter(|(_, st)| {
+        st == ProposalState::PendingConfirmation.as_str()
+            || st == ProposalState::Superseded.as_str()
+    })
+    .map(|(a, _)| ActionId::parse(a.as_str()))
+    .transpose()
+    .map_err(|_| corrupt("slot_action"))
 }

@@ -92,6 +92,8 @@ struct Shared {
     inflight: Mutex<HashMap<String, usize>>,
     tokens: Mutex<HashMap<String, TokenUse>>,
     lose_next: AtomicUsize,
+    /// Every transaction's answer is lost, a refusal's too (N-1).
+    lose_every_answer: std::sync::atomic::AtomicBool,
     throttle_next: AtomicUsize,
     detach_next: AtomicUsize,
     drop_next: AtomicUsize,
@@ -149,6 +151,12 @@ impl Faulty {
     /// The next `n` transactions are applied and their answers lost.
     pub fn lose_next(&self, n: usize) {
         self.shared.lose_next.store(n, Ordering::SeqCst);
+    }
+
+    /// While on, every transaction's answer is lost — a definite refusal's too, as a
+    /// broken connection loses whatever it carried: the client learns nothing.
+    pub fn lose_every_answer(&self, on: bool) {
+        self.shared.lose_every_answer.store(on, Ordering::SeqCst);
     }
 
     /// The next `n` transactions are refused with `ThrottlingException`.
@@ -365,7 +373,7 @@ async fn transact(ctx: &Ctx, headers: HeaderMap, body: Bytes, json: Value) -> Re
         None => apply(ctx, headers, body, &json).await,
     };
     let committed = answer.status().is_success();
-    let lost = committed && take(&s.lose_next);
+    let lost = (committed && take(&s.lose_next)) || s.lose_every_answer.load(Ordering::SeqCst);
     if let Some(t) = &token
         && let Some(u) = s.tokens.lock().unwrap().get_mut(t)
     {

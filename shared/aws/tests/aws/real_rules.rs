@@ -366,3 +366,68 @@ async fn an_admin_save_overlapping_a_preparation_or_another_change_is_never_refu
     let report = countersign_domain::audit_chain::verify_trail(tenant.as_str(), &trail);
     assert_eq!(report.broken, None, "{report:?}");
 }
+
+/// N-1 (confirm-path review N3): the person's double submit reaches two instances (the
+/// chat and the page) whose clocks are 2 s apart, and every answer of the confirm write is
+/// lost, so each instance decides "did my write commit?" by reading back. 50 times: exactly
+/// one of the two is `Applied` (one execution), and it is the one whose attempt is
+/// recorded. Half the runs give both writes the same message id — what two instances
+/// floored at one presentation minted before N-1 — so the read-back is held to the
+/// attempt alone; the other half take their ids from two `UlidIds` floored at a
+/// presentation minted 2 s ahead (the ids must differ). The resend window is short here
+/// only to keep the suite fast.
+#[tokio::test]
+async fn n1_a_double_submit_under_clock_skew_with_every_answer_lost_executes_once() {
+    use countersign_aws::system::UlidIds;
+    use countersign_domain::ids::MessageId;
+    use countersign_domain::ports::Ids as _;
+    let env = Arc::new(env().await);
+    let (store, proxy) = through_proxy(&env).await;
+    let store = store.with_resend_window(Duration::from_millis(200));
+    let tenant = env.tenant();
+    env.configure(&store, &tenant, None, (1, 1, "v1")).await;
+    for run in 0..50 {
+        let case = env.open_case(&store, &tenant).await;
+        let p = pending(&env, &store, &case, run).await;
+        let mut chat = env.confirm_write(&p, &p.presented.message_id);
+        let mut page = env.confirm_write(&p, &p.presented.message_id);
+        if run % 2 == 0 {
+            page.message.id = chat.message.id.clone();
+        } else {
+            let ahead = ulid::Ulid::from_parts(ulid::Ulid::new().timestamp_ms() + 2_000, 1);
+            let ahead = MessageId::from_ulid_text(&ahead.to_string()).unwrap();
+            let (a, b) = (UlidIds::default(), UlidIds::default());
+            a.observe_message(&ahead);
+            b.observe_message(&ahead);
+            chat.message.id = a.message_id();
+            page.message.id = b.message_id();
+            assert_ne!(
+                chat.message.id, page.message.id,
+                "ids unique across instances"
+            );
+        }
+        chat.attempt = format!("chat-{run}");
+        page.attempt = format!("page-{run}");
+        proxy.lose_every_answer(true);
+        let (x, y) = tokio::join!(store.confirm(&chat), store.confirm(&page));
+        proxy.lose_every_answer(false);
+        let applied: Vec<&str> = [(x, &chat), (y, &page)]
+            .into_iter()
+            .filter(|(o, _)| matches!(o, Ok(TransitionOutcome::Applied)))
+            .map(|(_, w)| w.attempt.as_str())
+            .collect();
+        assert_eq!(applied.len(), 1, "run {run}: {applied:?} applied");
+        let stored = store
+            .proposal(&tenant, &case.id, &p.action_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.state, ProposalState::Executing);
+        assert_eq!(
+            stored.confirm_attempt.as_deref(),
+            Some(applied[0]),
+            "run {run}"
+        );
+    }
+    assert!(proxy.counters().lost.load(Ordering::SeqCst) >= 50);
+}

@@ -96,6 +96,9 @@ pub struct ConfirmWrite {
     pub presented_message_id: MessageId,
     /// The confirming user message, stored in the same transaction.
     pub message: NewMessage,
+    /// N-1: a random value of this confirm request alone, recorded with the confirmation:
+    /// after an unknown outcome, "did my write commit?" is "is my attempt recorded?".
+    pub attempt: String,
 }
 
 /// An action whose outcome is not settled, as the tenant's index lists it.

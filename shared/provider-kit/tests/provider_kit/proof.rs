@@ -264,6 +264,32 @@ fn a32_each_mismatched_claim_is_refused() {
     ));
 }
 
+/// N-1: an action executes once: a second, genuine proof for the same action (another
+/// `jti`, as a second confirm request would get) is refused as already executed, and
+/// consumes its `jti` all the same.
+#[tokio::test]
+async fn n1_a_second_proof_for_an_executed_action_is_refused() {
+    let guard = InMemoryReplayGuard::default();
+    let v = verifier();
+    let first = rs256(&header(), &claims());
+    let second = rs256(&header(), &with(claims(), "jti", json!("jti-second")));
+    assert!(
+        v.verify_and_consume(&first, &expected(), &guard, NOW)
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        v.verify_and_consume(&second, &expected(), &guard, NOW)
+            .await,
+        Err(ProofRejection::AlreadyExecuted)
+    );
+    assert_eq!(
+        v.verify_and_consume(&second, &expected(), &guard, NOW)
+            .await,
+        Err(ProofRejection::Replayed)
+    );
+}
+
 /// a proof is consumed once.
 #[tokio::test]
 async fn a35_replay_is_refused() {

@@ -119,6 +119,7 @@ impl Env {
                 message_id: MessageId::parse(self.ids.message_id().as_str()).unwrap(),
             },
             confirmation_message_id: None,
+            confirm_attempt: None,
             config_version: config.version,
             secret_version: Some(config.secret_version.clone()),
             server_url: Some(config.config.server_url.to_string()),

@@ -62,6 +62,7 @@ fn proposal() -> Proposal {
             message_id: MessageId::from_ulid_text(ULID).unwrap(),
         },
         confirmation_message_id: None,
+        confirm_attempt: None,
         config_version: 1,
         secret_version: None,
         server_url: None,
