@@ -119,7 +119,7 @@ def main():
                   "actionPolicy": {"contractVersion": 1, "enabled": False, "operations": ["reassign_session_car"]}}
         call("PUT", f"{api}/mcp", admin_key, config)
         run = call("POST", f"{messages}/api/admin/tenants/{tenant}/mcp/certifications", admin_key,
-                   {"testUser": "u_test", "consultations": {"get_user_cars": {}},
+                   {"testUser": "countersign-test:u_test", "consultations": {"get_user_cars": {}},
                     "actions": {"reassign_session_car": {"sessionId": "ses_t1", "carId": "car_t2"}}, "consent": True})
         assert run["passed"], [c for c in run["checks"] if c["status"] != "passed"]
         config["actionPolicy"]["enabled"] = True

@@ -155,13 +155,13 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   assert.deepEqual(prefilled.get_user_cars, {});
   const fill = async (consent) => {
     await page.goto(`${BASE}/admin/mcp`);
-    await page.fill("#testUser", "u_test");
+    await page.fill("#testUser", "countersign-test:u_test");
     await page.fill("#samples", JSON.stringify({
       get_user_uploads: {}, get_upload_file_details: { uploadId: "up_t1" }, get_user_sessions: {},
       get_session_laps: { sessionId: "ses_t1" }, get_user_cars: {},
       get_error_diagnosis: { code: "E_TRUNCATED" },
     }));
-    await page.fill("#secondTestUser", "u_test2");
+    await page.fill("#secondTestUser", "countersign-test:u_test2");
     await page.fill("#personalConsultations", "get_upload_file_details, get_session_laps");
     await page.fill("#actionSamples", JSON.stringify({ reassign_session_car: { sessionId: "ses_t1", carId: "car_t2" } }));
     if (consent) await page.check("#consent");
@@ -183,7 +183,7 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   await page.click("text=Back to the Tenant MCP settings");
   assert.equal(await page.locator("#enableBlocked").count(), 0, "nothing blocks enabling");
   // The last inputs are remembered in this browser.
-  assert.equal(await page.locator("#testUser").inputValue(), "u_test");
+  assert.equal(await page.locator("#testUser").inputValue(), "countersign-test:u_test");
   assert.equal(JSON.parse(await page.locator("#samples").inputValue()).get_session_laps.sessionId, "ses_t1");
   await page.check("#enabled");
   await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);

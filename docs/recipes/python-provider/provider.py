@@ -51,13 +51,13 @@ SERVICE_TOKEN = os.environ["PROVIDER_SERVICE_TOKEN"]
 OPERATION = "reassign_session_car"
 LIFETIME = 240  # seconds a prepared action waits for its confirmation (at most 300)
 
-# Your system: people, their cars and sessions. `u_test` is the synthetic person the
+# Your system: people, their cars and sessions. `countersign-test:u_test` is the synthetic person the
 # certification runs as: its writes are answered but not applied, so runs repeat.
 DATA = {
     "u_alice": {"cars": {"car_a1": "Civic Type R", "car_a2": "GR86"}, "sessions": {"ses_a1": "car_a1"}},
-    "u_test": {"cars": {"car_t1": "Test car one", "car_t2": "Test car two"}, "sessions": {"ses_t1": "car_t1"}},
+    "countersign-test:u_test": {"cars": {"car_t1": "Test car one", "car_t2": "Test car two"}, "sessions": {"ses_t1": "car_t1"}},
 }
-SYNTHETIC = {"u_test"}
+SYNTHETIC = {"countersign-test:u_test"}
 ACTIONS: dict[str, dict[str, Any]] = {}
 USED_JTI: set[str] = set()
 CLAIMED_ACTIONS: set[tuple[str, str]] = set()

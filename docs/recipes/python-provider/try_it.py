@@ -39,7 +39,7 @@ expect("1. save with actions off", *call("PUT", f"{admin}/mcp", config), 200)
 status, view = call("GET", f"{admin}/mcp")
 expect("2. read the key, issuer and audience to install", status, view, 200)
 assert view["actionVerification"]["issuer"], view
-run = {"testUser": "u_test", "consultations": {"get_user_cars": {}},
+run = {"testUser": "countersign-test:u_test", "consultations": {"get_user_cars": {}},
        "actions": {"reassign_session_car": {"sessionId": "ses_t1", "carId": "car_t2"}}, "consent": True}
 status, result = call("POST", f"{admin}/mcp/certifications", run)
 if status != 201 or not result.get("passed"):

@@ -312,8 +312,8 @@ impl Default for Data {
             downloads: Vec::new(),
         };
         let (test, test2) = (
-            tester("u_test", "Test Person", '1'),
-            tester("u_test2", "Second Test Person", '2'),
+            tester("countersign-test:u_test", "Test Person", '1'),
+            tester("countersign-test:u_test2", "Second Test Person", '2'),
         );
         Self {
             users: [alice, bruno, carla, mallory, test, test2]

@@ -17,14 +17,14 @@ pub const CONSULTATIONS: [&str; 7] = [
 ];
 
 /// What the demo's administrator gives the certification run (H-2, H-3, V-3, V-4): the
-/// synthetic test person `u_test` (whose writes the demo answers but does not apply), a
+/// synthetic test person `countersign-test:u_test` (whose writes the demo answers but does not apply), a
 /// sample for each consultation, a second synthetic person who must be refused the first
 /// one's upload and session, every operation's sample arguments, and the consent to
 /// execute one action per operation.
 pub fn certification_request() -> Value {
     json!({
-        "testUser": "u_test",
-        "secondTestUser": "u_test2",
+        "testUser": "countersign-test:u_test",
+        "secondTestUser": "countersign-test:u_test2",
         "personalConsultations": ["get_upload_file_details", "get_session_laps"],
         "consultations": {
             "get_user_uploads": {},

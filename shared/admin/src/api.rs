@@ -71,6 +71,10 @@ impl From<AdminError> for ApiError {
                 .to_string();
                 ApiError::conflict("ALREADY_RUNNING", message).with_retry_after(retry_after_secs)
             }
+            // V-7, N-7: the cross-tenant cap is a limit (429), not this tenant's conflict.
+            e @ AdminError::PlatformBusy {
+                retry_after_secs, ..
+            } => ApiError::rate_limited(e.to_string(), retry_after_secs),
             AdminError::SigningUnavailable => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ACTION_SIGNING_UNAVAILABLE",
@@ -341,13 +345,14 @@ pub struct AuditQuery {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CertificationInput {
     /// A synthetic test person of your system the calls are made for (`X-MCP-User-Id`):
-    /// 1–256 visible ASCII characters. With `consent`, one action per operation is
-    /// executed for this person.
-    #[schema(pattern = "^[!-~]{1,256}$")]
+    /// the reserved prefix `countersign-test:` then visible ASCII characters (N-7: no real
+    /// person of the chat can carry it; route it to a test account). With `consent`, one
+    /// action per operation is executed for this person.
+    #[schema(pattern = "^countersign-test:[!-~]{1,239}$")]
     pub test_user: String,
-    /// Optional second synthetic person: their call for the first person's resource (the
-    /// same sample arguments) must be refused.
-    #[schema(pattern = "^[!-~]{1,256}$")]
+    /// Optional second synthetic person (the same prefix): their call for the first
+    /// person's resource (the same sample arguments) must be refused.
+    #[schema(pattern = "^countersign-test:[!-~]{1,239}$")]
     pub second_test_user: Option<String>,
     /// With `secondTestUser`: the consultations whose sample arguments name a resource of
     /// the test person (an upload, a session): the second person's same call must be
@@ -366,8 +371,10 @@ pub struct CertificationInput {
     /// Deprecated single-operation form of `actions`; merged into it.
     pub action: Option<TestActionInput>,
     /// Your consent that this run executes one action per configured operation for the
-    /// test person (a real write in your system, with a valid proof). Without it nothing
-    /// is executed, those checks are skipped and the run does not pass.
+    /// test person (a real write in your system, with a valid proof). Without it the run
+    /// sends no valid proof and nothing the platform signed — only proofs no verifier of
+    /// its signature accepts (a server that verifies nothing executes those) — the checks
+    /// that need more are skipped, and the run does not pass.
     #[serde(default)]
     pub consent: bool,
 }
@@ -968,11 +975,12 @@ async fn list_audit(
 }
 
 /// Verifies the audit trail's hash chains (L-2) and names the first broken link. One
-/// verification in flight per tenant (V-7: 409 `ALREADY_RUNNING` with `Retry-After`).
+/// verification in flight per tenant (V-7: 409 `ALREADY_RUNNING` with `Retry-After`), and
+/// a few across tenants (429 `RATE_LIMITED` with `Retry-After`).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit/verification", tag = "audit", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
     responses((status = 200, body = crate::audit::Verification), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 409, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn verify_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -985,7 +993,7 @@ async fn verify_audit(
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/audit/checkpoints", tag = "audit", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
     responses((status = 201, body = crate::audit::SignedCheckpoint), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 409, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn post_checkpoint(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -999,7 +1007,7 @@ async fn post_checkpoint(
     params(("id" = String, Path, description = "The tenant id")), request_body = CertificationInput,
     responses((status = 201, body = CertificationView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn post_certification(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -88,7 +88,7 @@ async fn platform_slot(
         }
     }
     tracing::info!(what, "V-7: every platform slot is busy");
-    Err(AdminError::Busy {
+    Err(AdminError::PlatformBusy {
         what,
         retry_after_secs: wait,
     })

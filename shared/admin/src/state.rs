@@ -140,6 +140,17 @@ pub enum AdminError {
         /// Seconds until the running one's lease ends at the latest.
         retry_after_secs: u64,
     },
+    /// V-7, N-7: the platform runs as many such jobs as it allows at once, across all
+    /// tenants (429: nothing of this tenant's is running).
+    #[error(
+        "the platform is running as many {what}s as it allows at once, across all tenants; nothing was started: try again in {retry_after_secs} s"
+    )]
+    PlatformBusy {
+        /// The job.
+        what: &'static str,
+        /// Seconds until the first platform slot frees at the latest.
+        retry_after_secs: u64,
+    },
     /// C-6: actions cannot be enabled without a signing key.
     #[error("actions cannot be enabled: the platform has no signing key installed")]
     SigningUnavailable,

@@ -147,9 +147,13 @@ pub(crate) async fn run(
     // D-6: a preparation the tenant's server refused (or answered outside the contract)
     // is told to the person in a fixed text, whatever the model said about it.
     if turn.preparer.was_refused() && !turn.preparer.has_presented() {
+        // N-7: the server's own words only when they are one short line with no link
+        // and no reply word; otherwise the fixed notice alone.
         let text = match turn.preparer.refusal_reason() {
-            Some(reason) => texts::preparation_refused_because(view.language, &reason),
-            None => texts::preparation_refused_notice(view.language).to_owned(),
+            Some(reason) if texts::quotable_reason(&reason) => {
+                texts::preparation_refused_because(view.language, &reason)
+            }
+            _ => texts::preparation_refused_notice(view.language).to_owned(),
         };
         chat.tell(who, &view.case.id, &text, out).await?;
     }

@@ -234,6 +234,10 @@ fn check_claims(
     if claims.nonce.is_some() != hand_off || claims.nonce.as_ref().is_some_and(String::is_empty) {
         return Err(AuthError::Invalid);
     }
+    // N-7: the certification's synthetic people are never a person of the chat.
+    if claims.sub.starts_with(UserId::TEST_PREFIX) {
+        return Err(AuthError::Invalid);
+    }
     // Issued in the future, expiring before it was issued, or valid for longer than
     // allowed: refused.
     if claims.tid != tenant.as_str()

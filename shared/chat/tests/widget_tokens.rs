@@ -290,3 +290,39 @@ fn u3_a_replaced_credential_is_accepted_until_its_grace_period_ends() {
         assert_eq!(got, expected, "grace period ending in {ends_in} s");
     }
 }
+
+/// N-7: no person of the chat carries a certification's reserved prefix: a widget token
+/// for `countersign-test:…` is refused (so a run's synthetic person is never a real one);
+/// N-6: a token with a `nonce` (a sign-in hand-off) is no widget token.
+#[test]
+fn n7_n6_reserved_test_people_and_hand_off_tokens_are_no_widget_bearers() {
+    use countersign_chat::widget::{AuthError, sign_hand_off};
+    use countersign_domain::conversation::Principal;
+    let s = setup();
+    let t = now();
+    let secret = SecretString::new(SECRET);
+    let reserved = UserId::parse("countersign-test:u_test").unwrap();
+    let token = sign_token(&secret, &s.kid, &s.tenant, &reserved, t, t + 600).unwrap();
+    assert_eq!(
+        s.rt.block_on(s.auth.authenticate(&token)),
+        Err(AuthError::Invalid)
+    );
+    let who = Principal {
+        tenant: s.tenant.clone(),
+        user: UserId::parse("u_alice").unwrap(),
+    };
+    let hand_off = sign_hand_off(&secret, &s.kid, &who, "n", t, t + 120).unwrap();
+    assert_eq!(
+        s.rt.block_on(s.auth.authenticate(&hand_off)),
+        Err(AuthError::Invalid)
+    );
+    assert!(
+        s.rt.block_on(s.auth.authenticate_hand_off(&hand_off))
+            .is_ok()
+    );
+    let plain = sign_token(&secret, &s.kid, &s.tenant, &who.user, t, t + 120).unwrap();
+    assert_eq!(
+        s.rt.block_on(s.auth.authenticate_hand_off(&plain)),
+        Err(AuthError::Invalid)
+    );
+}

@@ -186,7 +186,7 @@ mod tests {
         Certification {
             at: Timestamp::parse_utc("2026-12-01T00:00:00Z").unwrap(),
             subject: subject(),
-            test_user: "u_test".into(),
+            test_user: "countersign-test:u_test".into(),
             checks: statuses
                 .iter()
                 .map(|s| Check {

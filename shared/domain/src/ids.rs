@@ -167,6 +167,19 @@ string_id!(
     |s| check_charset(Self::KIND, &s, 256, "visible ASCII characters", |c| c.is_ascii_graphic())
 );
 
+impl UserId {
+    /// N-7: the reserved prefix of the synthetic people a certification run acts for. A
+    /// run's consented proofs are only ever for such a person, and no real person of the
+    /// chat can carry it (widget tokens with it are refused): a provider can route every
+    /// `sub` with this prefix to a test account.
+    pub const TEST_PREFIX: &'static str = "countersign-test:";
+
+    /// N-7: whether this is a certification's synthetic person ([`Self::TEST_PREFIX`]).
+    pub fn is_test_person(&self) -> bool {
+        self.as_str().starts_with(Self::TEST_PREFIX)
+    }
+}
+
 /// Crockford base-32 alphabet as the `ulid` crate writes it (upper case).
 fn is_crockford(c: char) -> bool {
     matches!(c, '0'..='9' | 'A'..='H' | 'J' | 'K' | 'M' | 'N' | 'P'..='T' | 'V'..='Z')

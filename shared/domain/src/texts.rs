@@ -149,8 +149,28 @@ pub fn preparation_refused_notice(lang: Language) -> &'static str {
     }
 }
 
-/// D-6 with the tenant's server's own reason, which passed the summary's rules:
-/// the fixed notice, then the reason quoted as the company's words.
+/// N-7: the longest reason of a tenant's server quoted under the fixed notice.
+pub const QUOTED_REASON_MAX_CHARS: usize = 160;
+
+/// N-7: whether a tenant's server's reason for refusing a preparation may be quoted to the
+/// person under the fixed notice: one line of at most [`QUOTED_REASON_MAX_CHARS`], no link,
+/// and none of the words that answer a proposal (a server must not be able to add a fake
+/// "reply: confirm" instruction or a phishing link to the platform's own notice).
+pub fn quotable_reason(reason: &SafeText) -> bool {
+    let text = reason.as_str();
+    let lower = text.to_lowercase();
+    let answers = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| matches!(w, "confirm" | "confirmar" | "cancel" | "cancelar"));
+    text.chars().count() <= QUOTED_REASON_MAX_CHARS
+        && !text.contains(['\n', '\r'])
+        && !lower.contains("://")
+        && !lower.contains("www.")
+        && !answers
+}
+
+/// D-6 with the tenant's server's own reason, which passed the summary's rules and
+/// [`quotable_reason`]: the fixed notice, then the reason quoted as the company's words.
 pub fn preparation_refused_because(lang: Language, reason: &SafeText) -> String {
     let said = match lang {
         Language::En => "The company's system said:",

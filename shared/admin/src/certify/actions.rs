@@ -1,6 +1,9 @@
-//! The action checks of a run (H-3, V-3): every operation prepared, a wrong service token
-//! refused, one action per operation executed with a valid proof (with consent), and the
-//! bad-proof series, each proof on its own fresh preparation.
+//! The action checks of a run (H-3, V-3, N-7): every operation prepared, a wrong service
+//! token refused, one action per operation executed with a valid proof (with consent), and
+//! the bad-proof series, each proof on its own fresh preparation in its own conversation.
+//! The valid executions and the bad proofs go in an order the provider cannot predict, a
+//! bad proof always first and last: a provider that executes only the first execute of a
+//! conversation, or of a run, is caught.
 
 use super::forge::{BAD_PROOFS, BadProof};
 use super::judge::{action_tool_problem, call_failure, refusal_text};
@@ -15,8 +18,21 @@ use countersign_domain::tool_result::ToolResult;
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 
-/// An operation, its sample arguments, and its preparation when it passed.
-type Prepared = (OperationName, Map<String, Value>, Option<PreparedAction>);
+/// An operation, its sample arguments, and its preparation (with the conversation it was
+/// prepared in) when it passed.
+type Prepared = (
+    OperationName,
+    Map<String, Value>,
+    Option<(PreparedAction, ProviderContext)>,
+);
+
+/// One execute of the run, in the order sent.
+enum Step {
+    /// The valid proof for the operation prepared at this index.
+    Valid(usize),
+    /// One proof of the series.
+    Bad(&'static BadProof),
+}
 
 /// What `get_action_status` said about an action.
 enum Seen {
@@ -44,13 +60,13 @@ impl Run<'_> {
         }
         // V-3: every operation is prepared.
         let prepared = self.prepare_all(&operations, request).await;
-        let Some((first_op, first_args, Some(first))) =
+        let Some((first_op, first_args, Some((first, first_ctx)))) =
             prepared.iter().find(|(_, _, p)| p.is_some()).cloned()
         else {
             self.skip_after_prepare(&operations, "no action could be prepared");
             return;
         };
-        let status = match self.status(&first.action_id).await {
+        let status = match self.status(&first_ctx, &first.action_id).await {
             Seen::Status(RemoteStatus::PendingConfirmation) => {
                 Ok("get_action_status says `pending_confirmation`".to_owned())
             }
@@ -68,22 +84,79 @@ impl Run<'_> {
             "it was answered: check the service token before any work".to_owned()
         });
         self.refusal("actions.wrong_token", "V-3", verdict);
-        for (op, _, p) in &prepared {
-            let id = format!("actions.execute.{op}");
-            match p {
-                None => self.checks.skip(id, "V-3", "its preparation did not pass"),
-                Some(_) if !request.consent => self.checks.skip(
-                    id,
-                    "V-3",
-                    "not run: the administrator did not consent to executing one action per operation for the test person; nothing was executed",
-                ),
-                Some(p) => {
-                    let verdict = self.execute_valid(p).await;
-                    self.checks.record(id, "V-3", verdict);
+        self.executes(&prepared, (&first_op, &first_args, &first), request)
+            .await;
+    }
+
+    /// The valid executions (with consent) and the bad-proof series, in one shuffled
+    /// order with a bad proof first and last (N-7); the checks are recorded in their usual
+    /// order afterwards.
+    async fn executes(
+        &mut self,
+        prepared: &[Prepared],
+        (op, args, first): (&OperationName, &Map<String, Value>, &PreparedAction),
+        request: &CertifyRequest,
+    ) {
+        use rand::Rng as _;
+        use rand::seq::SliceRandom as _;
+        let mut plan: Vec<Step> = BAD_PROOFS
+            .iter()
+            .filter(|b| request.consent || !b.genuine)
+            .map(Step::Bad)
+            .collect();
+        plan.shuffle(&mut rand::rng());
+        if request.consent {
+            for (i, _) in prepared.iter().enumerate().filter(|(_, p)| p.2.is_some()) {
+                let at = rand::rng().random_range(1..plan.len());
+                plan.insert(at, Step::Valid(i));
+            }
+        }
+        let mut valid = std::collections::BTreeMap::new();
+        let mut bad = std::collections::BTreeMap::new();
+        for step in plan {
+            if Instant::now() >= self.until {
+                break;
+            }
+            match step {
+                Step::Valid(i) => {
+                    if let Some((p, ctx)) = &prepared[i].2 {
+                        valid.insert(i, self.execute_valid(ctx, p).await);
+                    }
+                }
+                Step::Bad(b) => {
+                    bad.insert(b.id, self.bad_proof(b, op, args, first).await);
                 }
             }
         }
-        self.bad_proofs(&first_op, &first_args, &first).await;
+        let out_of_time = format!("the run's {} s limit was reached", RUN_LIMIT.as_secs());
+        for (i, (op, _, p)) in prepared.iter().enumerate() {
+            let id = format!("actions.execute.{op}");
+            match (p, valid.remove(&i)) {
+                (None, _) => self.checks.skip(id, "V-3", "its preparation did not pass"),
+                (Some(_), _) if !request.consent => self.checks.skip(
+                    id,
+                    "V-3",
+                    "not run: the administrator did not consent to executing one action per operation for the test person; no valid proof was sent",
+                ),
+                (Some(_), Some(verdict)) => {
+                    self.checks.record(id, "V-3", verdict);
+                }
+                (Some(_), None) => self.checks.skip(id, "V-3", out_of_time.clone()),
+            }
+        }
+        for b in &BAD_PROOFS {
+            match bad.remove(b.id) {
+                Some(verdict) => {
+                    self.refusal(b.id, "V-3", verdict);
+                }
+                None if !request.consent && b.genuine => self.checks.skip(
+                    b.id,
+                    "N-7",
+                    "not sent: a proof the platform signs with only one thing wrong is sent only with consent (a verifier that skips that one check would execute it)",
+                ),
+                None => self.checks.skip(b.id, "V-3", out_of_time.clone()),
+            }
+        }
     }
 
     /// Prepares every operation with its sample arguments, a check each.
@@ -100,7 +173,8 @@ impl Run<'_> {
                 .get(op.as_str())
                 .cloned()
                 .unwrap_or_default();
-            match self.prepare(&self.ctx, op, &args).await {
+            let ctx = self.fresh();
+            match self.prepare(&ctx, op, &args).await {
                 Ok(p) => {
                     let left = p.expires_at.unix_seconds() - self.state.clock.now().unix_seconds();
                     let why = format!(
@@ -108,7 +182,7 @@ impl Run<'_> {
                         p.action_id
                     );
                     self.checks.pass(id, "H-3", why);
-                    prepared.push((op.clone(), args, Some(p)));
+                    prepared.push((op.clone(), args, Some((p, ctx))));
                 }
                 Err(why) => {
                     self.checks.fail(id, "H-3", why);
@@ -117,24 +191,6 @@ impl Run<'_> {
             }
         }
         prepared
-    }
-
-    /// The V-3 series, each proof on its own fresh preparation of `op`.
-    async fn bad_proofs(
-        &mut self,
-        op: &OperationName,
-        args: &Map<String, Value>,
-        first: &PreparedAction,
-    ) {
-        for bad in &BAD_PROOFS {
-            if Instant::now() >= self.until {
-                let why = format!("the run's {} s limit was reached", RUN_LIMIT.as_secs());
-                self.checks.skip(bad.id, "V-3", why);
-                continue;
-            }
-            let verdict = self.bad_proof(bad, op, args, first).await;
-            self.refusal(bad.id, "V-3", verdict);
-        }
     }
 
     /// Skips every action check after `actions.tools`.
@@ -202,14 +258,14 @@ impl Run<'_> {
         })
     }
 
-    /// What `get_action_status` says about `id`.
-    async fn status(&self, id: &ActionId) -> Seen {
+    /// What `get_action_status` says about `id` (in the conversation `ctx`).
+    async fn status(&self, ctx: &ProviderContext, id: &ActionId) -> Seen {
         let mut args = Map::new();
         args.insert("actionId".into(), json!(id.as_str()));
         let raw = match self
             .timed(
                 self.provider
-                    .call_tool(&self.ctx, "get_action_status", &args, None),
+                    .call_tool(ctx, "get_action_status", &args, None),
             )
             .await
         {
@@ -238,14 +294,18 @@ impl Run<'_> {
 
     /// V-3: `target` executed with a valid proof must come back `completed`, and
     /// `get_action_status` must agree.
-    async fn execute_valid(&mut self, target: &PreparedAction) -> Result<String, String> {
+    async fn execute_valid(
+        &mut self,
+        ctx: &ProviderContext,
+        target: &PreparedAction,
+    ) -> Result<String, String> {
         let now = self.state.clock.now().unix_seconds();
-        let claims = self.claims(target, now);
+        let claims = self.claims(ctx, target, now);
         let proof = sign_proof(self.state.signer.as_ref(), &claims)
             .await
             .map_err(|_| "the platform could not sign the proof; try again".to_owned())?;
         let id = &target.action_id;
-        let answer = self.execute(id, Some(&proof)).await;
+        let answer = self.execute(ctx, id, Some(&proof)).await;
         let install = format!(
             "a valid proof was refused: install the platform's public key (or follow its JWKS), and accept iss `{}` and aud `{}` exactly",
             claims.iss, claims.aud
@@ -278,7 +338,7 @@ impl Run<'_> {
             ));
         }
         self.executed.push(id.to_string());
-        match self.status(id).await {
+        match self.status(ctx, id).await {
             Seen::Status(RemoteStatus::Completed) => Ok(format!(
                 "executed `{id}` with a valid proof: completed, and get_action_status agrees"
             )),
@@ -290,8 +350,9 @@ impl Run<'_> {
         }
     }
 
-    /// One bad proof: a fresh action, `execute_action` with the proof (must be refused),
-    /// then `get_action_status` (must still be `pending_confirmation`).
+    /// One bad proof: a fresh action in a conversation of its own (N-7), `execute_action`
+    /// with the proof (must be refused), then `get_action_status` (must still be
+    /// `pending_confirmation`).
     async fn bad_proof(
         &self,
         bad: &BadProof,
@@ -299,7 +360,8 @@ impl Run<'_> {
         args: &Map<String, Value>,
         other: &PreparedAction,
     ) -> Refusal {
-        let target = match self.prepare(&self.ctx, op, args).await {
+        let ctx = self.fresh();
+        let target = match self.prepare(&ctx, op, args).await {
             Ok(t) => t,
             Err(r) => {
                 return Refusal::NoAnswer(format!("could not prepare an action to test with: {r}"));
@@ -310,12 +372,12 @@ impl Run<'_> {
                 "prepare_action returned an actionId it had returned before: every preparation needs a new one".into(),
             );
         }
-        let Ok(proof) = self.forge(bad.id, &target).await else {
+        let Ok(proof) = self.forge(&ctx, bad.id, &target).await else {
             return Refusal::NoAnswer(
                 "the platform could not sign the test proof; try again".into(),
             );
         };
-        let answer = self.execute(&target.action_id, proof.as_ref()).await;
+        let answer = self.execute(&ctx, &target.action_id, proof.as_ref()).await;
         let execute = refused(
             answer,
             &format!("given {}, execute_action", bad.what),
@@ -328,7 +390,7 @@ impl Run<'_> {
                 Err(e) => format!("{e}: {}", bad.fix),
             },
         );
-        let seen = self.status(&target.action_id).await;
+        let seen = self.status(&ctx, &target.action_id).await;
         match (execute, seen) {
             (Refusal::Accepted(what), _) => Refusal::Accepted(what),
             (_, Seen::Status(s)) if s != RemoteStatus::PendingConfirmation => {
@@ -352,28 +414,38 @@ impl Run<'_> {
         }
     }
 
-    /// `execute_action` for `id` with `proof` (none: no header at all).
-    async fn execute(&self, id: &ActionId, proof: Option<&Proof>) -> Result<Value, ProviderError> {
+    /// `execute_action` for `id` in `ctx` with `proof` (none: no header at all).
+    async fn execute(
+        &self,
+        ctx: &ProviderContext,
+        id: &ActionId,
+        proof: Option<&Proof>,
+    ) -> Result<Value, ProviderError> {
         let mut args = Map::new();
         args.insert("actionId".into(), json!(id.as_str()));
         let Some(proof) = proof else {
             return self
-                .timed(
-                    self.provider
-                        .call_tool(&self.ctx, "execute_action", &args, None),
-                )
+                .timed(self.provider.call_tool(ctx, "execute_action", &args, None))
                 .await;
         };
-        let opened = self.timed(self.provider.open(&self.ctx)).await?;
+        let opened = self.timed(self.provider.open(ctx)).await?;
         let confirmation = Confirmation {
             opened: &opened,
             proof,
         };
         self.timed(
             self.provider
-                .call_tool(&self.ctx, "execute_action", &args, Some(confirmation)),
+                .call_tool(ctx, "execute_action", &args, Some(confirmation)),
         )
         .await
+    }
+
+    /// N-7: the run's context in a conversation of its own.
+    fn fresh(&self) -> ProviderContext {
+        ProviderContext {
+            conversation: self.state.ids.case_id(),
+            ..self.ctx.clone()
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use super::Run;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_domain::ports::ProviderContext;
 use countersign_domain::prepare::PreparedAction;
 use countersign_domain::proof::{PROOF_TYPE, Proof, ProofClaims, sign_proof};
 use serde_json::{Value, json};
@@ -16,6 +17,10 @@ pub(super) struct BadProof {
     pub(super) id: &'static str,
     pub(super) what: &'static str,
     pub(super) fix: &'static str,
+    /// N-7: signed by the platform's own key with only one thing wrong (a claim, the `kid`
+    /// or the `typ`): a verifier that skips that one check executes it, so it is sent only
+    /// with the administrator's consent. The others carry no platform signature at all.
+    pub(super) genuine: bool,
 }
 
 /// V-3: the bad-proof series. Each is sent on its own fresh preparation; after it the
@@ -125,18 +130,39 @@ pub(super) const BAD_PROOFS: [BadProof; 20] = [
 ];
 
 const fn bad(id: &'static str, what: &'static str, fix: &'static str) -> BadProof {
-    BadProof { id, what, fix }
+    let genuine = !matches!(
+        id.as_bytes(),
+        b"proof.none"
+            | b"proof.alg_none"
+            | b"proof.hs256_public_key"
+            | b"proof.other_key"
+            | b"proof.embedded_jwk"
+            | b"proof.jku"
+            | b"proof.x5u"
+    );
+    BadProof {
+        id,
+        what,
+        fix,
+        genuine,
+    }
 }
 
 impl Run<'_> {
-    /// The claims of a valid proof for `target` (the base every bad proof changes).
-    pub(super) fn claims(&self, target: &PreparedAction, now: i64) -> ProofClaims {
+    /// The claims of a valid proof for `target` in `ctx` (the base every bad proof
+    /// changes).
+    pub(super) fn claims(
+        &self,
+        ctx: &ProviderContext,
+        target: &PreparedAction,
+        now: i64,
+    ) -> ProofClaims {
         ProofClaims {
             iss: self.state.issuer.clone(),
             aud: self.config.audience().to_owned(),
-            sub: self.ctx.user.to_string(),
-            tenant_id: self.ctx.tenant.to_string(),
-            conversation_id: self.ctx.conversation.to_string(),
+            sub: ctx.user.to_string(),
+            tenant_id: ctx.tenant.to_string(),
+            conversation_id: ctx.conversation.to_string(),
             action_id: target.action_id.to_string(),
             operation: target.operation.to_string(),
             arguments_hash: target.arguments_hash.to_string(),
@@ -175,6 +201,7 @@ impl Run<'_> {
     /// algorithm.
     pub(super) async fn forge(
         &self,
+        ctx: &ProviderContext,
         id: &str,
         target: &PreparedAction,
     ) -> Result<Option<Proof>, ()> {
@@ -182,7 +209,7 @@ impl Run<'_> {
             return Ok(None);
         }
         let now = self.state.clock.now().unix_seconds();
-        let c = self.claims(target, now);
+        let c = self.claims(ctx, target, now);
         let signer = self.state.signer.as_ref();
         if let Some(wrong) = self.wrong_claim(id, c.clone(), now) {
             return Ok(Some(sign_proof(signer, &wrong).await.map_err(|_| ())?));

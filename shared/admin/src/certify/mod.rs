@@ -61,7 +61,8 @@ pub struct CertifyRequest {
     /// Sample arguments per configured operation (every one is prepared).
     pub actions: BTreeMap<String, Map<String, Value>>,
     /// V-3: the administrator agreed that the run executes one action per operation for
-    /// the test person. Without it nothing is executed and those checks are skipped.
+    /// the test person. Without it no valid proof and nothing the platform signed is sent
+    /// (N-7: only proofs no verifier of its signature accepts), and those checks are skipped.
     pub consent: bool,
 }
 
@@ -200,6 +201,21 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
             "secondTestUser".to_owned(),
             "give a second test person and the consultations they must be refused (personalConsultations) together".to_owned(),
         ));
+    }
+    // N-7: a run acts only for synthetic people the platform marks, never a free id.
+    for (field, who) in [
+        ("testUser", Some(&request.test_user)),
+        ("secondTestUser", request.second_user.as_ref()),
+    ] {
+        if who.is_some_and(|u| !u.is_test_person()) {
+            errors.push((
+                field.to_owned(),
+                format!(
+                    "a test person's id starts with `{}` (route it to a test account in your system)",
+                    UserId::TEST_PREFIX
+                ),
+            ));
+        }
     }
     if request.second_user.as_ref() == Some(&request.test_user) {
         errors.push((
@@ -396,18 +412,21 @@ impl Run<'_> {
         let answer = self
             .timed(self.provider.call_tool(&ctx, name, sample, None))
             .await;
-        let same = |raw: &Value| raw.get("structuredContent") == first.get("structuredContent");
+        // N-7: not "different", but "none of the first person's data": an answer that adds
+        // or changes one field of it is still theirs.
         let verdict = match answer {
-            Ok(raw) if refusal_text(&raw).is_none() && !same(&raw) => Refusal::Refused(format!(
-                "`{second}` was answered with other data than `{}` for the same arguments",
-                self.ctx.user
-            )),
+            Ok(raw) if refusal_text(&raw).is_none() && !leaked(first, &raw, sample) => {
+                Refusal::Refused(format!(
+                    "`{second}` was answered with other data than `{}` for the same arguments, none of it `{}`'s",
+                    self.ctx.user, self.ctx.user
+                ))
+            }
             other => refused(
                 other,
                 &format!("`{second}` asking for `{}`'s resource", self.ctx.user),
                 |_| {
                     format!(
-                        "`{second}` got the same answer as `{}`: check that what is asked for belongs to X-MCP-User-Id",
+                        "`{second}` was answered with `{}`'s data: check that what is asked for belongs to X-MCP-User-Id",
                         self.ctx.user
                     )
                 },
@@ -415,6 +434,51 @@ impl Run<'_> {
         };
         self.refusal(&id("other_person"), "V-4", verdict);
     }
+}
+
+/// N-7: whether `second` carries the first person's data: the same `structuredContent`, or
+/// at least half (and at least one)
+/// of the distinctive values of `first`'s answer — its strings of 3 or more characters and
+/// its numbers of 3 or more digits, leaving out what the request itself named (`sample`) —
+/// appear among `second`'s values.
+fn leaked(first: &Value, second: &Value, sample: &Map<String, Value>) -> bool {
+    fn leaves(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::String(s) if s.chars().count() >= 3 => {
+                out.insert(s.clone());
+            }
+            Value::Number(n) if n.to_string().chars().filter(char::is_ascii_digit).count() >= 3 => {
+                out.insert(n.to_string());
+            }
+            Value::Array(a) => a.iter().for_each(|v| leaves(v, out)),
+            Value::Object(o) => o.values().for_each(|v| leaves(v, out)),
+            _ => {}
+        }
+    }
+    let data = |raw: &Value| {
+        let mut out = std::collections::BTreeSet::new();
+        leaves(
+            raw.get("structuredContent").unwrap_or(&Value::Null),
+            &mut out,
+        );
+        for c in raw["content"].as_array().into_iter().flatten() {
+            if let Some(text) = c["text"].as_str() {
+                match serde_json::from_str::<Value>(text) {
+                    Ok(v) => leaves(&v, &mut out),
+                    Err(_) => leaves(&json!(text), &mut out),
+                }
+            }
+        }
+        out
+    };
+    let mut asked = std::collections::BTreeSet::new();
+    leaves(&Value::Object(sample.clone()), &mut asked);
+    let theirs: Vec<String> = data(first).difference(&asked).cloned().collect();
+    let seen = data(second);
+    let found = theirs.iter().filter(|v| seen.contains(*v)).count();
+    let same = first.get("structuredContent").is_some()
+        && first.get("structuredContent") == second.get("structuredContent");
+    same || (found > 0 && found * 2 >= theirs.len())
 }
 
 /// Whether a call the provider must refuse was refused: an HTTP 4xx or an `isError`

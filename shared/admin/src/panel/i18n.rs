@@ -132,6 +132,12 @@ pub fn error(e: &AdminError) -> String {
         } => format!(
             "já há uma execução ({what}) em andamento para este tenant; tente de novo em {retry_after_secs} s"
         ),
+        AdminError::PlatformBusy {
+            what,
+            retry_after_secs,
+        } => format!(
+            "a plataforma já está com o máximo de execuções ({what}) ao mesmo tempo, somando todos os tenants; nada foi iniciado: tente de novo em {retry_after_secs} s"
+        ),
         AdminError::SigningUnavailable => {
             "as ações não podem ser ativadas: a plataforma não tem uma chave de assinatura instalada".into()
         }
@@ -417,8 +423,8 @@ const PORTUGUESE: &[(&str, &str)] = &[
         "Guarde este segredo no seu backend agora: ele é mostrado só esta vez (recarregar a página não o mostra de novo).",
     ),
     (
-        "Synthetic test person (X-MCP-User-Id): an account of your system made for tests",
-        "Pessoa de teste sintética (X-MCP-User-Id): uma conta do seu sistema feita para testes",
+        "Synthetic test person (X-MCP-User-Id): an account of your system made for tests, its id starting with countersign-test:",
+        "Pessoa de teste sintética (X-MCP-User-Id): uma conta do seu sistema feita para testes, com id começando por countersign-test:",
     ),
     ("Tenant MCP", "MCP do tenant"),
     (

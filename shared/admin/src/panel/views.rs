@@ -350,12 +350,12 @@ fn certification_section(p: &McpPage<'_>) -> Markup {
             p { (t("Checks the saved settings against your server: each consultation with your sample arguments (and refused with a wrong service token), every operation prepared, every bad proof refused, and — with your consent — one action per operation executed with a valid proof for the synthetic test person.")) }
             form #certify method="post" action="/admin/certification" data-remember=(format!("countersign:certification:{}", p.session.tenant.id)) {
                 input type="hidden" name="csrf" value=(p.session.csrf);
-                label for="testUser" { (t("Synthetic test person (X-MCP-User-Id): an account of your system made for tests")) }
-                input #testUser type="text" name="testUser" required;
+                label for="testUser" { (t("Synthetic test person (X-MCP-User-Id): an account of your system made for tests, its id starting with countersign-test:")) }
+                input #testUser type="text" name="testUser" required placeholder="countersign-test:…" pattern="countersign-test:.+";
                 label for="samples" { (t("Sample arguments per consultation (JSON object by tool name): fill in values that exist for the test person; each tool's required arguments are listed")) }
                 textarea #samples name="consultations" rows="8" { (p.samples) }
                 label for="secondTestUser" { (t("Second synthetic person (optional): must be refused the first person's resources")) }
-                input #secondTestUser type="text" name="secondTestUser";
+                input #secondTestUser type="text" name="secondTestUser" placeholder="countersign-test:…" pattern="countersign-test:.+";
                 label for="personalConsultations" { (t("Consultations whose sample arguments name the first person's resource (comma-separated)")) }
                 input #personalConsultations type="text" name="personalConsultations";
                 @if !operations.is_empty() {

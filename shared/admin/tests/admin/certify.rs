@@ -101,6 +101,14 @@ struct Lax {
     failed_for_bad: bool,
     /// Answers consultations and preparations whatever the service token.
     skip_token: bool,
+    /// N-7: checks the platform's signature but not the header's `kid`.
+    ignore_kid: bool,
+    /// N-7: checks the platform's signature but not the header's `typ`.
+    ignore_typ: bool,
+    /// N-7: verifies nothing, and executes only the first execute of each conversation.
+    first_execute_per_conversation: bool,
+    /// N-7: verifies nothing, and executes only the first execute of the run.
+    first_execute_of_run: bool,
 }
 
 /// Why `proof` is not valid for `call`, as a provider verifying it would say; `None`
@@ -121,10 +129,17 @@ fn invalid(
     if parts.len() != 3 {
         return Some("malformed");
     }
-    let (header, claims) = (decode(parts[0]), decode(parts[1]));
+    let (mut header, claims) = (decode(parts[0]), decode(parts[1]));
     let input = format!("{}.{}", parts[0], parts[1]);
     let ours = URL_SAFE_NO_PAD.encode(Sha256Hex::digest(&input).as_str());
-    let standard = json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID});
+    let mut standard =
+        json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID});
+    for (ignored, field) in [(lax.ignore_kid, "kid"), (lax.ignore_typ, "typ")] {
+        if ignored {
+            header.as_object_mut().map(|h| h.remove(field));
+            standard.as_object_mut().map(|h| h.remove(field));
+        }
+    }
     if header != standard || parts[2] != ours {
         return Some("signature");
     }
@@ -231,9 +246,20 @@ async fn env_with(lax: Lax) -> Env {
         registered.tenant.id.to_string(),
         clock.now().unix_seconds(),
     );
+    let conversations = Mutex::new(BTreeSet::<String>::new());
+    let first_of_run = std::sync::atomic::AtomicBool::new(true);
     provider.answer_with("execute_action", move |call| {
         let id = call.arguments["actionId"].as_str().unwrap().to_owned();
-        let refused = !lax.skip_verification && invalid(call, &tenant, now, lax).is_some();
+        let refused = if lax.first_execute_per_conversation {
+            !conversations
+                .lock()
+                .unwrap()
+                .insert(call.conversation.to_string())
+        } else if lax.first_execute_of_run {
+            !first_of_run.swap(false, Ordering::SeqCst)
+        } else {
+            !lax.skip_verification && invalid(call, &tenant, now, lax).is_some()
+        };
         if !refused {
             done.lock().unwrap().insert(id.clone());
             return Reply::Result(action_answer(&id, "completed", None));
@@ -265,7 +291,7 @@ async fn env_with(lax: Lax) -> Env {
 
 fn request() -> CertifyRequest {
     CertifyRequest {
-        test_user: UserId::parse("u_test").unwrap(),
+        test_user: UserId::parse("countersign-test:u_test").unwrap(),
         second_user: None,
         personal: Vec::new(),
         consultations: [("get_cars".to_owned(), Map::new())].into(),
@@ -315,10 +341,13 @@ async fn v3_a_conforming_provider_passes_executing_one_action_per_operation() {
         .filter(|c| invalid(c, &tenant, now, Lax::default()).is_none())
         .collect();
     assert_eq!(valid.len(), 1, "exactly one valid proof is sent");
-    assert_eq!(valid[0].user, "u_test", "for the synthetic person");
+    assert_eq!(
+        valid[0].user, "countersign-test:u_test",
+        "for the synthetic person"
+    );
     assert!(
-        executes[1].proof.is_none(),
-        "the series starts with no proof at all"
+        executes.iter().any(|c| c.proof.is_none()),
+        "the series sends one execute with no proof at all"
     );
     let standard = json!({"alg": "RS256", "typ": "support-action+jwt", "kid": FakeSigner::KEY_ID});
     let mut platform_signed = 0;
@@ -762,7 +791,7 @@ async fn v4_a_wrong_token_and_a_second_person_must_be_refused() {
     })
     .await;
     let mut r = request();
-    r.second_user = Some(UserId::parse("u_test2").unwrap());
+    r.second_user = Some(UserId::parse("countersign-test:u_test2").unwrap());
     r.personal = vec!["get_cars".into()];
     let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
     for id in [
@@ -784,7 +813,7 @@ async fn v4_a_wrong_token_and_a_second_person_must_be_refused() {
 
     let e = env().await;
     e.provider.answer_with("get_cars", |call| {
-        if call.user == "u_test2" || call.service_token != "tok-1" {
+        if call.user == "countersign-test:u_test2" || call.service_token != "tok-1" {
             return Reply::Result(
                 json!({"content": [{"type": "text", "text": "not yours"}], "isError": true}),
             );
@@ -804,13 +833,13 @@ async fn a_refused_preparation_shows_the_providers_words_and_skips_what_depends_
     let e = env().await;
     e.provider.answer_with("prepare_action", |_| {
         Reply::Result(
-            json!({"content": [{"type": "text", "text": "unknown user u_test"}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "unknown user countersign-test:u_test"}], "isError": true}),
         )
     });
     let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
     let r = reason(&run, "actions.prepare.move");
     assert!(
-        r.contains("\"unknown user u_test\"") && r.contains("test person exists"),
+        r.contains("\"unknown user countersign-test:u_test\"") && r.contains("test person exists"),
         "{r}"
     );
     for id in [
@@ -848,7 +877,7 @@ async fn a_run_request_missing_an_operation_or_a_person_is_refused() {
     let fields: Vec<&str> = errors.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(fields, ["actions.other", "actions.move"]);
     let mut r = request();
-    r.second_user = Some(UserId::parse("u_test").unwrap());
+    r.second_user = Some(UserId::parse("countersign-test:u_test").unwrap());
     let Err(AdminError::Invalid { errors, .. }) = certify::run(&e.state, &e.tenant, &r).await
     else {
         panic!("refused");
@@ -942,13 +971,20 @@ async fn v7_certification_runs_are_capped_across_tenants() {
     assert!(
         matches!(
             refused,
-            Err(AdminError::Busy {
+            Err(AdminError::PlatformBusy {
                 retry_after_secs: 30,
                 ..
             })
         ),
         "{refused:?}"
     );
+    // N-7: its words are true (nothing runs for this tenant) and it is a limit: 429.
+    let refusal = refused.unwrap_err();
+    assert!(!refusal.to_string().contains("this tenant"), "{refusal}");
+    let answer =
+        axum::response::IntoResponse::into_response(countersign_http::ApiError::from(refusal));
+    assert_eq!(answer.status(), axum::http::StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(answer.headers()["retry-after"], "30");
     assert_eq!(e.provider.calls().len(), calls, "nothing ran");
     let own = e
         .store
@@ -971,4 +1007,260 @@ async fn v7_certification_runs_are_capped_across_tenants() {
         .await
         .unwrap();
     assert!(certify::run(&e.state, &e.tenant, &request()).await.is_ok());
+}
+
+/// The ids of the actions the scripted provider was asked to execute and answered
+/// `completed` for.
+fn completed_executes(e: &Env) -> Vec<String> {
+    e.provider
+        .calls_of("execute_action")
+        .iter()
+        .filter(|c| {
+            let id = c.arguments["actionId"].as_str().unwrap();
+            e.provider
+                .calls_of("get_action_status")
+                .iter()
+                .any(|s| s.arguments["actionId"] == id)
+                && c.proof.is_some()
+        })
+        .map(|c| c.arguments["actionId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Whether `call`'s proof carries the platform's (fake signer's) signature.
+fn platform_signed(call: &countersign_testkit::ProviderCall) -> bool {
+    let Some(proof) = call.proof.as_deref() else {
+        return false;
+    };
+    let parts: Vec<&str> = proof.split('.').collect();
+    parts.len() == 3
+        && parts[2]
+            == URL_SAFE_NO_PAD
+                .encode(Sha256Hex::digest(format!("{}.{}", parts[0], parts[1])).as_str())
+}
+
+/// N-7 (security review N6): without consent the run sends nothing the platform signed —
+/// the proofs wrong in one claim, in the `kid` or in the `typ` are not sent — so a verifier
+/// that checks the signature but not the `kid` or the `typ` (sound, only lenient) executes
+/// nothing; those checks are skipped with the reason, and the run does not pass.
+#[tokio::test]
+async fn n7_without_consent_no_platform_signed_proof_is_sent() {
+    let e = env_with(Lax {
+        ignore_kid: true,
+        ignore_typ: true,
+        ..Lax::default()
+    })
+    .await;
+    let mut r = request();
+    r.consent = false;
+    let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
+    let executes = e.provider.calls_of("execute_action");
+    assert_eq!(
+        executes.len(),
+        7,
+        "only the unsigned, MACed and foreign-key proofs"
+    );
+    assert!(
+        !executes.iter().any(platform_signed),
+        "nothing the platform signed"
+    );
+    let tenant = e.tenant.id.to_string();
+    let now = e.clock.now().unix_seconds();
+    assert!(executes.iter().all(|c| {
+        invalid(
+            c,
+            &tenant,
+            now,
+            Lax {
+                ignore_kid: true,
+                ignore_typ: true,
+                ..Lax::default()
+            },
+        )
+        .is_some()
+    }));
+    for id in [
+        "proof.unknown_kid",
+        "proof.wrong_typ",
+        "proof.wrong_sub",
+        "proof.expired",
+    ] {
+        assert_eq!(status(&run, id), CheckStatus::Skipped, "{id}");
+        assert!(reason(&run, id).contains("only with consent"), "{id}");
+    }
+    assert!(!run.accepted_bad_proof(), "{run:#?}");
+    assert!(!run.passed());
+    // With consent the same lenient verifier executes the kid and typ proofs: they are sent
+    // then, and they fail the run (a real verifier must check both).
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    assert_eq!(status(&run, "proof.unknown_kid"), CheckStatus::Failed);
+    assert_eq!(status(&run, "proof.wrong_typ"), CheckStatus::Failed);
+}
+
+/// N-7: what a run without consent can still execute is said truly: a server that
+/// verifies nothing executes the run's unsigned forgeries — only those — and the run fails
+/// and suspends actions.
+#[tokio::test]
+async fn n7_without_consent_a_server_that_verifies_nothing_executes_only_unsigned_forgeries() {
+    let e = env_with(Lax {
+        skip_verification: true,
+        ..Lax::default()
+    })
+    .await;
+    let mut r = request();
+    r.consent = false;
+    let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
+    let executes = e.provider.calls_of("execute_action");
+    assert_eq!(executes.len(), 7);
+    assert!(!executes.iter().any(platform_signed));
+    assert!(run.accepted_bad_proof(), "{run:#?}");
+    assert!(!completed_executes(&e).is_empty());
+}
+
+/// N-7: the test people must be synthetic ones the platform marks (`countersign-test:`): a
+/// free id is refused as bad input before anything runs, and every proof a run signs names
+/// a marked person.
+#[tokio::test]
+async fn n7_the_test_person_must_carry_the_reserved_prefix() {
+    let e = env().await;
+    for (first, second) in [
+        ("u_test", None),
+        ("countersign-test:u_test", Some("u_other")),
+    ] {
+        let mut r = request();
+        r.test_user = UserId::parse(first).unwrap();
+        r.second_user = second.map(|s| UserId::parse(s).unwrap());
+        r.personal = second
+            .map(|_| vec!["get_cars".to_owned()])
+            .unwrap_or_default();
+        let calls = e.provider.calls().len();
+        let Err(AdminError::Invalid { errors, .. }) = certify::run(&e.state, &e.tenant, &r).await
+        else {
+            panic!("refused: {first} {second:?}");
+        };
+        let field = if second.is_some() {
+            "secondTestUser"
+        } else {
+            "testUser"
+        };
+        assert!(
+            errors
+                .iter()
+                .any(|(f, m)| f == field && m.contains("countersign-test:")),
+            "{errors:?}"
+        );
+        assert_eq!(e.provider.calls().len(), calls, "nothing ran");
+    }
+    certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    for call in e.provider.calls_of("execute_action") {
+        assert!(call.user.starts_with(UserId::TEST_PREFIX));
+        if let Some(proof) = call.proof.as_deref() {
+            let claims = decode(proof.split('.').nth(1).unwrap());
+            assert!(
+                claims["sub"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(UserId::TEST_PREFIX),
+                "{claims}"
+            );
+        }
+    }
+}
+
+/// N-7 (the hostile provider): a provider that verifies nothing but executes only the first
+/// execute of each conversation, or only the first of the run, passed when the valid proof
+/// always came first in one conversation. Each bad proof now has a conversation of its own
+/// and a bad proof goes first and last, in an order that changes from run to run: both are
+/// caught, and their actions are suspended.
+#[tokio::test]
+async fn n7_a_provider_executing_only_first_executes_is_caught() {
+    for lax in [
+        Lax {
+            first_execute_per_conversation: true,
+            ..Lax::default()
+        },
+        Lax {
+            first_execute_of_run: true,
+            ..Lax::default()
+        },
+    ] {
+        let e = env_with(lax).await;
+        let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+        assert!(run.accepted_bad_proof(), "{lax:?}: {run:#?}");
+        assert!(!run.passed());
+    }
+    // A conforming provider: every execute in its own conversation, the valid one neither
+    // first nor last; two runs send the series in different orders.
+    let e = env().await;
+    let mut orders = BTreeSet::new();
+    for _ in 0..2 {
+        let before = e.provider.calls_of("execute_action").len();
+        let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+        assert!(run.passed(), "{run:#?}");
+        let executes = e.provider.calls_of("execute_action")[before..].to_vec();
+        let conversations: BTreeSet<&str> =
+            executes.iter().map(|c| c.conversation.as_str()).collect();
+        assert_eq!(conversations.len(), executes.len(), "one conversation each");
+        let tenant = e.tenant.id.to_string();
+        let now = e.clock.now().unix_seconds();
+        let at = executes
+            .iter()
+            .position(|c| invalid(c, &tenant, now, Lax::default()).is_none())
+            .unwrap();
+        assert!(at > 0 && at < executes.len() - 1, "valid at {at}");
+        // The order of the kinds of proof sent (what a verifier would say of each).
+        let kinds: Vec<&str> = executes
+            .iter()
+            .map(|c| invalid(c, &tenant, now, Lax::default()).unwrap_or("valid"))
+            .collect();
+        orders.insert(kinds.join(","));
+    }
+    assert_eq!(
+        orders.len(),
+        2,
+        "the order changes between runs: {orders:?}"
+    );
+}
+
+/// N-7: the second person's answer must carry none of the first person's data: the first
+/// person's cars plus one field is a leak (it was taken for "other data"); the second
+/// person's own cars pass.
+#[tokio::test]
+async fn n7_a_second_person_given_the_first_persons_data_plus_one_field_fails() {
+    let first =
+        json!({"cars": [{"id": "car_t1", "vin": "WVWZZZ1JZXW000001", "name": "Test car one"}]});
+    for (leak, want) in [(true, CheckStatus::Failed), (false, CheckStatus::Passed)] {
+        let e = env().await;
+        let theirs = first.clone();
+        e.provider.answer_with("get_cars", move |call| {
+            if call.service_token != "tok-1" {
+                return Reply::Result(
+                    json!({"content": [{"type": "text", "text": "unknown service token"}], "isError": true}),
+                );
+            }
+            let body = if call.user == "countersign-test:u_test" {
+                theirs.clone()
+            } else if leak {
+                let mut b = theirs.clone();
+                b["viewer"] = json!(call.user);
+                b
+            } else {
+                json!({"cars": [{"id": "car_u1", "vin": "WVWZZZ1JZXW000777", "name": "Second car"}]})
+            };
+            Reply::Result(json!({"content": [{"type": "text", "text": body.to_string()}], "structuredContent": body}))
+        });
+        let mut r = request();
+        r.second_user = Some(UserId::parse("countersign-test:u_test2").unwrap());
+        r.personal = vec!["get_cars".into()];
+        let run = certify::run(&e.state, &e.tenant, &r).await.unwrap();
+        assert_eq!(
+            status(&run, "consultation.get_cars.other_person"),
+            want,
+            "leak {leak}: {}",
+            reason(&run, "consultation.get_cars.other_person")
+        );
+        if leak {
+            assert!(reason(&run, "consultation.get_cars.other_person").contains("data"));
+        }
+    }
 }

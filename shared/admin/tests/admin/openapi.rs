@@ -191,7 +191,7 @@ async fn real_answers_match_the_documented_schemas() {
     let certifications = "/api/admin/tenants/{id}/mcp/certifications";
     let latest = "/api/admin/tenants/{id}/mcp/certifications/latest";
     let run =
-        json!({"testUser": "u_test", "action": {"operation": "reassign_session_car"}}).to_string();
+        json!({"testUser": "countersign-test:u_test", "action": {"operation": "reassign_session_car"}}).to_string();
     /// Method, documented path, body, query string, another tenant's key.
     type Step<'a> = (&'a str, &'a str, Option<String>, &'a str, Option<&'a str>);
     let steps: Vec<Step<'_>> = vec![

@@ -57,7 +57,7 @@ async fn v3_the_demo_provider_passes_and_one_action_per_operation_is_executed() 
     assert_eq!(st, 201, "{run:#}");
     assert_eq!(run["passed"], true, "{run:#}");
     assert_eq!(run["current"], true);
-    assert_eq!(run["testUser"], "u_test");
+    assert_eq!(run["testUser"], "countersign-test:u_test");
     assert_eq!(
         run["checked"]["operations"],
         json!(["reassign_session_car"])
