@@ -8,7 +8,10 @@
 // message of the history this tab has rendered again. A confirmation counts only when
 // it replies to the proposal the person saw.
 
-export const VERSION = "1.1.0";
+export const VERSION = "1.2.0";
+
+/** N-6: how long a replacing proposal's buttons wait after it first appeared. */
+const REPLACED_DWELL_MS = 5000;
 
 const TEXTS = {
   en: {
@@ -49,6 +52,8 @@ const TEXTS = {
       unknown: "Outcome uncertain",
       superseded: "Replaced by a newer proposal",
     },
+    // N-6: on the card of a proposal that replaced another (the API's `replacedEarlier`).
+    replacedEarlier: "This proposal replaced an earlier one. Read it before you answer.",
   },
   pt: {
     title: "Suporte",
@@ -88,6 +93,7 @@ const TEXTS = {
       unknown: "Resultado incerto",
       superseded: "Substituída por uma proposta mais nova",
     },
+    replacedEarlier: "Esta proposta substituiu uma anterior. Leia antes de responder.",
   },
 };
 
@@ -393,6 +399,7 @@ const STYLE = `
 .cs .state { display: block; margin-top: 6px; font-size: 13px; font-weight: 600; color: #4a5568; }
 .cs .who { position: absolute; left: -9999px; }
 .cs .instructions { display: block; margin-top: 6px; color: #4a5568; }
+.cs .replaced { display: block; margin-bottom: 4px; font-size: 13px; font-weight: 600; color: #8a4b08; }
 .cs .actions { display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap; }
 .cs button { font: inherit; min-height: 44px; padding: 6px 14px; border-radius: 6px; border: 1px solid #2357c6; background: #fff; color: #2357c6; cursor: pointer; }
 .cs button.primary { background: var(--cs-accent, #2357c6); border-color: var(--cs-accent, #2357c6); color: #fff; }
@@ -819,6 +826,22 @@ export class Widget {
         const state = proposalState(p, now);
         lastState = state;
         const answerable = isAnswerable(this.rendered, m, p, now);
+        // N-6: a proposal that replaced another says so on its card (from the API's stored
+        // field), and its buttons wait 5 s after it first appeared here: the server
+        // refuses — and cancels — a confirmation sooner than that after it was first
+        // served, so a click landing on a card that just slid under the pointer does
+        // nothing at all.
+        let dwelling = false;
+        if (p && p.replacedEarlier) {
+          if (!li.querySelector(".replaced")) {
+            li.insertBefore(el("span", { class: "replaced", role: "note" }, this.t.replacedEarlier), li.querySelector(".body"));
+          }
+          if (!li.dataset.shownAt) {
+            li.dataset.shownAt = String(now);
+            setTimeout(() => this.tick(), REPLACED_DWELL_MS + 50);
+          }
+          dwelling = now - Number(li.dataset.shownAt) < REPLACED_DWELL_MS;
+        }
         const line = li.querySelector(".state");
         if (state === "pending_confirmation" && p) {
           line.textContent = this.t.expiresIn(Math.ceil((Date.parse(p.expiresAt) - now) / 60000));
@@ -829,7 +852,7 @@ export class Widget {
         li.dataset.state = state;
         for (const b of li.querySelectorAll(".actions button.answer")) {
           b.dataset.stale = answerable ? "0" : "1";
-          b.disabled = !answerable || this.busy;
+          b.disabled = !answerable || this.busy || dwelling;
         }
         const check = li.querySelector(".actions button.check");
         if (check) {

@@ -93,6 +93,25 @@ async function tabTo(page, want, max = 25) {
 
 const last = async (page) => (await rendered(page)).at(-1);
 
+/** X-5, X-1: the person's own MCP client gets a gateway token for the open conversation
+ *  and prepares "move ses_a2 to car_a3" through /mcp. Returns the JSON-RPC answer. */
+async function prepareThroughMcp(page) {
+  const api = await page.evaluate(() => document.querySelector('meta[name="countersign-api"]').content.replace(/\/$/, ""));
+  const caseId = await page.evaluate(() => window.demo.widget.caseId);
+  const jwt = await (await fetch(new URL("token?user=u_alice", DEMO))).text();
+  const minted = await fetch(`${api}/api/cases/${caseId}/mcp-token`, {
+    method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: "{}",
+  });
+  assert.equal(minted.status, 201);
+  const { token } = await minted.json();
+  const rpc = await fetch(`${api}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prepare_action", arguments: { operation: "reassign_session_car", arguments: { sessionId: "ses_a2", carId: "car_a3" } } } }),
+  });
+  return rpc.json();
+}
+
 test("W-7: consult and see the answer", async () => {
   const { ctx, page } = await person();
   await type(page, "show my sessions");
@@ -127,22 +146,8 @@ test("W-7, W-5: a write is proposed, confirmed with the button, and its result s
 
 test("X-1, X-5: a write prepared by the person's own MCP client appears in the open widget; only the person's Confirm carries it out", async () => {
   const { ctx, page } = await person("?poll=300");
-  const api = await page.evaluate(() => document.querySelector('meta[name="countersign-api"]').content.replace(/\/$/, ""));
-  const caseId = await page.evaluate(() => window.demo.widget.caseId);
-  const jwt = await (await fetch(new URL("token?user=u_alice", DEMO))).text();
-  // X-5: the person's token for this conversation, then the client prepares through /mcp.
-  const minted = await fetch(`${api}/api/cases/${caseId}/mcp-token`, {
-    method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: "{}",
-  });
-  assert.equal(minted.status, 201);
-  const { token } = await minted.json();
   const before = (await rendered(page)).length;
-  const rpc = await fetch(`${api}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prepare_action", arguments: { operation: "reassign_session_car", arguments: { sessionId: "ses_a2", carId: "car_a3" } } } }),
-  });
-  const answer = await rpc.json();
+  const answer = await prepareThroughMcp(page);
   assert.equal(answer.result.structuredContent.data.status, "pending_confirmation", JSON.stringify(answer));
   // The open widget shows it without a reload, as a proposal with its buttons.
   await page.waitForFunction(count, before);
@@ -152,6 +157,28 @@ test("X-1, X-5: a write prepared by the person's own MCP client appears in the o
   await press(page, "Confirm");
   assert.match((await last(page)).text, /Action completed/);
   // Put the car back for the other tests.
+  await type(page, "move ses_a2 to car_a1");
+  await press(page, "Confirm");
+  await ctx.close();
+});
+
+test("N-6: a proposal that replaced the pending one says so on its card, its buttons wait 5 s, then Confirm carries it out", async () => {
+  const { ctx, page } = await person("?poll=300");
+  await type(page, "move ses_a2 to car_a3");
+  const first = await last(page);
+  assert.equal(first.kind, "proposal");
+  const before = (await rendered(page)).length;
+  const answer = await prepareThroughMcp(page);
+  assert.equal(answer.result.structuredContent.data.status, "pending_confirmation");
+  await page.waitForFunction(count, before);
+  const card = page.locator("#chat li.proposal").last();
+  await card.locator(".replaced").waitFor();
+  assert.match(await card.locator(".replaced").textContent(), /replaced an earlier one/);
+  assert.equal(await card.getByRole("button", { name: "Confirm" }).isDisabled(), true, "inactive at first");
+  await page.screenshot({ path: `${ARTIFACTS}/replaced-proposal.png`, fullPage: true });
+  // The click waits for the button (5 s), and then the server accepts it.
+  await press(page, "Confirm");
+  assert.match((await last(page)).text, /Action completed/);
   await type(page, "move ses_a2 to car_a1");
   await press(page, "Confirm");
   await ctx.close();

@@ -198,6 +198,20 @@ async fn a13_a_provider_refusal_is_a_tool_error_and_nothing_is_stored() {
     assert!(!kinds(&out).contains(&MessageKind::Proposal));
 }
 
+/// The person asks for a write and the tenant's server refuses its preparation with
+/// `reason`: what the turn stored.
+async fn refused_preparation(h: &H, reason: &str) -> crate::harness::Out {
+    h.model.call(
+        "prepare_action",
+        json!({"operation": OPERATION, "arguments": {}}),
+    );
+    h.provider.answer(
+        "prepare_action",
+        Reply::Result(json!({"isError": true, "content": [{"type": "text", "text": reason}]})),
+    );
+    h.say("move ses_a1 to car_a2").await
+}
+
 /// Issue 28: a business refusal whose words pass A-20 reaches the model (the error's
 /// message and `details.reason`) and the person (after the fixed notice, as the company's
 /// words); words that do not pass stay out, and the fixed notice alone is shown.
@@ -217,15 +231,7 @@ async fn a_providers_refusal_reason_is_shown_only_when_it_passes_a20() {
         ("Overdue\u{202e}gnol", "gnol", false),
     ] {
         let h = H::new().await;
-        h.model.call(
-            "prepare_action",
-            json!({"operation": OPERATION, "arguments": {}}),
-        );
-        h.provider.answer(
-            "prepare_action",
-            Reply::Result(json!({"isError": true, "content": [{"type": "text", "text": reason}]})),
-        );
-        let out = h.say("move ses_a1 to car_a2").await;
+        let out = refused_preparation(&h, reason).await;
         let seen = h.last_tool_result();
         assert_eq!(error_code(&seen), "TOOL_ERROR");
         assert_eq!(seen.to_string().contains(mark), shown, "{seen}");
@@ -266,15 +272,7 @@ async fn n7_a_providers_refusal_cannot_add_an_instruction_or_a_link_to_the_notic
         long.as_str(),
     ] {
         let h = H::new().await;
-        h.model.call(
-            "prepare_action",
-            json!({"operation": OPERATION, "arguments": {}}),
-        );
-        h.provider.answer(
-            "prepare_action",
-            Reply::Result(json!({"isError": true, "content": [{"type": "text", "text": reason}]})),
-        );
-        let out = h.say("move ses_a1 to car_a2").await;
+        let out = refused_preparation(&h, reason).await;
         let fixed = countersign_domain::texts::preparation_refused_notice(
             countersign_domain::texts::Language::En,
         );
