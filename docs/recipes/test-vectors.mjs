@@ -14,9 +14,9 @@ const doc = JSON.parse(readFileSync(new URL("../proof-test-vectors.json", here),
 const keys = Object.fromEntries(doc.trustedKeys.map((k) => [k.kid, k.publicKeyPem]));
 const seen = new Set();
 const consume = async (jti) => (seen.has(jti) ? false : (seen.add(jti), true));
-async function run(token, guard) {
+async function run(token, guard, claim) {
   try {
-    await verifyProof(token, { keys, issuer: doc.issuer, audience: doc.audience, expected: doc.action, now: doc.now, leeway: doc.leewaySeconds, consume: guard });
+    await verifyProof(token, { keys, issuer: doc.issuer, audience: doc.audience, expected: doc.action, now: doc.now, leeway: doc.leewaySeconds, consume: guard, claim });
     return "accept";
   } catch (e) {
     if (!(e instanceof Refused)) throw e;
@@ -34,6 +34,15 @@ const first = await run(valid, consume);
 const second = await run(valid, consume);
 if (first !== "accept" || second === "accept") failures.push(`replay: first ${first}, second ${second}`);
 console.log(`  ${"replay".padEnd(34)} first ${first}, second ${second}`);
+// N-1: an action already executed (claimed) is refused whatever the proof.
+const executed = await run(valid, undefined, async () => false);
+if (executed !== "reject (already executed)") failures.push(`already executed: got ${executed}`);
+const claimed = [];
+const fresh = await run(valid, undefined, async (t, a) => (claimed.push([t, a]), true));
+if (fresh !== "accept" || JSON.stringify(claimed) !== JSON.stringify([[doc.action.tenantId, doc.action.actionId]])) {
+  failures.push(`claim: got ${fresh}, claimed ${JSON.stringify(claimed)}`);
+}
+console.log(`  ${"already executed".padEnd(34)} ${executed}`);
 // V-6: the audit checkpoint key set is never a source of proof keys.
 try {
   await proofKeysFromJwks(doc.checkpointKeys);

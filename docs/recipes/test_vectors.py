@@ -19,10 +19,11 @@ def consume(jti, exp):
     return True
 
 
-def run(token, guard=None):
+def run(token, guard=None, claim=None):
     try:
         verify_proof(token, keys=keys, issuer=doc["issuer"], audience=doc["audience"],
-                     expected=doc["action"], now=doc["now"], leeway=doc["leewaySeconds"], consume=guard)
+                     expected=doc["action"], now=doc["now"], leeway=doc["leewaySeconds"], consume=guard,
+                     claim_action=claim)
         return "accept"
     except Refused as e:
         return f"reject ({e})"
@@ -40,6 +41,15 @@ first, second = run(valid, consume), run(valid, consume)
 if first != "accept" or second == "accept":
     failures.append(f"replay: first {first}, second {second}")
 print(f"  {'replay':34} first {first}, second {second}")
+# N-1: an action already executed (claimed) is refused whatever the proof.
+executed = run(valid, claim=lambda tenant, action: False)
+if executed != "reject (already executed)":
+    failures.append(f"already executed: got {executed}")
+claimed = []
+fresh = run(valid, claim=lambda tenant, action: claimed.append((tenant, action)) or True)
+if fresh != "accept" or claimed != [(doc["action"]["tenantId"], doc["action"]["actionId"])]:
+    failures.append(f"claim: got {fresh}, claimed {claimed}")
+print(f"  {'already executed':34} {executed}")
 # V-6: the audit checkpoint key set is never a source of proof keys.
 try:
     proof_keys_from_jwks(doc["checkpointKeys"])

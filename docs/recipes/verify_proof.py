@@ -8,7 +8,7 @@ ignores `typ` and extra header fields, and does not know the fourteen claims.
     claims = verify_proof(token, keys={kid: pem}, issuer=..., audience=...,
                           expected={...the stored action and the call's headers...},
                           now=int(time.time()), consume=my_replay_guard,
-                          claim=my_action_claim)
+                          claim_action=my_action_claim)
 """
 import base64
 import json
@@ -63,11 +63,11 @@ def _segment(seg):
 
 
 def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, consume=None,
-                 claim=None):
+                 claim_action=None):
     """Returns the claims of a valid proof, or raises Refused. `keys` maps each installed
     `kid` to its public key PEM; `expected` holds tenantId, userId, conversationId,
     actionId, operation, argumentsHash, summaryHash; `consume(jti, exp)` records a
-    `jti` atomically and returns False when it was already recorded; `claim(tenantId,
+    `jti` atomically and returns False when it was already recorded; `claim_action(tenantId,
     actionId)` (N-1) records the action's one execution atomically, for good, and returns
     False when it was already claimed: a second genuine proof for an executed action
     ("already executed": answer the action's recorded status, execute nothing)."""
@@ -117,6 +117,6 @@ def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, cons
         raise Refused("jti")
     if consume is not None and not consume(claims["jti"], exp):
         raise Refused("replayed")
-    if claim is not None and not claim(claims["tenantId"], claims["actionId"]):
+    if claim_action is not None and not claim_action(claims["tenantId"], claims["actionId"]):
         raise Refused("already executed")
     return claims

@@ -246,7 +246,7 @@ def execute_action(actionId: str, ctx: Context) -> Status:  # noqa: N803
         try:
             verify_proof(token, keys=KEYS.get(kid_of(token)), issuer=ISSUER, audience=AUDIENCE,
                          expected=expected, now=int(time.time()), consume=consume,
-                         claim=claim)
+                         claim_action=claim)
         except Refused as e:
             if str(e) == "already executed":
                 return status_of(a)  # N-1: its one execution happened: the recorded status
