@@ -493,11 +493,12 @@ async fn sign_in_step(
         Ok(None) => return notice(StatusCode::CONFLICT, lang, t.no_sign_in),
         Err(r) => return r,
     };
-    let host = url::Url::parse(&url)
-        .ok()
+    let parsed = url::Url::parse(&url).ok();
+    let host = parsed
+        .as_ref()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    page(
+    let mut res = page(
         StatusCode::OK,
         lang,
         html! {
@@ -507,7 +508,19 @@ async fn sign_in_step(
                 button id="sign-in" type="submit" class="button" { (t.sign_in_button) }
             }
         },
-    )
+    );
+    // The Sign in form posts here and is redirected to the tenant's sign-in: browsers
+    // hold form-action to the redirect's target too, so this page (only) allows it.
+    let origin = parsed.map(|u| u.origin().ascii_serialization());
+    let csp = origin
+        .filter(|o| o != "null")
+        .map(|o| CSP.replace("form-action 'self'", &format!("form-action 'self' {o}")))
+        .and_then(|c| HeaderValue::from_str(&c).ok());
+    if let Some(csp) = csp {
+        res.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    res
 }
 
 /// `POST /confirm/{id}/sign-in`: a fresh nonce in this browser's cookie, and on to the

@@ -301,6 +301,16 @@ async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
         "names where the person signs in: {}",
         first.body
     );
+    // Its form may be redirected to the tenant's sign-in (form-action holds redirects).
+    assert!(
+        first
+            .csp
+            .as_deref()
+            .is_some_and(|c| c.contains("form-action 'self' https://shop.example;")
+                && c.contains("script-src") == CSP.contains("script-src")),
+        "{:?}",
+        first.csp
+    );
     assert!(
         !first.body.contains("Move session"),
         "nothing shown before sign-in"
