@@ -24,13 +24,10 @@ try {
   const first = await page.goto(url);
   out.csp = first.headers()["content-security-policy"] || null;
   // N-6: Sign in is a button (the nonce is made when it is pressed); the tenant's
-  // sign-in posts the token back. Another demo person: the sign-in URL gains `user=`.
+  // sign-in posts the token back. Another demo person: the demo site reads a cookie (the
+  // sign-in is reached by a redirect, which a route cannot rewrite; cookies ignore ports).
   if (person) {
-    await page.route((u) => u.pathname.endsWith("/sign-in") && u.searchParams.has("nonce"), (route) => {
-      const to = new URL(route.request().url());
-      to.searchParams.set("user", person);
-      return route.continue({ url: to.toString() });
-    });
+    await page.context().addCookies([{ name: "countersign-demo-user", value: person, domain: new URL(url).hostname, path: "/" }]);
   }
   out.signInHost = await page.locator("#sign-in-host").textContent();
   const returned = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/return"));

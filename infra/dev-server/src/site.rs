@@ -113,11 +113,20 @@ struct SignInQuery {
     user: Option<String>,
 }
 
+/// The cookie a test browser sets to be signed in as another demo person (the page's
+/// Sign in reaches here by a redirect, whose URL a test cannot change).
+const DEMO_USER_COOKIE: &str = "countersign-demo-user";
+
 /// the demo tenant's sign-in hand-off (docs/widget-guide.md, “Confirmation page”).
-/// A real tenant signs the person in first; the demo person is signed in already (`user=`
-/// picks another demo person). Back to the confirmation page, and only there, with a
-/// widget token carrying the page's nonce, valid 2 minutes, in a form post (N-6).
-async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Response {
+/// A real tenant signs the person in first; the demo person is signed in already (`user=`,
+/// or the `countersign-demo-user` cookie, picks another demo person). Back to the
+/// confirmation page, and only there, with a widget token carrying the page's nonce, valid
+/// 2 minutes, in a form post (N-6).
+async fn sign_in(
+    State(site): State<Site>,
+    Query(q): Query<SignInQuery>,
+    headers: axum::http::HeaderMap,
+) -> Response {
     let c = match connected(&site) {
         Ok(c) => c,
         Err(r) => return r.into_response(),
@@ -133,7 +142,10 @@ async fn sign_in(State(site): State<Site>, Query(q): Query<SignInQuery>) -> Resp
         )
             .into_response();
     }
-    let user = match demo_person(q.user.as_deref()) {
+    let chosen = q
+        .user
+        .or_else(|| countersign_http::pages::cookie(&headers, DEMO_USER_COOKIE));
+    let user = match demo_person(chosen.as_deref()) {
         Ok(u) => u,
         Err(r) => return r.into_response(),
     };
@@ -224,7 +236,10 @@ async fn token(State(site): State<Site>, Query(q): Query<TokenQuery>) -> Respons
         Ok(c) => c,
         Err(r) => return r.into_response(),
     };
-    let user = match demo_person(q.user.as_deref()) {
+    let chosen = q
+        .user
+        .or_else(|| countersign_http::pages::cookie(&headers, DEMO_USER_COOKIE));
+    let user = match demo_person(chosen.as_deref()) {
         Ok(u) => u,
         Err(r) => return r.into_response(),
     };
