@@ -236,10 +236,7 @@ async fn token(State(site): State<Site>, Query(q): Query<TokenQuery>) -> Respons
         Ok(c) => c,
         Err(r) => return r.into_response(),
     };
-    let chosen = q
-        .user
-        .or_else(|| countersign_http::pages::cookie(&headers, DEMO_USER_COOKIE));
-    let user = match demo_person(chosen.as_deref()) {
+    let user = match demo_person(q.user.as_deref()) {
         Ok(u) => u,
         Err(r) => return r.into_response(),
     };
