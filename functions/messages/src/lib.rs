@@ -310,6 +310,13 @@ pub fn app(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<axum:
         .merge(certification))
 }
 
+/// N-5: the stream function's router (`COUNTERSIGN_RESPONSE_STREAMING`): the streamed
+/// post alone; everything else is a 404 there (the admin, erasure, certification, page and
+/// JWKS routes are served only behind the throttled HTTP API).
+pub fn stream_app(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<axum::Router> {
+    Ok(countersign_chat::api::stream_router(state(sdk, config)?))
+}
+
 /// The function's router, configured from the environment.
 pub fn app_from_env(sdk: &aws_config::SdkConfig) -> anyhow::Result<axum::Router> {
     app(sdk, &Config::from_env()?)

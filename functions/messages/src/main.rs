@@ -19,12 +19,15 @@ async fn main() -> anyhow::Result<()> {
         countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
             .await;
     // G-8: metrics (tool calls, proposal outcomes, confirm latency) as CloudWatch EMF.
-    let app = countersign_http::emf::with_emf_metrics(countersign_messages::app(&sdk, &config)?)?;
     if config.response_streaming {
-        // S-1: the template's stream function (a function URL in RESPONSE_STREAM mode).
+        // S-1: the template's stream function (a function URL in RESPONSE_STREAM mode); N-5:
+        // it serves the streamed post and nothing else.
+        let app = countersign_messages::stream_app(&sdk, &config)?;
+        let app = countersign_http::emf::with_emf_metrics(app)?;
         return Ok(
             countersign_http::serve::run_streaming(app, &config.addr, "messages API").await?,
         );
     }
+    let app = countersign_http::emf::with_emf_metrics(countersign_messages::app(&sdk, &config)?)?;
     Ok(countersign_http::serve::run(app, &config.addr, "messages API").await?)
 }

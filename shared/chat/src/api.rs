@@ -581,6 +581,21 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// N-5: the stream function's router — only the streamed post (with its CORS preflight),
+/// the same middleware as [`router`]; every other path is a 404 answered before any I/O.
+/// The stream function's public URL has no API Gateway throttle in front of it: it must
+/// not serve the admin, erasure, certification, page or JWKS routes.
+pub fn stream_router(state: AppState) -> Router {
+    Router::new()
+        .route(STREAM_PATH, post(post_message_stream))
+        .layer(axum::middleware::from_fn(
+            countersign_http::language::localized_errors,
+        ))
+        .layer(axum::middleware::from_fn(crate::cors::cors))
+        .fallback(|| async { ApiError::not_found("no such route on the stream URL") })
+        .with_state(state)
+}
+
 // ---------------------------------------------------------------------------------------
 // S-1: `POST /api/cases/{id}/messages/stream` — the buffered post's twin that answers as
 // it goes: newline-delimited JSON (`application/x-ndjson`), one event a line:

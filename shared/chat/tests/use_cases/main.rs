@@ -22,4 +22,5 @@ mod page;
 mod post;
 mod prepare;
 mod reconcile;
+mod stream_route;
 mod turn;
