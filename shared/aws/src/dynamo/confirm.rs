@@ -46,11 +46,11 @@ impl DynamoStore {
     fn confirm_items(
         &self,
         w: &ConfirmWrite,
+        entry: &AuditEntry,
         head: &Head,
     ) -> Result<(Vec<TransactWriteItem>, Head), StoreError> {
         let chain = ChainRef::case(&w.tenant, &w.case);
-        let (audit, next) =
-            self.chain_items(&chain, head, std::slice::from_ref(&Self::confirm_entry(w)?))?;
+        let (audit, next) = self.chain_items(&chain, head, std::slice::from_ref(entry))?;
         let pk = conv_pk(&w.tenant, &w.case);
         let items = vec![
             self.update(
@@ -99,12 +99,19 @@ impl DynamoStore {
         w: &ConfirmWrite,
     ) -> Result<TransitionOutcome, StoreError> {
         let chain = ChainRef::case(&w.tenant, &w.case);
+        // N-2: the confirmation's record is sealed like every other record (its conversation
+        // and person fields under their keys) before it is chained — once, so that a resend
+        // of the same request carries the very same items.
+        let sealed = self
+            .sealed(&w.tenant, std::slice::from_ref(&Self::confirm_entry(w)?))
+            .await?;
+        let entry = sealed.first().ok_or_else(|| corrupt("confirmation record"))?;
         for attempt in 0..MAX_ATTEMPTS {
             // A fresh token per attempt: an attempt that follows a definite cancellation
             // is a new request, not a resend.
             let token = ulid::Ulid::new().to_string();
             let head = self.head(&chain).await?;
-            let (items, next) = self.confirm_items(w, &head)?;
+            let (items, next) = self.confirm_items(w, entry, &head)?;
             let head_index = items.len() - 1;
             let reasons = match self.send_resending(w, &items, &token).await? {
                 Ok(Tx::Committed) => {

@@ -94,9 +94,17 @@ impl Sealed {
         store.append_message(&case.tenant, &said).await.unwrap();
         let (p, m) = f.proposal(&case, &format!("act_{}", ulid::Ulid::new()));
         store.create_proposal(&p, &m).await.unwrap();
+        // N-2: a completed proposal is confirmed through the confirm transaction itself
+        // (its record is the one that used to be chained unsealed).
+        if to == S::Completed {
+            let write = f.confirm_write(&p, &p.presented.message_id);
+            let outcome = store.confirm(&write).await.unwrap();
+            assert_eq!(outcome, countersign_domain::ports::TransitionOutcome::Applied);
+        }
         let path: &[(S, S)] = match to {
             S::Cancelled => &[(S::PendingConfirmation, S::Cancelled)],
             S::Executing => &[(S::PendingConfirmation, S::Executing)],
+            S::Completed => &[(S::Executing, S::Completed)],
             _ => &[],
         };
         for (from, next) in path {
@@ -522,8 +530,8 @@ async fn r3_a_held_person_survives_purge_and_erasure_until_lifted() {
     );
 }
 
-/// R-1 (decision 0055): a purged conversation leaves none of its text, ids or items in
-/// the table — its id, its action's id, its messages' ids, its confirmation link, a hold's
+/// R-1 (decision 0055), N-2: a purged conversation — confirmed and completed — leaves none
+/// of its text, ids or items in the table — its id, its action's id, its messages' ids, its confirmation link, a hold's
 /// mention of it — while its audit chain (records sealed under the conversation's key,
 /// head moved out of its partition, index entry without the case) still verifies and
 /// extends a checkpoint taken before the purge; the export shows its records' conversation
@@ -540,8 +548,17 @@ async fn r1_a_purged_conversation_leaves_none_of_its_ids_and_the_trail_still_ver
     let f = Fixture::default();
     let person = UserId::parse(format!("driver-{}", ulid::Ulid::new())).unwrap();
     let t = template(&tenant);
-    let (case, p) = s.conversation_with(&f, &t, &person, S::Cancelled).await;
+    // N-2: confirmed and completed, so the confirmation's record is in its chain too.
+    let (case, p) = s.conversation_with(&f, &t, &person, S::Completed).await;
     let kept = s.conversation(&f, &t, &person, S::Cancelled).await;
+    let confirmation = s
+        .store
+        .proposal(&tenant.id, &case, &p.action_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .confirmation_message_id
+        .unwrap();
     let secret = format!("purge-me-{}", ulid::Ulid::new());
     let said = f.message(
         &case,
@@ -586,6 +603,7 @@ async fn r1_a_purged_conversation_leaves_none_of_its_ids_and_the_trail_still_ver
         case.as_str(),
         p.action_id.as_str(),
         p.presented.message_id.as_str(),
+        confirmation.as_str(),
         said.id.as_str(),
         link.as_str(),
         secret.as_str(),
