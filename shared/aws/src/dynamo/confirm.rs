@@ -105,7 +105,9 @@ impl DynamoStore {
         let sealed = self
             .sealed(&w.tenant, std::slice::from_ref(&Self::confirm_entry(w)?))
             .await?;
-        let entry = sealed.first().ok_or_else(|| corrupt("confirmation record"))?;
+        let entry = sealed
+            .first()
+            .ok_or_else(|| corrupt("confirmation record"))?;
         for attempt in 0..MAX_ATTEMPTS {
             // A fresh token per attempt: an attempt that follows a definite cancellation
             // is a new request, not a resend.

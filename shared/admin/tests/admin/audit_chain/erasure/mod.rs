@@ -99,7 +99,10 @@ impl Sealed {
         if to == S::Completed {
             let write = f.confirm_write(&p, &p.presented.message_id);
             let outcome = store.confirm(&write).await.unwrap();
-            assert_eq!(outcome, countersign_domain::ports::TransitionOutcome::Applied);
+            assert_eq!(
+                outcome,
+                countersign_domain::ports::TransitionOutcome::Applied
+            );
         }
         let path: &[(S, S)] = match to {
             S::Cancelled => &[(S::PendingConfirmation, S::Cancelled)],
