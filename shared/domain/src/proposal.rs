@@ -140,6 +140,13 @@ impl ProposalState {
         matches!(self, Self::Executing | Self::Unknown)
     }
 
+    /// N-6: a new proposal stored while the conversation's slot holds one in these states
+    /// replaced it (pending: superseded in the same write; superseded: just ended by the
+    /// gateway's `make_room`).
+    pub fn is_replaced_by_a_new_proposal(self) -> bool {
+        matches!(self, Self::PendingConfirmation | Self::Superseded)
+    }
+
     /// P-3: a conversation holding a proposal in one of these states is never purged.
     pub fn blocks_purge(self) -> bool {
         !self.is_terminal()

@@ -45,6 +45,15 @@ impl Conversation {
             .filter(|p| !p.state.is_terminal())
     }
 
+    /// N-6: the slot's proposal a new one replaces, if any.
+    fn replaced(&self) -> Option<ActionId> {
+        self.slot
+            .as_ref()
+            .and_then(|a| self.proposals.get(a))
+            .filter(|p| p.state.is_replaced_by_a_new_proposal())
+            .map(|p| p.action_id.clone())
+    }
+
     fn push(&mut self, m: &NewMessage) {
         self.messages.insert(m.id.clone(), m.clone());
     }
@@ -599,19 +608,8 @@ impl ProposalLock for MemoryStore {
                 if fenced {
                     return Ok(CreateProposalOutcome::SettingsChanged);
                 }
-                // N-6: what this one replaced, from the slot as it stood (pending, or just
-                // superseded by the gateway's `make_room`).
-                let replaced = conv
-                    .slot
-                    .as_ref()
-                    .and_then(|a| conv.proposals.get(a))
-                    .filter(|p| {
-                        matches!(
-                            p.state,
-                            ProposalState::PendingConfirmation | ProposalState::Superseded
-                        )
-                    })
-                    .map(|p| p.action_id.clone());
+                // N-6: what this one replaced, from the slot as it stood.
+                let replaced = conv.replaced();
                 // a pending predecessor is superseded in the same write.
                 let superseded = conv
                     .slot

@@ -219,8 +219,7 @@ impl DynamoStore {
 /// `make_room`).
 fn replaced_by_slot(seen: Option<&(String, String)>) -> Result<Option<ActionId>, StoreError> {
     seen.filter(|(_, st)| {
-        st == ProposalState::PendingConfirmation.as_str()
-            || st == ProposalState::Superseded.as_str()
+        ProposalState::parse(st).is_some_and(ProposalState::is_replaced_by_a_new_proposal)
     })
     .map(|(a, _)| ActionId::parse(a.as_str()))
     .transpose()
