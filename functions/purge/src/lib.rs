@@ -112,6 +112,7 @@ async fn purge_until<S: ConversationStore + Tenants>(
                 r.items += page.items;
                 r.unresolved += page.unresolved;
                 r.held += page.held;
+                r.active += page.active;
                 cursor = page.next;
             }
             Err(e) => {

@@ -155,14 +155,15 @@ async fn purge_person(
     let mut out = ErasedConversations::default();
     let mut items = 0;
     for case in conversations_of(store, tenant, user).await? {
-        match crate::retention::purge_one(store, tenant, &case, now).await? {
+        match crate::retention::purge_one(store, tenant, &case, None, now).await? {
             PurgeOutcome::Purged { items: n } => {
                 items += n;
                 out.purged.push(case.to_string());
             }
             PurgeOutcome::Unresolved(_) => out.unresolved.push(case.to_string()),
             PurgeOutcome::Held => out.held.push(case.to_string()),
-            PurgeOutcome::Gone => {}
+            // Not asked for (an erasure purges whatever the activity).
+            PurgeOutcome::Gone | PurgeOutcome::Active => {}
         }
     }
     Ok((out, items))

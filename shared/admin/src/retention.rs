@@ -27,6 +27,9 @@ pub struct PurgeReport {
     pub unresolved: usize,
     /// Conversations due but kept under a legal hold.
     pub held: usize,
+    /// N-4: conversations due when listed but written to since (kept; the next run
+    /// looks again).
+    pub active: usize,
     /// Where the next run resumes (`None`: this run reached the end).
     pub next: Option<String>,
 }
@@ -59,13 +62,14 @@ pub async fn purge_tenant(
             if !retention.is_due(item.last_activity, now) {
                 continue;
             }
-            match purge_one(store, tenant, &item.case, now).await? {
+            match purge_one(store, tenant, &item.case, Some(item.writes), now).await? {
                 PurgeOutcome::Purged { items } => {
                     report.purged += 1;
                     report.items += items;
                 }
                 PurgeOutcome::Unresolved(_) => report.unresolved += 1,
                 PurgeOutcome::Held => report.held += 1,
+                PurgeOutcome::Active => report.active += 1,
                 PurgeOutcome::Gone => {}
             }
         }
@@ -77,16 +81,18 @@ pub async fn purge_tenant(
     Ok(report)
 }
 
-/// Purges one due conversation. A proposal still stored as pending but past its expiry
-/// (expiry is applied lazily, when someone next looks) is expired first: it can no longer
-/// be confirmed, so it holds nothing.
+/// Purges one due conversation (`seen`: the writes it was listed with, N-4; `None` for an
+/// erasure). A proposal still stored as pending but past its expiry (expiry is applied
+/// lazily, when someone next looks) is expired first: it can no longer be confirmed, so
+/// it holds nothing (the expiry writes no message: the writes it was listed with stand).
 pub(crate) async fn purge_one(
     store: &dyn ConversationStore,
     tenant: &TenantId,
     case: &CaseId,
+    seen: Option<u64>,
     now: Timestamp,
 ) -> Result<PurgeOutcome, StoreError> {
-    let first = store.purge(tenant, case).await?;
+    let first = store.purge(tenant, case, seen).await?;
     if first != PurgeOutcome::Unresolved(ProposalState::PendingConfirmation) {
         return Ok(first);
     }
@@ -102,7 +108,7 @@ pub(crate) async fn purge_one(
     store
         .transition(tenant, case, &p.action_id, from, to, None)
         .await?;
-    store.purge(tenant, case).await
+    store.purge(tenant, case, seen).await
 }
 
 /// sets the tenant's retention, audited as `tenant.retention_days`. Setting the value

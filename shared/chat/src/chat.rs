@@ -65,7 +65,17 @@ pub enum ChatError {
     },
     /// A store failed; nothing more was done.
     #[error("a platform service is unavailable")]
-    Unavailable(#[from] StoreError),
+    Unavailable(StoreError),
+}
+
+impl From<StoreError> for ChatError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            // N-4: the conversation was purged while this request worked in it.
+            StoreError::Gone => Self::NotFound,
+            e => Self::Unavailable(e),
+        }
+    }
 }
 
 /// V-7: how many new cases and messages one person may send a minute.
@@ -81,7 +91,7 @@ impl From<countersign_tools::integration::IntegrationError> for ChatError {
     fn from(e: countersign_tools::integration::IntegrationError) -> Self {
         use countersign_tools::integration::IntegrationError as E;
         match e {
-            E::Store(s) => Self::Unavailable(s),
+            E::Store(s) => s.into(),
             E::Secrets(s) => Self::Unavailable(StoreError::Unavailable(Box::new(s))),
         }
     }

@@ -41,6 +41,8 @@ pub trait Subject: Send + Sync + 'static {
     fn tenants(&self) -> &dyn TenantStore;
     /// The tenant budgets.
     fn budgets(&self) -> &dyn RateLimiter;
+    /// The confirmation links (N-4: written into a conversation).
+    fn links(&self) -> &dyn countersign_domain::ports::ConfirmationLinks;
     /// The proposal as stored now, whatever its state.
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal>;
     /// a look at everything stored (a whole-table scan): what holds `needle`, by
@@ -57,6 +59,9 @@ impl Subject for crate::MemoryStore {
         self
     }
     fn budgets(&self) -> &dyn RateLimiter {
+        self
+    }
+    fn links(&self) -> &dyn countersign_domain::ports::ConfirmationLinks {
         self
     }
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
@@ -98,6 +103,8 @@ macro_rules! store_contract {
             x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one,
             r1_a_tenants_conversations_are_listed_with_their_last_activity,
             r1_a_purge_removes_every_item_of_a_settled_conversation,
+            n4_nothing_is_written_into_a_purged_conversation,
+            n4_a_write_after_the_listing_keeps_the_conversation,
             r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved,
             r1_the_retention_is_set_with_its_audit_record,
             r3_a_hold_keeps_conversations_from_the_purge_until_lifted,
@@ -1343,13 +1350,15 @@ pub async fn r1_a_purge_removes_every_item_of_a_settled_conversation(s: Arc<dyn 
     let secret = format!("purge-me-{}", f.ulid());
     let said = f.message(&case.id, Role::User, MessageKind::Text, &secret);
     store.append_message(&tenant, &said).await.unwrap();
-    let (p, m) = f.proposal(&case, "act_purged");
+    // Registered (C-8), so its registration is among what must go (confirm-path N7).
+    f.configure(s.tenants(), &tenant, None, (1, 1, "v1")).await;
+    let (p, m) = f.registered(&case, "act_purged", (1, "v1"));
     create(&*s, &p, &m).await;
     assert_eq!(
         step(&*s, &p, S::PendingConfirmation, S::Cancelled).await,
         TransitionOutcome::Applied
     );
-    let outcome = store.purge(&tenant, &case.id).await.unwrap();
+    let outcome = store.purge(&tenant, &case.id, None).await.unwrap();
     assert!(
         matches!(outcome, countersign_domain::ports::PurgeOutcome::Purged { items } if items >= 4),
         "{outcome:?}"
@@ -1387,10 +1396,110 @@ pub async fn r1_a_purge_removes_every_item_of_a_settled_conversation(s: Arc<dyn 
         "only the other conversation is left"
     );
     assert_eq!(
-        store.purge(&tenant, &case.id).await.unwrap(),
+        store.purge(&tenant, &case.id, None).await.unwrap(),
         countersign_domain::ports::PurgeOutcome::Gone
     );
     assert!(store.load(&tenant, &kept.id).await.unwrap().is_some());
+}
+
+/// A confirmation link into `case` (N-4's rules).
+fn link_into(f: &Fixture, case: &Case) -> (Sha256Hex, countersign_domain::ports::ConfirmationLink) {
+    let link = countersign_domain::ports::ConfirmationLink {
+        tenant: case.tenant.clone(),
+        user: case.user.clone(),
+        case: case.id.clone(),
+        action_id: ActionId::parse(&format!("act_{}", f.ulid().to_lowercase())).unwrap(),
+        operation: OperationName::parse("reassign_session_car").unwrap(),
+        presented: f.message_id(),
+        summary_hash: Sha256Hex::digest("summary"),
+        arguments_hash: Sha256Hex::digest("arguments"),
+        expires_at: f.now().plus_seconds(600),
+    };
+    (Sha256Hex::digest(f.ulid()), link)
+}
+
+/// N-4 (confirm-path review N2, interleaving A): a request that loaded the conversation
+/// before the purge cannot write into it after: its message and its confirmation link are
+/// refused as [`StoreError::Gone`], and a look at everything stored finds nothing of them.
+pub async fn n4_nothing_is_written_into_a_purged_conversation(s: Arc<dyn Subject>) {
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let case = f.open_case(store, &tenant).await;
+    let loaded = store.load(&tenant, &case.id).await.unwrap();
+    assert!(loaded.is_some(), "the request saw the conversation");
+    let outcome = store.purge(&tenant, &case.id, None).await.unwrap();
+    assert!(
+        matches!(
+            outcome,
+            countersign_domain::ports::PurgeOutcome::Purged { .. }
+        ),
+        "{outcome:?}"
+    );
+    let late = format!("late-{}", f.ulid());
+    let said = f.message(&case.id, Role::User, MessageKind::Text, &late);
+    let written = store.append_message(&tenant, &said).await;
+    assert!(matches!(written, Err(StoreError::Gone)), "{written:?}");
+    let (hash, link) = link_into(&f, &case);
+    let put = s.links().put_link(&hash, &link).await;
+    assert!(matches!(put, Err(StoreError::Gone)), "{put:?}");
+    assert_eq!(s.links().get_link(&hash).await.unwrap(), None);
+    for needle in [late.as_str(), case.id.as_str(), link.action_id.as_str()] {
+        let left: Vec<String> = s
+            .holding(needle)
+            .await
+            .into_iter()
+            .filter(|k| k != "audit")
+            .collect();
+        assert!(left.is_empty(), "{needle} is still in {left:?}");
+    }
+    assert!(store.load(&tenant, &case.id).await.unwrap().is_none());
+}
+
+/// N-4 (confirm-path review N2, interleaving B): the purge decides on what it listed; a
+/// conversation written to since (a message, a link) is kept, and purged once it is
+/// listed again as quiet as it was.
+pub async fn n4_a_write_after_the_listing_keeps_the_conversation(s: Arc<dyn Subject>) {
+    use countersign_domain::ports::PurgeOutcome;
+    let f = Fixture::default();
+    let tenant = f.tenant();
+    let store = s.conversations();
+    let case = f.open_case(store, &tenant).await;
+    let listed = |page: countersign_domain::ports::RetainedPage| {
+        page.items.into_iter().find(|r| r.case == case.id).unwrap()
+    };
+    let before = listed(store.retained(&tenant, None, 10).await.unwrap());
+    let said = f.message(&case.id, Role::User, MessageKind::Text, "back again");
+    store.append_message(&tenant, &said).await.unwrap();
+    assert_eq!(
+        store
+            .purge(&tenant, &case.id, Some(before.writes))
+            .await
+            .unwrap(),
+        PurgeOutcome::Active
+    );
+    let again = listed(store.retained(&tenant, None, 10).await.unwrap());
+    assert_ne!(again.writes, before.writes);
+    let (hash, link) = link_into(&f, &case);
+    s.links().put_link(&hash, &link).await.unwrap();
+    assert_eq!(
+        store
+            .purge(&tenant, &case.id, Some(again.writes))
+            .await
+            .unwrap(),
+        PurgeOutcome::Active,
+        "a link is a write too"
+    );
+    assert!(store.load(&tenant, &case.id).await.unwrap().is_some());
+    let last = listed(store.retained(&tenant, None, 10).await.unwrap());
+    let outcome = store
+        .purge(&tenant, &case.id, Some(last.writes))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, PurgeOutcome::Purged { .. }),
+        "{outcome:?}"
+    );
 }
 
 /// R-1, P-3: a conversation whose proposal is pending, executing or unknown is kept whole
@@ -1404,12 +1513,12 @@ pub async fn r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved(s: 
     create(&*s, &p, &m).await;
     let unresolved = countersign_domain::ports::PurgeOutcome::Unresolved;
     assert_eq!(
-        store.purge(&tenant, &case.id).await.unwrap(),
+        store.purge(&tenant, &case.id, None).await.unwrap(),
         unresolved(S::PendingConfirmation)
     );
     assert_eq!(confirm(&*s, &f, &p).await, TransitionOutcome::Applied);
     assert_eq!(
-        store.purge(&tenant, &case.id).await.unwrap(),
+        store.purge(&tenant, &case.id, None).await.unwrap(),
         unresolved(S::Executing)
     );
     assert_eq!(
@@ -1417,7 +1526,7 @@ pub async fn r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved(s: 
         TransitionOutcome::Applied
     );
     assert_eq!(
-        store.purge(&tenant, &case.id).await.unwrap(),
+        store.purge(&tenant, &case.id, None).await.unwrap(),
         unresolved(S::Unknown)
     );
     let view = store.load(&tenant, &case.id).await.unwrap().unwrap();
@@ -1428,7 +1537,7 @@ pub async fn r1_p3_a_purge_keeps_a_conversation_whose_proposal_is_unresolved(s: 
         TransitionOutcome::Applied
     );
     assert!(matches!(
-        store.purge(&tenant, &case.id).await.unwrap(),
+        store.purge(&tenant, &case.id, None).await.unwrap(),
         countersign_domain::ports::PurgeOutcome::Purged { .. }
     ));
     assert!(store.load(&tenant, &case.id).await.unwrap().is_none());
@@ -1493,7 +1602,7 @@ pub async fn r3_a_hold_racing_the_purge_is_never_lost(s: Arc<dyn Subject>) {
         let record = f.audit("hold.placed", json!({}));
         races.push(tokio::spawn(async move {
             let (purged, held) = tokio::join!(
-                s.conversations().purge(&tenant, &case),
+                s.conversations().purge(&tenant, &case, None),
                 s.tenants().set_hold(&tenant, &hold, true, &record)
             );
             (purged.unwrap(), held.unwrap())
@@ -1518,7 +1627,7 @@ pub async fn r3_a_hold_racing_the_purge_is_never_lost(s: Arc<dyn Subject>) {
         }
         if left.is_some() {
             assert_eq!(
-                store.purge(&tenant.id, &case.id).await.unwrap(),
+                store.purge(&tenant.id, &case.id, None).await.unwrap(),
                 PurgeOutcome::Held
             );
         }
@@ -1573,7 +1682,7 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
     );
     for case in [&held, &free, &later] {
         assert_eq!(
-            store.purge(&tenant.id, &case.id).await.unwrap(),
+            store.purge(&tenant.id, &case.id, None).await.unwrap(),
             PurgeOutcome::Held
         );
     }
@@ -1582,11 +1691,11 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
         .await
         .unwrap();
     assert_eq!(
-        store.purge(&tenant.id, &held.id).await.unwrap(),
+        store.purge(&tenant.id, &held.id, None).await.unwrap(),
         PurgeOutcome::Held
     );
     assert!(matches!(
-        store.purge(&tenant.id, &free.id).await.unwrap(),
+        store.purge(&tenant.id, &free.id, None).await.unwrap(),
         PurgeOutcome::Purged { .. }
     ));
     let lift = f.audit("hold.lifted", json!({}));
@@ -1595,7 +1704,7 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
         .unwrap();
     for case in [&held, &later] {
         assert!(matches!(
-            store.purge(&tenant.id, &case.id).await.unwrap(),
+            store.purge(&tenant.id, &case.id, None).await.unwrap(),
             PurgeOutcome::Purged { .. }
         ));
     }

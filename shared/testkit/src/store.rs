@@ -33,6 +33,8 @@ struct Conversation {
     slot: Option<ActionId>,
     proposals: HashMap<ActionId, Proposal>,
     messages: BTreeMap<MessageId, Message>,
+    /// N-4: writes taken (messages, links), as the DynamoDB case item's `writes`.
+    writes: u64,
 }
 
 impl Conversation {
@@ -309,6 +311,7 @@ impl MemoryStore {
             slot: None,
             proposals: HashMap::new(),
             messages: BTreeMap::new(),
+            writes: 0,
         };
         if let Some(p) = active {
             state
@@ -371,6 +374,7 @@ impl Conversations for MemoryStore {
                         slot: None,
                         proposals: HashMap::new(),
                         messages: BTreeMap::new(),
+                        writes: 0,
                     },
                 );
                 Ok(())
@@ -405,9 +409,11 @@ impl Conversations for MemoryStore {
             "append_message",
             || (),
             |s| {
-                s.conversation(tenant, &message.case)
-                    .ok_or_else(|| missing("case"))?
-                    .push(message);
+                let conv = s
+                    .conversation(tenant, &message.case)
+                    .ok_or(StoreError::Gone)?;
+                conv.push(message);
+                conv.writes += 1;
                 Ok(())
             },
         )
@@ -1399,6 +1405,10 @@ impl countersign_domain::ports::ConfirmationLinks for MemoryStore {
             "put_link",
             || (),
             |s| {
+                // N-4: only into a conversation that exists.
+                s.conversation(&link.tenant, &link.case)
+                    .ok_or(StoreError::Gone)?
+                    .writes += 1;
                 s.links.insert(id_hash.clone(), link.clone());
                 Ok(())
             },
@@ -1508,6 +1518,7 @@ impl countersign_domain::ports::Retention for MemoryStore {
                         .max()
                         .unwrap_or(c.case.created_at)
                         .max(c.case.created_at),
+                    writes: c.writes,
                 })
                 .collect();
             let next = more
@@ -1521,6 +1532,7 @@ impl countersign_domain::ports::Retention for MemoryStore {
         &self,
         tenant: &TenantId,
         case: &CaseId,
+        seen: Option<u64>,
     ) -> Result<countersign_domain::ports::PurgeOutcome, StoreError> {
         use countersign_domain::ports::PurgeOutcome;
         yield_now().await;
@@ -1542,6 +1554,9 @@ impl countersign_domain::ports::Retention for MemoryStore {
                 }
                 if let Some(p) = conv.active().filter(|p| p.state.blocks_purge()) {
                     return Ok(PurgeOutcome::Unresolved(p.state));
+                }
+                if seen.is_some_and(|w| w != conv.writes) {
+                    return Ok(PurgeOutcome::Active);
                 }
                 let items = 1 + conv.proposals.len() + conv.messages.len();
                 s.conversations.remove(&k);

@@ -146,6 +146,8 @@ pub fn from_store(tool: &str, e: &StoreError) -> ToolError {
             .retryable(true)
             .hint("Retry in a moment.")
         }
+        // N-4: purged while this request worked in it.
+        StoreError::Gone => ToolError::new(code::NOT_FOUND, "The conversation no longer exists."),
         StoreError::Corrupt(_) | StoreError::IllegalTransition { .. } => {
             ToolError::internal(tool, &DisplayChain(e))
         }

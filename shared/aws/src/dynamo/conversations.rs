@@ -56,6 +56,56 @@ impl DynamoStore {
         Ok(item)
     }
 
+    /// N-4: `writes` into `case`'s conversation in one transaction with a bump of the case
+    /// item's `writes` (and its `last_activity`, for a message), conditioned on the case
+    /// item existing: nothing lands in a purged conversation ([`StoreError::Gone`]), and
+    /// the purge, whose delete is conditioned on the `writes` it listed, never deletes a
+    /// conversation written to since. A transaction also makes the SDK's own retries of a
+    /// lost answer idempotent (its client request token), where a conditional put's retry
+    /// failed on its own first write (confirm-path review N14).
+    pub(super) async fn write_into(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        writes: Vec<TransactWriteItem>,
+        at: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        let (expression, mut vals) = match at {
+            Some(t) => (
+                "SET last_activity = :t ADD writes :one",
+                values([(":t", s(t.to_rfc3339()))]),
+            ),
+            None => ("ADD writes :one", HashMap::new()),
+        };
+        vals.insert(":one".into(), n(1));
+        let bump = build(
+            aws_sdk_dynamodb::types::Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
+                .update_expression(expression)
+                .condition_expression("attribute_exists(pk)")
+                .set_expression_attribute_values(Some(vals))
+                .build(),
+        )?;
+        let bump = TransactWriteItem::builder().update(bump).build();
+        for attempt in 0..MAX_ATTEMPTS {
+            let mut tx = writes.clone();
+            tx.push(bump.clone());
+            match self.transact(tx).await? {
+                Tx::Committed => return Ok(()),
+                Tx::Cancelled(r) if failed(r.get(writes.len())) => return Err(StoreError::Gone),
+                Tx::Cancelled(r) if r.iter().take(writes.len()).any(|r| failed(Some(r))) => {
+                    return Err(StoreError::Unavailable("the item exists already".into()));
+                }
+                // Another transaction held the case item (a confirm, a preparation).
+                Tx::Cancelled(_) => backoff(attempt).await,
+            }
+        }
+        Err(StoreError::Unavailable(
+            "writing into the conversation kept losing races".into(),
+        ))
+    }
+
     /// The slot as stored on the case item: (action id, state).
     pub(super) fn slot(case_item: &Item) -> Option<(String, String)> {
         Some((
@@ -117,15 +167,9 @@ impl Conversations for DynamoStore {
         tenant: &TenantId,
         message: &NewMessage,
     ) -> Result<(), StoreError> {
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(message_item(tenant, message)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
+        let put = self.put_new(message_item(tenant, message))?;
+        self.write_into(tenant, &message.case, vec![put], Some(message.created_at))
             .await
-            .map_err(unavailable)?;
-        Ok(())
     }
 
     async fn list_messages(

@@ -77,13 +77,9 @@ impl ConfirmationLinks for DynamoStore {
             conv_pk(&link.tenant, &link.case),
             format!("{LINK_POINTER_PREFIX}{id_hash}"),
         );
+        // N-4: the link and its pointer only into a conversation that exists.
         let tx = vec![self.put_new(item)?, self.put_new(pointer)?];
-        match self.transact(tx).await? {
-            super::Tx::Committed => Ok(()),
-            super::Tx::Cancelled(_) => Err(StoreError::Unavailable(
-                "a confirmation link with this id exists".into(),
-            )),
-        }
+        self.write_into(&link.tenant, &link.case, tx, None).await
     }
 
     async fn get_link(&self, id_hash: &Sha256Hex) -> Result<Option<ConfirmationLink>, StoreError> {

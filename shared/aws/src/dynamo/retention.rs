@@ -27,6 +27,8 @@ enum Removal {
     Kept(Option<ProposalState>),
     /// Kept: a legal hold covers it.
     Held,
+    /// Kept: written to since the purge listed it (N-4).
+    Active,
     /// Not tried: another request's transaction held one of its items at that moment (a
     /// hold being placed on the tenant item); no condition failed. Try again.
     Conflict,
@@ -37,6 +39,18 @@ const CONCURRENCY: usize = 8;
 const BATCH: usize = 25;
 /// Rounds of retrying a batch's unprocessed deletes (DynamoDB throttling) before failing.
 const ROUNDS: usize = 8;
+
+/// N-4: a case item's `writes` (none kept yet: 0).
+fn writes_of(item: &Item) -> Result<u64, StoreError> {
+    match item.get("writes") {
+        None => Ok(0),
+        Some(v) => v
+            .as_n()
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| corrupt("writes")),
+    }
+}
 
 fn retain_sk(case: &CaseId) -> String {
     format!("{RETAIN_PREFIX}{case}")
@@ -122,16 +136,27 @@ impl DynamoStore {
         Ok(newest.map_or(created, |m| m.max(created)))
     }
 
+    /// A listed conversation: its last activity and `writes` from its case item (N-4),
+    /// or, for a case item from before both were kept, its newest message.
     async fn retained_of(&self, tenant: &TenantId, entry: &Item) -> Result<Retained, StoreError> {
         let case = CaseId::parse(get_s(entry, "case_id")?).map_err(|_| corrupt("case_id"))?;
         let user = UserId::parse(get_s(entry, "user_id")?).map_err(|_| corrupt("user_id"))?;
         let created =
             Timestamp::parse_utc(get_s(entry, "created_at")?).map_err(|_| corrupt("created_at"))?;
-        let last_activity = self.last_activity(tenant, &case, created).await?;
+        let item = self.get(conv_pk(tenant, &case), CASE_SK).await?;
+        let writes = item.as_ref().map_or(Ok(0), writes_of)?;
+        let kept = item.as_ref().and_then(|i| opt_s(i, "last_activity"));
+        let last_activity = match kept {
+            Some(t) => Timestamp::parse_utc(t)
+                .map_err(|_| corrupt("last_activity"))?
+                .max(created),
+            None => self.last_activity(tenant, &case, created).await?,
+        };
         Ok(Retained {
             case,
             user,
             last_activity,
+            writes,
         })
     }
 
@@ -143,6 +168,7 @@ impl DynamoStore {
         &self,
         tenant: &TenantId,
         case: &CaseId,
+        seen: Option<u64>,
     ) -> Result<Removal, StoreError> {
         use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
         let Some(item) = self.get(conv_pk(tenant, case), CASE_SK).await? else {
@@ -167,18 +193,28 @@ impl DynamoStore {
             ProposalState::Executing,
             ProposalState::Unknown,
         ];
+        let mut condition =
+            "(attribute_not_exists(slot_state) OR NOT (slot_state IN (:p, :e, :u)))".to_owned();
+        let mut vals = values([
+            (":p", s(blocking[0].as_str())),
+            (":e", s(blocking[1].as_str())),
+            (":u", s(blocking[2].as_str())),
+        ]);
+        // N-4: only as quiet as when it was listed.
+        match seen {
+            Some(0) => condition.push_str(" AND attribute_not_exists(writes)"),
+            Some(w) => {
+                condition.push_str(" AND writes = :w");
+                vals.insert(":w".into(), n(w));
+            }
+            None => {}
+        }
         let delete = build(
             Delete::builder()
                 .table_name(&self.table)
                 .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
-                .condition_expression(
-                    "attribute_not_exists(slot_state) OR NOT (slot_state IN (:p, :e, :u))",
-                )
-                .set_expression_attribute_values(Some(values([
-                    (":p", s(blocking[0].as_str())),
-                    (":e", s(blocking[1].as_str())),
-                    (":u", s(blocking[2].as_str())),
-                ])))
+                .condition_expression(condition)
+                .set_expression_attribute_values(Some(vals))
                 .build(),
         )?;
         let tx = vec![
@@ -192,12 +228,17 @@ impl DynamoStore {
             Tx::Cancelled(reasons) if failed(reasons.first()) => Ok(Removal::Held),
             Tx::Cancelled(reasons) if failed(reasons.get(1)) => {
                 let item = self.get(conv_pk(tenant, case), CASE_SK).await?;
-                Ok(Removal::Kept(
-                    item.as_ref()
-                        .and_then(|i| opt_s(i, "slot_state"))
-                        .and_then(ProposalState::parse)
-                        .filter(|st| st.blocks_purge()),
-                ))
+                let blocking = item
+                    .as_ref()
+                    .and_then(|i| opt_s(i, "slot_state"))
+                    .and_then(ProposalState::parse)
+                    .filter(|st| st.blocks_purge());
+                let writes = item.as_ref().map_or(Ok(0), writes_of)?;
+                Ok(match (blocking, seen) {
+                    (Some(state), _) => Removal::Kept(Some(state)),
+                    (None, Some(w)) if item.is_some() && writes != w => Removal::Active,
+                    (None, _) => Removal::Kept(None),
+                })
             }
             // Another request's transaction held an item at that moment: try again.
             Tx::Cancelled(reasons) if any_conflict(&reasons) => Ok(Removal::Conflict),
@@ -248,7 +289,18 @@ impl DynamoStore {
     /// the items a conversation's partition points to, deleted with it (decision 0055):
     /// its data key (`KEY`, the wrapped key under `SUBJECTKEY#`), and each confirmation
     /// link made in it (`LINK#<hash>`, the link under `CONFIRMLINK#<hash>`).
+    /// And (confirm-path review N7) each proposal's C-8 registration (`PENDING#<action>`
+    /// in its shard), which names the conversation and the action until its TTL (those
+    /// from before the shards expired long ago: a day after their proposal).
     fn pointed_to(tenant: &TenantId, keys: &[Item]) -> Vec<Item> {
+        let registrations = keys.iter().filter_map(|k| {
+            let action = opt_s(k, SK)?.strip_prefix(PROPOSAL_PREFIX)?;
+            Some(key(
+                index_pk(tenant, action),
+                format!("{PENDING_PREFIX}{action}"),
+            ))
+        });
+        let registrations: Vec<Item> = registrations.collect();
         keys.iter()
             .filter_map(|k| match opt_s(k, SK)? {
                 sk if sk == super::subjects::KEY_POINTER_SK => {
@@ -257,6 +309,7 @@ impl DynamoStore {
                 }
                 sk => super::links::link_key_of_pointer(sk),
             })
+            .chain(registrations)
             .collect()
     }
 
@@ -447,7 +500,12 @@ impl Retention for DynamoStore {
         Ok(RetainedPage { items, next })
     }
 
-    async fn purge(&self, tenant: &TenantId, case: &CaseId) -> Result<PurgeOutcome, StoreError> {
+    async fn purge(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        seen: Option<u64>,
+    ) -> Result<PurgeOutcome, StoreError> {
         // Twice at most: a proposal settled between the delete and the read is purged on
         // the second try; one still blocking is kept. A conflict with another request's
         // transaction (R-3: a hold being placed) is not a try: it backs off and tries
@@ -455,13 +513,14 @@ impl Retention for DynamoStore {
         let mut existed = None;
         let (mut tries, mut conflicts) = (0, 0);
         while tries < 2 && conflicts < MAX_ATTEMPTS {
-            match self.remove_case_item(tenant, case).await? {
+            match self.remove_case_item(tenant, case, seen).await? {
                 Removal::Removed { existed: e } => {
                     existed = Some(e);
                     break;
                 }
                 Removal::Kept(Some(state)) => return Ok(PurgeOutcome::Unresolved(state)),
                 Removal::Held => return Ok(PurgeOutcome::Held),
+                Removal::Active => return Ok(PurgeOutcome::Active),
                 Removal::Kept(None) => tries += 1,
                 Removal::Conflict => {
                     backoff(conflicts).await;

@@ -30,6 +30,9 @@ impl Subject for OnDynamo {
     fn budgets(&self) -> &dyn RateLimiter {
         &self.store
     }
+    fn links(&self) -> &dyn countersign_domain::ports::ConfirmationLinks {
+        &self.store
+    }
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
         self.store.proposal(tenant, case, id).await.unwrap()
     }

@@ -68,7 +68,7 @@ async fn r1_the_backfill_indexes_conversations_from_before_the_index() {
     let created = countersign_domain::time::Timestamp::parse_utc("2025-01-02T03:04:05Z").unwrap();
     assert_eq!(listed[0].last_activity, created);
     assert!(matches!(
-        store.purge(&tenant, &case).await.unwrap(),
+        store.purge(&tenant, &case, None).await.unwrap(),
         PurgeOutcome::Purged { .. }
     ));
     assert!(

@@ -17,6 +17,10 @@ pub struct Retained {
     pub user: UserId,
     /// Its last activity: its newest message, or its creation if it has none.
     pub last_activity: Timestamp,
+    /// N-4: how many writes the conversation has taken (messages, links) when it was
+    /// listed. The purge's delete is conditioned on it: a conversation written to since
+    /// it was listed is kept ([`PurgeOutcome::Active`]).
+    pub writes: u64,
 }
 
 /// One page of a tenant's conversations.
@@ -42,6 +46,9 @@ pub enum PurgeOutcome {
     Held,
     /// Nothing was there (already purged).
     Gone,
+    /// N-4: kept: written to since it was listed (its `writes` moved), so the activity the
+    /// purge decided on is stale. The next run looks again.
+    Active,
 }
 
 /// The store's side of retention.
@@ -60,6 +67,15 @@ pub trait Retention: Send + Sync {
     /// Removes every item of `tenant`'s conversation `case` — case, proposals, messages —
     /// unless its proposal is pending, executing or unknown at that moment, or a legal hold
     /// covers it — both decided atomically with the removal of the case item, so a
-    /// proposal prepared or a hold placed meanwhile is never lost with it.
-    async fn purge(&self, tenant: &TenantId, case: &CaseId) -> Result<PurgeOutcome, StoreError>;
+    /// proposal prepared or a hold placed meanwhile is never lost with it. With `seen`
+    /// (N-4: the [`Retained::writes`] the purge decided on), a conversation written to
+    /// since is kept ([`PurgeOutcome::Active`]); without it (an erasure), activity does
+    /// not matter. Once its case item is gone, no write lands in the conversation
+    /// ([`StoreError::Gone`]).
+    async fn purge(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        seen: Option<u64>,
+    ) -> Result<PurgeOutcome, StoreError>;
 }

@@ -14,6 +14,10 @@ pub enum StoreError {
     /// A stored item could not be read back into domain types.
     #[error("a stored item is corrupt: {0}")]
     Corrupt(String),
+    /// N-4: the conversation written into does not exist (any more): purged, or never
+    /// opened. Nothing was written.
+    #[error("the conversation is gone")]
+    Gone,
     /// The caller asked for a transition the state machine forbids (a bug, not a race).
     #[error("illegal proposal transition {from} -> {to}")]
     IllegalTransition {

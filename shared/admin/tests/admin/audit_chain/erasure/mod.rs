@@ -633,7 +633,7 @@ async fn r1_a_purged_conversation_leaves_none_of_its_ids_and_the_trail_still_ver
     .await;
     assert_eq!(status, StatusCode::CREATED, "{checkpoint}");
 
-    let outcome = s.store.purge(&tenant.id, &case).await.unwrap();
+    let outcome = s.store.purge(&tenant.id, &case, None).await.unwrap();
     assert!(
         matches!(
             outcome,
