@@ -13,7 +13,21 @@ use std::time::{Duration, Instant};
 
 /// Environment variables the deployed function reads besides
 /// [`countersign_aws::AwsSettings::ENV`].
-pub const ENV: [&str; 0] = [];
+pub const ENV: [&str; 1] = ["COUNTERSIGN_ISSUER"];
+
+/// The receipts' `iss` when `COUNTERSIGN_ISSUER` is unset (the other functions' default).
+pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
+
+/// N-3: how long one run of the erasure worker works (its schedule starts one a minute;
+/// the function runs one at a time, so a run that overlaps the next waits its turn).
+pub const WORKER_BUDGET: Duration = Duration::from_secs(50);
+
+/// Which job a scheduled event asks for: its `job` field (`"erasures"`: the erasure
+/// worker, N-3); anything else is the daily purge.
+#[must_use]
+pub fn wants_erasures(event: &serde_json::Value) -> bool {
+    event.get("job").and_then(|j| j.as_str()) == Some("erasures")
+}
 
 /// How long one run purges before it stops: well inside the function's 900-second
 /// timeout (a page in flight finishes).
@@ -44,6 +58,7 @@ pub async fn run<S: ConversationStore + Tenants>(
     budget: Duration,
 ) -> anyhow::Result<Vec<TenantRun>> {
     let started = Instant::now();
+    let until = started + budget;
     let mut tenants = store.list_tenants().await?;
     if !tenants.is_empty() {
         let day = usize::try_from(now.unix_seconds().div_euclid(86_400)).unwrap_or(0);
@@ -75,9 +90,10 @@ pub async fn run<S: ConversationStore + Tenants>(
                     changes,
                 }
             };
-            match countersign_admin::erasure::finish_pending(store, store, keys, &t, entry, now)
-                .await
-            {
+            let finishing = countersign_admin::erasure::finish_pending(
+                store, store, keys, &t, entry, now, until,
+            );
+            match finishing.await {
                 Ok(n) => run.erasures_finished = n,
                 Err(e) => tracing::warn!(error = %e, tenant = %t.id, "finishing erasures failed"),
             }

@@ -1,5 +1,7 @@
-//! The purge function: in Lambda, one run per scheduled event (`countersign_purge_fn`);
-//! outside Lambda, one run now, its report printed (the local stack).
+//! The purge function: in Lambda, one run per scheduled event (`countersign_purge_fn`):
+//! the daily purge, or (an event whose `job` is `erasures`, once a minute) the erasure
+//! worker (N-3); outside Lambda, one purge run now, its report printed (the local stack,
+//! whose dev server runs the erasure worker itself).
 
 use countersign_domain::ports::Clock as _;
 use countersign_domain::retention::RetentionDays;
@@ -38,8 +40,28 @@ async fn main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    let worker = countersign_admin::erasure::Worker {
+        jobs: std::sync::Arc::new(store.clone()),
+        conversations: std::sync::Arc::new(store.clone()),
+        tenants: std::sync::Arc::new(store.clone()),
+        subjects: keys.clone(),
+        checkpoint_signer: std::sync::Arc::new(settings.checkpoint_signer(&sdk)),
+        issuer: std::env::var("COUNTERSIGN_ISSUER")
+            .unwrap_or_else(|_| countersign_purge_fn::DEFAULT_ISSUER.into()),
+        ids: std::sync::Arc::new(countersign_aws::system::UlidIds::default()),
+        clock: std::sync::Arc::new(countersign_aws::system::SystemClock),
+    };
+    let worker = &worker;
     let handler = lambda_http::lambda_runtime::service_fn(
-        |_: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| async {
+        |event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| async move {
+            if countersign_purge_fn::wants_erasures(&event.payload) {
+                let budget = countersign_admin::erasure::Budget::lasting(
+                    countersign_purge_fn::WORKER_BUDGET,
+                );
+                let run = countersign_admin::erasure::run_queued(worker, budget).await?;
+                tracing::info!(run = %serde_json::to_string(&run)?, "erasures");
+                return Ok::<_, lambda_http::Error>(serde_json::to_value(&run)?);
+            }
             let runs = once().await?;
             for r in &runs {
                 tracing::info!(run = %serde_json::to_string(r)?, "purge");

@@ -1,9 +1,14 @@
-//! `countersign erase`: R-2's erasure of a person, through the deployment's admin API (the
-//! receipt is signed with the checkpoint key, which only the messages function may use).
-//! The tenant's admin key is read from `COUNTERSIGN_ADMIN_KEY`, never from an argument
-//! (shell history, process lists). Prints the erasure's answer, receipt included.
+//! `countersign erase`: R-2's erasure of a person, through the deployment's admin API. The
+//! request is queued (N-3, decision 0062) and carried out by the erasure worker within
+//! about a minute; this waits for the job and prints it, receipt included. The tenant's
+//! admin key is read from `COUNTERSIGN_ADMIN_KEY`, never from an argument (shell history,
+//! process lists).
 
 use std::io::Write as _;
+use std::time::Duration;
+
+/// How long to wait for the job before printing where it stands.
+const WAIT: Duration = Duration::from_secs(180);
 
 /// Erases `person` of `tenant` at the API `base` (the stack's `ApiUrl`).
 pub(crate) async fn run(base: &str, tenant: &str, person: &str) -> anyhow::Result<()> {
@@ -13,14 +18,30 @@ pub(crate) async fn run(base: &str, tenant: &str, person: &str) -> anyhow::Resul
         "{}/api/admin/tenants/{tenant}/erasures",
         base.trim_end_matches('/')
     );
-    let answer = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(key)
+    let http = reqwest::Client::new();
+    let answer = http
+        .post(&url)
+        .bearer_auth(&key)
         .json(&serde_json::json!({ "person": person }))
         .send()
         .await?;
     let status = answer.status();
-    let body: serde_json::Value = answer.json().await.unwrap_or_default();
+    let mut body: serde_json::Value = answer.json().await.unwrap_or_default();
+    if status.is_success() {
+        let id = body["jobId"].as_str().unwrap_or_default().to_owned();
+        let started = std::time::Instant::now();
+        while body["status"] != "done" && started.elapsed() < WAIT {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            body = http
+                .get(format!("{url}/{id}"))
+                .bearer_auth(&key)
+                .send()
+                .await?
+                .json()
+                .await
+                .unwrap_or_default();
+        }
+    }
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &body)?;
     writeln!(out)?;

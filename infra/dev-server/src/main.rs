@@ -172,6 +172,20 @@ async fn routers(
     let config = messages_config(sdk, settings).await?;
     let messages = countersign_messages::app(sdk, &config)?;
     let admin = countersign_admin::app(countersign_admin_fn::state_from_env(sdk)?);
+    // N-3: the erasure worker, as the purge function's minute schedule runs it deployed
+    // (here once a second: the local stack has no scheduler).
+    let certification = countersign_messages::certification_state(sdk, &config)?;
+    let worker = countersign_admin::erasure::Worker::of(&certification);
+    tokio::spawn(async move {
+        use countersign_admin::erasure::{Budget, run_queued};
+        loop {
+            let budget = Budget::lasting(std::time::Duration::from_secs(10));
+            if let Err(e) = run_queued(&worker, budget).await {
+                tracing::warn!(error = %e, "the erasure worker's run failed");
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    });
     Ok(messages.merge(admin).merge(gateway))
 }
 

@@ -327,9 +327,9 @@ fn v5_no_function_role_may_write_the_key_ring() {
     }
 }
 
-/// Issue 13: only the messages function's role may sign (the key policy names it, and no
-/// statement grants `kms:Sign` to the account root or anyone else); no function's IAM
-/// policy grants KMS at all.
+/// Issue 13: only the messages function's role may sign proofs (the key policy names it,
+/// and no statement grants `kms:Sign` to the account root or anyone else); no function's
+/// IAM policy grants KMS at all.
 #[test]
 fn only_the_messages_function_may_sign() {
     let (t, _) = template();
@@ -582,9 +582,36 @@ fn v6_checkpoints_have_their_own_key() {
     let (t, _) = template();
     let r = &t["Resources"];
     assert_eq!(r["CheckpointKey"]["Type"].as_str(), Some("AWS::KMS::Key"));
+    // The action key's policy, and the erasure worker's receipts (N-3) besides.
+    let purge_sids = [
+        "PurgeFunctionSignsReceipts",
+        "PurgeFunctionReadsThePublicKey",
+    ];
+    let checkpoint: Vec<&Yaml> = r["CheckpointKey"]["Properties"]["KeyPolicy"]["Statement"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .filter(|s| !purge_sids.contains(&s["Sid"].as_str().unwrap_or("")))
+        .collect();
+    let action: Vec<&Yaml> = r["SigningKey"]["Properties"]["KeyPolicy"]["Statement"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(checkpoint, action);
+    let signers: Vec<Vec<String>> = r["CheckpointKey"]["Properties"]["KeyPolicy"]["Statement"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .filter(|s| scalars(&s["Action"]).iter().any(|a| a == "kms:Sign"))
+        .map(|s| scalars(&s["Principal"]))
+        .collect();
     assert_eq!(
-        r["CheckpointKey"]["Properties"]["KeyPolicy"],
-        r["SigningKey"]["Properties"]["KeyPolicy"]
+        signers,
+        vec![
+            vec!["MessagesFunctionRole.Arn".to_owned()],
+            vec!["PurgeFunctionRole.Arn".to_owned()]
+        ]
     );
     assert_eq!(
         scalars(&r["CheckpointKeyAlias"]["Properties"]["TargetKeyId"]),
@@ -768,19 +795,38 @@ fn o_the_function_alarms_watch_every_function() {
 }
 
 /// R-1 (decision 0052): the purge runs once a day, one run at a time, with the time its
-/// run budget needs, and reaches no secret.
+/// run budget needs, and reaches no secret; N-3 (decision 0062): the same function runs
+/// the erasure worker once a minute (its event asks for it), within a budget that ends
+/// before the next.
 #[test]
 fn r1_the_purge_runs_daily_one_run_at_a_time() {
     let (t, _) = template();
     let f = function(&t, "countersign-purge");
     let events = f["Properties"]["Events"].as_hash().unwrap();
-    assert_eq!(events.len(), 1);
-    let daily = events.values().next().unwrap();
+    assert_eq!(events.len(), 2);
+    let event = |name: &str| &f["Properties"]["Events"][name];
+    let input = |name: &str| -> serde_json::Value {
+        event(name)["Properties"]["Input"]
+            .as_str()
+            .map_or(serde_json::Value::Null, |i| {
+                serde_json::from_str(i).unwrap()
+            })
+    };
+    let daily = event("Daily");
     assert_eq!(daily["Type"].as_str(), Some("ScheduleV2"));
     assert_eq!(
         daily["Properties"]["ScheduleExpression"].as_str(),
         Some("rate(1 day)")
     );
+    assert!(!countersign_purge_fn::wants_erasures(&input("Daily")));
+    let erasures = event("Erasures");
+    assert_eq!(erasures["Type"].as_str(), Some("ScheduleV2"));
+    assert_eq!(
+        erasures["Properties"]["ScheduleExpression"].as_str(),
+        Some("rate(1 minute)")
+    );
+    assert!(countersign_purge_fn::wants_erasures(&input("Erasures")));
+    assert!(countersign_purge_fn::WORKER_BUDGET.as_secs() < 60);
     assert_eq!(
         f["Properties"]["ReservedConcurrentExecutions"].as_i64(),
         Some(1)

@@ -667,31 +667,66 @@ pub struct ErasureInput {
     pub person: String,
 }
 
-/// erases a person: their conversations are purged now (those with an unresolved
-/// proposal, or under a conversation's hold, are reported and purged once they can be),
-/// the personal fields of their audit records become unreadable (their key is destroyed;
-/// every chain and checkpoint still verifies), a `subject.erased` record is written, and
-/// a receipt signed with the audit checkpoint key is returned. Keep the receipt.
+/// R-2, N-3: asks for a person's erasure. The request is recorded and queued (202, with
+/// the job and its `Location`); the platform's worker carries it out within about a
+/// minute: their conversations are purged (those with an unresolved proposal, or under a
+/// conversation's hold, are purged once they can be), the personal fields of their audit
+/// records become unreadable (their key is destroyed; every chain and checkpoint still
+/// verifies), a `subject.erased` record is written, and the job's status carries a
+/// receipt signed with the audit checkpoint key. Keep the receipt. Asking again while a
+/// job for the person is queued answers that job.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/erasures", tag = "retention", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = ErasureInput,
-    responses((status = 200, body = crate::erasure::Erasure), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody, description = "Nothing is stored for this person (unknown, or erased already)"),
+    responses((status = 202, body = crate::erasure::ErasureJobView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "LEGAL_HOLD: a hold is on this person"),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 413, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "BUSY: this tenant has as many erasures queued as it may; retry after the time given"),
+        (status = 503, body = ErrorBody)))]
 async fn post_erasure(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
     Json(body): Json<ErasureInput, MAX_BODY_BYTES>,
-) -> Result<Json<crate::erasure::Erasure>, ApiError> {
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, String); 1],
+        Json<crate::erasure::ErasureJobView>,
+    ),
+    ApiError,
+> {
     use crate::erasure::ErasureError;
     let user = countersign_domain::ids::UserId::parse(body.person.as_str())
         .map_err(|e| ApiError::validation("person", e.to_string()))?;
-    match crate::erasure::erase(&state, &tenant, &user).await {
-        Ok(e) => Ok(Json(e)),
-        Err(e @ ErasureError::Unknown) => Err(ApiError::not_found(e.to_string())),
+    match crate::erasure::request(&state, &tenant, &user).await {
+        Ok(job) => {
+            let at = format!("/api/admin/tenants/{}/erasures/{}", tenant.id, job.id);
+            Ok((
+                StatusCode::ACCEPTED,
+                [(header::LOCATION, at)],
+                Json((&job).into()),
+            ))
+        }
         Err(e @ ErasureError::Held) => Err(ApiError::conflict("LEGAL_HOLD", e.to_string())),
         Err(ErasureError::Admin(e)) => Err(e.into()),
     }
+}
+
+/// N-3: an erasure job: `queued`, `running` (a run stopped part-way; the next resumes
+/// it) or `done`, with the erasure and its receipt (or `nothingStored`: nothing was
+/// stored of the person; or `refused`). A done job is kept 30 days.
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/erasures/{jobId}", tag = "retention", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), ("jobId" = String, Path, description = "The job id")),
+    responses((status = 200, body = crate::erasure::ErasureJobView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn get_erasure(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((_, job_id)): Path<(String, String)>,
+) -> Result<Json<crate::erasure::ErasureJobView>, ApiError> {
+    crate::erasure::status(&state, &tenant, &job_id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("no such erasure job"))
 }
 
 /// The tenant's settings (S-4).
@@ -1195,7 +1230,7 @@ async fn audit_keys(State(state): State<AdminState>) -> Result<axum::response::R
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 17] = [
+pub const PATHS: [&str; 18] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -1213,11 +1248,12 @@ pub const PATHS: [&str; 17] = [
     "/api/admin/tenants/{id}/widget-credentials/{key_id}/replacement",
     "/api/admin/tenants/{id}/holds",
     "/api/admin/tenants/{id}/erasures",
+    "/api/admin/tenants/{id}/erasures/{job_id}",
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
 /// is checked against it.
-pub const ROUTES: [(&str, &str); 16] = [
+pub const ROUTES: [(&str, &str); 18] = [
     ("GET", PATHS[0]),
     ("PUT", PATHS[0]),
     ("DELETE", PATHS[0]),
@@ -1234,6 +1270,8 @@ pub const ROUTES: [(&str, &str); 16] = [
     ("POST", PATHS[14]),
     ("GET", PATHS[15]),
     ("PUT", PATHS[15]),
+    ("POST", PATHS[16]),
+    ("GET", PATHS[17]),
 ];
 
 /// The routes of [`certification_router`], served by the messages function: the
@@ -1241,13 +1279,12 @@ pub const ROUTES: [(&str, &str); 16] = [
 /// decision 0026); and the two public key sets (V-7), so that a flood of admin API calls,
 /// which share the admin function's few reserved slots, cannot starve the JWKS every
 /// provider follows.
-pub const CERTIFICATION_ROUTES: [(&str, &str); 6] = [
+pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
     ("POST", PATHS[4]),
     ("GET", PATHS[5]),
     ("POST", PATHS[10]),
     ("GET", PATHS[8]),
     ("GET", PATHS[11]),
-    ("POST", PATHS[16]),
 ];
 
 /// The admin API's OpenAPI document.
@@ -1255,8 +1292,8 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 6] = [
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_settings, put_settings, get_holds, put_hold, post_erasure, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
-    components(schemas(ErrorBody, HoldView, HoldsView, HoldInput, HoldKind, ErasureInput, crate::erasure::Erasure, crate::erasure::ErasedConversations, crate::erasure::Backups, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, ReplaceWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
+    paths(get_settings, put_settings, get_holds, put_hold, post_erasure, get_erasure, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
+    components(schemas(ErrorBody, HoldView, HoldsView, HoldInput, HoldKind, ErasureInput, crate::erasure::ErasureJobView, crate::erasure::Erasure, crate::erasure::ErasedConversations, crate::erasure::Backups, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, ReplaceWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
 )]
@@ -1294,8 +1331,6 @@ pub fn certification_router(state: AdminState) -> Router {
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
         .route(checkpoints, axum::routing::post(post_checkpoint))
-        // the receipt is signed with the checkpoint key, as checkpoints are.
-        .route(PATHS[16], axum::routing::post(post_erasure))
         .with_state(state)
 }
 
@@ -1318,11 +1353,15 @@ pub fn router(state: AdminState) -> Router {
         settings,
         replacement,
         holds,
-        _,
+        erasures,
+        erasure,
     ] = PATHS;
     Router::new()
         .route(settings, get(get_settings).put(put_settings))
         .route(holds, get(get_holds).put(put_hold))
+        // N-3: queued here, carried out by the worker (the checkpoint key signs there).
+        .route(erasures, axum::routing::post(post_erasure))
+        .route(erasure, get(get_erasure))
         .route(verification, get(verify_audit))
         .route(mcp, get(get_mcp).put(put_mcp).delete(delete_mcp))
         .route(unsettled, get(list_unsettled))

@@ -61,6 +61,8 @@ pub struct AdminStores {
     pub retention: Arc<dyn countersign_domain::ports::ConversationStore>,
     /// the people's keys of the audit trail's personal data.
     pub subjects: Arc<dyn countersign_domain::ports::SubjectKeys>,
+    /// N-3: the erasure jobs and their queue.
+    pub jobs: Arc<dyn countersign_domain::ports::ErasureJobs>,
 }
 
 impl std::fmt::Debug for AdminStores {
@@ -79,6 +81,7 @@ impl AdminStores {
             settings: tenants.clone(),
             widget_keys: tenants.clone(),
             certifications: tenants.clone(),
+            jobs: tenants.clone(),
             audit: tenants,
             cases: conversations.clone(),
             unsettled: conversations.clone(),

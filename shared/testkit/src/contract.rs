@@ -1408,7 +1408,7 @@ fn link_into(f: &Fixture, case: &Case) -> (Sha256Hex, countersign_domain::ports:
         tenant: case.tenant.clone(),
         user: case.user.clone(),
         case: case.id.clone(),
-        action_id: ActionId::parse(&format!("act_{}", f.ulid().to_lowercase())).unwrap(),
+        action_id: ActionId::parse(format!("act_{}", f.ulid().to_lowercase())).unwrap(),
         operation: OperationName::parse("reassign_session_car").unwrap(),
         presented: f.message_id(),
         summary_hash: Sha256Hex::digest("summary"),

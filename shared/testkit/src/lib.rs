@@ -17,6 +17,7 @@
 
 pub mod contract;
 mod faults;
+mod jobs;
 mod model;
 pub mod model_server;
 mod provider;

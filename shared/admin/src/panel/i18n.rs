@@ -516,12 +516,29 @@ const PORTUGUESE: &[(&str, &str)] = &[
     ),
     ("Conversation ", "Conversa "),
     (
-        "Deletes every conversation of the person now and makes their personal data in the audit trail unreadable (their key is destroyed; the trail and your checkpoints still verify). Conversations with a change still waiting, running or unconfirmed are kept until it is settled, then deleted. A held person cannot be erased. You get a receipt signed with the audit checkpoint key: keep it. Backups (point-in-time recovery) may hold the deleted data for 35 days.",
-        "Apaga agora todas as conversas da pessoa e torna ilegíveis os seus dados pessoais na trilha de auditoria (a chave dela é destruída; a trilha e os seus checkpoints continuam verificáveis). Conversas com uma alteração ainda aguardando, em execução ou não confirmada são mantidas até que ela seja resolvida e depois apagadas. Uma pessoa sob retenção legal não pode ser apagada. Você recebe um recibo assinado com a chave de checkpoint da auditoria: guarde-o. Os backups (recuperação point-in-time) podem guardar os dados apagados por 35 dias.",
+        "Deletes every conversation of the person and makes their personal data in the audit trail unreadable (their key is destroyed; the trail and your checkpoints still verify). Conversations with a change still waiting, running or unconfirmed are kept until it is settled, then deleted. A held person cannot be erased. You get a receipt signed with the audit checkpoint key: keep it. Backups (point-in-time recovery) may hold the deleted data for 35 days.",
+        "Apaga todas as conversas da pessoa e torna ilegíveis os seus dados pessoais na trilha de auditoria (a chave dela é destruída; a trilha e os seus checkpoints continuam verificáveis). Conversas com uma alteração ainda aguardando, em execução ou não confirmada são mantidas até que ela seja resolvida e depois apagadas. Uma pessoa sob retenção legal não pode ser apagada. Você recebe um recibo assinado com a chave de checkpoint da auditoria: guarde-o. Os backups (recuperação point-in-time) podem guardar os dados apagados por 35 dias.",
     ),
     ("Erase a person", "Apagar uma pessoa"),
     ("Erase", "Apagar"),
     ("Erasure receipt", "Recibo do apagamento"),
+    ("Erasure", "Apagamento"),
+    ("Status: ", "Situação: "),
+    ("requested ", "pedido em "),
+    (
+        "The erasure runs within about a minute of being asked. Reload this page to see where it stands.",
+        "O apagamento é feito cerca de um minuto depois do pedido. Recarregue esta página para ver em que ponto está.",
+    ),
+    (
+        " conversations deleted so far.",
+        " conversas apagadas até agora.",
+    ),
+    (
+        "Nothing is stored for this person: unknown here, or erased already. Nothing was written.",
+        "Nada está guardado sobre esta pessoa: desconhecida aqui, ou já apagada. Nada foi gravado.",
+    ),
+    ("Refused: ", "Recusado: "),
+    ("No such erasure.", "Apagamento não encontrado."),
     (
         "Give a person's user id, or a conversation id (case_…).",
         "Informe o id de usuário de uma pessoa ou o id de uma conversa (case_…).",

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use views::{Errors, McpForm, McpPage, ToolChoice};
 
 /// Every route of [`router`]: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 22] = [
+pub const ROUTES: [(&str, &str); 24] = [
     ("GET", "/admin"),
     ("GET", "/admin/language"),
     ("GET", "/admin/settings"),
@@ -56,12 +56,13 @@ pub const ROUTES: [(&str, &str); 22] = [
     ("POST", "/admin/actions/settle"),
     ("GET", "/admin/retention"),
     ("POST", "/admin/holds"),
+    ("POST", "/admin/erasure"),
+    ("GET", "/admin/erasure/{job_id}"),
 ];
 
-/// The routes of [`certification_router`] (the messages function: they sign with the
-/// checkpoint key or run the certification).
-pub const CERTIFICATION_ROUTES: [(&str, &str); 2] =
-    [("POST", "/admin/certification"), ("POST", "/admin/erasure")];
+/// The routes of [`certification_router`] (the messages function: it runs the
+/// certification, which signs test proofs).
+pub const CERTIFICATION_ROUTES: [(&str, &str); 1] = [("POST", "/admin/certification")];
 
 /// The panel's Content-Security-Policy: its own stylesheet and script, forms to itself.
 pub const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
@@ -95,6 +96,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/settings", get(settings_page).post(settings_save))
         .route("/admin/retention", get(retention_page))
         .route("/admin/holds", post(hold_save))
+        .route("/admin/erasure", post(erasure))
+        .route("/admin/erasure/{job_id}", get(erasure_job))
         .route("/admin/static/{file}", get(static_file))
         .route("/admin/actions", get(unsettled_page))
         .route("/admin/actions/settle", post(settle))
@@ -107,8 +110,6 @@ pub fn router(state: AdminState) -> Router {
 pub fn certification_router(state: AdminState) -> Router {
     Router::new()
         .route("/admin/certification", post(certification))
-        // R-2: the receipt is signed with the checkpoint key (this function's).
-        .route("/admin/erasure", post(erasure))
         .layer(axum::middleware::from_fn(i18n::middleware))
         .with_state(state)
 }
@@ -1052,8 +1053,8 @@ async fn hold_save(
     }
 }
 
-/// R-2: erases a person and shows the answer with its receipt (never redirected: the
-/// receipt is shown once, here).
+/// R-2, N-3: queues a person's erasure, then shows its job (a page of its own, so a
+/// reload reads the job and never asks again).
 async fn erasure(
     State(state): State<AdminState>,
     session: Session,
@@ -1074,29 +1075,45 @@ async fn erasure(
             views::retention(&session, None, &errors, None),
         );
     };
-    let (status, errors, erased) = match crate::erasure::erase(&state, &session.tenant, &user).await
-    {
-        Ok(e) => (StatusCode::OK, Errors::new(), Some(e)),
-        Err(ErasureError::Unknown) => (
-            StatusCode::NOT_FOUND,
-            field(t(
-                "Nothing is stored for this person: unknown here, or erased already.",
-            )),
-            None,
-        ),
-        Err(ErasureError::Held) => (
+    match crate::erasure::request(&state, &session.tenant, &user).await {
+        Ok(job) => see_other(&format!("/admin/erasure/{}", job.id)),
+        Err(ErasureError::Held) => html(
             StatusCode::CONFLICT,
-            field(t(
-                "A legal hold is on this person; lift it before erasing them.",
-            )),
-            None,
+            views::retention(
+                &session,
+                None,
+                &field(t(
+                    "A legal hold is on this person; lift it before erasing them.",
+                )),
+                None,
+            ),
         ),
-        Err(ErasureError::Admin(e)) => return unavailable(&e),
-    };
-    html(
-        status,
-        views::retention(&session, None, &errors, erased.as_ref()),
-    )
+        Err(ErasureError::Admin(e)) => unavailable(&e),
+    }
+}
+
+/// N-3: an erasure job's page: where it stands, and once done its receipt.
+async fn erasure_job(
+    State(state): State<AdminState>,
+    session: Session,
+    Path(job_id): Path<String>,
+) -> Response {
+    match crate::erasure::status(&state, &session.tenant, &job_id).await {
+        Ok(Some(job)) => html(
+            StatusCode::OK,
+            views::retention(&session, None, &Errors::new(), Some(&job)),
+        ),
+        Ok(None) => html(
+            StatusCode::NOT_FOUND,
+            views::retention(
+                &session,
+                None,
+                &[(String::new(), t("No such erasure.").to_owned())].into(),
+                None,
+            ),
+        ),
+        Err(e) => unavailable(&e),
+    }
 }
 
 async fn static_file(Path(file): Path<String>) -> Response {

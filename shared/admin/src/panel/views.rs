@@ -607,13 +607,45 @@ pub fn unsettled(
     page(t("Unsettled actions"), Some(session), body)
 }
 
+/// N-3: an erasure job: where it stands, and once done its receipt.
+fn erasure_job(j: &crate::erasure::ErasureJobView) -> Markup {
+    html! {
+                section #erasure {
+                    h2 { (t("Erasure")) }
+                    p #erasureStatus { (t("Status: ")) code { (j.status) } " · " (t("requested ")) (j.requested_at) }
+                    @if j.status != "done" {
+                        p.help { (t("The erasure runs within about a minute of being asked. Reload this page to see where it stands.")) }
+                        p { (j.purged) (t(" conversations deleted so far.")) }
+                    }
+                    @if j.nothing_stored == Some(true) {
+                        p #erasureNothing { (t("Nothing is stored for this person: unknown here, or erased already. Nothing was written.")) }
+                    }
+                    @if let Some(r) = &j.refused {
+                        p #erasureRefused { (t("Refused: ")) code { (r) } }
+                    }
+                    @if let Some(e) = &j.erasure {
+                        p { (t("Person ")) code { (e.person) } ": "
+                            (e.conversations.purged) (t(" conversations deleted, ")) (e.items_removed) (t(" items removed."))
+                        }
+                        @if e.conversations.unresolved + e.conversations.held > 0 {
+                            p #erasurePending { (t("Kept for now (deleted once they can be): ")) (e.conversations.unresolved + e.conversations.held) }
+                        }
+                        p { (t("Audit trail personal data: ")) code #auditPersonal { (e.audit_personal_data) } }
+                        p { (t("Backups may hold it until ")) (e.backups.until) "." }
+                        label for="receipt" { (t("Receipt (JWS)")) }
+                        textarea #receipt readonly rows="6" { (e.receipt) }
+                    }
+                }
+    }
+}
+
 /// the tenant's legal holds, a form to place one, and a person's erasure (with
 /// the last erasure's answer and receipt, when one was just made).
 pub fn retention(
     session: &Session,
     notice: Option<&str>,
     errors: &Errors,
-    erased: Option<&crate::erasure::Erasure>,
+    job: Option<&crate::erasure::ErasureJobView>,
 ) -> Markup {
     let holds: Vec<_> = session.tenant.holds.iter().collect();
     page(
@@ -657,7 +689,7 @@ pub fn retention(
             }
             h2 { (t("Erase a person")) }
             p.help #erase-help {
-                (t("Deletes every conversation of the person now and makes their personal data in the audit trail unreadable (their key is destroyed; the trail and your checkpoints still verify). Conversations with a change still waiting, running or unconfirmed are kept until it is settled, then deleted. A held person cannot be erased. You get a receipt signed with the audit checkpoint key: keep it. Backups (point-in-time recovery) may hold the deleted data for 35 days."))
+                (t("Deletes every conversation of the person and makes their personal data in the audit trail unreadable (their key is destroyed; the trail and your checkpoints still verify). Conversations with a change still waiting, running or unconfirmed are kept until it is settled, then deleted. A held person cannot be erased. You get a receipt signed with the audit checkpoint key: keep it. Backups (point-in-time recovery) may hold the deleted data for 35 days."))
             }
             form #erasePerson method="post" action="/admin/erasure" {
                 input type="hidden" name="csrf" value=(session.csrf);
@@ -666,21 +698,7 @@ pub fn retention(
                 (error_for(errors, "person"))
                 button.danger type="submit" { (t("Erase")) }
             }
-            @if let Some(e) = erased {
-                section #erasure {
-                    h2 { (t("Erasure receipt")) }
-                    p { (t("Person ")) code { (e.person) } ": "
-                        (e.conversations.purged.len()) (t(" conversations deleted, ")) (e.items_removed) (t(" items removed."))
-                    }
-                    @if !e.conversations.unresolved.is_empty() || !e.conversations.held.is_empty() {
-                        p #erasurePending { (t("Kept for now (deleted once they can be): ")) @for c in e.conversations.unresolved.iter().chain(&e.conversations.held) { code { (c) } " " } }
-                    }
-                    p { (t("Audit trail personal data: ")) code #auditPersonal { (e.audit_personal_data) } }
-                    p { (t("Backups may hold it until ")) (e.backups.until) "." }
-                    label for="receipt" { (t("Receipt (JWS)")) }
-                    textarea #receipt readonly rows="6" { (e.receipt) }
-                }
-            }
+            @if let Some(j) = job { (erasure_job(j)) }
         },
     )
 }

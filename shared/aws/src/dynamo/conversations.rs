@@ -127,6 +127,16 @@ impl Conversations for DynamoStore {
             .send()
             .await
             .map_err(unavailable)?;
+        // N-3: and its entry in its person's index, so an erasure finds it directly.
+        let mut entry = super::erasure::person_case_key(&case.tenant, &case.user, &case.id);
+        entry.insert("case_id".into(), s(case.id.as_str()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(entry))
+            .send()
+            .await
+            .map_err(unavailable)?;
         let item = case_item(case, language);
         self.client
             .put_item()

@@ -8,6 +8,7 @@
 mod chain;
 mod confirm;
 mod conversations;
+mod erasure;
 mod items;
 mod keyring;
 mod leases;

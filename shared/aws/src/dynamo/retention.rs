@@ -170,7 +170,7 @@ impl DynamoStore {
         case: &CaseId,
         seen: Option<u64>,
     ) -> Result<Removal, StoreError> {
-        use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
+        use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
         let Some(item) = self.get(conv_pk(tenant, case), CASE_SK).await? else {
             return Ok(Removal::Removed { existed: false });
         };
@@ -188,6 +188,26 @@ impl DynamoStore {
                 ])))
                 .build(),
         )?;
+        let tx = vec![
+            TransactWriteItem::builder()
+                .condition_check(not_held)
+                .build(),
+            TransactWriteItem::builder()
+                .delete(self.case_delete(tenant, case, seen)?)
+                .build(),
+        ];
+        self.removal(tenant, case, seen, tx).await
+    }
+
+    /// The case item's delete: unless its slot blocks the purge, and (N-4) only as quiet
+    /// as when it was listed.
+    fn case_delete(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        seen: Option<u64>,
+    ) -> Result<aws_sdk_dynamodb::types::Delete, StoreError> {
+        use aws_sdk_dynamodb::types::Delete;
         let blocking = [
             ProposalState::PendingConfirmation,
             ProposalState::Executing,
@@ -209,20 +229,24 @@ impl DynamoStore {
             }
             None => {}
         }
-        let delete = build(
+        build(
             Delete::builder()
                 .table_name(&self.table)
                 .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
                 .condition_expression(condition)
                 .set_expression_attribute_values(Some(vals))
                 .build(),
-        )?;
-        let tx = vec![
-            TransactWriteItem::builder()
-                .condition_check(not_held)
-                .build(),
-            TransactWriteItem::builder().delete(delete).build(),
-        ];
+        )
+    }
+
+    /// What the removal's transaction `tx` decided.
+    async fn removal(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        seen: Option<u64>,
+        tx: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
+    ) -> Result<Removal, StoreError> {
         match self.transact(tx).await? {
             Tx::Committed => Ok(Removal::Removed { existed: true }),
             Tx::Cancelled(reasons) if failed(reasons.first()) => Ok(Removal::Held),
@@ -314,7 +338,7 @@ impl DynamoStore {
     }
 
     /// Deletes `keys` in batches, retrying what DynamoDB left unprocessed.
-    async fn delete_keys(&self, keys: Vec<Item>) -> Result<(), StoreError> {
+    pub(super) async fn delete_keys(&self, keys: Vec<Item>) -> Result<(), StoreError> {
         for chunk in keys.chunks(BATCH) {
             let mut requests: Vec<WriteRequest> = chunk
                 .iter()
@@ -531,6 +555,19 @@ impl Retention for DynamoStore {
         let Some(existed) = existed else {
             return Ok(PurgeOutcome::Unresolved(ProposalState::PendingConfirmation));
         };
+        self.remove_the_rest(tenant, case, existed).await
+    }
+}
+
+impl DynamoStore {
+    /// Everything of a conversation whose case item is gone (`existed`: this purge
+    /// removed it).
+    async fn remove_the_rest(
+        &self,
+        tenant: &TenantId,
+        case: &CaseId,
+        existed: bool,
+    ) -> Result<PurgeOutcome, StoreError> {
         // The case item is gone: nothing can be prepared or confirmed in it any more, so
         // the rest of it can go in any order.
         // L-2: the conversation's chain head moves out of its partition first, to where
@@ -568,6 +605,16 @@ impl Retention for DynamoStore {
         self.delete_keys(keys).await?;
         if let Some(subjects) = &self.subjects {
             subjects.forget_conversation(tenant, case);
+        }
+        // N-3: its entry in its person's index, named by the index entry (which outlives
+        // a purge stopped half-way), then the index entry itself.
+        let entry = self
+            .get(index_pk(tenant, case.as_str()), retain_sk(case))
+            .await?;
+        if let Some(user) = entry.as_ref().and_then(|e| opt_s(e, "user_id")) {
+            let user = UserId::parse(user).map_err(|_| corrupt("user_id"))?;
+            self.delete_keys(vec![super::erasure::person_case_key(tenant, &user, case)])
+                .await?;
         }
         self.client
             .delete_item()

@@ -310,11 +310,23 @@ pub trait SettingsFence: Send + Sync {
 /// Every conversation port at once, for the adapters' wiring and the store contract; a use
 /// case holds only the narrow ports it calls.
 pub trait ConversationStore:
-    Conversations + ProposalLock + UnsettledIndex + SettingsFence + super::Retention
+    Conversations
+    + ProposalLock
+    + UnsettledIndex
+    + SettingsFence
+    + super::Retention
+    + super::PersonIndex
 {
 }
 
-impl<T: Conversations + ProposalLock + UnsettledIndex + SettingsFence + super::Retention + ?Sized>
-    ConversationStore for T
+impl<
+    T: Conversations
+        + ProposalLock
+        + UnsettledIndex
+        + SettingsFence
+        + super::Retention
+        + super::PersonIndex
+        + ?Sized,
+> ConversationStore for T
 {
 }

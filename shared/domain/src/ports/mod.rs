@@ -11,6 +11,7 @@
 pub mod budgets;
 pub mod confirmations;
 pub mod conversations;
+pub mod erasure;
 pub mod model;
 pub mod provider;
 pub mod resolver;
@@ -26,6 +27,7 @@ pub mod tenants;
 pub use budgets::*;
 pub use confirmations::*;
 pub use conversations::*;
+pub use erasure::*;
 pub use model::*;
 pub use provider::*;
 pub use resolver::*;

@@ -264,9 +264,19 @@ pub trait AuditRecords: Send + Sync {
 /// Every tenant port at once, for the adapters' wiring and the store contract; a use case
 /// holds only the narrow ports it calls. Every method that changes a tenant's
 /// configuration takes the `AuditEntry` describing it and writes both atomically.
-pub trait TenantStore: Tenants + McpSettings + WidgetKeys + Certifications + AuditRecords {}
+pub trait TenantStore:
+    Tenants + McpSettings + WidgetKeys + Certifications + AuditRecords + super::ErasureJobs
+{
+}
 
-impl<T: Tenants + McpSettings + WidgetKeys + Certifications + AuditRecords + ?Sized> TenantStore
-    for T
+impl<
+    T: Tenants
+        + McpSettings
+        + WidgetKeys
+        + Certifications
+        + AuditRecords
+        + super::ErasureJobs
+        + ?Sized,
+> TenantStore for T
 {
 }
