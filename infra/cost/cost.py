@@ -90,7 +90,8 @@ def main():
                COUNTERSIGN_CHECKPOINT_KEY=f"alias/cost-ckpt-{suffix}", COUNTERSIGN_SECRET_PREFIX=f"cost-{suffix}/",
                COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER="1", RUST_LOG="warn",
                COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE="100000", COUNTERSIGN_PERSON_CASES_PER_MINUTE="100000",
-               COUNTERSIGN_TENANT_TURNS_PER_MINUTE="100000")
+               COUNTERSIGN_TENANT_TURNS_PER_MINUTE="100000",
+               COUNTERSIGN_TENANT_REQUESTS_PER_MINUTE="10000000")
     cli = os.path.join(args.bin, "countersign")
     subprocess.run([cli, "bootstrap"], env=env, check=True, capture_output=True)
     out = subprocess.run([cli, "tenant", "create", "--name", "Cost"], env=env, check=True, capture_output=True, text=True).stdout

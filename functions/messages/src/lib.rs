@@ -22,7 +22,7 @@ pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 12] = [
+pub const ENV: [&str; 13] = [
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_MODEL_BASE_URL",
@@ -32,6 +32,7 @@ pub const ENV: [&str; 12] = [
     "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
     "COUNTERSIGN_FUNCTION_TIMEOUT_SECS",
     "COUNTERSIGN_TENANT_TURNS_PER_MINUTE",
+    "COUNTERSIGN_TENANT_REQUESTS_PER_MINUTE",
     "COUNTERSIGN_PERSON_CASES_PER_MINUTE",
     "COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE",
     "COUNTERSIGN_RESPONSE_STREAMING",
@@ -71,6 +72,9 @@ pub struct Config {
     /// Model turns each tenant may start per minute (`COUNTERSIGN_TENANT_TURNS_PER_MINUTE`,
     /// 60; decision 0021).
     pub tenant_turns_per_minute: u32,
+    /// N-5: widget API requests each tenant's people may make per minute, all routes
+    /// together (`COUNTERSIGN_TENANT_REQUESTS_PER_MINUTE`, 3000; decision 0063).
+    pub tenant_requests_per_minute: u32,
     /// V-7: new cases one person may open a minute.
     pub person_cases_per_minute: u32,
     /// V-7: messages one person may send a minute.
@@ -123,6 +127,8 @@ impl FromEnv for Config {
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
             function_timeout: env.seconds("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", 29)?,
             tenant_turns_per_minute: env.per_minute("COUNTERSIGN_TENANT_TURNS_PER_MINUTE", 60)?,
+            tenant_requests_per_minute: env
+                .per_minute("COUNTERSIGN_TENANT_REQUESTS_PER_MINUTE", 3000)?,
             person_cases_per_minute: env.per_minute("COUNTERSIGN_PERSON_CASES_PER_MINUTE", 6)?,
             person_messages_per_minute: env
                 .per_minute("COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE", 20)?,
@@ -218,6 +224,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
     chat.turn_deadline = config.turn_deadline();
     chat.max_output_tokens = config.max_output_tokens;
     chat.turn_budget = Some((Arc::new(store.clone()), config.tenant_turns_per_minute));
+    chat.request_budget = Some((Arc::new(store.clone()), config.tenant_requests_per_minute));
     chat.person_limits = Some((
         Arc::new(store.clone()),
         countersign_chat::PersonLimits {

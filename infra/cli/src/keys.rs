@@ -9,6 +9,17 @@ use countersign_aws::rotation::{Rotation, unix_now};
 use countersign_domain::time::Timestamp;
 use std::io::Write as _;
 
+/// `countersign keys [--checkpoint] <command>`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct KeysArgs {
+    /// N-8: the audit checkpoint key (`COUNTERSIGN_CHECKPOINT_KEY`) and its own ring, whose
+    /// published set never drops a retired key, instead of the proof signing key.
+    #[arg(long)]
+    checkpoint: bool,
+    #[command(subcommand)]
+    command: KeysCommand,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeysCommand {
     /// Show every key of the ring (status, kid, KMS ARN, times) and the key the alias
@@ -58,16 +69,25 @@ pub(crate) enum KeysCommand {
 }
 
 pub(crate) async fn run(
-    cmd: KeysCommand,
+    args: KeysArgs,
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
-    let alias = settings
-        .signing_key
-        .as_deref()
-        .context("COUNTERSIGN_SIGNING_KEY is empty: no signing key to rotate")?;
+    let cmd = args.command;
+    let (alias, store) = if args.checkpoint {
+        let alias = settings
+            .checkpoint_key
+            .as_deref()
+            .context("COUNTERSIGN_CHECKPOINT_KEY is empty: no checkpoint key to rotate")?;
+        (alias, settings.store(sdk).for_checkpoint_ring())
+    } else {
+        let alias = settings
+            .signing_key
+            .as_deref()
+            .context("COUNTERSIGN_SIGNING_KEY is empty: no signing key to rotate")?;
+        (alias, settings.store(sdk))
+    };
     let kms = countersign_aws::kms::KmsProofSigner::client(sdk, None);
-    let store = settings.store(sdk);
     let rotation = Rotation::new(&kms, &store, alias);
     let now = Timestamp::from_unix_seconds(unix_now())?;
     let mut out = std::io::stdout().lock();
@@ -88,6 +108,7 @@ pub(crate) async fn run(
                         signer,
                         reader: reader_role_arn,
                         gateway: gateway_role_arn,
+                        administrator: None,
                     });
                     let id = rotation.create(users.as_ref()).await?;
                     writeln!(out, "created KMS key {id}")?;

@@ -73,8 +73,8 @@ enum Command {
     #[command(subcommand)]
     Audit(AuditCommand),
     /// Rotate the proof signing key with overlap (K-2): list, announce, activate, retire.
-    #[command(subcommand)]
-    Keys(keys::KeysCommand),
+    /// With `--checkpoint`, the audit checkpoint key and its own ring (N-8).
+    Keys(keys::KeysArgs),
     /// Create the DynamoDB table, the KMS signing key and its alias when missing
     /// (idempotent). Names come from COUNTERSIGN_TABLE / COUNTERSIGN_SIGNING_KEY.
     Bootstrap {
@@ -90,6 +90,10 @@ enum Command {
         /// the public key.
         #[arg(long, requires = "signer_role_arn")]
         gateway_role_arn: Option<String>,
+        /// N-8: the role that deploys: only it may change the key's policy or move its
+        /// alias (the template's `KeyAdministratorArn`). Without it, the account.
+        #[arg(long, requires = "signer_role_arn")]
+        administrator_role_arn: Option<String>,
     },
     /// O-2: check a deployed stack: each route answers as documented, the JWKS lists
     /// exactly the keys KMS returns for the key ring (read with COUNTERSIGN_TABLE and this
@@ -166,11 +170,11 @@ async fn main() -> anyhow::Result<()> {
             signer_role_arn,
             reader_role_arn,
             gateway_role_arn,
+            administrator_role_arn,
         } => {
             bootstrap(
                 signer_role_arn,
-                reader_role_arn,
-                gateway_role_arn,
+                [reader_role_arn, gateway_role_arn, administrator_role_arn],
                 &sdk,
                 &settings,
             )
@@ -256,8 +260,7 @@ async fn gateway_token(
 /// `bootstrap`: creates what is missing and says what it found.
 async fn bootstrap(
     signer_role_arn: Option<String>,
-    reader_role_arn: Option<String>,
-    gateway_role_arn: Option<String>,
+    [reader_role_arn, gateway_role_arn, administrator_role_arn]: [Option<String>; 3],
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
@@ -265,6 +268,7 @@ async fn bootstrap(
         signer,
         reader: reader_role_arn,
         gateway: gateway_role_arn,
+        administrator: administrator_role_arn,
     });
     let r = countersign_aws::bootstrap::bootstrap_with(sdk, settings, users.as_ref())
         .await

@@ -19,11 +19,15 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     let store = settings.store(sdk);
     if backfill {
+        use countersign_domain::ports::PersonIndex as _;
         let n = store.backfill_retention_index().await?;
+        // N-3, N-8: the per-person index (and the legacy unsettled entries moved into
+        // their shards), to the end; run before deploying this release.
+        let indexed = store.backfill_person_index(usize::MAX).await?;
         writeln!(
             std::io::stdout().lock(),
             "{}",
-            serde_json::json!({"backfilled": n})
+            serde_json::json!({"backfilled": n, "personIndex": indexed})
         )?;
     }
     let default = settings

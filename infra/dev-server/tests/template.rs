@@ -345,7 +345,14 @@ fn only_the_messages_function_may_sign() {
         })
         .map(|s| scalars(&s["Principal"]))
         .collect();
-    assert_eq!(signers, vec![vec!["MessagesFunctionRole.Arn".to_owned()]]);
+    // N-8: the stream function has its own role; it confirms too.
+    assert_eq!(
+        signers,
+        vec![vec![
+            "MessagesFunctionRole.Arn".to_owned(),
+            "MessagesStreamFunctionRole.Arn".to_owned()
+        ]]
+    );
     for binary in FUNCTIONS {
         let f = function(&t, binary);
         let kms = statements(&f["Properties"]["Policies"])
@@ -464,12 +471,14 @@ fn the_bootstrap_key_policy_is_the_templates() {
         signer: "arn:aws:iam::123456789012:role/messages".into(),
         reader: Some("arn:aws:iam::123456789012:role/admin".into()),
         gateway: Some("arn:aws:iam::123456789012:role/gateway".into()),
+        administrator: Some("arn:aws:iam::123456789012:role/deployer".into()),
     };
     let policy = countersign_aws::bootstrap::signing_key_policy(&users).unwrap();
     let principal = |p: &str| match p {
         "MessagesFunctionRole.Arn" | "arn:aws:iam::123456789012:role/messages" => "signer",
         "AdminFunctionRole.Arn" | "arn:aws:iam::123456789012:role/admin" => "reader",
         "GatewayFunctionRole.Arn" | "arn:aws:iam::123456789012:role/gateway" => "gateway",
+        "HasKeyAdministrator" | "arn:aws:iam::123456789012:role/deployer" => "administrator",
         "arn:${AWS::Partition}:iam::${AWS::AccountId}:root" | "arn:aws:iam::123456789012:root" => {
             "root"
         }
@@ -582,23 +591,22 @@ fn v6_checkpoints_have_their_own_key() {
     let (t, _) = template();
     let r = &t["Resources"];
     assert_eq!(r["CheckpointKey"]["Type"].as_str(), Some("AWS::KMS::Key"));
-    // The action key's policy, and the erasure worker's receipts (N-3) besides.
+    // The action key's statements (by Sid and actions), and the erasure worker's
+    // receipts (N-3) besides.
     let purge_sids = [
         "PurgeFunctionSignsReceipts",
         "PurgeFunctionReadsThePublicKey",
     ];
-    let checkpoint: Vec<&Yaml> = r["CheckpointKey"]["Properties"]["KeyPolicy"]["Statement"]
-        .as_vec()
-        .unwrap()
-        .iter()
-        .filter(|s| !purge_sids.contains(&s["Sid"].as_str().unwrap_or("")))
-        .collect();
-    let action: Vec<&Yaml> = r["SigningKey"]["Properties"]["KeyPolicy"]["Statement"]
-        .as_vec()
-        .unwrap()
-        .iter()
-        .collect();
-    assert_eq!(checkpoint, action);
+    let shape = |key: &str| -> Vec<(String, Vec<String>)> {
+        r[key]["Properties"]["KeyPolicy"]["Statement"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .filter(|s| !purge_sids.contains(&s["Sid"].as_str().unwrap_or("")))
+            .map(|s| (s["Sid"].as_str().unwrap().to_owned(), scalars(&s["Action"])))
+            .collect()
+    };
+    assert_eq!(shape("CheckpointKey"), shape("SigningKey"));
     let signers: Vec<Vec<String>> = r["CheckpointKey"]["Properties"]["KeyPolicy"]["Statement"]
         .as_vec()
         .unwrap()
@@ -714,7 +722,8 @@ fn o1_alarms_and_the_dashboard_watch_what_the_seed_asks() {
     }
 }
 
-/// S-1 (decision 0046): the stream function is the messages function's code and role, run
+/// S-1 (decision 0046): the stream function is the messages function's code (N-8: with its
+/// own role), run
 /// in streaming mode behind a function URL in RESPONSE_STREAM mode (no IAM auth: the widget
 /// JWT is checked by the function), with the same settings, its own reserved concurrency
 /// (a function URL has no API throttling), no HTTP API route, and its URL as an output.
@@ -727,11 +736,9 @@ fn s1_the_stream_function_streams_the_messages_functions_code() {
         stream["Metadata"]["BuildProperties"]["Binary"].as_str(),
         Some("countersign-messages")
     );
-    assert_eq!(
-        scalars(&stream["Properties"]["Role"]),
-        vec!["MessagesFunctionRole.Arn".to_owned()]
-    );
-    assert!(stream["Properties"]["Policies"].is_badvalue());
+    // N-8: its own role, narrower than the messages function's (checked below).
+    assert!(stream["Properties"]["Role"].is_badvalue());
+    assert!(!stream["Properties"]["Policies"].is_badvalue());
     let url = &stream["Properties"]["FunctionUrlConfig"];
     assert_eq!(url["InvokeMode"].as_str(), Some("RESPONSE_STREAM"));
     assert_eq!(url["AuthType"].as_str(), Some("NONE"));
@@ -842,4 +849,163 @@ fn r1_the_purge_runs_daily_one_run_at_a_time() {
         .flat_map(|s| scalars(&s["Action"]))
         .any(|a| a.starts_with("secretsmanager:"));
     assert!(!secrets);
+}
+
+/// A key policy's statements as the JSON `key_policy` reads (principals as their template
+/// names: `!GetAtt X.Arn` is `X.Arn`, an `!If` its three parts).
+fn key_policy_json(t: &Yaml, key: &str) -> String {
+    let statements: Vec<serde_json::Value> =
+        t["Resources"][key]["Properties"]["KeyPolicy"]["Statement"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "Sid": s["Sid"].as_str().unwrap(),
+                    "Effect": s["Effect"].as_str().unwrap(),
+                    "Principal": {"AWS": scalars(&s["Principal"])},
+                    "Action": scalars(&s["Action"]),
+                    "Resource": "*",
+                })
+            })
+            .collect();
+    serde_json::json!({"Version": "2012-10-17", "Statement": statements}).to_string()
+}
+
+/// N-8 (security review N7): no key policy lets anyone grant the key's use
+/// (`kms:CreateGrant`: a grant is a signer no policy names), and only the key
+/// administrator (`KeyAdministratorArn`, else the account) may change the policy or move
+/// the alias; only the named roles sign.
+#[test]
+fn n8_no_key_policy_hands_its_power_to_iam() {
+    use countersign_domain::key_policy::principals_granted;
+    let (t, _) = template();
+    let administrator: BTreeSet<String> = [
+        "HasKeyAdministrator",
+        "KeyAdministratorArn",
+        "arn:${AWS::Partition}:iam::${AWS::AccountId}:root",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    for key in ["SigningKey", "CheckpointKey", "SubjectKey"] {
+        let policy = key_policy_json(&t, key);
+        assert!(
+            principals_granted(&policy, "kms:CreateGrant")
+                .unwrap()
+                .is_empty(),
+            "{key}: CreateGrant is granted"
+        );
+        for action in ["kms:PutKeyPolicy", "kms:UpdateAlias"] {
+            assert_eq!(
+                principals_granted(&policy, action).unwrap(),
+                administrator,
+                "{key}: {action}"
+            );
+        }
+    }
+    let signers = |key: &str| principals_granted(&key_policy_json(&t, key), "kms:Sign").unwrap();
+    assert!(signers("SubjectKey").is_empty());
+    assert_eq!(
+        signers("SigningKey"),
+        ["MessagesFunctionRole.Arn", "MessagesStreamFunctionRole.Arn"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    );
+}
+
+/// The write allow-list of a role (the `LeadingKeys` patterns of its conditioned Allow),
+/// and its Deny statements' patterns.
+fn write_scope(f: &Yaml) -> (Vec<String>, Vec<Vec<String>>) {
+    let all = statements(&f["Properties"]["Policies"]);
+    let allowed = all
+        .iter()
+        .filter(|s| s["Effect"].as_str() == Some("Allow"))
+        .filter(|s| {
+            scalars(&s["Action"])
+                .iter()
+                .any(|a| a == "dynamodb:PutItem")
+        })
+        .flat_map(|s| scalars(&s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]))
+        .collect();
+    let denied = all
+        .iter()
+        .filter(|s| s["Effect"].as_str() == Some("Deny"))
+        .map(|s| scalars(&s["Condition"]))
+        .collect();
+    (allowed, denied)
+}
+
+/// IAM's `StringLike` (`*` any run, `?` one character).
+fn like(pattern: &str, value: &str) -> bool {
+    fn go(p: &[u8], v: &[u8]) -> bool {
+        match (p.first(), v.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], v) || (!v.is_empty() && go(p, &v[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &v[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &v[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), value.as_bytes())
+}
+
+/// N-8 (security review N8): the internet-facing roles — the messages function's, the
+/// stream function's and the gateway's — write only into partitions the adapter builds,
+/// never an admin key's (an explicit Deny, so no Allow added later opens it) nor the
+/// tenant registry; the stream function and the gateway never a tenant's own partition
+/// (tenant item, MCP settings, widget keys), only its index shards.
+#[test]
+fn n8_each_internet_facing_role_writes_only_its_partitions() {
+    let (t, _) = template();
+    let admin_key = "ADMINKEY#0123abcd";
+    let tenant_item = "TENANT#ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R";
+    let shard = "TENANT#ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R#07";
+    let resources = t["Resources"].as_hash().unwrap();
+    for (name, own_partition) in [
+        ("MessagesFunction", true),
+        ("MessagesStreamFunction", false),
+        ("GatewayFunction", false),
+    ] {
+        let f = resources
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(name))
+            .map(|(_, v)| v)
+            .unwrap();
+        assert!(
+            f["Properties"]["Role"].is_badvalue(),
+            "{name} has its own role"
+        );
+        let (allowed, denied) = write_scope(f);
+        assert!(!allowed.is_empty(), "{name}: writes are scoped");
+        for pattern in &allowed {
+            let prefix = pattern.split('*').next().unwrap();
+            assert!(
+                countersign_aws::dynamo::PARTITIONS
+                    .iter()
+                    .any(|(p, _)| prefix.starts_with(p)),
+                "{name}: {pattern} is no partition the adapter builds"
+            );
+        }
+        let may = |pk: &str| allowed.iter().any(|p| like(p, pk));
+        assert!(!may(admin_key), "{name} may write an admin key");
+        assert!(!may("TENANTS"), "{name} may write the tenant registry");
+        assert!(
+            denied.iter().any(|d| d.iter().any(|p| like(p, admin_key))),
+            "{name}: no explicit Deny of the admin keys"
+        );
+        assert!(may(shard), "{name} writes the index shards");
+        assert_eq!(
+            may(tenant_item),
+            own_partition,
+            "{name}: the tenant's own partition"
+        );
+        if !own_partition {
+            let denies_own = denied
+                .iter()
+                .any(|d| d.iter().any(|p| p == "TENANT#*") && d.iter().any(|p| p == "TENANT#*#*"));
+            assert!(denies_own, "{name}: no Deny of the tenant's own partition");
+        }
+    }
 }

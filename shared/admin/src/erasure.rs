@@ -87,8 +87,11 @@ pub struct Erasure {
     pub erasure_id: String,
     /// The tenant.
     pub tenant_id: String,
-    /// The person, as the tenant names them.
-    pub person: String,
+    /// The person, as a commitment: the hex SHA-256 of `countersign erasure`, the tenant
+    /// id and the person's id as the tenant names them, one per line (see
+    /// [`person_digest`]). The receipt never names them in clear, so nothing kept after
+    /// the erasure does; the tenant recomputes it to match the receipt to the person.
+    pub person_digest: String,
     /// RFC 3339: when the erasure was done.
     pub erased_at: String,
     /// The person's conversations.
@@ -241,6 +244,15 @@ pub async fn status(
         .await
         .map_err(store_down)?;
     Ok(job.as_ref().map(ErasureJobView::from))
+}
+
+/// N-2, N-3: how a receipt names the person it erased (hex SHA-256 of
+/// `countersign erasure\n<tenant>\n<person>`).
+#[must_use]
+pub fn person_digest(tenant: &TenantId, user: &UserId) -> String {
+    countersign_domain::hash::Sha256Hex::digest(format!("countersign erasure\n{tenant}\n{user}"))
+        .as_str()
+        .to_owned()
 }
 
 /// What the erasure worker needs: the stores, the receipt's key and its issuer.
@@ -505,7 +517,7 @@ async fn erase_rest(
     let mut erasure = Erasure {
         erasure_id: job.id.clone(),
         tenant_id: tenant.id.to_string(),
-        person: user.to_string(),
+        person_digest: person_digest(&tenant.id, user),
         erased_at: now.to_rfc3339(),
         conversations: kept.clone(),
         items_removed: job.items,

@@ -173,6 +173,9 @@ pub struct KeyUsers {
     /// The gateway function's role ARN: `kms:GetPublicKey`, to check that a proposal it
     /// prepares can be signed once confirmed (C-6, X-1); it never signs.
     pub gateway: Option<String>,
+    /// N-8: the role that deploys (changes the key policy, moves the alias); `None`: the
+    /// account.
+    pub administrator: Option<String>,
 }
 
 /// The signing key's policy, statement for statement the one `template.yaml` gives
@@ -194,12 +197,20 @@ pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, Bootstr
     };
     let root = format!("arn:{partition}:iam::{account}:root");
     let mut statements = vec![
+        // N-8: no kms:CreateGrant for anyone; the policy and the alias are the key
+        // administrator's alone (the account's when none is named).
         serde_json::json!({
             "Sid": "AccountAdministration", "Effect": "Allow", "Principal": {"AWS": root},
-            "Action": ["kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*",
-                       "kms:Update*", "kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*",
-                       "kms:TagResource", "kms:UntagResource", "kms:ScheduleKeyDeletion",
-                       "kms:CancelKeyDeletion"],
+            "Action": ["kms:Describe*", "kms:Enable*", "kms:List*", "kms:Revoke*",
+                       "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource",
+                       "kms:UntagResource", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion"],
+            "Resource": "*"
+        }),
+        serde_json::json!({
+            "Sid": "KeyAdministration", "Effect": "Allow",
+            "Principal": {"AWS": users.administrator.clone().unwrap_or_else(|| root.clone())},
+            "Action": ["kms:PutKeyPolicy", "kms:CreateAlias", "kms:UpdateAlias",
+                       "kms:UpdateKeyDescription"],
             "Resource": "*"
         }),
         serde_json::json!({
@@ -465,7 +476,17 @@ pub async fn bootstrap_with(
         .as_deref()
         .filter(|k| k.starts_with("alias/"))
     {
-        ensure_checkpoint_key(&aws_sdk_kms::Client::new(sdk), alias).await?;
+        let kms = aws_sdk_kms::Client::new(sdk);
+        ensure_checkpoint_key(&kms, alias).await?;
+        // N-8: the checkpoint key has a ring too; its first key goes straight into it.
+        let store = settings.store(sdk).for_checkpoint_ring();
+        crate::rotation::Rotation::new(&kms, &store, alias)
+            .adopt_alias_key(
+                countersign_domain::time::Timestamp::from_unix_seconds(crate::rotation::unix_now())
+                    .map_err(err("reading the clock"))?,
+            )
+            .await
+            .map_err(err("registering the checkpoint key in its key ring"))?;
     }
     if let Some(alias) = settings
         .subject_key

@@ -231,13 +231,28 @@ impl KmsProofSigner {
         self.inner.key.as_deref().ok_or(SignerError::NotConfigured)
     }
 
-    /// Asks KMS which key the configured id names now, and remembers it.
+    /// Asks KMS which key the configured id names now, and remembers it. N-8: with a
+    /// ring, a key the ring does not name is refused (an alias moved outside the ring, by
+    /// anyone who could move it, signs nothing).
     async fn resolve(&self) -> Result<PublicKeyInfo, SignerError> {
         let key = match read_key(&self.inner.client, self.key()?).await {
             Ok(k) => k,
             Err(KeyCheckError::NotFound(_)) => return Err(SignerError::NotConfigured),
             Err(e) => return Err(unavailable(e)),
         };
+        if let Some(store) = &self.inner.ring {
+            let ring = store.key_ring().await.map_err(unavailable)?.ring;
+            let named = ring
+                .keys
+                .iter()
+                .any(|k| k.arn == key.arn && k.kid == key.public.kid);
+            if !ring.keys.is_empty() && !named {
+                tracing::error!(arn = %key.arn, kid = %key.public.kid, "N-8: the alias names a key outside the key ring; it neither signs nor is published");
+                return Err(SignerError::Unavailable(
+                    "the signing alias names a key outside the key ring".into(),
+                ));
+            }
+        }
         write(&self.inner.arns).insert(key.public.kid.clone(), key.arn);
         *write(&self.inner.current) = Some(Resolved {
             info: key.public.clone(),
@@ -368,9 +383,10 @@ impl ProofSigner for KmsProofSigner {
         })
     }
 
-    /// The ring's published keys, plus the key the alias names if the ring lacks it (a
-    /// deployment that never ran `keys`, or an alias moved by hand): the key that signs
-    /// is always published.
+    /// The ring's published keys that KMS vouches for (N-8: never the key the alias names
+    /// when the ring lacks it — an alias moved outside the ring publishes nothing). A
+    /// signer without a ring (a deployment that never ran `keys` nor `bootstrap`)
+    /// publishes the alias's key alone.
     async fn published_keys(&self) -> Result<PublishedKeys, SignerError> {
         // Not the cached answer when it is old: a stale cache would publish a retired key
         // again (this path is not the confirm path, and the document is cached anyway).
@@ -383,6 +399,11 @@ impl ProofSigner for KmsProofSigner {
         let signing = match signing {
             Ok(k) => Some(k),
             Err(SignerError::NotConfigured) => None,
+            // N-8: an alias outside the ring signs nothing, and the ring is still published.
+            Err(e) if self.inner.ring.is_some() => {
+                tracing::warn!(error = %e, "the signing key is not usable; the ring is published");
+                None
+            }
             Err(e) => return Err(e),
         };
         let ring = match &self.inner.ring {
@@ -396,8 +417,15 @@ impl ProofSigner for KmsProofSigner {
                 .and_then(|a| deployment_of(a))
                 .map(str::to_owned)
         });
+        // N-8: the checkpoint key's ring never retires a key from its published set: a
+        // checkpoint or an erasure receipt is kept for years and must still verify.
+        let every = self
+            .inner
+            .ring
+            .as_ref()
+            .is_some_and(DynamoStore::is_checkpoint_ring);
         let mut keys = Vec::new();
-        for k in ring.published() {
+        for k in ring.keys.iter().filter(|k| every || k.status.published()) {
             if let Some(info) = self.vouched(k, home.as_deref()).await? {
                 keys.push(PublishedKey {
                     key: VerificationKey {
@@ -409,6 +437,7 @@ impl ProofSigner for KmsProofSigner {
             }
         }
         if let Some(k) = signing
+            && self.inner.ring.is_none()
             && !keys.iter().any(|p| p.key.key_id == k.kid)
         {
             keys.push(PublishedKey {

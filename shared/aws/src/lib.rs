@@ -92,5 +92,6 @@ impl AwsSettings {
     pub fn checkpoint_signer(&self, sdk: &aws_config::SdkConfig) -> kms::KmsProofSigner {
         let client = kms::KmsProofSigner::client(sdk, self.calls().as_ref());
         kms::KmsProofSigner::new(client, self.checkpoint_key.clone())
+            .with_ring(self.store(sdk).for_checkpoint_ring())
     }
 }

@@ -185,7 +185,7 @@ impl<'a> Rotation<'a> {
         Ok(kid)
     }
 
-    /// V-5: only `signer` may sign with `key_id`.
+    /// V-5: only `signer` may sign with `key_id`, and (N-8) no one may grant its use.
     async fn check_policy(&self, key_id: &str, signer: &str) -> Result<(), RotationError> {
         let policy = self
             .kms
@@ -198,7 +198,15 @@ impl<'a> Rotation<'a> {
         let text = policy.policy().unwrap_or_default();
         let principals = countersign_domain::key_policy::sign_principals(text)
             .map_err(|e| RotationError::Policy(Box::new(e)))?;
-        let others: Vec<String> = principals.into_iter().filter(|p| p != signer).collect();
+        let mut others: Vec<String> = principals.into_iter().filter(|p| p != signer).collect();
+        // N-8: and no one may grant its use (a grant is a signer the policy does not name).
+        let granting = countersign_domain::key_policy::principals_granted(text, "kms:CreateGrant")
+            .map_err(|e| RotationError::Policy(Box::new(e)))?;
+        others.extend(
+            granting
+                .into_iter()
+                .map(|p| format!("{p} (kms:CreateGrant)")),
+        );
         if others.is_empty() {
             Ok(())
         } else {

@@ -119,7 +119,12 @@ impl FromRequestParts<AppState> for WidgetPrincipal {
         let token = bearer(&parts.headers).ok_or_else(unauthorized)?;
         let origin = crate::cors::cross_origin(&parts.headers);
         match state.auth.authenticate_from(token, origin).await {
-            Ok(p) => Ok(Self(p)),
+            // N-5: the tenant's own request budget, after the token and before anything
+            // else (the model, the provider, the conversation's reads).
+            Ok(p) => {
+                state.chat.spend_request(&p).await.map_err(ApiError::from)?;
+                Ok(Self(p))
+            }
             Err(AuthError::Origin) => Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "ORIGIN_NOT_ALLOWED",

@@ -111,6 +111,9 @@ pub struct Chat {
     pub turn_deadline: std::time::Duration,
     /// The most output tokens one model step may produce (M-4).
     pub max_output_tokens: u32,
+    /// N-5: the per-tenant budget of widget API requests (every authenticated request,
+    /// checked before anything else), with its size per minute; `None`: unlimited.
+    pub request_budget: Option<(Arc<dyn RateLimiter>, u32)>,
     /// The per-tenant budget of model turns (decision 0021), with its size per minute;
     /// `None` admits every turn.
     pub turn_budget: Option<(Arc<dyn RateLimiter>, u32)>,
@@ -214,6 +217,7 @@ impl Chat {
             turn_deadline: std::time::Duration::from_secs(20),
             max_output_tokens: 1024,
             turn_budget: None,
+            request_budget: None,
             person_limits: None,
             mcp_tokens: None,
         }
@@ -511,6 +515,26 @@ impl Chat {
                     },
                     retry_after_secs,
                 })
+            }
+        }
+    }
+
+    /// N-5 (decision 0063): one unit of the tenant's budget of widget API requests, or
+    /// `RateLimited`: one tenant's widgets cannot take the whole of the capacity every
+    /// tenant shares (the API's route throttles and the functions' reserved slots).
+    pub async fn spend_request(&self, who: &Principal) -> Result<(), ChatError> {
+        let Some((limiter, per_minute)) = &self.request_budget else {
+            return Ok(());
+        };
+        let now = self.parts.clock.now();
+        match limiter
+            .take(&who.tenant, "requests", *per_minute, now)
+            .await?
+        {
+            Admission::Admitted => Ok(()),
+            Admission::Limited { retry_after_secs } => {
+                tracing::info!(tenant = %who.tenant, retry_after_secs, "N-5: tenant request budget spent");
+                Err(ChatError::RateLimited { retry_after_secs })
             }
         }
     }

@@ -16,6 +16,19 @@ pub struct PolicyError(pub String);
 /// Every principal an `Allow` statement of `policy` lets call `kms:Sign` (`*` for anyone;
 /// `service:<name>` for a service principal).
 pub fn sign_principals(policy: &str) -> Result<BTreeSet<String>, PolicyError> {
+    principals_granted(policy, "kms:Sign")
+}
+
+/// N-8: the actions that hand a key's power to someone else: granting its use, changing
+/// its policy, moving its alias. A deployment grants the first to no one and the others
+/// to its key administrator alone.
+pub const ESCALATING: [&str; 3] = ["kms:CreateGrant", "kms:PutKeyPolicy", "kms:UpdateAlias"];
+
+/// Every principal an `Allow` statement of `policy` lets call `action` (read as
+/// [`sign_principals`] reads `kms:Sign`: wildcards, `NotAction` and `NotPrincipal`
+/// included).
+pub fn principals_granted(policy: &str, action: &str) -> Result<BTreeSet<String>, PolicyError> {
+    let action = action.to_lowercase();
     let doc: Value = serde_json::from_str(policy).map_err(|e| PolicyError(e.to_string()))?;
     let statements = match doc.get("Statement") {
         Some(Value::Array(s)) => s.clone(),
@@ -24,7 +37,7 @@ pub fn sign_principals(policy: &str) -> Result<BTreeSet<String>, PolicyError> {
     };
     let mut out = BTreeSet::new();
     for s in &statements {
-        if s.get("Effect").and_then(Value::as_str) != Some("Allow") || !grants_sign(s) {
+        if s.get("Effect").and_then(Value::as_str) != Some("Allow") || !grants(s, &action) {
             continue;
         }
         if s.get("NotPrincipal").is_some() {
@@ -64,13 +77,13 @@ fn strings(v: &Value) -> Vec<String> {
     }
 }
 
-/// Whether the statement's actions include `kms:Sign`.
-fn grants_sign(s: &Value) -> bool {
+/// Whether the statement's actions include `action` (lower case).
+fn grants(s: &Value, action: &str) -> bool {
     if let Some(not) = s.get("NotAction") {
-        return !strings(not).iter().any(|a| matches(a, "kms:sign"));
+        return !strings(not).iter().any(|a| matches(a, action));
     }
     s.get("Action")
-        .is_some_and(|a| strings(a).iter().any(|a| matches(a, "kms:sign")))
+        .is_some_and(|a| strings(a).iter().any(|a| matches(a, action)))
 }
 
 /// IAM's action glob (`*` any run, `?` one character), case-insensitive.
@@ -98,6 +111,44 @@ mod tests {
     fn of(statements: Value) -> BTreeSet<String> {
         sign_principals(&json!({"Version": "2012-10-17", "Statement": statements}).to_string())
             .unwrap()
+    }
+
+    /// N-8 (security review N7): `kms:Create*` grants `CreateGrant`, `kms:Put*`
+    /// `PutKeyPolicy`, `kms:Update*` `UpdateAlias` — the old account statement handed all
+    /// three to IAM; the deployment's statements give `CreateGrant` to no one and the
+    /// other two to the key administrator alone.
+    #[test]
+    fn n8_who_a_key_policy_lets_grant_change_the_policy_or_move_the_alias() {
+        let root = "arn:aws:iam::123456789012:root";
+        let admin = "arn:aws:iam::123456789012:role/deployer";
+        let policy = |s: Value| json!({"Version": "2012-10-17", "Statement": s}).to_string();
+        let old = policy(json!([
+            {"Effect": "Allow", "Principal": {"AWS": root}, "Action": ["kms:Create*", "kms:Put*", "kms:Update*", "kms:Describe*"], "Resource": "*"}
+        ]));
+        for action in ESCALATING {
+            assert_eq!(
+                principals_granted(&old, action).unwrap(),
+                BTreeSet::from([root.to_owned()]),
+                "{action}"
+            );
+        }
+        let ours = policy(json!([
+            {"Effect": "Allow", "Principal": {"AWS": root}, "Action": ["kms:Describe*", "kms:Enable*", "kms:List*", "kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion"], "Resource": "*"},
+            {"Effect": "Allow", "Principal": {"AWS": admin}, "Action": ["kms:PutKeyPolicy", "kms:CreateAlias", "kms:UpdateAlias", "kms:UpdateKeyDescription"], "Resource": "*"},
+            {"Effect": "Allow", "Principal": {"AWS": SIGNER}, "Action": "kms:Sign", "Resource": "*"}
+        ]));
+        assert!(
+            principals_granted(&ours, "kms:CreateGrant")
+                .unwrap()
+                .is_empty()
+        );
+        for action in ["kms:PutKeyPolicy", "kms:UpdateAlias"] {
+            assert_eq!(
+                principals_granted(&ours, action).unwrap(),
+                BTreeSet::from([admin.to_owned()]),
+                "{action}"
+            );
+        }
     }
 
     /// V-5: the deployment's own policy lets only the signer role sign; the default KMS

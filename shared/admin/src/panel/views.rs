@@ -624,9 +624,7 @@ fn erasure_job(j: &crate::erasure::ErasureJobView) -> Markup {
                         p #erasureRefused { (t("Refused: ")) code { (r) } }
                     }
                     @if let Some(e) = &j.erasure {
-                        p { (t("Person ")) code { (e.person) } ": "
-                            (e.conversations.purged) (t(" conversations deleted, ")) (e.items_removed) (t(" items removed."))
-                        }
+                        p { (e.conversations.purged) (t(" conversations deleted, ")) (e.items_removed) (t(" items removed.")) }
                         @if e.conversations.unresolved + e.conversations.held > 0 {
                             p #erasurePending { (t("Kept for now (deleted once they can be): ")) (e.conversations.unresolved + e.conversations.held) }
                         }

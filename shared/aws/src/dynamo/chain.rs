@@ -30,7 +30,7 @@ const MAX_CACHED_HEADS: usize = 50_000;
 /// A conversation chain's head while the conversation lives (decision 0055).
 pub(crate) const CONV_HEAD_SK: &str = "A#CHAIN";
 /// Where the purge moves a conversation chain's head: `AUDITHEAD#<tenant>#<digest>`.
-const PURGED_HEAD_PREFIX: &str = "AUDITHEAD#";
+pub(super) const PURGED_HEAD_PREFIX: &str = "AUDITHEAD#";
 const PURGED_HEAD_SK: &str = "HEAD";
 
 /// One chain of one tenant, and where its head lives.

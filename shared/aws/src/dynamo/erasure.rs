@@ -8,6 +8,9 @@
 //! | an erasure job | `ERASUREJOB#<tenant>` | `<jobId>` |
 //! | the job's place in the queue | `JOBQUEUE#erasure` | `<tenant>#<digest of the person>` |
 //!
+//! The backfill also moves the unsettled entries written before the shards into their
+//! shards (N-8).
+//!
 //! The person's id is never a key (a digest is); their conversation's entry goes with the
 //! conversation (the purge deletes it), the rest once they are erased.
 
@@ -145,6 +148,41 @@ impl DynamoStore {
             .collect()
     }
 
+    /// N-8 (confirm-path review N12): an unsettled entry written before the shards
+    /// (decision 0043), in the tenant's own partition, moves into its shard, so that no
+    /// settlement need write the tenant's partition again.
+    async fn move_legacy_unsettled(&self, item: &Item) -> Result<(), StoreError> {
+        let (Some(pk), Some(sk)) = (opt_s(item, PK), opt_s(item, SK)) else {
+            return Ok(());
+        };
+        let Some(action) = sk.strip_prefix(super::transitions::UNSETTLED_PREFIX) else {
+            return Ok(());
+        };
+        let Some(tenant) = pk.strip_prefix("TENANT#").filter(|t| !t.contains('#')) else {
+            return Ok(());
+        };
+        let tenant = TenantId::parse(tenant).map_err(|_| corrupt("pk"))?;
+        let mut moved = item.clone();
+        moved.insert(PK.into(), s(index_pk(&tenant, action)));
+        let tx = vec![
+            TransactWriteItem::builder()
+                .put(super::build(
+                    aws_sdk_dynamodb::types::Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(moved))
+                        .build(),
+                )?)
+                .build(),
+            self.delete(key(pk, sk))?,
+        ];
+        match self.transact(tx).await? {
+            Tx::Committed => Ok(()),
+            Tx::Cancelled(_) => Err(StoreError::Unavailable(
+                "moving a legacy unsettled entry lost a race; the backfill resumes".into(),
+            )),
+        }
+    }
+
     async fn put_plain(&self, item: Item) -> Result<(), StoreError> {
         self.client
             .put_item()
@@ -240,10 +278,13 @@ impl PersonIndex for DynamoStore {
                 .client
                 .scan()
                 .table_name(&self.table)
-                .filter_expression("sk = :case OR begins_with(sk, :audit)")
+                .filter_expression(
+                    "sk = :case OR begins_with(sk, :audit) OR begins_with(sk, :unsettled)",
+                )
                 .set_expression_attribute_values(Some(values([
                     (":case", s(CASE_SK)),
                     (":audit", s(AUDIT_PREFIX)),
+                    (":unsettled", s(super::transitions::UNSETTLED_PREFIX)),
                 ])))
                 .limit(BACKFILL_PAGE)
                 .set_exclusive_start_key(start.take())
@@ -251,6 +292,7 @@ impl PersonIndex for DynamoStore {
                 .await
                 .map_err(unavailable)?;
             for item in page.items.unwrap_or_default() {
+                self.move_legacy_unsettled(&item).await?;
                 for entry in Self::entries_for(&item) {
                     self.put_plain(entry).await?;
                 }

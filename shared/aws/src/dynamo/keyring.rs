@@ -1,5 +1,6 @@
-//! The platform's signing key ring (K-1, K-2): one item, `PLATFORM` / `SIGNING_KEYS`,
-//! holding the ring as JSON and a version. Every change is a read, a pure
+//! The platform's signing key rings (K-1, K-2): one item each, `PLATFORM` /
+//! `SIGNING_KEYS` (the action key's) and `PLATFORM` / `CHECKPOINT_KEYS` (the audit
+//! checkpoint key's, N-8), holding the ring as JSON and a version. Every change is a read, a pure
 //! [`KeyRing`] rule, and a put conditioned on the version read, so two operators
 //! rotating at once cannot lose each other's change.
 
@@ -9,7 +10,10 @@ use countersign_domain::keyring::KeyRing;
 use countersign_domain::ports::StoreError;
 
 const RING_PK: &str = "PLATFORM";
-const RING_SK: &str = "SIGNING_KEYS";
+/// The action key's ring.
+pub(crate) const SIGNING_RING: &str = "SIGNING_KEYS";
+/// The audit checkpoint key's ring (N-8).
+pub(crate) const CHECKPOINT_RING: &str = "CHECKPOINT_KEYS";
 
 /// The ring and the version it was read at (`0`: no ring stored yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +32,7 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key(RING_PK, RING_SK)))
+            .set_key(Some(key(RING_PK, self.ring_item)))
             .consistent_read(true)
             .send()
             .await
@@ -56,7 +60,7 @@ impl DynamoStore {
         read_version: u64,
     ) -> Result<bool, StoreError> {
         let text = serde_json::to_string(ring).map_err(|_| corrupt("ring"))?;
-        let mut item = key(RING_PK, RING_SK);
+        let mut item = key(RING_PK, self.ring_item);
         item.insert("ring".into(), s(text));
         item.insert("version".into(), n(read_version + 1));
         let put = self

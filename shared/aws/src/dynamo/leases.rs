@@ -14,7 +14,7 @@ use countersign_domain::ids::TenantId;
 use countersign_domain::ports::{Lease, Leases, StoreError};
 use countersign_domain::time::Timestamp;
 
-fn lease_key(tenant: &TenantId, kind: &str) -> super::items::Item {
+pub(super) fn lease_key(tenant: &TenantId, kind: &str) -> super::items::Item {
     key(format!("LEASE#{tenant}#{kind}"), "LEASE".to_owned())
 }
 

@@ -10,17 +10,17 @@ use countersign_domain::ports::{ConfirmationLink, ConfirmationLinks, StoreError}
 use countersign_domain::time::Timestamp;
 
 /// A link, under the SHA-256 of its id (the id itself is only ever in the URL).
-const LINK_PREFIX: &str = "CONFIRMLINK#";
+pub(super) const LINK_PREFIX: &str = "CONFIRMLINK#";
 const LINK_SK: &str = "LINK";
 /// A spent request state, under its random id.
-const STATE_PREFIX: &str = "REQUESTSTATE#";
+pub(super) const STATE_PREFIX: &str = "REQUESTSTATE#";
 const STATE_SK: &str = "SPENT";
 /// What the client holding a gateway token declared at `initialize`, under the token's
 /// SHA-256.
-const CLIENT_PREFIX: &str = "MCPCLIENT#";
+pub(super) const CLIENT_PREFIX: &str = "MCPCLIENT#";
 const CLIENT_SK: &str = "CAPABILITIES";
 /// N-6: a confirmation page's session, under a digest of its link and its random id.
-const PAGE_SESSION_PREFIX: &str = "PAGESESSION#";
+pub(super) const PAGE_SESSION_PREFIX: &str = "PAGESESSION#";
 const PAGE_SESSION_SK: &str = "SESSION";
 /// a link's pointer in its conversation's partition (decision 0055): the purge deletes
 /// the link with the conversation instead of leaving it to the TTL.

@@ -14,6 +14,7 @@ mod keyring;
 mod leases;
 mod limits;
 mod links;
+mod partitions;
 mod proposals;
 mod retention;
 mod subjects;
@@ -44,6 +45,7 @@ use countersign_domain::texts::Language;
 use countersign_domain::time::Timestamp;
 use items::*;
 pub use keyring::StoredRing;
+pub use partitions::PARTITIONS;
 use proposals::*;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -73,6 +75,9 @@ pub struct DynamoStore {
     subjects: Option<std::sync::Arc<dyn countersign_domain::ports::SubjectKeys>>,
     /// How long the confirm write is resent while its outcome is unknown (issue 27).
     resend_for: std::time::Duration,
+    /// Which key ring `key_ring` and `put_key_ring` read and write (N-8: the action
+    /// key's, or the checkpoint key's).
+    ring_item: &'static str,
 }
 
 impl std::fmt::Debug for DynamoStore {
@@ -129,7 +134,23 @@ impl DynamoStore {
             sweep_budget: sweep::SWEEP_BUDGET,
             subjects: None,
             resend_for: confirm::RESEND_FOR,
+            ring_item: keyring::SIGNING_RING,
         }
+    }
+
+    /// The same store, whose key ring is the audit checkpoint key's (N-8, security review
+    /// N12): checkpoints and erasure receipts verify against the keys it names, rotations
+    /// included.
+    #[must_use]
+    pub fn for_checkpoint_ring(mut self) -> Self {
+        self.ring_item = keyring::CHECKPOINT_RING;
+        self
+    }
+
+    /// Whether this store's key ring is the checkpoint key's.
+    #[must_use]
+    pub fn is_checkpoint_ring(&self) -> bool {
+        self.ring_item == keyring::CHECKPOINT_RING
     }
 
     /// The same store with another resend window for the confirm write (tests only: they

@@ -143,7 +143,7 @@ impl std::fmt::Debug for EnvelopeKeys {
     }
 }
 
-fn subject_pk(tenant: &TenantId, user: &UserId) -> String {
+pub(super) fn subject_pk(tenant: &TenantId, user: &UserId) -> String {
     format!("SUBJECT#{tenant}#{user}")
 }
 

@@ -28,7 +28,7 @@ const WIDGET_KEY_PREFIX: &str = "WIDGETKEY#";
 /// The latest certification run (H-1), as one JSON document.
 const CERTIFICATION_SK: &str = "CERTIFICATION";
 /// A panel session (U-1): its own partition, keyed by the hash of its id.
-const SESSION_PREFIX: &str = "PANELSESSION#";
+pub(super) const SESSION_PREFIX: &str = "PANELSESSION#";
 const SESSION_SK: &str = "SESSION";
 /// Largest page of audit records one request may ask for.
 const MAX_AUDIT_PAGE: usize = 100;
@@ -122,7 +122,7 @@ impl DynamoStore {
 }
 
 /// The index item from an admin key's hash to its tenant (C-2).
-fn admin_key_pk(hash: &Sha256Hex) -> String {
+pub(super) fn admin_key_pk(hash: &Sha256Hex) -> String {
     format!("ADMINKEY#{hash}")
 }
 

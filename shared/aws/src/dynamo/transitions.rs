@@ -150,13 +150,14 @@ impl DynamoStore {
     }
 
     /// Removes an action from the tenant's unsettled index (nothing if absent): from its
-    /// shard, and from the tenant's own partition, where an entry written before the shards
-    /// (decision 0043) stays until its action is settled.
+    /// shard. (Entries written before the shards, decision 0043, are moved into their
+    /// shards by the index backfill, N-8: nothing on the chat's paths writes the tenant's
+    /// own partition any more.)
     pub(super) fn delete_unsettled(
         &self,
         tenant: &TenantId,
         action_id: &ActionId,
-    ) -> Result<[TransactWriteItem; 2], StoreError> {
+    ) -> Result<[TransactWriteItem; 1], StoreError> {
         let sk = format!("{UNSETTLED_PREFIX}{action_id}");
         let delete = |pk: String| -> Result<TransactWriteItem, StoreError> {
             let d = Delete::builder()
@@ -165,9 +166,6 @@ impl DynamoStore {
                 .build();
             Ok(TransactWriteItem::builder().delete(build(d)?).build())
         };
-        Ok([
-            delete(index_pk(tenant, action_id.as_str()))?,
-            delete(tenant_pk(tenant))?,
-        ])
+        Ok([delete(index_pk(tenant, action_id.as_str()))?])
     }
 }

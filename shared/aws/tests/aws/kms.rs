@@ -231,6 +231,7 @@ async fn bootstrap_creates_the_key_with_the_signer_only_policy() {
         signer: "arn:aws:iam::123456789012:role/countersign-messages".into(),
         reader: None,
         gateway: None,
+        administrator: None,
     };
     let alias = format!(
         "alias/cs-policy-{}",
@@ -288,6 +289,7 @@ async fn v5_announce_refuses_a_key_others_can_sign_with() {
         signer: signer.into(),
         reader: None,
         gateway: None,
+        administrator: None,
     };
     let narrow = create_signing_key(&kms, Some(&users)).await.unwrap();
     rotation.announce(&narrow, now, Some(signer)).await.unwrap();
@@ -354,4 +356,71 @@ async fn v5_writing_the_ring_cannot_publish_a_key_kms_does_not_vouch_for() {
         after.keys[0].key.public_key_pem,
         before.keys[0].key.public_key_pem
     );
+}
+
+/// N-8 (security review N7): an alias moved to a key the ring does not name — by anyone
+/// who could move it — signs nothing, and the JWKS still publishes the ring's keys alone,
+/// never the alias's new key; the checkpoint key's ring (N12) publishes its own keys.
+#[tokio::test]
+async fn n8_an_alias_moved_outside_the_ring_signs_nothing_and_is_not_published() {
+    use countersign_aws::kms::read_key;
+    let env = env().await;
+    let kms = KmsProofSigner::client(&env.sdk, None);
+    let alias = env.settings.signing_key.clone().unwrap();
+    let store = env.store();
+    let signer = KmsProofSigner::new(kms.clone(), Some(alias.clone()))
+        .with_refresh(std::time::Duration::ZERO)
+        .with_ring(store.clone());
+    let before = signer.published_keys().await.unwrap();
+    let ring_kid = before.keys[0].key.key_id.clone();
+    let claims = executing_claims(&env, "act_ring", "jti-ring").await;
+    assert!(
+        sign_proof(&signer, &claims).await.is_ok(),
+        "the ring's key signs"
+    );
+
+    // The attacker's own key, the alias moved to it (UpdateAlias), nothing announced.
+    let id = countersign_aws::bootstrap::create_signing_key(&kms, None)
+        .await
+        .unwrap();
+    let theirs = read_key(&kms, &id).await.unwrap();
+    kms.update_alias()
+        .alias_name(&alias)
+        .target_key_id(&theirs.arn)
+        .send()
+        .await
+        .unwrap();
+    let fresh = KmsProofSigner::new(kms.clone(), Some(alias.clone())).with_ring(store.clone());
+    assert!(
+        sign_proof(&fresh, &claims).await.is_err(),
+        "a key outside the ring signed"
+    );
+    let published = fresh.published_keys().await.unwrap();
+    let kids: Vec<&str> = published
+        .keys
+        .iter()
+        .map(|k| k.key.key_id.as_str())
+        .collect();
+    assert_eq!(
+        kids,
+        [ring_kid.as_str()],
+        "only the ring's key is published"
+    );
+
+    // The checkpoint key has a ring of its own, adopted by bootstrap.
+    let checkpoints = env.settings.checkpoint_signer(&env.sdk);
+    let audit_keys = checkpoints.published_keys().await.unwrap();
+    assert_eq!(audit_keys.keys.len(), 1);
+    let ring = store
+        .clone()
+        .for_checkpoint_ring()
+        .key_ring()
+        .await
+        .unwrap();
+    assert_eq!(
+        ring.ring.keys.len(),
+        1,
+        "bootstrap adopted the checkpoint key"
+    );
+    assert_eq!(ring.ring.keys[0].kid, audit_keys.keys[0].key.key_id);
 }

@@ -163,6 +163,27 @@ async fn hot_key_index_items_from_before_the_shards_still_count() {
         listed[0].last_status.as_ref().map(|(a, _)| a.as_str()),
         Some("still running")
     );
+    // N-8 (confirm-path review N12): the backfill moves it into its shard, so that the
+    // settlement writes nothing in the tenant's own partition.
+    {
+        use countersign_domain::ports::PersonIndex as _;
+        assert!(store.backfill_person_index(usize::MAX).await.unwrap());
+    }
+    let own = format!("TENANT#{tenant}");
+    let placed: Vec<String> = scan(&store)
+        .await
+        .iter()
+        .filter(|i| text(i, "sk") == "UNSETTLED#act_old_exec")
+        .map(|i| text(i, "pk").to_owned())
+        .collect();
+    assert_eq!(placed.len(), 1, "{placed:?}");
+    assert_ne!(placed[0], own, "moved into its shard");
+    let listed = store.list_unsettled(&tenant).await.unwrap();
+    assert_eq!(
+        listed[0].last_status.as_ref().map(|(a, _)| a.as_str()),
+        Some("still running"),
+        "with what was noted"
+    );
     let (from, to) = (ProposalState::Executing, ProposalState::Completed);
     let settled = store
         .transition(&tenant, &case.id, &running.action_id, from, to, None)
