@@ -64,6 +64,12 @@ pub struct Gateway {
     pub public_url: Option<String>,
 }
 
+/// Security review N11: a person's share of their tenant's gateway calls a minute.
+#[must_use]
+pub fn person_share(per_minute: u32) -> u32 {
+    (per_minute / 4).max(per_minute.min(10))
+}
+
 impl Gateway {
     /// Decision 0021: one unit of the tenant's budget of proxied consultations; the
     /// refusal to return instead of calling, when it is spent.
@@ -77,13 +83,31 @@ impl Gateway {
             return Ok(None);
         };
         let tenant = &grant.principal.tenant;
-        let admission = limiter
-            .take(tenant, "gateway", *per_minute, self.clock.now())
+        let unavailable = |e: countersign_domain::ports::StoreError| {
+            tracing::warn!(error = %e, "the tenant budget could not be read");
+            McpError::internal_error("a platform service is unavailable", None)
+        };
+        // Security review N11: one person's token takes at most a quarter of the tenant's
+        // calls a minute (and never fewer than 10, or the whole of a smaller budget), so
+        // it cannot spend every other client's share (keyed by a digest: the window item
+        // outlives an erasure until its TTL).
+        let person = countersign_domain::hash::Sha256Hex::digest(format!(
+            "countersign person budget\n{tenant}\n{}",
+            grant.principal.user
+        ));
+        let bucket = format!("person:gateway:{}", &person.as_str()[..32]);
+        let now = self.clock.now();
+        let admission = match limiter
+            .take(tenant, &bucket, person_share(*per_minute), now)
             .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "the tenant budget could not be read");
-                McpError::internal_error("a platform service is unavailable", None)
-            })?;
+            .map_err(unavailable)?
+        {
+            Admission::Admitted => limiter
+                .take(tenant, "gateway", *per_minute, now)
+                .await
+                .map_err(unavailable)?,
+            limited @ Admission::Limited { .. } => limited,
+        };
         Ok(match admission {
             Admission::Admitted => None,
             Admission::Limited { retry_after_secs } => {

@@ -442,7 +442,16 @@ impl Chat {
     ) -> Result<(Vec<NewMessage>, Language), ChatError> {
         check_content(content)?;
         let view = self.owned(who, case).await?;
-        self.spend_person(who, "messages").await?;
+        // Confirm-path review N10: the answer to a waiting proposal never spends the
+        // person's message budget (a person can always confirm or cancel it).
+        let answering = classify(content) != Reply::Other
+            && view
+                .active
+                .as_ref()
+                .is_some_and(|p| p.state == ProposalState::PendingConfirmation);
+        if !answering {
+            self.spend_person(who, "messages").await?;
+        }
         if view.case.status == CaseStatus::Closed {
             return Err(ChatError::Closed);
         }
@@ -501,7 +510,13 @@ impl Chat {
         } else {
             limits.messages_per_minute
         };
-        let bucket = format!("person:{what}:{}", who.user);
+        // Keyed by a digest of the person, never their id: the window item outlives an
+        // erasure until its TTL (security review N10, confirm-path review N7).
+        let person = countersign_domain::hash::Sha256Hex::digest(format!(
+            "countersign person budget\n{}\n{}",
+            who.tenant, who.user
+        ));
+        let bucket = format!("person:{what}:{}", &person.as_str()[..32]);
         let now = self.parts.clock.now();
         match limiter.take(&who.tenant, &bucket, per_minute, now).await? {
             Admission::Admitted => Ok(()),

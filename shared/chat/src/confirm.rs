@@ -58,8 +58,11 @@ impl Chat {
                 crate::metrics::confirm_latency(started, outcome);
                 Ok(())
             }
-            TransitionOutcome::Conflict { current: None } => {
-                // The store kept losing races: keep the proposal, ask to try again.
+            TransitionOutcome::Conflict {
+                current: None | Some(ProposalState::PendingConfirmation),
+            } => {
+                // The store kept losing races (DynamoDB's adapter then reads the proposal
+                // still pending; confirm-path review N6): keep it, ask to try again.
                 self.store(who, &message, out).await?;
                 let text = texts::confirm_retry_notice(lang);
                 self.tell(who, &message.case, text, out).await

@@ -703,9 +703,18 @@ async fn decide(
     {
         Ok(_) => {}
         Err(ChatError::Unavailable(e)) => return unavailable(&e),
-        Err(e @ (ChatError::RateLimited { .. } | ChatError::PersonLimited { .. })) => {
+        Err(
+            e @ (ChatError::RateLimited { retry_after_secs }
+            | ChatError::PersonLimited {
+                retry_after_secs, ..
+            }),
+        ) => {
             tracing::info!(error = %e, "confirmation page: limited");
-            return notice(StatusCode::TOO_MANY_REQUESTS, lang, texts(lang).unavailable);
+            let mut res = notice(StatusCode::TOO_MANY_REQUESTS, lang, texts(lang).unavailable);
+            // Security review N13: when to come back, as the API says it.
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_secs.into());
+            return res;
         }
         Err(_) => return notice(StatusCode::CONFLICT, lang, texts(lang).already),
     }

@@ -672,8 +672,11 @@ impl ProposalLock for MemoryStore {
         };
         match self.faults.take("confirm") {
             Some(Fault::Unavailable | Fault::Timeout | Fault::Hang) => Err(unavailable("confirm")),
-            // As when the adapter's retries run out.
-            Some(Fault::Conflict) => Ok(TransitionOutcome::Conflict { current: None }),
+            // As when the adapter's retries run out: it reads the proposal, still pending
+            // (confirm-path review N6).
+            Some(Fault::Conflict) => Ok(TransitionOutcome::Conflict {
+                current: Some(ProposalState::PendingConfirmation),
+            }),
             // Committed, but the adapter could not tell (its resends and read-back were
             // lost too): the caller must find out by reading (issue 27).
             Some(Fault::LostResponse) => {

@@ -683,3 +683,42 @@ async fn n6_a_disallowed_origin_is_403() {
         assert_eq!(res.status(), want, "{origin:?}");
     }
 }
+
+/// Security review N11: one person's token takes at most their share of the tenant's
+/// gateway calls a minute (a quarter, at least 10); another person of the same tenant is
+/// still served when the first is refused.
+#[tokio::test]
+async fn n11_one_persons_token_cannot_spend_the_whole_tenant_budget() {
+    assert_eq!(countersign_gateway::person_share(120), 30);
+    assert_eq!(countersign_gateway::person_share(2), 2);
+    let provider = Arc::new(TrackShare {
+        seen_tokens: Mutex::new(Vec::new()),
+    });
+    let limiter: Arc<dyn countersign_domain::ports::RateLimiter> =
+        Arc::new(countersign_testkit::MemoryStore::default());
+    let app = || app_budgeted(Some(provider.clone()), Some((limiter.clone(), 40)));
+    let call = || {
+        rpc(
+            2,
+            "tools/call",
+            json!({"name": "get_user_uploads", "arguments": {}}),
+        )
+    };
+    let refused = |answer: &Value| answer["result"]["isError"] == true;
+    for n in 0..10 {
+        let (_, answer) = post_to(app(), Some(&token()), "2025-06-18", call()).await;
+        assert!(!refused(&answer), "call {n}: {answer}");
+    }
+    let (_, eleventh) = post_to(app(), Some(&token()), "2025-06-18", call()).await;
+    assert!(refused(&eleventh), "{eleventh}");
+    let other = Grant {
+        principal: Principal {
+            user: UserId::parse("driver-43").unwrap(),
+            ..grant().principal
+        },
+        ..grant()
+    };
+    let theirs = access::mint(&key(), &other, SystemClock.now(), 300).unwrap();
+    let (_, served) = post_to(app(), Some(&theirs), "2025-06-18", call()).await;
+    assert!(!refused(&served), "another person is served: {served}");
+}

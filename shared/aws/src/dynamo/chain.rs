@@ -323,6 +323,17 @@ impl DynamoStore {
             let Some(head) = self.stored_head(&live).await? else {
                 return Ok(());
             };
+            if head.seq == 0 {
+                // An empty chain (written before N13's fix): nothing to keep or index.
+                self.client
+                    .delete_item()
+                    .table_name(self.table())
+                    .set_key(Some(key(live.head_pk.as_str(), live.head_sk)))
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
+                return Ok(());
+            }
             let purged = ChainRef::purged(tenant, &live.chain);
             let mut moved = key(purged.head_pk.as_str(), purged.head_sk);
             moved.insert("chain_seq".into(), n(i128::from(head.seq)));
@@ -400,6 +411,11 @@ impl DynamoStore {
         items: Vec<TransactWriteItem>,
         entries: &[AuditEntry],
     ) -> Result<Tx, StoreError> {
+        // Confirm-path review N13: a step that records nothing touches no chain (a head
+        // of seq 0 would outlive the conversation as two items for nothing).
+        if entries.is_empty() {
+            return self.transact(items).await;
+        }
         let sealed = self.sealed(&chain.tenant, entries).await?;
         let entries = sealed.as_slice();
         for attempt in 0..MAX_ATTEMPTS {

@@ -80,3 +80,47 @@ async fn r1_the_backfill_indexes_conversations_from_before_the_index() {
             .is_empty()
     );
 }
+
+/// Confirm-path review N13: a conversation closed without ever having a proposal records
+/// nothing, so it starts no audit chain: no head in its partition, and once purged nothing
+/// of it is left anywhere (no moved head, no chain index entry).
+#[tokio::test]
+async fn n13_a_conversation_that_recorded_nothing_leaves_no_chain_behind() {
+    use countersign_domain::ports::Conversations as _;
+    let store = crate::contract::on_new_table(None).await;
+    let f = countersign_testkit::contract::Fixture::default();
+    let tenant = f.tenant();
+    let case = f.open_case(&store, &tenant).await;
+    store.close_case(&tenant, &case.id).await.unwrap();
+    let everything = store.scan_everything().await.unwrap();
+    let of_case: Vec<String> = everything
+        .iter()
+        .filter(|i| format!("{i:?}").contains(case.id.as_str()))
+        .map(|i| format!("{:?} {:?}", i.get("pk"), i.get("sk")))
+        .collect();
+    assert!(
+        !of_case.iter().any(|k| k.contains("A#CHAIN")),
+        "an empty chain's head: {of_case:?}"
+    );
+    let outcome = store.purge(&tenant, &case.id, None).await.unwrap();
+    assert!(
+        matches!(outcome, PurgeOutcome::Purged { .. }),
+        "{outcome:?}"
+    );
+    let left: Vec<String> = store
+        .scan_everything()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|i| {
+            let pk = i
+                .get("pk")
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
+            pk.starts_with("AUDITHEAD#") || format!("{i:?}").contains(case.id.as_str())
+        })
+        .map(|i| format!("{:?} {:?}", i.get("pk"), i.get("sk")))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}

@@ -229,3 +229,37 @@ async fn v7_a_person_past_their_limits_is_refused_and_others_are_not() {
     assert!(h.post("four", None).await.is_ok());
     assert!(h.chat.create_case(&h.who).await.is_ok());
 }
+
+/// Confirm-path review N10: a person who spent their messages of the minute can still
+/// answer the proposal waiting for them (`confirm` or `cancel` never spends the budget);
+/// any other message is still refused.
+#[tokio::test]
+async fn v7_n10_a_person_past_their_limit_can_still_answer_the_waiting_proposal() {
+    use countersign_chat::PersonLimits;
+    let mut h = H::new().await;
+    h.chat.person_limits = Some((
+        h.store.clone(),
+        PersonLimits {
+            cases_per_minute: 1,
+            messages_per_minute: 1,
+        },
+    ));
+    let (action, presented) = h.propose().await;
+    assert!(matches!(
+        h.post("and another thing", None).await,
+        Err(ChatError::PersonLimited { .. })
+    ));
+    h.provider.answer(
+        "execute_action",
+        countersign_testkit::Reply::Result(countersign_testkit::action_answer(
+            action.as_str(),
+            "completed",
+            Some("Done."),
+        )),
+    );
+    h.reply("confirm", &presented).await;
+    assert_eq!(
+        h.state(&action),
+        countersign_domain::proposal::ProposalState::Completed
+    );
+}
