@@ -72,9 +72,12 @@ impl From<AdminError> for ApiError {
                 ApiError::conflict("ALREADY_RUNNING", message).with_retry_after(retry_after_secs)
             }
             // V-7, N-7: the cross-tenant cap is a limit (429), not this tenant's conflict.
-            e @ AdminError::PlatformBusy {
+            e @ (AdminError::PlatformBusy {
                 retry_after_secs, ..
-            } => ApiError::rate_limited(e.to_string(), retry_after_secs),
+            }
+            | AdminError::QueueFull {
+                retry_after_secs, ..
+            }) => ApiError::rate_limited(e.to_string(), retry_after_secs),
             AdminError::SigningUnavailable => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ACTION_SIGNING_UNAVAILABLE",
@@ -681,7 +684,7 @@ pub struct ErasureInput {
         (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "LEGAL_HOLD: a hold is on this person"),
         (status = 413, body = ErrorBody),
-        (status = 429, body = ErrorBody, description = "BUSY: this tenant has as many erasures queued as it may; retry after the time given"),
+        (status = 429, body = ErrorBody, description = "RATE_LIMITED: this tenant has as many erasures queued as it may (20); retry after the time given"),
         (status = 503, body = ErrorBody)))]
 async fn post_erasure(
     State(state): State<AdminState>,

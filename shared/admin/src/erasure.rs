@@ -223,7 +223,7 @@ pub async fn request(
             .await
             .map_err(store_down)?
             .ok_or_else(|| store_down(StoreError::Unavailable("the job moved".into())).into()),
-        Enqueued::Full => Err(AdminError::Busy {
+        Enqueued::Full => Err(AdminError::QueueFull {
             what: "erasure",
             retry_after_secs: 60,
         }
@@ -852,7 +852,7 @@ mod tests {
         let one_more = UserId::parse("one-more").unwrap();
         assert!(matches!(
             request(&state, &tenant, &one_more).await,
-            Err(ErasureError::Admin(AdminError::Busy {
+            Err(ErasureError::Admin(AdminError::QueueFull {
                 what: "erasure",
                 ..
             }))

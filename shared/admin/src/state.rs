@@ -154,6 +154,16 @@ pub enum AdminError {
         /// Seconds until the first platform slot frees at the latest.
         retry_after_secs: u64,
     },
+    /// N-3: this tenant has as many jobs of this kind queued as it may (429).
+    #[error(
+        "this tenant has as many {what}s queued as it may; nothing was recorded: try again in {retry_after_secs} s"
+    )]
+    QueueFull {
+        /// The job.
+        what: &'static str,
+        /// Seconds until the worker's next run.
+        retry_after_secs: u64,
+    },
     /// C-6: actions cannot be enabled without a signing key.
     #[error("actions cannot be enabled: the platform has no signing key installed")]
     SigningUnavailable,

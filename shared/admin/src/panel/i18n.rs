@@ -138,6 +138,12 @@ pub fn error(e: &AdminError) -> String {
         } => format!(
             "a plataforma já está com o máximo de execuções ({what}) ao mesmo tempo, somando todos os tenants; nada foi iniciado: tente de novo em {retry_after_secs} s"
         ),
+        AdminError::QueueFull {
+            what,
+            retry_after_secs,
+        } => format!(
+            "este tenant já tem o máximo de pedidos ({what}) na fila; nada foi registrado: tente de novo em {retry_after_secs} s"
+        ),
         AdminError::SigningUnavailable => {
             "as ações não podem ser ativadas: a plataforma não tem uma chave de assinatura instalada".into()
         }
