@@ -1,0 +1,284 @@
+//! B-2: summary templates. Plain text with placeholders — `{argument}`, `{person}`, and
+//! `{lookup.<name>.<path>}` (a value from one of the operation's read-tool lookups,
+//! dotted into its JSON) — and `{{` / `}}` for braces. A rendered summary is checked
+//! against the summary rules exactly as the platform checks a provider's: a
+//! summary that breaks them refuses the preparation, never gets edited.
+
+use countersign_domain::text::SafeText;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+/// One piece of a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Argument(String),
+    Person,
+    Lookup { name: String, path: Vec<String> },
+}
+
+/// A parsed template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+/// Why a template cannot be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// A placeholder has no value (an argument not given, a lookup field absent).
+    #[error("{{{0}}} has no value")]
+    Missing(String),
+    /// A value that is not text, a number or a list of them (an object, a boolean).
+    #[error("{{{0}}} is not text, a number or a list of them")]
+    NotText(String),
+    /// The rendered summary breaks the summary rules: the preparation is refused.
+    #[error("the rendered summary breaks the summary rules: {0}")]
+    Rules(String),
+}
+
+impl Template {
+    /// Parses `src`; the error says what is wrong (an unclosed or empty placeholder, a
+    /// stray `}`, a lookup without a field).
+    pub fn parse(src: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut text = String::new();
+        let mut chars = src.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    text.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    text.push('}');
+                }
+                '}' => return Err("a `}` without its `{` (write `}}` for a brace)".into()),
+                '{' => {
+                    let mut name = String::new();
+                    loop {
+                        match chars.next() {
+                            Some('}') => break,
+                            Some(c)
+                                if c.is_ascii_alphanumeric()
+                                    || c == '_'
+                                    || c == '.'
+                                    || c == '*' =>
+                            {
+                                name.push(c);
+                            }
+                            Some(c) => return Err(format!("`{c}` inside a placeholder")),
+                            None => return Err("a `{` that is never closed".into()),
+                        }
+                    }
+                    if !text.is_empty() {
+                        parts.push(Part::Text(std::mem::take(&mut text)));
+                    }
+                    parts.push(placeholder(&name)?);
+                }
+                c => text.push(c),
+            }
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        Ok(Self { parts })
+    }
+
+    /// The arguments the template names.
+    pub fn arguments(&self) -> BTreeSet<&str> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Argument(a) => Some(a.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The lookups the template names.
+    pub fn lookups(&self) -> BTreeSet<&str> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Lookup { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The text with every placeholder filled: `arguments` by name, `lookups` by lookup
+    /// name (each its tool's JSON result), `person` for `{person}`.
+    pub fn render(
+        &self,
+        arguments: &Map<String, Value>,
+        lookups: &Map<String, Value>,
+        person: &str,
+    ) -> Result<String, RenderError> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Person => out.push_str(person),
+                Part::Argument(a) => out.push_str(&text_of(a, arguments.get(a))?),
+                Part::Lookup { name, path } => {
+                    let shown = format!("lookup.{name}.{}", path.join("."));
+                    let value = lookups.get(name).and_then(|v| resolve(v, path));
+                    out.push_str(&text_of(&shown, value.as_ref())?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Self::render`], then the summary rules: the text as it will be shown,
+    /// byte for byte, or the refusal.
+    pub fn render_summary(
+        &self,
+        arguments: &Map<String, Value>,
+        lookups: &Map<String, Value>,
+        person: &str,
+    ) -> Result<SafeText, RenderError> {
+        let text = self.render(arguments, lookups, person)?;
+        SafeText::check(text).map_err(|v| {
+            RenderError::Rules(
+                v.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
+    }
+}
+
+fn placeholder(name: &str) -> Result<Part, String> {
+    if name.is_empty() {
+        return Err("an empty placeholder `{}`".into());
+    }
+    if name == "person" {
+        return Ok(Part::Person);
+    }
+    match name.strip_prefix("lookup.") {
+        Some(rest) => {
+            let mut segments = rest.split('.').map(str::to_owned);
+            let lookup = segments.next().unwrap_or_default();
+            let path: Vec<String> = segments.collect();
+            if lookup.is_empty() || path.is_empty() || path.iter().any(String::is_empty) {
+                return Err(format!(
+                    "`{{{name}}}`: a lookup placeholder is `{{lookup.<name>.<field>}}`"
+                ));
+            }
+            Ok(Part::Lookup { name: lookup, path })
+        }
+        None if name.contains('.') || name.contains('*') => Err(format!(
+            "`{{{name}}}`: only lookups have dotted names (`{{lookup.<name>.<field>}}`)"
+        )),
+        None => Ok(Part::Argument(name.to_owned())),
+    }
+}
+
+/// The value at `path` in `value`; a `*` segment maps the rest of the path over an
+/// array (`items.*.name`: every item's name).
+fn resolve(value: &Value, path: &[String]) -> Option<Value> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(value.clone());
+    };
+    if first == "*" {
+        let items = value.as_array()?;
+        return items
+            .iter()
+            .map(|v| resolve(v, rest))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array);
+    }
+    resolve(value.get(first.as_str())?, rest)
+}
+
+/// A value as the person reads it.
+fn text_of(name: &str, value: Option<&Value>) -> Result<String, RenderError> {
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    match value {
+        None | Some(Value::Null) => Err(RenderError::Missing(name.to_owned())),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(scalar)
+            .collect::<Option<Vec<_>>>()
+            .map(|v| v.join(", "))
+            .ok_or_else(|| RenderError::NotText(name.to_owned())),
+        Some(v) => scalar(v).ok_or_else(|| RenderError::NotText(name.to_owned())),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    /// B-2: arguments, the person and lookups are filled; braces escape; lists join.
+    #[test]
+    fn b2_a_template_renders_arguments_lookups_and_the_person() {
+        let t = Template::parse(
+            "Cancel order {order_id} of {person} ({lookup.order.items.*.name}, total {lookup.order.payment.total} USD) {{ok}}",
+        )
+        .unwrap();
+        assert_eq!(t.arguments(), BTreeSet::from(["order_id"]));
+        assert_eq!(t.lookups(), BTreeSet::from(["order"]));
+        let text = t
+            .render(
+                &map(json!({"order_id": "#W123"})),
+                &map(json!({"order": {"items": [{"name": "Lamp"}, {"name": "Kettle"}], "payment": {"total": 42.5}}})),
+                "u_alice",
+            )
+            .unwrap();
+        assert_eq!(
+            text,
+            "Cancel order #W123 of u_alice (Lamp, Kettle, total 42.5 USD) {ok}"
+        );
+    }
+
+    /// B-2 (bad input): a malformed template is refused with why; a missing or non-text
+    /// value refuses the rendering; a summary that breaks the rules (a link here) is
+    /// refused, never edited.
+    #[test]
+    fn b2_bad_templates_and_summaries_are_refused() {
+        for bad in [
+            "{",
+            "}",
+            "{}",
+            "{a b}",
+            "{lookup.order}",
+            "{a.b}",
+            "x {order",
+        ] {
+            assert!(Template::parse(bad).is_err(), "{bad}");
+        }
+        let t = Template::parse("Cancel {order_id} ({lookup.order.items})").unwrap();
+        let none = Map::new();
+        assert_eq!(
+            t.render(&none, &none, "u"),
+            Err(RenderError::Missing("order_id".into()))
+        );
+        let args = map(json!({"order_id": {"nested": true}}));
+        assert_eq!(
+            t.render(&args, &none, "u"),
+            Err(RenderError::NotText("order_id".into()))
+        );
+        // A bidirectional override smuggled in through an argument.
+        let t = Template::parse("Send the refund to {name}").unwrap();
+        let args = map(json!({"name": "Alice \u{202E}gnp.exe"}));
+        assert!(matches!(
+            t.render_summary(&args, &none, "u"),
+            Err(RenderError::Rules(_))
+        ));
+    }
+}
