@@ -74,19 +74,7 @@ pub(crate) async fn run(
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
     let cmd = args.command;
-    let (alias, store) = if args.checkpoint {
-        let alias = settings
-            .checkpoint_key
-            .as_deref()
-            .context("COUNTERSIGN_CHECKPOINT_KEY is empty: no checkpoint key to rotate")?;
-        (alias, settings.store(sdk).for_checkpoint_ring())
-    } else {
-        let alias = settings
-            .signing_key
-            .as_deref()
-            .context("COUNTERSIGN_SIGNING_KEY is empty: no signing key to rotate")?;
-        (alias, settings.store(sdk))
-    };
+    let (alias, store) = ring_of(args.checkpoint, sdk, settings)?;
     let kms = countersign_aws::kms::KmsProofSigner::client(sdk, None);
     let rotation = Rotation::new(&kms, &store, alias);
     let now = Timestamp::from_unix_seconds(unix_now())?;
@@ -95,40 +83,13 @@ pub(crate) async fn run(
         KeysCommand::List => list(&rotation, now, &mut out).await?,
         KeysCommand::Announce {
             key,
-            create,
+            create: _,
             signer_role_arn,
             reader_role_arn,
             gateway_role_arn,
         } => {
-            let signer = signer_role_arn.clone();
-            let key = match (key, create) {
-                (Some(k), _) => k,
-                (None, _) => {
-                    let users = signer_role_arn.map(|signer| KeyUsers {
-                        signer,
-                        reader: reader_role_arn,
-                        gateway: gateway_role_arn,
-                        administrator: None,
-                    });
-                    let id = rotation.create(users.as_ref()).await?;
-                    writeln!(out, "created KMS key {id}")?;
-                    id
-                }
-            };
-            if signer.is_none() {
-                writeln!(
-                    out,
-                    "warning: no --signer-role-arn: the key's policy was not checked (V-5); a deployment must pass it"
-                )?;
-            }
-            let kid = rotation.announce(&key, now, signer.as_deref()).await?;
-            let ring = rotation.list().await?.ring;
-            writeln!(out, "announced {kid}")?;
-            writeln!(
-                out,
-                "it is published now; activate it after {} s: countersign keys activate --kid {kid}",
-                ring.cache_seconds
-            )?;
+            let users = [signer_role_arn, reader_role_arn, gateway_role_arn];
+            announce(&rotation, key, users, now, &mut out).await?;
         }
         KeysCommand::Activate { kid } => {
             rotation.activate(&kid, now).await?;
@@ -156,6 +117,69 @@ pub(crate) async fn run(
             writeln!(out, "JWKS cache time {seconds} s")?;
         }
     }
+    Ok(())
+}
+
+/// N-8: the alias and the store of the ring a `keys` command works on: the checkpoint
+/// key's (`--checkpoint`) or the proof signing key's.
+fn ring_of<'a>(
+    checkpoint: bool,
+    sdk: &aws_config::SdkConfig,
+    settings: &'a AwsSettings,
+) -> anyhow::Result<(&'a str, countersign_aws::dynamo::DynamoStore)> {
+    Ok(if checkpoint {
+        let alias = settings
+            .checkpoint_key
+            .as_deref()
+            .context("COUNTERSIGN_CHECKPOINT_KEY is empty: no checkpoint key to rotate")?;
+        (alias, settings.store(sdk).for_checkpoint_ring())
+    } else {
+        let alias = settings
+            .signing_key
+            .as_deref()
+            .context("COUNTERSIGN_SIGNING_KEY is empty: no signing key to rotate")?;
+        (alias, settings.store(sdk))
+    })
+}
+
+/// `keys announce`: the given key, or one created with the deployment's policy when the
+/// roles `[signer, reader, gateway]` are given.
+async fn announce(
+    rotation: &Rotation<'_>,
+    key: Option<String>,
+    [signer_role_arn, reader_role_arn, gateway_role_arn]: [Option<String>; 3],
+    now: Timestamp,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
+    let signer = signer_role_arn.clone();
+    let key = match key {
+        Some(k) => k,
+        None => {
+            let users = signer_role_arn.map(|signer| KeyUsers {
+                signer,
+                reader: reader_role_arn,
+                gateway: gateway_role_arn,
+                administrator: None,
+            });
+            let id = rotation.create(users.as_ref()).await?;
+            writeln!(out, "created KMS key {id}")?;
+            id
+        }
+    };
+    if signer.is_none() {
+        writeln!(
+            out,
+            "warning: no --signer-role-arn: the key's policy was not checked (V-5); a deployment must pass it"
+        )?;
+    }
+    let kid = rotation.announce(&key, now, signer.as_deref()).await?;
+    let ring = rotation.list().await?.ring;
+    writeln!(out, "announced {kid}")?;
+    writeln!(
+        out,
+        "it is published now; activate it after {} s: countersign keys activate --kid {kid}",
+        ring.cache_seconds
+    )?;
     Ok(())
 }
 

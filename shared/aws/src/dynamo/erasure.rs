@@ -182,17 +182,6 @@ impl DynamoStore {
             )),
         }
     }
-
-    async fn put_plain(&self, item: Item) -> Result<(), StoreError> {
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
-    }
 }
 
 #[async_trait]

@@ -123,14 +123,7 @@ impl ConfirmationLinks for DynamoStore {
             aws_sdk_dynamodb::types::AttributeValue::Bool(declared),
         );
         item.insert(TTL.into(), n(expires_at.unix_seconds() + GRACE_SECONDS));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.put_plain(item).await
     }
 
     async fn open_page_session(

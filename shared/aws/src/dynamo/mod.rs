@@ -319,6 +319,18 @@ impl DynamoStore {
         Ok(pages.into_iter().flatten().collect())
     }
 
+    /// An unconditional put of `item`.
+    async fn put_plain(&self, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
     /// One item by key, read consistently.
     async fn get(
         &self,
