@@ -91,6 +91,9 @@ pub struct Consultation {
     pub tool: String,
     /// Guards that must hold for each call (so one person cannot read another's data).
     pub guards: Vec<String>,
+    /// A dotted path into the tool's JSON result: only that part is answered (for a
+    /// server whose results carry more than the answer, such as its whole state).
+    pub result: Option<Vec<String>>,
 }
 
 /// Sample values for `countersign-bridge check`.
@@ -132,6 +135,20 @@ pub struct Operation {
 }
 
 /// The whole, validated configuration.
+/// B-3: what the certification's synthetic people (N-7's `countersign-test:` prefix) act
+/// as upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Certification {
+    /// Not configured: a synthetic person is refused (the certification cannot pass).
+    #[default]
+    Refuse,
+    /// As this designated test account of the upstream (`account = "…"`).
+    Account(String),
+    /// A dry run: guards and summaries run, nothing is executed upstream, and the answer
+    /// says so (`dry_run = true`).
+    DryRun,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The upstream server.
@@ -144,6 +161,8 @@ pub struct Config {
     pub operations: Vec<Operation>,
     /// The guards, by name.
     pub guards: BTreeMap<String, Guard>,
+    /// What the certification's synthetic people act as.
+    pub certification: Certification,
 }
 
 // What the file holds, before validation (spans kept for the errors).
@@ -160,6 +179,15 @@ struct RawConfig {
     operations: Vec<Spanned<RawOperation>>,
     #[serde(default, rename = "guard")]
     guards: BTreeMap<String, Spanned<Guard>>,
+    certification: Option<Spanned<RawCertification>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCertification {
+    account: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +207,7 @@ struct RawConsultation {
     read_only: bool,
     #[serde(default)]
     guards: Vec<String>,
+    result: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -257,6 +286,17 @@ impl Config {
                 error(g.span().start, format!("guard `{name}`: `equals`: {e}"));
             }
         }
+        let certification = match raw.certification.as_ref().map(|c| (c.span().start, c.get_ref())) {
+            None => Certification::Refuse,
+            Some((_, RawCertification { account: Some(a), dry_run: false })) if !a.trim().is_empty() => {
+                Certification::Account(a.clone())
+            }
+            Some((_, RawCertification { account: None, dry_run: true })) => Certification::DryRun,
+            Some((at, _)) => {
+                error(at, "[certification]: give exactly one of `account = \"<a test account>\"` or `dry_run = true`".into());
+                Certification::Refuse
+            }
+        };
         if raw.operations.is_empty() {
             error(
                 0,
@@ -272,6 +312,7 @@ impl Config {
             consultations,
             operations,
             guards,
+            certification,
         })
     }
 }
@@ -297,9 +338,13 @@ fn consultations(
         }
         check_tool(&c.tool, at, seen_tools, error);
         check_guards(&c.guards, guards, at, error);
+        if c.result.as_ref().is_some_and(|r| r.split('.').any(str::is_empty)) {
+            error(at, format!("consultation `{}`: `result` is a dotted path such as `parsed_content`", c.tool));
+        }
         out.push(Consultation {
             tool: c.tool.clone(),
             guards: c.guards.clone(),
+            result: c.result.as_ref().map(|r| r.split('.').map(str::to_owned).collect()),
         });
     }
     out

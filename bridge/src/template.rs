@@ -180,7 +180,7 @@ fn placeholder(name: &str) -> Result<Part, String> {
 
 /// The value at `path` in `value`; a `*` segment maps the rest of the path over an
 /// array (`items.*.name`: every item's name).
-fn resolve(value: &Value, path: &[String]) -> Option<Value> {
+pub fn resolve(value: &Value, path: &[String]) -> Option<Value> {
     let Some((first, rest)) = path.split_first() else {
         return Some(value.clone());
     };
