@@ -57,7 +57,7 @@ pub(crate) fn protocol_tools(bridge: &Bridge) -> Vec<Tool> {
         json!({"name": "execute_action",
             "description": "Executes a confirmed action (platform only; needs X-MCP-Confirmation).",
             "inputSchema": {"type": "object", "properties": {"actionId": {"type": "string"}}, "required": ["actionId"]},
-            "outputSchema": status.clone(),
+            "outputSchema": status,
             "annotations": {"readOnlyHint": false}}),
         json!({"name": "get_action_status",
             "description": "The status of an action (platform only).",
@@ -289,7 +289,13 @@ impl Bridge {
         let _held = lock.lock().await;
         let claim = self
             .store
-            .claim(&who.tenant_id, id, &verified.claims.jti, verified.claims.exp, at)
+            .claim(
+                &who.tenant_id,
+                id,
+                &verified.claims.jti,
+                verified.claims.exp,
+                at,
+            )
             .await;
         match claim {
             Ok(Claim::Claimed(a)) => self.run(a).await,
@@ -313,7 +319,9 @@ impl Bridge {
         let person = self.upstreamed(&action.person);
         let checked = match (op, person, action.config_digest == self.digest) {
             (Some(op), Ok(person), true) => self.recheck(&action, op, &person).await,
-            _ => Err(Some("the bridge's configuration changed since the proposal".into())),
+            _ => Err(Some(
+                "the bridge's configuration changed since the proposal".into(),
+            )),
         };
         let (op, full, person) = match checked {
             Ok(ready) => ready,

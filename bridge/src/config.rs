@@ -286,12 +286,26 @@ impl Config {
                 error(g.span().start, format!("guard `{name}`: `equals`: {e}"));
             }
         }
-        let certification = match raw.certification.as_ref().map(|c| (c.span().start, c.get_ref())) {
+        let certification = match raw
+            .certification
+            .as_ref()
+            .map(|c| (c.span().start, c.get_ref()))
+        {
             None => Certification::Refuse,
-            Some((_, RawCertification { account: Some(a), dry_run: false })) if !a.trim().is_empty() => {
-                Certification::Account(a.clone())
-            }
-            Some((_, RawCertification { account: None, dry_run: true })) => Certification::DryRun,
+            Some((
+                _,
+                RawCertification {
+                    account: Some(a),
+                    dry_run: false,
+                },
+            )) if !a.trim().is_empty() => Certification::Account(a.clone()),
+            Some((
+                _,
+                RawCertification {
+                    account: None,
+                    dry_run: true,
+                },
+            )) => Certification::DryRun,
             Some((at, _)) => {
                 error(at, "[certification]: give exactly one of `account = \"<a test account>\"` or `dry_run = true`".into());
                 Certification::Refuse
@@ -338,13 +352,25 @@ fn consultations(
         }
         check_tool(&c.tool, at, seen_tools, error);
         check_guards(&c.guards, guards, at, error);
-        if c.result.as_ref().is_some_and(|r| r.split('.').any(str::is_empty)) {
-            error(at, format!("consultation `{}`: `result` is a dotted path such as `parsed_content`", c.tool));
+        if c.result
+            .as_ref()
+            .is_some_and(|r| r.split('.').any(str::is_empty))
+        {
+            error(
+                at,
+                format!(
+                    "consultation `{}`: `result` is a dotted path such as `parsed_content`",
+                    c.tool
+                ),
+            );
         }
         out.push(Consultation {
             tool: c.tool.clone(),
             guards: c.guards.clone(),
-            result: c.result.as_ref().map(|r| r.split('.').map(str::to_owned).collect()),
+            result: c
+                .result
+                .as_ref()
+                .map(|r| r.split('.').map(str::to_owned).collect()),
         });
     }
     out

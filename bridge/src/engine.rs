@@ -88,6 +88,9 @@ impl Default for Settings {
     }
 }
 
+/// One person's lock (per tenant and person).
+type PersonLock = Arc<tokio::sync::Mutex<()>>;
+
 /// The bridge.
 pub struct Bridge {
     pub(crate) config: Config,
@@ -99,7 +102,7 @@ pub struct Bridge {
     /// The upstream's tools by name, as read at start.
     pub(crate) tools: HashMap<String, Tool>,
     pub(crate) validators: HashMap<String, jsonschema::Validator>,
-    locks: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    locks: Mutex<HashMap<(String, String), PersonLock>>,
     /// The counters.
     pub metrics: Metrics,
 }
@@ -257,12 +260,9 @@ impl Bridge {
 
     /// The upstream's input schema of `tool`, without the bound arguments and `hidden`.
     pub(crate) fn visible_schema(&self, tool: &str, hidden: Option<&str>) -> Value {
-        let mut schema = self
-            .tools
-            .get(tool)
-            .map_or(json!({"type": "object"}), |t| {
-                Value::Object((*t.input_schema).clone())
-            });
+        let mut schema = self.tools.get(tool).map_or(json!({"type": "object"}), |t| {
+            Value::Object((*t.input_schema).clone())
+        });
         strip(
             &mut schema,
             self.config.bind.keys().map(String::as_str).chain(hidden),
@@ -352,7 +352,11 @@ impl Bridge {
             return Err(refuse(&format!(
                 "the arguments do not fit `{tool}`: {}{}",
                 if at.is_empty() { "" } else { "at " },
-                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
             )));
         }
         match instance {
@@ -504,7 +508,10 @@ fn mismatches(config: &Config, tools: &HashMap<String, Tool>) -> Vec<String> {
         .chain(config.operations.iter().flat_map(|o| o.lookups.values()));
     for l in lookups {
         if !tools.contains_key(&l.tool) {
-            out.push(format!("lookup tool `{}`: the upstream has no such tool", l.tool));
+            out.push(format!(
+                "lookup tool `{}`: the upstream has no such tool",
+                l.tool
+            ));
         }
     }
     for o in &config.operations {

@@ -39,7 +39,11 @@ enum Command {
     /// The writes whose answer was lost: list them, or record what your system shows.
     Settle {
         /// The store file.
-        #[arg(long, env = "COUNTERSIGN_BRIDGE_STORE", default_value = "countersign-bridge.db")]
+        #[arg(
+            long,
+            env = "COUNTERSIGN_BRIDGE_STORE",
+            default_value = "countersign-bridge.db"
+        )]
         store: PathBuf,
         #[command(subcommand)]
         what: Settle,
@@ -51,10 +55,18 @@ struct Serve {
     /// The configuration file (TOML).
     file: PathBuf,
     /// Where to listen.
-    #[arg(long, env = "COUNTERSIGN_BRIDGE_LISTEN", default_value = "127.0.0.1:8791")]
+    #[arg(
+        long,
+        env = "COUNTERSIGN_BRIDGE_LISTEN",
+        default_value = "127.0.0.1:8791"
+    )]
     listen: SocketAddr,
     /// The store file (SQLite).
-    #[arg(long, env = "COUNTERSIGN_BRIDGE_STORE", default_value = "countersign-bridge.db")]
+    #[arg(
+        long,
+        env = "COUNTERSIGN_BRIDGE_STORE",
+        default_value = "countersign-bridge.db"
+    )]
     store: PathBuf,
     /// The proofs' issuer (the platform's).
     #[arg(long, env = "COUNTERSIGN_ISSUER")]
@@ -66,7 +78,11 @@ struct Serve {
     #[arg(long, env = "COUNTERSIGN_JWKS_URL")]
     jwks_url: String,
     /// The longest an upstream call may take, in seconds.
-    #[arg(long, env = "COUNTERSIGN_BRIDGE_UPSTREAM_TIMEOUT", default_value_t = 30)]
+    #[arg(
+        long,
+        env = "COUNTERSIGN_BRIDGE_UPSTREAM_TIMEOUT",
+        default_value_t = 30
+    )]
     upstream_timeout: u64,
 }
 
@@ -127,12 +143,18 @@ async fn serve(args: Serve) -> anyhow::Result<ExitCode> {
         config.upstream.clone(),
         Duration::from_secs(args.upstream_timeout),
     ));
-    let verifier = Verifier::new(args.issuer, args.audience)
-        .with_jwks(Arc::new(Jwks::new(args.jwks_url)));
-    let bridge = Bridge::start(config, digest, upstream, store, verifier, Settings::default())
-        .await?;
-    let bound =
-        countersign_bridge::serve::spawn(Arc::new(bridge), &token, args.listen).await?;
+    let verifier =
+        Verifier::new(args.issuer, args.audience).with_jwks(Arc::new(Jwks::new(args.jwks_url)));
+    let bridge = Bridge::start(
+        config,
+        digest,
+        upstream,
+        store,
+        verifier,
+        Settings::default(),
+    )
+    .await?;
+    let bound = countersign_bridge::serve::spawn(Arc::new(bridge), &token, args.listen).await?;
     tracing::info!("countersign-bridge on http://{bound}/mcp");
     tokio::signal::ctrl_c().await?;
     Ok(ExitCode::SUCCESS)

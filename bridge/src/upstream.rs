@@ -94,8 +94,7 @@ impl RmcpUpstream {
                 }
                 let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers);
-                let transport =
-                    rmcp::transport::StreamableHttpClientTransport::from_config(cfg);
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(cfg);
                 tokio::time::timeout(self.timeout, ().serve(transport)).await
             }
         };

@@ -93,11 +93,7 @@ fn row_action(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
     })
 }
 
-fn read(
-    conn: &Connection,
-    tenant_id: &str,
-    action_id: &str,
-) -> rusqlite::Result<Option<Action>> {
+fn read(conn: &Connection, tenant_id: &str, action_id: &str) -> rusqlite::Result<Option<Action>> {
     conn.query_row(
         &format!("SELECT {COLUMNS} FROM actions WHERE tenant_id = ?1 AND action_id = ?2"),
         params![tenant_id, action_id],
@@ -200,7 +196,10 @@ fn claim_in(
     if action.status != ActionStatus::PendingConfirmation {
         return Ok(Claim::NotPending(action));
     }
-    tx.execute("DELETE FROM proofs WHERE expires_at < ?1", params![now - 120])?;
+    tx.execute(
+        "DELETE FROM proofs WHERE expires_at < ?1",
+        params![now - 120],
+    )?;
     let fresh = tx.execute(
         "INSERT INTO proofs (jti, expires_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
         params![jti, jti_exp],
