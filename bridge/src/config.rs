@@ -286,31 +286,7 @@ impl Config {
                 error(g.span().start, format!("guard `{name}`: `equals`: {e}"));
             }
         }
-        let certification = match raw
-            .certification
-            .as_ref()
-            .map(|c| (c.span().start, c.get_ref()))
-        {
-            None => Certification::Refuse,
-            Some((
-                _,
-                RawCertification {
-                    account: Some(a),
-                    dry_run: false,
-                },
-            )) if !a.trim().is_empty() => Certification::Account(a.clone()),
-            Some((
-                _,
-                RawCertification {
-                    account: None,
-                    dry_run: true,
-                },
-            )) => Certification::DryRun,
-            Some((at, _)) => {
-                error(at, "[certification]: give exactly one of `account = \"<a test account>\"` or `dry_run = true`".into());
-                Certification::Refuse
-            }
-        };
+        let certification = certification(raw.certification.as_ref(), &mut error);
         if raw.operations.is_empty() {
             error(
                 0,
@@ -328,6 +304,32 @@ impl Config {
             guards,
             certification,
         })
+    }
+}
+
+fn certification(
+    raw: Option<&Spanned<RawCertification>>,
+    error: &mut impl FnMut(usize, String),
+) -> Certification {
+    let Some(raw) = raw else {
+        return Certification::Refuse;
+    };
+    match raw.get_ref() {
+        RawCertification {
+            account: Some(a),
+            dry_run: false,
+        } if !a.trim().is_empty() => Certification::Account(a.clone()),
+        RawCertification {
+            account: None,
+            dry_run: true,
+        } => Certification::DryRun,
+        _ => {
+            error(
+                raw.span().start,
+                "[certification]: give exactly one of `account = \"<a test account>\"` or `dry_run = true`".into(),
+            );
+            Certification::Refuse
+        }
     }
 }
 
