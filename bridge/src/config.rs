@@ -138,15 +138,14 @@ pub struct Operation {
 /// B-3: what the certification's synthetic people (N-7's `countersign-test:` prefix) act
 /// as upstream.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Certification {
-    /// Not configured: a synthetic person is refused (the certification cannot pass).
-    #[default]
-    Refuse,
-    /// As this designated test account of the upstream (`account = "…"`).
-    Account(String),
-    /// A dry run: guards and summaries run, nothing is executed upstream, and the answer
-    /// says so (`dry_run = true`).
-    DryRun,
+pub struct Certification {
+    /// Each synthetic person the certification acts for, and the upstream test account
+    /// it acts as (`accounts = { "countersign-test:u_test" = "…" }`). A synthetic person
+    /// not named here is refused.
+    pub accounts: BTreeMap<String, String>,
+    /// Writes for synthetic people are checked (guards, summary) and not executed
+    /// upstream; the answer says so (`dry_run = true`).
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -185,7 +184,8 @@ struct RawConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCertification {
-    account: Option<String>,
+    #[serde(default)]
+    accounts: BTreeMap<String, String>,
     #[serde(default)]
     dry_run: bool,
 }
@@ -312,24 +312,30 @@ fn certification(
     error: &mut impl FnMut(usize, String),
 ) -> Certification {
     let Some(raw) = raw else {
-        return Certification::Refuse;
+        return Certification::default();
     };
-    match raw.get_ref() {
-        RawCertification {
-            account: Some(a),
-            dry_run: false,
-        } if !a.trim().is_empty() => Certification::Account(a.clone()),
-        RawCertification {
-            account: None,
-            dry_run: true,
-        } => Certification::DryRun,
-        _ => {
+    let c = raw.get_ref();
+    for (person, account) in &c.accounts {
+        if !person.starts_with(countersign_domain::ids::UserId::TEST_PREFIX)
+            || account.trim().is_empty()
+        {
             error(
                 raw.span().start,
-                "[certification]: give exactly one of `account = \"<a test account>\"` or `dry_run = true`".into(),
+                format!(
+                    "[certification]: `{person}` is not a synthetic person (`countersign-test:…`) with a test account"
+                ),
             );
-            Certification::Refuse
         }
+    }
+    if c.accounts.is_empty() && !c.dry_run {
+        error(
+            raw.span().start,
+            "[certification]: give `accounts`, `dry_run = true`, or both".into(),
+        );
+    }
+    Certification {
+        accounts: c.accounts.clone(),
+        dry_run: c.dry_run,
     }
 }
 

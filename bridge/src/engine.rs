@@ -7,7 +7,7 @@
 //! of the actions protocol. Nothing else is callable: the upstream's write tools are
 //! reached only through a countersigned `execute_action`.
 
-use crate::config::{Certification, Config, Guard, Identity as Binding, Lookup};
+use crate::config::{Config, Guard, Identity as Binding, Lookup};
 use crate::store::Store;
 use crate::template::Template;
 use crate::upstream::{CallHeader, Upstream, UpstreamError, result_json};
@@ -215,22 +215,24 @@ impl Bridge {
     /// The person as the upstream knows them (N-7: the certification's synthetic people
     /// map to the configured test account, or to a dry run).
     pub(crate) fn upstreamed(&self, person: &str) -> Result<Upstreamed, CallToolResult> {
-        let synthetic = person.starts_with(UserId::TEST_PREFIX);
-        match (&self.config.certification, synthetic) {
-            (_, false) => Ok(Upstreamed {
+        let certification = &self.config.certification;
+        if !person.starts_with(UserId::TEST_PREFIX) {
+            return Ok(Upstreamed {
                 person: person.to_owned(),
                 dry_run: false,
+            });
+        }
+        match certification.accounts.get(person) {
+            Some(account) => Ok(Upstreamed {
+                person: account.clone(),
+                dry_run: certification.dry_run,
             }),
-            (Certification::Account(a), true) => Ok(Upstreamed {
-                person: a.clone(),
-                dry_run: false,
-            }),
-            (Certification::DryRun, true) => Ok(Upstreamed {
+            None if certification.dry_run && certification.accounts.is_empty() => Ok(Upstreamed {
                 person: person.to_owned(),
                 dry_run: true,
             }),
-            (Certification::Refuse, true) => Err(refuse(
-                "this bridge has no [certification] account or dry run for test people",
+            None => Err(refuse(
+                "this bridge maps no upstream account to this certification person",
             )),
         }
     }

@@ -460,7 +460,8 @@ async fn b3_one_pending_per_conversation_under_32_concurrent_preparations() {
 }
 
 /// B-3, N-7: the certification's synthetic person acts as the configured test account;
-/// with a dry run nothing is written upstream and the answer says so; unconfigured, refused.
+/// with a dry run nothing is written upstream and the answer says so; a synthetic person
+/// the file does not name is refused.
 #[tokio::test]
 async fn b3_the_certifications_person_maps_to_the_test_account_or_a_dry_run() {
     let h = harness().await;
@@ -469,7 +470,7 @@ async fn b3_the_certifications_person_maps_to_the_test_account_or_a_dry_run() {
         .call(&test, "get_order_details", json!({"order_id": "#W1"}))
         .await;
     assert!(!is_error, "{order}");
-    let dry = CONFIG.replace("account = \"alice\"", "dry_run = true");
+    let dry = CONFIG.replace("accounts = {", "dry_run = true\naccounts = {");
     let fake = Arc::new(Fake::retail());
     let b = bridge_with(
         &dry,
@@ -507,7 +508,10 @@ async fn b3_the_certifications_person_maps_to_the_test_account_or_a_dry_run() {
             .contains("nothing was executed")
     );
     assert_eq!(fake.writes(), 0);
-    let none = CONFIG.replace("[certification]\naccount = \"alice\"\n", "");
+    let none = CONFIG.replace(
+        "[certification]\naccounts = { \"countersign-test:u_test\" = \"alice\" }\n",
+        "",
+    );
     let b = bridge_with(
         &none,
         Arc::new(Fake::retail()),

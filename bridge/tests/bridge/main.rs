@@ -35,7 +35,7 @@ command = "retail-server"
 state_key = "ns-1"
 
 [certification]
-account = "alice"
+accounts = { "countersign-test:u_test" = "alice" }
 
 [[consultation]]
 tool = "get_order_details"
