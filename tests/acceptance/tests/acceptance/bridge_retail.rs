@@ -10,7 +10,12 @@
 //! all`); by default the ten below, which cover every write tool and both expected
 //! writes that fail.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use countersign_acceptance::Stack;
 use countersign_bridge::config::{Config, Upstream};
