@@ -572,6 +572,18 @@ mod tests {
         }
     }
 
+    /// B-4: the Lambda form's packaged configuration (an HTTP upstream) is valid too.
+    #[test]
+    fn b1_b4_the_lambda_forms_configuration_is_valid_and_its_summaries_render() {
+        let c = Config::parse(include_str!("../deploy/bridge.toml")).unwrap();
+        assert!(matches!(c.upstream, Upstream::Http { .. }));
+        let rendered = check_samples(&c);
+        assert_eq!(rendered.len(), 2, "both languages of the one operation");
+        for (op, lang, rendered) in rendered {
+            assert!(rendered.is_ok(), "{op} ({lang}): {rendered:?}");
+        }
+    }
+
     /// B-1 (bad input): each mistake is refused with its line, all of them at once.
     #[test]
     fn b1_a_bad_file_names_each_line_that_is_wrong() {

@@ -15,6 +15,7 @@
 mod actions;
 pub mod config;
 pub mod engine;
+pub mod run;
 pub mod serve;
 pub mod store;
 pub mod template;

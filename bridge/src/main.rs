@@ -2,20 +2,15 @@
 //! summary against its sample; `serve <file>` runs the bridge; `settle` lists the writes
 //! whose answer was lost and records what the tenant's system shows.
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use countersign_bridge::config::Config;
-use countersign_bridge::store::Store as _;
+use countersign_bridge::store::Store;
+use countersign_bridge::store::dynamo::DynamoStore;
 use countersign_bridge::store::sqlite::SqliteStore;
-use countersign_bridge::upstream::RmcpUpstream;
-use countersign_bridge::{Bridge, Settings};
-use countersign_provider_kit::{ActionStatus, Jwks, Verifier};
+use countersign_provider_kit::ActionStatus;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -35,7 +30,7 @@ enum Command {
         file: PathBuf,
     },
     /// Serve the platform (the service token comes from COUNTERSIGN_BRIDGE_SERVICE_TOKEN).
-    Serve(Serve),
+    Serve(countersign_bridge::run::ServeArgs),
     /// The writes whose answer was lost: list them, or record what your system shows.
     Settle {
         /// The store file.
@@ -45,45 +40,12 @@ enum Command {
             default_value = "countersign-bridge.db"
         )]
         store: PathBuf,
+        /// The DynamoDB table, when the bridge keeps its store there.
+        #[arg(long, env = "COUNTERSIGN_BRIDGE_TABLE")]
+        table: Option<String>,
         #[command(subcommand)]
         what: Settle,
     },
-}
-
-#[derive(clap::Args)]
-struct Serve {
-    /// The configuration file (TOML).
-    file: PathBuf,
-    /// Where to listen.
-    #[arg(
-        long,
-        env = "COUNTERSIGN_BRIDGE_LISTEN",
-        default_value = "127.0.0.1:8791"
-    )]
-    listen: SocketAddr,
-    /// The store file (SQLite).
-    #[arg(
-        long,
-        env = "COUNTERSIGN_BRIDGE_STORE",
-        default_value = "countersign-bridge.db"
-    )]
-    store: PathBuf,
-    /// The proofs' issuer (the platform's).
-    #[arg(long, env = "COUNTERSIGN_ISSUER")]
-    issuer: String,
-    /// The proofs' audience: this bridge's URL as the tenant configured it.
-    #[arg(long, env = "COUNTERSIGN_BRIDGE_AUDIENCE")]
-    audience: String,
-    /// The platform's JWKS (`…/.well-known/jwks.json`).
-    #[arg(long, env = "COUNTERSIGN_JWKS_URL")]
-    jwks_url: String,
-    /// The longest an upstream call may take, in seconds.
-    #[arg(
-        long,
-        env = "COUNTERSIGN_BRIDGE_UPSTREAM_TIMEOUT",
-        default_value_t = 30
-    )]
-    upstream_timeout: u64,
 }
 
 #[derive(Subcommand)]
@@ -131,37 +93,11 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn serve(args: Serve) -> anyhow::Result<ExitCode> {
-    let token = std::env::var("COUNTERSIGN_BRIDGE_SERVICE_TOKEN")
-        .context("COUNTERSIGN_BRIDGE_SERVICE_TOKEN is required")?;
-    let text = std::fs::read(&args.file)?;
-    let config = Config::parse(&String::from_utf8_lossy(&text))
-        .map_err(|e| anyhow::anyhow!("{}:\n{e}", args.file.display()))?;
-    let digest: String = countersign_domain::hash::Sha256Hex::digest(&text).into();
-    let store = Arc::new(SqliteStore::open(&args.store)?);
-    let upstream = Arc::new(RmcpUpstream::new(
-        config.upstream.clone(),
-        Duration::from_secs(args.upstream_timeout),
-    ));
-    let verifier =
-        Verifier::new(args.issuer, args.audience).with_jwks(Arc::new(Jwks::new(args.jwks_url)));
-    let bridge = Bridge::start(
-        config,
-        digest,
-        upstream,
-        store,
-        verifier,
-        Settings::default(),
-    )
-    .await?;
-    let bound = countersign_bridge::serve::spawn(Arc::new(bridge), &token, args.listen).await?;
-    tracing::info!("countersign-bridge on http://{bound}/mcp");
-    tokio::signal::ctrl_c().await?;
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn settle(store: PathBuf, what: Settle) -> anyhow::Result<ExitCode> {
-    let store = SqliteStore::open(&store)?;
+async fn settle(store: PathBuf, table: Option<String>, what: Settle) -> anyhow::Result<ExitCode> {
+    let store: Box<dyn Store> = match table {
+        Some(t) => Box::new(DynamoStore::from_env(t).await),
+        None => Box::new(SqliteStore::open(&store)?),
+    };
     let mut out = std::io::stdout().lock();
     match what {
         Settle::Check => {
@@ -210,7 +146,9 @@ async fn main() -> anyhow::Result<ExitCode> {
         .init();
     match Cli::parse().command {
         Command::Check { file } => check(&file),
-        Command::Serve(args) => serve(args).await,
-        Command::Settle { store, what } => settle(store, what).await,
+        Command::Serve(args) => countersign_bridge::run::serve(args)
+            .await
+            .map(|()| ExitCode::SUCCESS),
+        Command::Settle { store, table, what } => settle(store, table, what).await,
     }
 }

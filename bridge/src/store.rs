@@ -8,6 +8,7 @@
 //!   and moves the action to `executing` in one transaction, so two executions of the
 //!   same action — or one proof used twice — cannot both reach the upstream.
 
+pub mod dynamo;
 pub mod sqlite;
 
 use async_trait::async_trait;

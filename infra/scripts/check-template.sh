@@ -8,6 +8,8 @@ venv="$root/.venv/sam"
 cd "$root"
 # Offline: no credentials or network needed; a region is.
 export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" SAM_CLI_TELEMETRY=0
-"$venv/bin/cfn-lint" template.yaml
+"$venv/bin/cfn-lint" template.yaml bridge/template.yaml
 "$venv/bin/sam" validate --lint -t template.yaml
+# B-4: the bridge's Lambda form.
+"$venv/bin/sam" validate --lint -t bridge/template.yaml
 echo "template: cfn-lint and sam validate --lint passed"

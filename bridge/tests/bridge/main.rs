@@ -2,6 +2,8 @@
 //! proofs, and the store contract on SQLite.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "../common/contract.rs"]
+mod contract;
 mod engine;
 mod fake;
 mod store;

@@ -171,7 +171,12 @@ def prepare_action(operation: str, arguments: dict[str, Any], ctx: Context) -> P
         raise ToolError("no such session or car for this person")
     if user["sessions"][session] == car:
         raise ToolError("the session is already recorded under that car")
-    summary = f"Move session {session} from \"{user['cars'][user['sessions'][session]]}\" to \"{user['cars'][car]}\"."
+    before, after = user["cars"][user["sessions"][session]], user["cars"][car]
+    # X-MCP-Language (optional, BCP 47): answer the summary in the person's language.
+    if (ctx.headers or {}).get("x-mcp-language", "").lower().startswith("pt"):
+        summary = f"Mover a sessão {session} de \"{before}\" para \"{after}\"."
+    else:
+        summary = f"Move session {session} from \"{before}\" to \"{after}\"."
     now = time.time()
     action = {
         "actionId": f"act_{uuid.uuid4().hex}", "operation": operation, "arguments": arguments,

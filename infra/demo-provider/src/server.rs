@@ -242,6 +242,7 @@ impl Demo {
             "tenantId": who.tenant_id, "userId": who.user_id, "conversationId": who.conversation_id,
             "confirmation": hdrs.contains_key(headers::CONFIRMATION),
             "protocolVersion": hdrs.get("mcp-protocol-version").and_then(|v| v.to_str().ok()),
+            "language": hdrs.get("x-mcp-language").and_then(|v| v.to_str().ok()),
         }));
         if self
             .config

@@ -74,6 +74,7 @@ fn ctx_for(url: &str, user: &str, case: &str, token: &str, policy: UrlPolicy) ->
         server_url: ServerUrl::parse(url, policy).unwrap(),
         service_token: SecretString::new(token),
         config_version: 1,
+        language: None,
     }
 }
 
@@ -352,7 +353,7 @@ async fn sessions_are_reused_replaced_when_dropped_and_kept_across_settings_vers
 /// the identity headers come from the context; the provider sees them on every
 /// call; arguments cannot name another person.
 #[tokio::test]
-async fn a11_headers_are_set_from_the_context_and_arguments_name_no_one() {
+async fn a11_b2_headers_are_set_from_the_context_and_arguments_name_no_one() {
     let env = env(false).await;
     let alice = env.ctx("u_alice", CASE);
     let raw = env
@@ -376,6 +377,19 @@ async fn a11_headers_are_set_from_the_context_and_arguments_name_no_one() {
     assert_eq!(last["conversationId"], CASE);
     assert_eq!(last["confirmation"], false);
     assert_eq!(last["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        last["language"],
+        Value::Null,
+        "no language in the context, none sent"
+    );
+    // B-2: the person's language, when the context has it, as a BCP 47 tag.
+    let portuguese = ProviderContext {
+        language: Some(countersign_domain::texts::Language::Pt),
+        ..alice.clone()
+    };
+    env.call(&portuguese, "get_user_cars", json!({}), None)
+        .await;
+    assert_eq!(env.demo.stats()["lastCall"]["language"], "pt-BR");
     // Another person's resource is not found.
     let raw = env
         .call(

@@ -473,6 +473,7 @@ pub(crate) fn admin_context(
         server_url: server_url.clone(),
         service_token: token,
         config_version,
+        language: Some(tenant.language),
     })
 }
 

@@ -91,7 +91,7 @@ impl Chat {
         authorized: &Authorized,
         out: &mut Vec<NewMessage>,
     ) -> Result<ProposalState, ChatError> {
-        let (to, answer, not_sent) = match self.send_execute(who, &p, authorized).await {
+        let (to, answer, not_sent) = match self.send_execute(who, lang, &p, authorized).await {
             // no answer, an invalid one or a non-terminal one → unknown.
             Ok(answer) => {
                 let event = event_after_execute(answer.as_ref());
@@ -116,6 +116,7 @@ impl Chat {
     async fn send_execute(
         &self,
         who: &Principal,
+        lang: Language,
         p: &Proposal,
         authorized: &Authorized,
     ) -> Result<Option<ActionAnswer>, NotSent> {
@@ -130,7 +131,14 @@ impl Chat {
             }
         }
         let (ctx, audience) = match self.parts.integration.for_proposal(who, p).await {
-            Ok(Some(found)) => found,
+            // B-2: the person's language reaches the provider (`X-MCP-Language`).
+            Ok(Some((ctx, audience))) => (
+                ProviderContext {
+                    language: Some(lang),
+                    ..ctx
+                },
+                audience,
+            ),
             Ok(None) => return Err(NotSent::Failed),
             Err(e) => {
                 tracing::warn!(error = %e, "reading the integration failed before execution");
@@ -202,7 +210,7 @@ impl Chat {
             self.tell(who, &p.case, text, out).await?;
             return Ok(false);
         }
-        let answer = self.ask_status(who, &p).await;
+        let answer = self.ask_status(who, lang, &p).await;
         let to = transition(p.state, event_after_status(answer.as_ref()))
             .unwrap_or(ProposalState::Unknown);
         let m = self.outcome_message(lang, &p.case, to, answer.as_ref());
@@ -219,7 +227,12 @@ impl Chat {
     }
 
     /// `get_action_status` with the proposal's own integration (C-8).
-    async fn ask_status(&self, who: &Principal, p: &Proposal) -> Option<ActionAnswer> {
+    async fn ask_status(
+        &self,
+        who: &Principal,
+        lang: Language,
+        p: &Proposal,
+    ) -> Option<ActionAnswer> {
         let ctx: Option<(ProviderContext, String)> = self
             .parts
             .integration
@@ -229,7 +242,8 @@ impl Chat {
                 tracing::warn!(error = %e, "reading the integration failed before a status query");
                 None
             });
-        let (ctx, _) = ctx?;
+        let (mut ctx, _) = ctx?;
+        ctx.language = Some(lang);
         let args = action_arguments(&p.action_id);
         let answer = self
             .parts

@@ -195,7 +195,11 @@ impl<'a> Turn<'a> {
             .recent_messages(&who.tenant, &view.case.id, HISTORY)
             .await?;
         let integration = &chat.parts.integration;
-        let connected = integration.current(who, &view.case.id).await?;
+        // B-2: the provider is told the conversation's language (`X-MCP-Language`).
+        let connected = integration.current(who, &view.case.id).await?.map(|mut c| {
+            c.ctx.language = Some(view.language);
+            c
+        });
         let catalog = match &connected {
             // Consultations are unavailable this turn if the provider fails; the
             // built-ins still work.

@@ -15,7 +15,8 @@
 //!   [`Settings::timeout`], so an exchange never takes more than that, however many
 //!   requests it needs.
 //! - The A-11 headers come from the [`ProviderContext`] (the authenticated context), never
-//!   from tool arguments; `X-MCP-Confirmation` only with a proof.
+//!   from tool arguments; `X-MCP-Confirmation` only with a proof; `X-MCP-Language`
+//!   when the context knows the person's language (B-2).
 //! - D-5 at connect time: the URL is re-checked under this deployment's policy, and host
 //!   names resolve through [`resolve::GuardedDns`], so a DNS answer changed after the save
 //!   (rebinding) cannot reach an internal address. No redirects, no proxies.
@@ -239,6 +240,10 @@ impl HttpProvider {
             .body(body);
         if let Some(s) = session {
             req = req.header("mcp-session-id", s);
+        }
+        // B-2: the person's language, a BCP 47 tag (`en`, `pt-BR`), when known.
+        if let Some(l) = ctx.language {
+            req = req.header("x-mcp-language", l.tag());
         }
         if let Some(p) = confirmation {
             req = req.header("x-mcp-confirmation", p.expose());
@@ -578,6 +583,7 @@ mod tests {
             server_url: ServerUrl::parse(url, policy).unwrap(),
             service_token: SecretString::new(token),
             config_version: version,
+            language: None,
         }
     }
 

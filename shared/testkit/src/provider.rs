@@ -42,6 +42,8 @@ pub struct ProviderCall {
     pub service_token: String,
     /// The endpoint called.
     pub server_url: String,
+    /// `X-MCP-Language` (B-2), if sent.
+    pub language: Option<String>,
 }
 
 type Hook = Box<dyn Fn(&ProviderCall) + Send + Sync>;
@@ -245,6 +247,7 @@ impl Provider for ScriptedProvider {
             conversation: ctx.conversation.to_string(),
             service_token: ctx.service_token.expose().to_owned(),
             server_url: ctx.server_url.to_string(),
+            language: ctx.language.map(|l| l.tag().to_owned()),
         };
         if let Some(hook) = lock(&self.hook).as_ref() {
             hook(&call);

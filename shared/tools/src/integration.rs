@@ -287,6 +287,8 @@ impl IntegrationService {
             server_url,
             service_token,
             config_version,
+            // The use case that knows the conversation's language sets it.
+            language: None,
         }))
     }
 

@@ -278,6 +278,7 @@ mod tests {
                 .unwrap(),
             service_token: SecretString::new("svc"),
             config_version: 1,
+            language: None,
         }
     }
 

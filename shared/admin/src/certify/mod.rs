@@ -101,6 +101,7 @@ async fn run_held(
         server_url: stored.config.server_url.clone(),
         service_token: token,
         config_version: stored.version,
+        language: Some(tenant.language),
     };
     let mut run = Run {
         state,

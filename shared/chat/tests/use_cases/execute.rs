@@ -283,3 +283,24 @@ async fn a32_the_proof_audience_is_the_saved_one_else_the_server_url() {
         "https://provider.example.com/actions"
     );
 }
+
+/// B-2: every call made for the person — the turn's `tools/list`, `prepare_action`,
+/// `execute_action` — tells the provider the conversation's language (`X-MCP-Language`),
+/// so a provider (the bridge) can answer the summary in it.
+#[tokio::test]
+async fn b2_the_provider_is_told_the_conversations_language() {
+    for (language, tag) in [(Language::En, "en"), (Language::Pt, "pt-BR")] {
+        let h = H::new().await.in_language(language).await;
+        let (_, presented) = h.propose().await;
+        h.reply("confirm", &presented).await;
+        let calls = h.provider.calls();
+        assert!(
+            calls.iter().any(|c| c.tool == "prepare_action")
+                && calls.iter().any(|c| c.tool == "execute_action"),
+            "{calls:?}"
+        );
+        for c in &calls {
+            assert_eq!(c.language.as_deref(), Some(tag), "{}", c.tool);
+        }
+    }
+}

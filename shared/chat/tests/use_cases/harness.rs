@@ -274,6 +274,19 @@ impl H {
         (ActionId::parse(action).unwrap(), presented)
     }
 
+    /// The same harness in a new conversation opened in `language` (S-4).
+    pub async fn in_language(self, language: Language) -> Self {
+        let (case, _) = self
+            .chat
+            .open_case(&self.who, Some(language))
+            .await
+            .unwrap();
+        Self {
+            case: case.id,
+            ..self
+        }
+    }
+
     /// The proposal as stored now.
     pub fn proposal(&self, id: &ActionId) -> Proposal {
         self.store

@@ -23,6 +23,9 @@ pub struct ProviderContext {
     pub service_token: SecretString,
     /// The configuration version (cache key for `tools/list`).
     pub config_version: u64,
+    /// `X-MCP-Language` (B-2): the person's language, when the call is for a person whose
+    /// conversation has one; the tenant's for the administrator's and the certification's.
+    pub language: Option<crate::texts::Language>,
 }
 
 /// A tool as the provider's `tools/list` publishes it.

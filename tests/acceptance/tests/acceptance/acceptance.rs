@@ -53,6 +53,7 @@ fn provider_ctx(s: &Stack, user: &str, case: &str) -> ProviderContext {
         .unwrap(),
         service_token: SecretString::new(s.service_token.clone()),
         config_version: 1,
+        language: None,
     }
 }
 
