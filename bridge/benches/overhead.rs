@@ -269,15 +269,64 @@ fn sign(claims: &Value) -> String {
     format!("{input}.{sig}")
 }
 
+/// Where a consultation's time goes: the bridge's handling in process (no HTTP in front),
+/// and the upstream client alone.
+async fn breakdown(bridge: &Bridge, upstream_url: &str) {
+    use countersign_bridge::upstream::Upstream as _;
+    let who = Identity {
+        tenant_id: "ten_1".into(),
+        user_id: "alice".into(),
+        conversation_id: "case_1".into(),
+    };
+    let client = RmcpUpstream::new(
+        countersign_bridge::config::Upstream::Http {
+            url: upstream_url.to_owned(),
+        },
+        Duration::from_secs(10),
+    );
+    let args = obj(json!({"user_id": "alice", "state_key": "ns-1"}));
+    let mut times = [Vec::new(), Vec::new()];
+    for i in 0..(WARMUP + SEQUENTIAL) {
+        let t = Instant::now();
+        client
+            .call("get_user_details", args.clone(), None)
+            .await
+            .unwrap();
+        let upstream = t.elapsed();
+        let t = Instant::now();
+        let args = obj(json!({"user_id": "alice"}));
+        bridge
+            .call(&who, "get_user_details", args, None, None)
+            .await;
+        let handled = t.elapsed();
+        if i >= WARMUP {
+            times[0].push(upstream);
+            times[1].push(handled);
+        }
+    }
+    let labels = [
+        "  the upstream client alone (rmcp, HTTP)",
+        "  the bridge's handling, in process",
+    ];
+    for (label, t) in labels.into_iter().zip(times.iter_mut()) {
+        t.sort();
+        println!(
+            "{label:<44} {:>9.3} {:>9.3}",
+            ms(percentile(t, 0.5)),
+            ms(percentile(t, 0.99))
+        );
+    }
+}
+
 fn obj(v: Value) -> Map<String, Value> {
     v.as_object().unwrap().clone()
 }
 
 /// p50 and p99 of `prepare_action` and of `execute_action`, in process.
 async fn writes(bridge: &Bridge, aud: &str) -> [(Duration, Duration); 2] {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let (mut prepare, mut execute) = (Vec::new(), Vec::new());
     for i in 0..WRITES {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
         let who = Identity {
             tenant_id: "ten_1".into(),
             user_id: "alice".into(),
@@ -297,7 +346,7 @@ async fn writes(bridge: &Bridge, aud: &str) -> [(Duration, Duration); 2] {
             "operation": p["operation"], "argumentsHash": p["argumentsHash"],
             "summaryHash": p["summaryHash"], "messageId": "msg_2",
             "presentedMessageId": "msg_1", "jti": format!("jti-{i}"),
-            "iat": now - 1, "exp": now + 240
+            "iat": now - 1, "exp": now + 55
         }));
         let args = obj(json!({"actionId": p["actionId"]}));
         let t = Instant::now();
@@ -323,7 +372,7 @@ async fn main() {
     let http = reqwest::Client::new();
     let direct = Endpoint {
         http: http.clone(),
-        url: upstream_url,
+        url: upstream_url.clone(),
         bound: false,
     };
     let bridged = Endpoint {
@@ -371,6 +420,8 @@ async fn main() {
             format!("{label}:")
         );
     }
+    println!("consultation without a guard, sequential, broken down:");
+    breakdown(&bridge, &upstream_url).await;
     let [prepare, execute] = writes(&bridge, &bridge_url).await;
     println!(
         "countersigned write, server side in the bridge ({WRITES} writes, SQLite file, HTTP upstream):"

@@ -47,11 +47,17 @@ pub trait Upstream: Send + Sync {
 
 type Session = Arc<RunningService<RoleClient, ()>>;
 
-/// The upstream over rmcp: one long-lived session, reopened when it closes.
+/// Long-lived sessions with an HTTP upstream, used in turn: rmcp's client runs each
+/// session through one task, which caps a single session's throughput at one core's worth
+/// of its work (B-6). A stdio upstream is one process, so one session.
+const HTTP_SESSIONS: usize = 4;
+
+/// The upstream over rmcp: long-lived sessions, each reopened when it closes.
 pub struct RmcpUpstream {
     spec: config::Upstream,
     timeout: Duration,
-    session: tokio::sync::Mutex<Option<Session>>,
+    sessions: Vec<tokio::sync::Mutex<Option<Session>>>,
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for RmcpUpstream {
@@ -65,10 +71,15 @@ impl std::fmt::Debug for RmcpUpstream {
 impl RmcpUpstream {
     /// The upstream `spec`, each call bounded by `timeout`.
     pub fn new(spec: config::Upstream, timeout: Duration) -> Self {
+        let n = match spec {
+            config::Upstream::Http { .. } => HTTP_SESSIONS,
+            config::Upstream::Stdio { .. } => 1,
+        };
         Self {
             spec,
             timeout,
-            session: tokio::sync::Mutex::new(None),
+            sessions: (0..n).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            next: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -105,9 +116,15 @@ impl RmcpUpstream {
         }
     }
 
-    /// The live session, reopened (the command restarted) when it has closed.
+    /// A live session (the next in turn), reopened (the command restarted) when it has
+    /// closed.
     async fn session(&self) -> Result<Session, UpstreamError> {
-        let mut slot = self.session.lock().await;
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % self.sessions.len().max(1);
+        let Some(slot) = self.sessions.get(i) else {
+            return Err(UpstreamError::Unavailable("no upstream session".into()));
+        };
+        let mut slot = slot.lock().await;
         if let Some(s) = slot.as_ref().filter(|s| !s.is_closed()) {
             return Ok(s.clone());
         }
