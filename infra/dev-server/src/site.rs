@@ -5,6 +5,7 @@
 //! person, as a tenant's own backend would (docs/widget-guide.md). Local only: it signs
 //! with the demo credential's secret.
 
+use anyhow::Context as _;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -22,6 +23,11 @@ const STYLE: &str = include_str!("../demo/demo.css");
 
 /// The demo people the page may mint tokens for (`?user=`).
 const PEOPLE: [&str; 3] = ["u_alice", "u_bruno", "u_mallory"];
+
+/// More demo people, comma-separated (local only): to try the widget as the people of
+/// another tenant system — the bridged retail domain's customers, for instance
+/// (docs/bridge.md, "Try it in the local stack").
+const MORE_PEOPLE: &str = "COUNTERSIGN_DEMO_PEOPLE";
 
 /// The demo credential, set once the tenant administrator's part has created it.
 #[derive(Debug)]
@@ -47,6 +53,8 @@ struct Site {
     csp: HeaderValue,
     /// The API's origin: the only place the sign-in hand-off returns people to.
     api: Arc<String>,
+    /// Who the page may sign in: [`PEOPLE`] and [`MORE_PEOPLE`].
+    people: Arc<Vec<UserId>>,
 }
 
 /// The site's routes (`/`, its script and style, `/token`), for the API at `api`.
@@ -61,11 +69,18 @@ pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
     let csp = format!(
         "default-src 'none'; script-src 'self' {api}; style-src 'self'; connect-src 'self' {api}; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     );
+    let more = std::env::var(MORE_PEOPLE).unwrap_or_default();
+    let people = PEOPLE
+        .into_iter()
+        .chain(more.split(',').map(str::trim).filter(|p| !p.is_empty()))
+        .map(|p| UserId::parse(p).with_context(|| format!("{MORE_PEOPLE}: `{p}`")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let site = Site {
         slot,
         page: Arc::new(html),
         csp: HeaderValue::from_str(&csp)?,
         api: Arc::new(api.to_owned()),
+        people: Arc::new(people),
     };
     Ok(Router::new()
         .route("/", get(page))
@@ -145,7 +160,7 @@ async fn sign_in(
     let chosen = q
         .user
         .or_else(|| countersign_http::pages::cookie(&headers, DEMO_USER_COOKIE));
-    let user = match demo_person(chosen.as_deref()) {
+    let user = match demo_person(&site, chosen.as_deref()) {
         Ok(u) => u,
         Err(r) => return r.into_response(),
     };
@@ -208,12 +223,12 @@ fn connected(site: &Site) -> Result<&Credential, Refusal> {
 type Refusal = (StatusCode, &'static str);
 
 /// The demo person `user` names (the first one by default); no one else.
-fn demo_person(user: Option<&str>) -> Result<UserId, Refusal> {
+fn demo_person(site: &Site, user: Option<&str>) -> Result<UserId, Refusal> {
     let user = user.unwrap_or(PEOPLE[0]);
-    PEOPLE
+    site.people
         .iter()
-        .find(|p| **p == user)
-        .and_then(|p| UserId::parse(*p).ok())
+        .find(|p| p.as_str() == user)
+        .cloned()
         .ok_or((StatusCode::BAD_REQUEST, "not a demo person"))
 }
 
@@ -236,7 +251,7 @@ async fn token(State(site): State<Site>, Query(q): Query<TokenQuery>) -> Respons
         Ok(c) => c,
         Err(r) => return r.into_response(),
     };
-    let user = match demo_person(q.user.as_deref()) {
+    let user = match demo_person(&site, q.user.as_deref()) {
         Ok(u) => u,
         Err(r) => return r.into_response(),
     };
