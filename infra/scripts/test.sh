@@ -137,7 +137,7 @@ step "downloads finished (moto, SAM CLI, schemathesis, MCP clients, npm packages
 install_pid=""
 step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json" \
   infra/scripts/recipes.sh
-step "template.yaml: cfn-lint and sam validate --lint (offline)" infra/scripts/check-template.sh
+step "template.yaml, bridge/template.yaml: cfn-lint and sam validate --lint (offline)" infra/scripts/check-template.sh
 
 # One emulator for every suite (infra/scripts/suites.sh prints each one's time);
 # nextest's own summary names every failure.

@@ -148,13 +148,7 @@ async fn b2_preparation_renders_guards_and_validates() {
             .starts_with("Cancelar o pedido #W1")
     );
     // Another person's order: refused like a missing one.
-    let (refusal, is_error) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W2", "reason": "x"}),
-        )
-        .await;
+    let (refusal, is_error) = h.cancel(&alice, "#W2").await;
     assert!(is_error);
     assert_eq!(refusal, json!("not found"));
     // The schema: `reason` is required; unknown arguments are refused.
@@ -205,13 +199,7 @@ async fn b2_preparation_renders_guards_and_validates() {
 async fn b3_an_action_executes_once() {
     let h = harness().await;
     let alice = who("alice", "c1");
-    let (p, _) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W1", "reason": "x"}),
-        )
-        .await;
+    let (p, _) = h.cancel(&alice, "#W1").await;
     assert_eq!(h.fake.writes(), 0, "preparation writes nothing");
     let good = proof(&alice, &p, "j-1");
     let (done, is_error) = h.execute(&alice, &p, &good).await;
@@ -247,13 +235,7 @@ async fn b3_an_action_executes_once() {
 async fn b3_bad_proofs_are_refused_and_nothing_runs() {
     let h = harness().await;
     let alice = who("alice", "c1");
-    let (p, _) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W1", "reason": "x"}),
-        )
-        .await;
+    let (p, _) = h.cancel(&alice, "#W1").await;
     let c = claims(&alice, &p, "j-bad");
     let with = |k: &str, v: Value| {
         let mut c = c.clone();
@@ -341,36 +323,18 @@ async fn b3_bad_proofs_are_refused_and_nothing_runs() {
 async fn b2_execution_rechecks_guards_summary_and_configuration() {
     let h = harness().await;
     let alice = who("alice", "c1");
-    let (p, _) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W1", "reason": "x"}),
-        )
-        .await;
+    let (p, _) = h.cancel(&alice, "#W1").await;
     h.fake.with_order("#W1", |o| o["user_id"] = json!("bob"));
     let (a, _) = h.execute(&alice, &p, &proof(&alice, &p, "j-1")).await;
     assert_eq!(a["status"], "conflict", "{a}");
     h.fake.with_order("#W1", |o| o["user_id"] = json!("alice"));
-    let (p, _) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W1", "reason": "x"}),
-        )
-        .await;
+    let (p, _) = h.cancel(&alice, "#W1").await;
     h.fake.with_order("#W1", |o| {
         o["items"] = json!([{"name": "Desk Lamp"}, {"name": "Kettle"}, {"name": "Toaster"}]);
     });
     let (a, _) = h.execute(&alice, &p, &proof(&alice, &p, "j-2")).await;
     assert_eq!(a["status"], "conflict", "{a}");
-    let (p, _) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W1", "reason": "x"}),
-        )
-        .await;
+    let (p, _) = h.cancel(&alice, "#W1").await;
     let changed = format!("{CONFIG}\n# an edit\n");
     let restarted = bridge_with(&changed, h.fake.clone(), h.store.clone()).await;
     let args = obj(json!({"actionId": p["actionId"]}));
@@ -396,13 +360,7 @@ async fn b2_execution_rechecks_guards_summary_and_configuration() {
 async fn b3_a_lost_answer_is_one_call_and_unknown() {
     let h = harness().await;
     let alice = who("alice", "c1");
-    let (p, _) = h
-        .prepare(
-            &alice,
-            "cancel_pending_order",
-            json!({"order_id": "#W1", "reason": "x"}),
-        )
-        .await;
+    let (p, _) = h.cancel(&alice, "#W1").await;
     h.fake.state.lock().unwrap().lose_next_write = true;
     let (a, _) = h.execute(&alice, &p, &proof(&alice, &p, "j-1")).await;
     assert_eq!(a["status"], "executing", "{a}");

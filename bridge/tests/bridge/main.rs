@@ -147,6 +147,12 @@ impl Harness {
         .await
     }
 
+    /// `prepare_action` of `cancel_pending_order` for `order` (the tests' usual write).
+    pub async fn cancel(&self, w: &Identity, order: &str) -> (Value, bool) {
+        let args = json!({"order_id": order, "reason": "x"});
+        self.prepare(w, "cancel_pending_order", args).await
+    }
+
     pub async fn execute(&self, w: &Identity, action: &Value, proof: &str) -> (Value, bool) {
         let args = obj(json!({"actionId": action["actionId"]}));
         body(
