@@ -17,6 +17,7 @@ use countersign_domain::ports::{
 use countersign_domain::prepare::{PreparedAction as Prepared, parse_prepare_answer};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
 use countersign_domain::text::SafeText;
+use countersign_domain::texts::Language;
 use countersign_domain::time::Timestamp;
 use countersign_domain::tool_result::{ContentBlock, ToolResult};
 use serde_json::{Map, Value, json};
@@ -131,7 +132,12 @@ impl Preparation {
         let connected = connected.ok_or_else(not_connected)?;
         let op = allowed_operation(&connected.config.config.action_policy, operation)?;
         self.signing_available().await?;
-        self.make_room(ctx).await?;
+        let language = self.make_room(ctx).await?;
+        // B-2: the provider is told the conversation's language (`X-MCP-Language`) — the
+        // chat's turn has set it already; an MCP client's preparation learns it here.
+        let mut connected = connected.clone();
+        connected.ctx.language = connected.ctx.language.or(Some(language));
+        let connected = &connected;
         let now = self.clock.now();
         let prepared = self.ask_provider(connected, &op, arguments, now).await?;
         let message = self.presentation(ctx, &prepared, now);
@@ -173,8 +179,9 @@ impl Preparation {
     }
 
     /// on fresh state: a blocking proposal refuses; a pending one is
-    /// superseded before the provider prepares the next.
-    async fn make_room(&self, ctx: &CallContext) -> Result<(), ToolError> {
+    /// superseded before the provider prepares the next. Returns the conversation's
+    /// language.
+    async fn make_room(&self, ctx: &CallContext) -> Result<Language, ToolError> {
         let store = &self.conversations;
         let tenant = &ctx.principal.tenant;
         let view = store
@@ -189,7 +196,7 @@ impl Preparation {
                     .retryable(false)
             })?;
         let Some(active) = &view.active else {
-            return Ok(());
+            return Ok(view.language);
         };
         if active.state.blocks_preparation() {
             return Err(blocked().details(
@@ -209,7 +216,7 @@ impl Preparation {
                 metrics::counter!("proposals_total", "outcome" => "superseded").increment(1);
             }
         }
-        Ok(())
+        Ok(view.language)
     }
 
     /// The provider's `prepare_action`, read against.

@@ -150,7 +150,7 @@ impl Env {
 /// conversation: the proposal is pending, its presentation (the summary, byte for byte)
 /// is the conversation's newest message, and the client is told the person confirms.
 #[tokio::test]
-async fn x1_prepare_action_through_the_gateway_stores_the_proposal_in_the_tokens_conversation() {
+async fn x1_b2_prepare_action_through_the_gateway_stores_the_proposal_in_the_tokens_conversation() {
     for (n, version) in ["2025-06-18", "2025-11-25", "2026-07-28"]
         .iter()
         .enumerate()
@@ -194,6 +194,9 @@ async fn x1_prepare_action_through_the_gateway_stores_the_proposal_in_the_tokens
         let calls = e.provider.calls_of("prepare_action");
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].arguments["arguments"]["sessionId"], "ses_a1");
+        // B-2: in the conversation's language (`X-MCP-Language`), which the client's
+        // token does not carry: the preparation reads it with the conversation.
+        assert_eq!(calls[0].language.as_deref(), Some("en"));
     }
 }
 
