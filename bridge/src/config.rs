@@ -94,6 +94,9 @@ pub struct Consultation {
     /// A dotted path into the tool's JSON result: only that part is answered (for a
     /// server whose results carry more than the answer, such as its whole state).
     pub result: Option<Vec<String>>,
+    /// How the person reaches the upstream read (a server that keeps data per person);
+    /// `none` unless set.
+    pub identity: Identity,
 }
 
 /// Sample values for `countersign-bridge check`.
@@ -208,6 +211,12 @@ struct RawConsultation {
     #[serde(default)]
     guards: Vec<String>,
     result: Option<String>,
+    #[serde(default = "no_identity")]
+    identity: Identity,
+}
+
+const fn no_identity() -> Identity {
+    Identity::None
 }
 
 #[derive(Deserialize)]
@@ -379,6 +388,7 @@ fn consultations(
                 .result
                 .as_ref()
                 .map(|r| r.split('.').map(str::to_owned).collect()),
+            identity: c.identity.clone(),
         });
     }
     out

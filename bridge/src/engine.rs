@@ -260,7 +260,14 @@ impl Bridge {
     ) -> Tool {
         let mut t = serde_json::to_value(upstream).unwrap_or(Value::Null);
         if let Some(schema) = t.get_mut("inputSchema") {
-            strip(schema, self.config.bind.keys().map(String::as_str));
+            let hidden = match &consultation.identity {
+                Binding::Argument { name } => Some(name.as_str()),
+                _ => None,
+            };
+            strip(
+                schema,
+                self.config.bind.keys().map(String::as_str).chain(hidden),
+            );
         }
         if wrapped(consultation, upstream) {
             // H-2: an answer the platform can check; the upstream declares none (or only
@@ -317,7 +324,8 @@ impl Bridge {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
-        let full = match self.with_bound(tool, args, None) {
+        let (identity, header) = Self::identity_of(&consultation.identity, &person.person);
+        let full = match self.with_bound(tool, args, identity) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
@@ -327,7 +335,7 @@ impl Bridge {
         }
         self.metrics.consultations.fetch_add(1, Ordering::Relaxed);
         let declared = self.tools.get(tool);
-        match self.upstream.call(tool, full, None).await {
+        match self.upstream.call(tool, full, header).await {
             Ok(result) if result.is_error == Some(true) => result,
             Ok(result) if declared.is_some_and(|t| wrapped(consultation, t)) => {
                 project(&result, consultation.result.as_deref().unwrap_or_default())

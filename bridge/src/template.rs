@@ -1,6 +1,8 @@
 //! B-2: summary templates. Plain text with placeholders — `{argument}`, `{person}`, and
 //! `{lookup.<name>.<path>}` (a value from one of the operation's read-tool lookups,
-//! dotted into its JSON) — and `{{` / `}}` for braces. A rendered summary is checked
+//! dotted into its JSON) — and `{{` / `}}` for braces. An optional argument is written
+//! `{name?text}`: when the model leaves it out (or null) the summary says `text` instead
+//! (`{cc?nobody}`), so a summary can state every argument a write takes. A rendered summary is checked
 //! against the summary rules exactly as the platform checks a provider's: a
 //! summary that breaks them refuses the preparation, never gets edited.
 
@@ -12,9 +14,13 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     Text(String),
-    Argument(String),
+    /// An argument, and what to say when it is absent (`{name?text}`).
+    Argument(String, Option<String>),
     Person,
-    Lookup { name: String, path: Vec<String> },
+    Lookup {
+        name: String,
+        path: Vec<String>,
+    },
 }
 
 /// A parsed template.
@@ -29,8 +35,8 @@ pub enum RenderError {
     /// A placeholder has no value (an argument not given, a lookup field absent).
     #[error("{{{0}}} has no value")]
     Missing(String),
-    /// A value that is not text, a number or a list of them (an object, a boolean).
-    #[error("{{{0}}} is not text, a number or a list of them")]
+    /// A value that is not text, a number, a boolean or a list of them (an object).
+    #[error("{{{0}}} is not text, a number, a boolean or a list of them")]
     NotText(String),
     /// The rendered summary breaks the summary rules: the preparation is refused.
     #[error("the rendered summary breaks the summary rules: {0}")]
@@ -57,9 +63,15 @@ impl Template {
                 '}' => return Err("a `}` without its `{` (write `}}` for a brace)".into()),
                 '{' => {
                     let mut name = String::new();
+                    let mut fallback: Option<String> = None;
                     loop {
                         match chars.next() {
                             Some('}') => break,
+                            Some('{') => return Err("a `{` inside a placeholder".into()),
+                            Some(c) if fallback.is_some() => {
+                                fallback.get_or_insert_with(String::new).push(c);
+                            }
+                            Some('?') => fallback = Some(String::new()),
                             Some(c)
                                 if c.is_ascii_alphanumeric()
                                     || c == '_'
@@ -75,7 +87,16 @@ impl Template {
                     if !text.is_empty() {
                         parts.push(Part::Text(std::mem::take(&mut text)));
                     }
-                    parts.push(placeholder(&name)?);
+                    let part = placeholder(&name)?;
+                    parts.push(match (part, fallback) {
+                        (Part::Argument(a, None), Some(f)) => Part::Argument(a, Some(f)),
+                        (_, Some(_)) => {
+                            return Err(format!(
+                                "`{{{name}?…}}`: only an argument may have a text for when it is absent"
+                            ));
+                        }
+                        (part, None) => part,
+                    });
                 }
                 c => text.push(c),
             }
@@ -91,7 +112,7 @@ impl Template {
         self.parts
             .iter()
             .filter_map(|p| match p {
-                Part::Argument(a) => Some(a.as_str()),
+                Part::Argument(a, _) => Some(a.as_str()),
                 _ => None,
             })
             .collect()
@@ -121,7 +142,10 @@ impl Template {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::Person => out.push_str(person),
-                Part::Argument(a) => out.push_str(&text_of(a, arguments.get(a))?),
+                Part::Argument(a, fallback) => match (arguments.get(a), fallback) {
+                    (None | Some(Value::Null), Some(f)) => out.push_str(f),
+                    (value, _) => out.push_str(&text_of(a, value)?),
+                },
                 Part::Lookup { name, path } => {
                     let shown = format!("lookup.{name}.{}", path.join("."));
                     let value = lookups.get(name).and_then(|v| resolve(v, path));
@@ -174,7 +198,7 @@ fn placeholder(name: &str) -> Result<Part, String> {
         None if name.contains('.') || name.contains('*') => Err(format!(
             "`{{{name}}}`: only lookups have dotted names (`{{lookup.<name>.<field>}}`)"
         )),
-        None => Ok(Part::Argument(name.to_owned())),
+        None => Ok(Part::Argument(name.to_owned(), None)),
     }
 }
 
@@ -200,6 +224,7 @@ fn text_of(name: &str, value: Option<&Value>) -> Result<String, RenderError> {
     let scalar = |v: &Value| match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
         _ => None,
     };
     match value {
@@ -259,6 +284,9 @@ mod tests {
             "{lookup.order}",
             "{a.b}",
             "x {order",
+            "{person?someone}",
+            "{lookup.order.id?none}",
+            "{a?b{c}",
         ] {
             assert!(Template::parse(bad).is_err(), "{bad}");
         }
@@ -280,5 +308,34 @@ mod tests {
             t.render_summary(&args, &none, "u"),
             Err(RenderError::Rules(_))
         ));
+    }
+
+    /// B-2: an optional argument (`{name?text}`) says its text when the model leaves it
+    /// out or sends null, and its value otherwise; booleans read as `true` / `false`.
+    #[test]
+    fn b2_an_optional_argument_says_its_text_when_absent() {
+        let t = Template::parse("Send to {to}; copy to {cc?nobody}; urgent: {urgent?no}").unwrap();
+        assert_eq!(t.arguments(), BTreeSet::from(["cc", "to", "urgent"]));
+        let none = Map::new();
+        let absent = map(json!({"to": "a@x.example"}));
+        assert_eq!(
+            t.render(&absent, &none, "u").unwrap(),
+            "Send to a@x.example; copy to nobody; urgent: no"
+        );
+        let null = map(json!({"to": "a@x.example", "cc": null, "urgent": true}));
+        assert_eq!(
+            t.render(&null, &none, "u").unwrap(),
+            "Send to a@x.example; copy to nobody; urgent: true"
+        );
+        let given = map(json!({"to": "a@x.example", "cc": ["b@x.example", "c@x.example"]}));
+        assert_eq!(
+            t.render(&given, &none, "u").unwrap(),
+            "Send to a@x.example; copy to b@x.example, c@x.example; urgent: no"
+        );
+        // Without a text, an absent argument still refuses the rendering.
+        assert_eq!(
+            t.render(&map(json!({"cc": "b@x.example"})), &none, "u"),
+            Err(RenderError::Missing("to".into()))
+        );
     }
 }

@@ -489,3 +489,59 @@ async fn b3_the_certifications_person_maps_to_the_test_account_or_a_dry_run() {
         .await;
     assert_eq!(r.is_error, Some(true));
 }
+
+/// B-1, B-2: a consultation of a server that keeps data per person takes the person as an
+/// argument (`identity`): the argument is gone from the schema the platform sees, every
+/// call carries the person from `X-MCP-User-Id`, and the model cannot name another.
+#[tokio::test]
+async fn b1_b2_a_per_person_consultation_reads_only_the_persons_own_data() {
+    let config = CONFIG.replace(
+        "tool = \"get_user_details\"\nread_only = true\nguards = [\"user_is_the_person\"]",
+        "tool = \"get_user_details\"\nread_only = true\nidentity = { kind = \"argument\", name = \"user_id\" }",
+    );
+    assert_ne!(config, CONFIG);
+    let fake = Arc::new(Fake::retail());
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let bridge = bridge_with(&config, fake.clone(), store).await;
+    let catalog = serde_json::to_value(bridge.catalog()).unwrap();
+    let details = catalog
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "get_user_details")
+        .unwrap();
+    assert!(
+        details["inputSchema"]["properties"]
+            .get("user_id")
+            .is_none(),
+        "{details}"
+    );
+    let alice = who("alice", "c1");
+    let (answer, is_error) = body(
+        &bridge
+            .call(&alice, "get_user_details", obj(json!({})), None, None)
+            .await,
+    );
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["result"]["city"], "Austin", "{answer}");
+    let (_, is_error) = body(
+        &bridge
+            .call(
+                &alice,
+                "get_user_details",
+                obj(json!({"user_id": "bob"})),
+                None,
+                None,
+            )
+            .await,
+    );
+    assert!(is_error, "the model may not name the person");
+    let calls = fake.state.lock().unwrap().calls.clone();
+    assert!(
+        calls
+            .iter()
+            .filter(|(t, _)| t == "get_user_details")
+            .all(|(_, a)| a["user_id"] == "alice"),
+        "{calls:?}"
+    );
+}
