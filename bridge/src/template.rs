@@ -35,9 +35,6 @@ pub enum RenderError {
     /// A placeholder has no value (an argument not given, a lookup field absent).
     #[error("{{{0}}} has no value")]
     Missing(String),
-    /// A value that is not text, a number, a boolean or a list of them (an object).
-    #[error("{{{0}}} is not text, a number, a boolean or a list of them")]
-    NotText(String),
     /// The rendered summary breaks the summary rules (A-20): the preparation is refused.
     #[error("the rendered summary breaks the summary rules: {0}")]
     Rules(String),
@@ -219,23 +216,20 @@ pub fn resolve(value: &Value, path: &[String]) -> Option<Value> {
     resolve(value.get(first.as_str())?, rest)
 }
 
-/// A value as the person reads it.
+/// A value as the person reads it: text as it is, numbers and booleans as JSON writes
+/// them, a list's items joined by ", ", and anything structured (an email attachment) as
+/// compact JSON — every byte that will be sent is shown, nothing is summarised away.
 fn text_of(name: &str, value: Option<&Value>) -> Result<String, RenderError> {
-    let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    };
+    fn item(v: &Value) -> String {
+        match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
     match value {
         None | Some(Value::Null) => Err(RenderError::Missing(name.to_owned())),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(scalar)
-            .collect::<Option<Vec<_>>>()
-            .map(|v| v.join(", "))
-            .ok_or_else(|| RenderError::NotText(name.to_owned())),
-        Some(v) => scalar(v).ok_or_else(|| RenderError::NotText(name.to_owned())),
+        Some(Value::Array(items)) => Ok(items.iter().map(item).collect::<Vec<_>>().join(", ")),
+        Some(v) => Ok(item(v)),
     }
 }
 
@@ -271,8 +265,8 @@ mod tests {
         );
     }
 
-    /// B-2 (bad input): a malformed template is refused with why; a missing or non-text
-    /// value refuses the rendering; a summary that breaks the rules (a link here) is
+    /// B-2 (bad input): a malformed template is refused with why; a missing value
+    /// refuses the rendering (a structured one is shown whole); a summary that breaks the rules (a link here) is
     /// refused, never edited.
     #[test]
     fn b2_bad_templates_and_summaries_are_refused() {
@@ -296,10 +290,12 @@ mod tests {
             t.render(&none, &none, "u"),
             Err(RenderError::Missing("order_id".into()))
         );
-        let args = map(json!({"order_id": {"nested": true}}));
+        // Something structured is shown whole, as compact JSON.
+        let t = Template::parse("Attach {attachments}").unwrap();
+        let args = map(json!({"attachments": [{"type": "file", "file_id": "19"}]}));
         assert_eq!(
-            t.render(&args, &none, "u"),
-            Err(RenderError::NotText("order_id".into()))
+            t.render(&args, &none, "u").unwrap(),
+            r#"Attach {"file_id":"19","type":"file"}"#
         );
         // A bidirectional override smuggled in through an argument (A-20).
         let t = Template::parse("Send the refund to {name}").unwrap();

@@ -3,6 +3,7 @@
 //! test in its own process.
 
 mod acceptance;
+mod agentdojo;
 mod bridge_retail;
 mod certification;
 mod chat_live;
