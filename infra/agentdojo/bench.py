@@ -120,6 +120,9 @@ def samples(name, s, env):
                                    "start_time": "2024-05-01 09:00", "end_time": "2024-05-02 09:00"},
             "reserve_restaurant": {"restaurant": d["restaurants"]["restaurant_list"][0]["name"],
                                    "start_time": "2024-05-01 19:00"},
+            "get_contact_information_for_restaurants": {
+                "restaurant_names": [d["restaurants"]["restaurant_list"][0]["name"]]},
+            "get_car_rental_address": {"company_name": [d["car_rental"]["company_list"][0]["name"]]},
             "search_calendar_events": {"query": "meeting"},
             "get_day_calendar_events": {"day": "2024-05-15"},
         },

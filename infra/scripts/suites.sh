@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The suites the test command runs on one local AWS emulator (run it through
 # infra/scripts/with-local-aws.sh, after the build): every Rust test under nextest, the MCP
-# interop suite, API fuzzing, the widget and panel in headless Chromium, the Python
+# interop suite, the official MCP conformance suite, API fuzzing, the widget and panel in headless Chromium, the Python
 # provider recipe, verify-deployment and the audit trail's checkpoint across an erasure.
 # Stops at the first failing suite; always prints each suite's time (where CI's minutes go).
 set -euo pipefail
@@ -25,6 +25,7 @@ suite() {
 
 suite "cargo nextest run --workspace" cargo nextest run --workspace --locked
 suite "MCP interop (five official clients)" infra/scripts/interop.sh
+suite "official MCP conformance suite (gateway, provider client)" infra/scripts/conformance.sh
 suite "API fuzzing (schemathesis)" infra/scripts/fuzz-api.sh
 suite "widget and panel in headless Chromium" infra/scripts/browser-tests.sh
 suite "Python provider recipe" infra/scripts/python-provider.sh

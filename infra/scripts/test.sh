@@ -65,7 +65,7 @@ export CARGO_INCREMENTAL=0
 
 # Downloads (PyPI, npm, Debian) overlap the compilation below; every step that needs one
 # of them runs after the join.
-infra/scripts/install.sh moto sam fuzz interop recipes widget retail chromium >"$logs/install.log" 2>&1 &
+infra/scripts/install.sh moto sam fuzz interop recipes widget retail agentdojo conformance chromium >"$logs/install.log" 2>&1 &
 install_pid=$!
 
 # The release build needs neither the emulator nor the debug build: it starts now, at the
@@ -132,7 +132,7 @@ step "cargo clippy --workspace --all-targets -- -D warnings, linted in the one d
 export COUNTERSIGN_BINS_BUILT=1
 step "doctests (cargo test --doc; nextest does not run them)" cargo test --workspace --locked --doc
 
-step "downloads finished (moto, SAM CLI, schemathesis, MCP clients, npm packages, Chromium)" \
+step "downloads finished (moto, SAM CLI, schemathesis, MCP clients, AgentDojo, the MCP conformance suite, npm packages, Chromium)" \
   join "$install_pid" "$logs/install.log"
 install_pid=""
 step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json" \
@@ -141,7 +141,7 @@ step "template.yaml, bridge/template.yaml: cfn-lint and sam validate --lint (off
 
 # One emulator for every suite (infra/scripts/suites.sh prints each one's time);
 # nextest's own summary names every failure.
-step "cargo nextest run --workspace, MCP interop, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment, the audit checkpoint (local AWS emulator)" \
+step "cargo nextest run --workspace, MCP interop, the MCP conformance suite, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment, the audit checkpoint (local AWS emulator)" \
   infra/scripts/with-local-aws.sh infra/scripts/suites.sh
 
 step "release build finished (cargo lambda build --release --x86-64, once per run)" \
