@@ -6,6 +6,8 @@
 //! - `initialize`: the handshake the client makes before a call that must be sent once
 //!   ([`Provider::open`]), then `tools/list`.
 //! - `tools_call`: `tools/list`, then `add_numbers` as the platform calls a consultation.
+//! - `sse-retry`: a call whose event stream the server closes before the answer: the
+//!   client resumes it with `GET` and `Last-Event-ID` after the server's `retry`.
 //!
 //! - any other: what the platform does with any server, the handshake and `tools/list`
 //!   with the tenant's service token (the scenarios that need more are excluded in
@@ -75,6 +77,14 @@ async fn run() -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             eprintln!("add_numbers: {answer}");
+        }
+        "sse-retry" => {
+            client.list_tools(&ctx).await.map_err(|e| e.to_string())?;
+            let answer = client
+                .call_tool(&ctx, "test_reconnection", &Map::new(), None)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("test_reconnection: {answer}");
         }
         // Any other scenario: what the platform does with any server — the handshake and
         // `tools/list`, with the tenant's service token and nothing else.

@@ -21,6 +21,9 @@
 //!   names resolve through [`resolve::GuardedDns`], so a DNS answer changed after the save
 //!   (rebinding) cannot reach an internal address. No redirects, no proxies.
 //! - Bounded: a whole-call timeout and a maximum answer size.
+//! - Resumable: an event stream the server closes before its answer, after numbered
+//!   events, is picked up with `GET` and `Last-Event-ID` (never by sending the request
+//!   again).
 //! - `tools/list` is cached briefly per tenant and configuration version.
 
 pub mod resolve;
@@ -51,6 +54,12 @@ use wire::Answer;
 
 /// The MCP protocol revision spoken.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// Times a broken event stream is resumed for one request.
+const MAX_RESUMES: u32 = 3;
+/// The wait before resuming when the server sent no `retry`.
+const DEFAULT_RETRY_MS: u64 = 1_000;
+/// The longest wait before resuming, whatever the server's `retry` says.
+const MAX_RETRY_MS: u64 = 5_000;
 /// Pages of `tools/list` followed at most.
 const MAX_TOOL_PAGES: usize = 10;
 
@@ -226,25 +235,14 @@ impl HttpProvider {
         }
         let body = serde_json::to_vec(body)
             .map_err(|e| ProviderError::Malformed(format!("encoding the request: {e}")))?;
-        let mut req = self
+        let req = self
             .http()?
             .post(url.clone())
             .timeout(left)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL_VERSION)
-            .bearer_auth(ctx.service_token.expose())
-            .header("x-mcp-tenant-id", ctx.tenant.as_str())
-            .header("x-mcp-user-id", ctx.user.as_str())
-            .header("x-mcp-conversation-id", ctx.conversation.as_str())
             .body(body);
-        if let Some(s) = session {
-            req = req.header("mcp-session-id", s);
-        }
-        // B-2: the person's language, a BCP 47 tag (`en`, `pt-BR`), when known.
-        if let Some(l) = ctx.language {
-            req = req.header("x-mcp-language", l.tag());
-        }
+        let mut req = contract_headers(req, ctx, session);
         if let Some(p) = confirmation {
             req = req.header("x-mcp-confirmation", p.expose());
         }
@@ -264,7 +262,66 @@ impl HttpProvider {
                 ProviderError::Interrupted
             }
         })?;
-        wire::read_answer(response, expect_id, self.settings.max_answer_bytes).await
+        let answer = wire::read_answer(response, expect_id, self.settings.max_answer_bytes).await?;
+        self.resumed(ctx, url, session, answer, expect_id, until)
+            .await
+    }
+
+    /// Resumability: an event stream that ended before its answer, after events the
+    /// server numbered, is picked up with `GET` and `Last-Event-ID` once the server's
+    /// `retry` has passed — at most [`MAX_RESUMES`] times, within the exchange's budget.
+    /// The request is never sent again: the `GET` asks only for what the server
+    /// still has to say about it, and carries no proof.
+    async fn resumed(
+        &self,
+        ctx: &ProviderContext,
+        url: &reqwest::Url,
+        session: Option<&str>,
+        mut answer: Answer,
+        expect_id: Option<&RequestId>,
+        until: Instant,
+    ) -> Result<Answer, ProviderError> {
+        let mut resumes = 0;
+        while let Some(resume) = answer.resume.take() {
+            resumes += 1;
+            if resumes > MAX_RESUMES {
+                return Err(ProviderError::Interrupted);
+            }
+            let wait = Duration::from_millis(
+                resume
+                    .retry_ms
+                    .unwrap_or(DEFAULT_RETRY_MS)
+                    .min(MAX_RETRY_MS),
+            );
+            if until.saturating_duration_since(Instant::now()) <= wait {
+                // No time left to ask again: the answer is lost, as before resuming.
+                return Err(ProviderError::Interrupted);
+            }
+            tokio::time::sleep(wait).await;
+            let left = until.saturating_duration_since(Instant::now());
+            let kept = answer.session.take();
+            let req = self
+                .http()?
+                .get(url.clone())
+                .timeout(left)
+                .header("accept", "text/event-stream")
+                .header("last-event-id", resume.last_event_id.as_str());
+            let req = contract_headers(req, ctx, session.or(kept.as_deref()));
+            let response = req.send().await.map_err(|e| {
+                if e.is_timeout() {
+                    ProviderError::Timeout
+                } else {
+                    ProviderError::Interrupted
+                }
+            })?;
+            if !response.status().is_success() {
+                // The server cannot resume it: the answer is lost, the outcome unknown.
+                return Err(ProviderError::Interrupted);
+            }
+            answer = wire::read_answer(response, expect_id, self.settings.max_answer_bytes).await?;
+            answer.session = answer.session.or(kept);
+        }
+        Ok(answer)
     }
 
     /// `initialize` + `notifications/initialized`; returns the session id, if any.
@@ -447,6 +504,29 @@ fn success(answer: &Answer) -> Result<(), ProviderError> {
 }
 
 /// `initialize`, as the protocol revision this client speaks.
+/// The headers of every request to the provider: its protocol revision, the service
+/// token, the A-11 context (never from tool arguments), the session if any and, when
+/// known, the person's language (B-2: a BCP 47 tag, `en` or `pt-BR`).
+fn contract_headers(
+    req: reqwest::RequestBuilder,
+    ctx: &ProviderContext,
+    session: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut req = req
+        .header("mcp-protocol-version", PROTOCOL_VERSION)
+        .bearer_auth(ctx.service_token.expose())
+        .header("x-mcp-tenant-id", ctx.tenant.as_str())
+        .header("x-mcp-user-id", ctx.user.as_str())
+        .header("x-mcp-conversation-id", ctx.conversation.as_str());
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    if let Some(l) = ctx.language {
+        req = req.header("x-mcp-language", l.tag());
+    }
+    req
+}
+
 fn initialize_request() -> ClientRequest {
     let client = Implementation::new("countersign", env!("CARGO_PKG_VERSION"));
     let params = InitializeRequestParams::new(ClientCapabilities::default(), client)
@@ -601,6 +681,100 @@ mod tests {
         let shown = e.to_string() + &format!("{e:?}");
         assert!(shown.contains(&format!("127.0.0.1:{port}/mcp")), "{shown}");
         assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
+
+    /// A provider that answers `tools/call` with an event stream it closes after its
+    /// priming event (numbered, with `retry`); a `GET` with `Last-Event-ID` gets the
+    /// answer when `resumable`, 405 otherwise. Counts POSTs and GETs, keeps the GETs'
+    /// headers.
+    async fn closing_provider(
+        resumable: bool,
+    ) -> (
+        String,
+        Arc<Mutex<Vec<axum::http::HeaderMap>>>,
+        Arc<AtomicI64>,
+    ) {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::response::IntoResponse;
+        let gets: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+        let posts = Arc::new(AtomicI64::new(0));
+        let (g, p) = (gets.clone(), posts.clone());
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |body: axum::Json<Value>| {
+                let p = p.clone();
+                async move {
+                    p.fetch_add(1, Ordering::SeqCst);
+                    let id = body["id"].to_string();
+                    let sse = [("content-type", "text/event-stream")];
+                    // The request's id, so the GET can answer it.
+                    (
+                        sse,
+                        format!("id: ev-1\nretry: 20\ndata: \n\n: for {id}\n\n"),
+                    )
+                        .into_response()
+                }
+            })
+            .get(move |headers: HeaderMap| {
+                let g = g.clone();
+                async move {
+                    g.lock().unwrap().push(headers);
+                    if !resumable {
+                        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+                    }
+                    let answer = serde_json::json!({"jsonrpc": "2.0", "id": 1,
+                        "result": {"content": [{"type": "text", "text": "resumed"}]}});
+                    (
+                        [("content-type", "text/event-stream")],
+                        format!("id: ev-2\ndata: {answer}\n\n"),
+                    )
+                        .into_response()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://127.0.0.1:{port}/mcp"), gets, posts)
+    }
+
+    /// E-3 (the conformance suite's `sse-retry`): an event stream that ends before its
+    /// answer, after numbered events, is resumed with `GET` and `Last-Event-ID` after the
+    /// server's `retry`; the request is sent once, and the `GET` carries the contract's
+    /// headers and no proof.
+    #[tokio::test]
+    async fn e3_a_broken_event_stream_is_resumed_by_get_and_the_request_sent_once() {
+        let (url, gets, posts) = closing_provider(true).await;
+        let client = loopback_client(Settings::default());
+        let ctx = context(&url, 1, "token");
+        client.next_id.store(1, Ordering::SeqCst);
+        let answer = client
+            .call_tool(&ctx, "test_reconnection", &Map::new(), None)
+            .await
+            .unwrap();
+        assert_eq!(answer["content"][0]["text"], "resumed", "{answer}");
+        assert_eq!(posts.load(Ordering::SeqCst), 1);
+        let gets = gets.lock().unwrap();
+        assert_eq!(gets.len(), 1);
+        assert_eq!(gets[0]["last-event-id"], "ev-1");
+        assert_eq!(gets[0]["x-mcp-user-id"], "u_alice");
+        assert!(gets[0].get("x-mcp-confirmation").is_none());
+    }
+
+    /// a server that cannot resume (its `GET` is refused) leaves the answer lost —
+    /// `Interrupted`, an unknown outcome — and the request is never sent again.
+    #[tokio::test]
+    async fn a43_a_stream_that_cannot_be_resumed_is_interrupted_and_never_resent() {
+        let (url, gets, posts) = closing_provider(false).await;
+        let client = loopback_client(Settings::default());
+        let ctx = context(&url, 1, "token");
+        let e = client
+            .call_tool(&ctx, "test_reconnection", &Map::new(), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ProviderError::Interrupted), "{e:?}");
+        assert_eq!(posts.load(Ordering::SeqCst), 1);
+        assert_eq!(gets.lock().unwrap().len(), 1);
     }
 
     /// Issue 13: the pages of one `tools/list` share one budget: a server that answers

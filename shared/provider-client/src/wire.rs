@@ -16,6 +16,19 @@ pub(crate) struct Answer {
     pub(crate) session: Option<String>,
     /// The JSON-RPC response with the awaited id (none for notifications or empty bodies).
     pub(crate) message: Option<Incoming>,
+    /// The event stream ended before the answer, after events the server numbered: the
+    /// answer can be asked for again by `GET` with `Last-Event-ID` (resumability). The
+    /// request itself is never sent again.
+    pub(crate) resume: Option<Resume>,
+}
+
+/// Where a broken event stream can be picked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// The last event id received.
+    pub(crate) last_event_id: String,
+    /// The server's `retry` (milliseconds), when it sent one.
+    pub(crate) retry_ms: Option<u64>,
 }
 
 /// The error chain as one line (for logs; never contains headers).
@@ -98,15 +111,53 @@ pub(crate) async fn read_answer(
                 status,
                 session,
                 message: Some(message),
+                resume: None,
             });
         }
     }
-    let message = whole_answer(&buffer[scanner.scanned..], status, &content_type, expect_id)?;
+    let rest = &buffer[scanner.scanned..];
+    if is_sse && status.is_success() {
+        if let Some(id) = expect_id {
+            // The last event, unterminated, counts too.
+            let end = [rest, b"\n\n"].concat();
+            if let Some(message) = scanner_over(&mut scanner, &end, id) {
+                return Ok(Answer {
+                    status,
+                    session,
+                    message: Some(message),
+                    resume: None,
+                });
+            }
+            // The stream ended without the answer. Numbered events mean the server keeps
+            // the stream to be resumed; otherwise the call's outcome is unknown.
+            return match scanner.last_event_id.take() {
+                Some(last_event_id) => Ok(Answer {
+                    status,
+                    session,
+                    message: None,
+                    resume: Some(Resume {
+                        last_event_id,
+                        retry_ms: scanner.retry_ms,
+                    }),
+                }),
+                None => Err(ProviderError::Interrupted),
+            };
+        }
+    }
+    let message = whole_answer(rest, status, &content_type, expect_id)?;
     Ok(Answer {
         status,
         session,
         message,
+        resume: None,
     })
+}
+
+/// Feeds `bytes` (the stream's unscanned rest) to `scanner` from its start.
+fn scanner_over(scanner: &mut Scanner, bytes: &[u8], id: &RequestId) -> Option<Incoming> {
+    scanner.scanned = 0;
+    scanner.searched = 0;
+    scanner.feed(bytes, id)
 }
 
 /// The awaited message in a whole body (the rest of an event stream, or a JSON body);
@@ -169,6 +220,10 @@ struct Scanner {
     searched: usize,
     /// Bytes examined in all (tests).
     examined: usize,
+    /// The `id` of the last complete event that had one.
+    last_event_id: Option<String>,
+    /// The last `retry` field, in milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl Scanner {
@@ -186,8 +241,32 @@ impl Scanner {
             };
             self.scanned += len + sep;
             self.searched = 0;
-            if let Some(m) = event_answer(&rest[..len], id) {
+            let event = &rest[..len];
+            self.note_fields(event);
+            if let Some(m) = event_answer(event, id) {
                 return Some(m);
+            }
+        }
+    }
+}
+
+impl Scanner {
+    /// Keeps the event's `id` and `retry` fields (what a resumption needs).
+    fn note_fields(&mut self, event: &[u8]) {
+        for line in String::from_utf8_lossy(event).lines() {
+            let field = |name: &str| {
+                line.strip_prefix(name)
+                    .map(|v| v.strip_prefix(' ').unwrap_or(v).to_owned())
+            };
+            if let Some(v) = field("id:") {
+                // An id with NUL is ignored, as the SSE standard says.
+                if !v.contains('\0') {
+                    self.last_event_id = Some(v);
+                }
+            } else if let Some(v) = field("retry:") {
+                if let Ok(ms) = v.trim().parse() {
+                    self.retry_ms = Some(ms);
+                }
             }
         }
     }
