@@ -116,33 +116,34 @@ pub(crate) async fn read_answer(
         }
     }
     let rest = &buffer[scanner.scanned..];
-    if is_sse && status.is_success() {
-        if let Some(id) = expect_id {
-            // The last event, unterminated, counts too.
-            let end = [rest, b"\n\n"].concat();
-            if let Some(message) = scanner_over(&mut scanner, &end, id) {
-                return Ok(Answer {
-                    status,
-                    session,
-                    message: Some(message),
-                    resume: None,
-                });
-            }
-            // The stream ended without the answer. Numbered events mean the server keeps
-            // the stream to be resumed; otherwise the call's outcome is unknown.
-            return match scanner.last_event_id.take() {
-                Some(last_event_id) => Ok(Answer {
-                    status,
-                    session,
-                    message: None,
-                    resume: Some(Resume {
-                        last_event_id,
-                        retry_ms: scanner.retry_ms,
-                    }),
-                }),
-                None => Err(ProviderError::Interrupted),
-            };
+    if is_sse
+        && status.is_success()
+        && let Some(id) = expect_id
+    {
+        // The last event, unterminated, counts too.
+        let end = [rest, b"\n\n"].concat();
+        if let Some(message) = scanner_over(&mut scanner, &end, id) {
+            return Ok(Answer {
+                status,
+                session,
+                message: Some(message),
+                resume: None,
+            });
         }
+        // The stream ended without the answer. Numbered events mean the server keeps
+        // the stream to be resumed; otherwise the call's outcome is unknown.
+        return match scanner.last_event_id.take() {
+            Some(last_event_id) => Ok(Answer {
+                status,
+                session,
+                message: None,
+                resume: Some(Resume {
+                    last_event_id,
+                    retry_ms: scanner.retry_ms,
+                }),
+            }),
+            None => Err(ProviderError::Interrupted),
+        };
     }
     let message = whole_answer(rest, status, &content_type, expect_id)?;
     Ok(Answer {
@@ -263,10 +264,10 @@ impl Scanner {
                 if !v.contains('\0') {
                     self.last_event_id = Some(v);
                 }
-            } else if let Some(v) = field("retry:") {
-                if let Ok(ms) = v.trim().parse() {
-                    self.retry_ms = Some(ms);
-                }
+            } else if let Some(v) = field("retry:")
+                && let Ok(ms) = v.trim().parse()
+            {
+                self.retry_ms = Some(ms);
             }
         }
     }
