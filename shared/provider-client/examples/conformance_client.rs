@@ -8,11 +8,15 @@
 //! - `tools_call`: `tools/list`, then `add_numbers` as the platform calls a consultation.
 //! - `sse-retry`: a call whose event stream the server closes before the answer: the
 //!   client resumes it with `GET` and `Last-Event-ID` after the server's `retry`.
-//!
 //! - any other: what the platform does with any server, the handshake and `tools/list`
 //!   with the tenant's service token (the scenarios that need more are excluded in
-//!   `infra/conformance/scenarios.toml`, each with its reason). The suite serves on `localhost`; the client's address rule admits the
-//! loopback address only as `127.0.0.1` (D-5), so the URL is given that way.
+//!   `infra/conformance/scenarios.toml`, each with its reason).
+//!
+//! The suite serves on `localhost`; the client's address rule admits the loopback address
+//! only as `127.0.0.1` (D-5), so the URL is given that way. What the client got goes to
+//! standard error, which the suite keeps with the scenario's results.
+
+#![allow(clippy::print_stderr)]
 
 use countersign_domain::config::{ServerUrl, UrlPolicy};
 use countersign_domain::ids::{CaseId, TenantId, UserId};
