@@ -39,7 +39,7 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .ok_or("the server URL is the last argument")?;
     let url = url.replacen("://localhost:", "://127.0.0.1:", 1);
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
