@@ -11,8 +11,16 @@ suite's own function with AgentDojo's runtime, records the call (function and
 arguments) and saves the environment — after reads too, since some reads change it
 (`get_unread_emails` marks mail read). A person without an environment file is refused.
 """
-import argparse
+import os
 import sys
+
+# AgentDojo builds some lists from sets (a new event's participants): with Python's
+# per-process string hashing their order would differ between the server that ran a call
+# and the scorer that replays it. One fixed seed in both makes a replay exact.
+if os.environ.get("PYTHONHASHSEED") != "0":
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
+
+import argparse
 from pathlib import Path
 
 import anyio

@@ -32,6 +32,11 @@ WRITES = {
 }
 
 
+# Functions whose only effect outside the conversation is a request to a URL the model
+# chose: reads by name, writes by effect.
+FETCHES = {"get_webpage"}
+
+
 def suite(name):
     return get_suite(VERSION, name)
 
