@@ -120,30 +120,13 @@ pub(crate) async fn read_answer(
         && status.is_success()
         && let Some(id) = expect_id
     {
-        // The last event, unterminated, counts too.
-        let end = [rest, b"\n\n"].concat();
-        if let Some(message) = scanner_over(&mut scanner, &end, id) {
-            return Ok(Answer {
-                status,
-                session,
-                message: Some(message),
-                resume: None,
-            });
-        }
-        // The stream ended without the answer. Numbered events mean the server keeps
-        // the stream to be resumed; otherwise the call's outcome is unknown.
-        return match scanner.last_event_id.take() {
-            Some(last_event_id) => Ok(Answer {
-                status,
-                session,
-                message: None,
-                resume: Some(Resume {
-                    last_event_id,
-                    retry_ms: scanner.retry_ms,
-                }),
-            }),
-            None => Err(ProviderError::Interrupted),
-        };
+        let (message, resume) = stream_end(&mut scanner, rest, id)?;
+        return Ok(Answer {
+            status,
+            session,
+            message,
+            resume,
+        });
     }
     let message = whole_answer(rest, status, &content_type, expect_id)?;
     Ok(Answer {
@@ -152,6 +135,30 @@ pub(crate) async fn read_answer(
         message,
         resume: None,
     })
+}
+
+/// The end of an event stream that has not yet carried the answer to `id`: the answer
+/// in its last, unterminated event; else, when the server numbered its events, where to
+/// resume; else the call's outcome is unknown.
+fn stream_end(
+    scanner: &mut Scanner,
+    rest: &[u8],
+    id: &RequestId,
+) -> Result<(Option<Incoming>, Option<Resume>), ProviderError> {
+    let end = [rest, b"\n\n"].concat();
+    if let Some(message) = scanner_over(scanner, &end, id) {
+        return Ok((Some(message), None));
+    }
+    match scanner.last_event_id.take() {
+        Some(last_event_id) => Ok((
+            None,
+            Some(Resume {
+                last_event_id,
+                retry_ms: scanner.retry_ms,
+            }),
+        )),
+        None => Err(ProviderError::Interrupted),
+    }
 }
 
 /// Feeds `bytes` (the stream's unscanned rest) to `scanner` from its start.
