@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 import tomllib
-import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -104,15 +103,7 @@ def run_suite(args, label):
 
 
 def server_scenarios(expected):
-    suffix = uuid.uuid4().hex[:10]
-    env = dict(os.environ)
-    env.update({
-        "COUNTERSIGN_TABLE": f"conformance-{suffix}",
-        "COUNTERSIGN_SIGNING_KEY": f"alias/conformance-{suffix}",
-        "COUNTERSIGN_SECRET_PREFIX": f"conformance-{suffix}/",
-        "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER": "1",
-        "RUST_LOG": "warn",
-    })
+    env = stack.stack_env("conformance")
     dev, banner = stack.start_stack(env)
     proxy = None
     try:

@@ -335,17 +335,24 @@ def check_inspector(url, token, listed):
     check(code == 3, f"inspector: a bad token exits 3 (auth) (got {code})")
 
 
-def main():
+def stack_env(name):
+    """The environment of a local stack of its own on the emulator: its table, signing key
+    and secrets under `name` and a fresh suffix."""
     assert os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://127.0.0.1:"), "run inside with-local-aws.sh"
     suffix = uuid.uuid4().hex[:10]
     env = dict(os.environ)
     env.update({
-        "COUNTERSIGN_TABLE": f"interop-{suffix}",
-        "COUNTERSIGN_SIGNING_KEY": f"alias/interop-{suffix}",
-        "COUNTERSIGN_SECRET_PREFIX": f"interop-{suffix}/",
+        "COUNTERSIGN_TABLE": f"{name}-{suffix}",
+        "COUNTERSIGN_SIGNING_KEY": f"alias/{name}-{suffix}",
+        "COUNTERSIGN_SECRET_PREFIX": f"{name}-{suffix}/",
         "COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER": "1",
         "RUST_LOG": "warn",
     })
+    return env
+
+
+def main():
+    env = stack_env("interop")
     dev, banner = start_stack(env)
     try:
         case = open_case(banner["BASE"], banner["WIDGET_JWT"])

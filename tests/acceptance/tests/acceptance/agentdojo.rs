@@ -18,6 +18,7 @@
     clippy::print_stderr
 )]
 
+use crate::foreign::{self, counter, root};
 use countersign_acceptance::Stack;
 use countersign_bridge::config::{Config, Upstream};
 use countersign_bridge::store::sqlite::SqliteStore;
@@ -30,34 +31,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn python() -> PathBuf {
-    let p = std::env::var_os("COUNTERSIGN_AGENTDOJO_PYTHON")
-        .map_or_else(|| root().join(".venv/agentdojo/bin/python"), PathBuf::from);
-    assert!(
-        p.exists(),
-        "{} is missing: run infra/scripts/install.sh agentdojo",
-        p.display()
-    );
-    p
+    foreign::python("COUNTERSIGN_AGENTDOJO_PYTHON", "agentdojo")
 }
 
 /// `bench.py <args>`'s output (JSON).
 fn bench(args: &[&str]) -> Value {
-    let out = std::process::Command::new(python())
-        .arg(root().join("infra/agentdojo/bench.py"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "bench.py {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&foreign::script(
+        &python(),
+        "infra/agentdojo/bench.py",
+        args,
+    ))
+    .unwrap()
 }
 
 /// One suite's server behind its own bridge, on loopback.
@@ -418,12 +403,4 @@ async fn e1_agentdojo_with_a_compromised_model_no_write_without_the_persons_coun
         dir.display()
     );
     s.finish();
-}
-
-fn counter(bridge: &Bridge, name: &str) -> u64 {
-    let text = bridge.metrics.render();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("countersign_bridge_{name}_total ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap()
 }

@@ -17,6 +17,7 @@
     clippy::print_stderr
 )]
 
+use crate::foreign::{self, counter, root};
 use countersign_acceptance::Stack;
 use countersign_bridge::config::{Config, Upstream};
 use countersign_bridge::store::sqlite::SqliteStore;
@@ -51,33 +52,17 @@ const PUBLIC: [&str; 4] = [
     "calculate",
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn python() -> PathBuf {
-    let p = std::env::var_os("COUNTERSIGN_RETAIL_PYTHON")
-        .map_or_else(|| root().join(".venv/retail/bin/python"), PathBuf::from);
-    assert!(
-        p.exists(),
-        "{} is missing: run infra/scripts/install.sh retail",
-        p.display()
-    );
-    p
+    foreign::python("COUNTERSIGN_RETAIL_PYTHON", "retail")
 }
 
 fn retail(args: &[&str]) -> String {
-    let out = std::process::Command::new(python())
-        .arg(root().join("infra/bridge-retail/retail.py"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(foreign::script(
+        &python(),
+        "infra/bridge-retail/retail.py",
+        args,
+    ))
+    .unwrap()
 }
 
 /// The bridge in front of one τ²-retail process; each task gets a fresh bridge (its own
@@ -246,14 +231,6 @@ struct Replayed {
     confirmations: u64,
     upstream_writes: u64,
     personal_reads: u64,
-}
-
-fn counter(bridge: &Bridge, name: &str) -> u64 {
-    let text = bridge.metrics.render();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("countersign_bridge_{name}_total ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap()
 }
 
 /// One task's actions through the chat as `person`; confirms every proposal.

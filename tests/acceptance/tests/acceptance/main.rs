@@ -8,6 +8,7 @@ mod bridge_retail;
 mod certification;
 mod chat_live;
 mod confirm_path;
+mod foreign;
 mod models;
 mod rotation;
 mod unsettled;
