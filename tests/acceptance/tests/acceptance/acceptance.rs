@@ -286,15 +286,31 @@ async fn t04_invalid_credentials_unknown_tenant_wrong_admin_key_wrong_widget_jwt
         res.json::<Value>().await.unwrap()["error"]["code"],
         "UNAUTHORIZED"
     );
-    let other_tenant = countersign_chat::widget::sign_token(
-        &s.widget_secret,
-        &s.widget_key,
-        &TenantId::parse("ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap(),
-        &UserId::parse("u_alice").unwrap(),
-        1_900_000_000,
-        1_900_000_600,
-    )
-    .unwrap();
+    // A token that would pass in every way but its tenant: made now, with the real
+    // credential — the same token for the stack's own tenant is accepted (the control),
+    // so only the unknown tenant can refuse it.
+    let made = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let for_tenant = |tenant: &TenantId| {
+        countersign_chat::widget::sign_token(
+            &s.widget_secret,
+            &s.widget_key,
+            tenant,
+            &UserId::parse("u_alice").unwrap(),
+            made,
+            made + 600,
+        )
+        .unwrap()
+    };
+    let own = for_tenant(&s.tenant);
+    assert_eq!(
+        status(s.http.post(&url).bearer_auth(&own).send().await.unwrap()),
+        201,
+        "the control: the same token for the stack's tenant is accepted"
+    );
+    let other_tenant = for_tenant(&TenantId::parse("ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R").unwrap());
     assert_eq!(
         status(
             s.http
