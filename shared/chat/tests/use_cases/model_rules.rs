@@ -24,14 +24,22 @@ fn call(name: &str, arguments: Value) -> ToolCall {
     }
 }
 
-/// M-3: the system text is the platform's fixed text in the case's language.
+/// M-3, S-4: the system text is the platform's fixed text in the case's language — a
+/// Portuguese conversation's turn gets the Portuguese text (the two differ, so the wrong
+/// one cannot pass).
 #[tokio::test]
-async fn m3_the_model_is_given_the_fixed_system_text() {
-    let h = H::new().await;
-    h.say("hello").await;
-    let request = &h.model.requests()[0];
-    assert_eq!(request.system, texts::model_system_text(Language::En));
-    assert_eq!(request.max_output_tokens, h.chat.max_output_tokens);
+async fn m3_s4_the_model_is_given_the_fixed_system_text_in_the_cases_language() {
+    assert_ne!(
+        texts::model_system_text(Language::En),
+        texts::model_system_text(Language::Pt)
+    );
+    for language in [Language::En, Language::Pt] {
+        let h = H::new().await.in_language(language).await;
+        h.say("hello").await;
+        let request = &h.model.requests()[0];
+        assert_eq!(request.system, texts::model_system_text(language));
+        assert_eq!(request.max_output_tokens, h.chat.max_output_tokens);
+    }
 }
 
 /// M-3: across a whole write (prepare, confirm, execute, result), nothing the model is
