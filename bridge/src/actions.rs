@@ -275,6 +275,7 @@ impl Bridge {
             operation: &action.operation,
             arguments_hash: &action.arguments_hash,
             summary_hash: &action.summary_hash,
+            expires_at: Some(action.expires_at),
         };
         let at = now().unix_timestamp();
         let verified = match self.verifier.verify_fetching(token, &expected, at).await {

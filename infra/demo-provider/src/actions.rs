@@ -93,6 +93,8 @@ pub struct Binding {
     pub arguments_hash: String,
     /// Hash.
     pub summary_hash: String,
+    /// When the proposal expires (a proof may not outlive it, A-33).
+    pub expires_at: OffsetDateTime,
 }
 
 fn args_str<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -204,6 +206,7 @@ impl Store {
             operation: OPERATION.into(),
             arguments_hash: p.arguments_hash.clone(),
             summary_hash: p.summary_hash.clone(),
+            expires_at: p.expires_at,
         })
     }
 

@@ -197,6 +197,7 @@ impl Demo {
             operation: &binding.operation,
             arguments_hash: &binding.arguments_hash,
             summary_hash: &binding.summary_hash,
+            expires_at: Some(binding.expires_at.unix_timestamp()),
         };
         let now = OffsetDateTime::now_utc();
         if faults.accept_unsigned_proofs && unsigned(&token) {

@@ -95,6 +95,10 @@ pub struct ExpectedAction<'a> {
     pub arguments_hash: &'a str,
     /// Its stored `summaryHash`.
     pub summary_hash: &'a str,
+    /// Its stored `expiresAt` (Unix seconds), when the server keeps it: the proof's `exp`
+    /// may not be later (A-33: `exp = min(iat + 60, expiresAt)`), so a proof cannot
+    /// outlive its proposal. `None` skips this check only.
+    pub expires_at: Option<i64>,
 }
 
 /// A proof that passed every check.
@@ -280,6 +284,9 @@ impl Verifier {
             if got != want {
                 return Err(ProofRejection::Mismatch(name));
             }
+        }
+        if expected.expires_at.is_some_and(|e| claims.exp > e) {
+            return Err(ProofRejection::Mismatch("exp"));
         }
         if claims.jti.is_empty() {
             return Err(ProofRejection::Malformed("jti"));

@@ -97,6 +97,7 @@ fn expected() -> ExpectedAction<'static> {
         operation: "reassign_session_car",
         arguments_hash: Box::leak("a".repeat(64).into_boxed_str()),
         summary_hash: Box::leak("b".repeat(64).into_boxed_str()),
+        expires_at: None,
     }
 }
 

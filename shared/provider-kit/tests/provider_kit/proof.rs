@@ -40,6 +40,7 @@ fn expected() -> ExpectedAction<'static> {
         operation: "reassign_session_car",
         arguments_hash: Box::leak("a".repeat(64).into_boxed_str()),
         summary_hash: Box::leak("b".repeat(64).into_boxed_str()),
+        expires_at: None,
     }
 }
 
@@ -318,4 +319,26 @@ async fn a35_replay_is_refused() {
             .await
             .is_ok()
     );
+}
+
+/// D-7, A-33: given the proposal's `expiresAt`, the kit refuses a proof whose `exp` is
+/// later — a proof never outlives its proposal — and accepts one that ends with it or
+/// before; without it, only the proof's own times are checked.
+#[test]
+fn d7_a33_a_proof_that_outlives_its_proposal_is_refused() {
+    let token = rs256(&header(), &claims()); // exp = NOW + 55
+    let with_expiry = |expires_at: i64| ExpectedAction {
+        expires_at: Some(expires_at),
+        ..expected()
+    };
+    assert_eq!(
+        verifier()
+            .verify(&token, &with_expiry(NOW + 54), NOW)
+            .unwrap_err(),
+        ProofRejection::Mismatch("exp")
+    );
+    for ok in [NOW + 55, NOW + 300] {
+        assert!(verifier().verify(&token, &with_expiry(ok), NOW).is_ok());
+    }
+    assert!(verifier().verify(&token, &expected(), NOW).is_ok());
 }

@@ -48,6 +48,7 @@ fn expected() -> ExpectedAction<'static> {
         operation: "reassign_session_car",
         arguments_hash: ARGS_HASH,
         summary_hash: SUMMARY_HASH,
+        expires_at: None,
     }
 }
 
