@@ -253,69 +253,100 @@ mod tests {
         }
     }
 
-    /// G-5: each mapping, case by case; no internal cause ever reaches the message.
+    /// G-5: each mapping, case by case — its code, whether to retry, and the hint the
+    /// model is given; no internal cause ever reaches the message.
     #[test]
     fn g5_classifier_maps_each_failure() {
-        let cases: Vec<(ToolError, &str, Option<bool>)> = vec![
+        const MOMENT: Option<&str> = Some("Retry in a moment.");
+        const SYSTEM: Option<&str> =
+            Some("Retry once; if it fails again, tell the user the system is unavailable.");
+        const UNREADABLE: Option<&str> =
+            Some("Tell the user this information cannot be read right now.");
+        let cases: Vec<(ToolError, &str, Option<bool>, Option<&str>)> = vec![
             (
                 from_store("t", &StoreError::Unavailable(boxed())),
                 code::SERVICE_UNAVAILABLE,
                 Some(true),
+                MOMENT,
+            ),
+            (
+                from_store("t", &StoreError::Gone),
+                code::NOT_FOUND,
+                None,
+                None,
             ),
             (
                 from_store("t", &StoreError::Corrupt("x".into())),
                 code::INTERNAL_ERROR,
                 Some(true),
+                Some("Retry once; if it fails again, tell the user the service has a problem."),
             ),
             (
                 from_secrets("t", &SecretError::Unavailable(boxed())),
                 code::SERVICE_UNAVAILABLE,
                 Some(true),
+                MOMENT,
             ),
             (
                 from_signer("t", &SignerError::NotConfigured),
                 code::ACTION_SIGNING_UNAVAILABLE,
                 Some(false),
+                Some("Tell the user this change cannot be made in the chat right now."),
             ),
             (
                 from_signer("t", &SignerError::Unavailable(boxed())),
                 code::SERVICE_UNAVAILABLE,
                 Some(true),
+                MOMENT,
             ),
             (
                 from_provider("t", &ProviderError::Unreachable(boxed())),
                 code::PROVIDER_UNAVAILABLE,
                 Some(true),
+                SYSTEM,
             ),
             (
                 from_provider("t", &ProviderError::Timeout),
                 code::PROVIDER_UNAVAILABLE,
                 Some(true),
+                SYSTEM,
+            ),
+            // Sent, then the answer lost: the same for the model as no answer.
+            (
+                from_provider("t", &ProviderError::Interrupted),
+                code::PROVIDER_UNAVAILABLE,
+                Some(true),
+                SYSTEM,
             ),
             (
                 from_provider("t", &ProviderError::Http { status: 503 }),
                 code::PROVIDER_UNAVAILABLE,
                 Some(true),
+                None,
             ),
             (
                 from_provider("t", &ProviderError::Http { status: 403 }),
                 code::PROVIDER_UNAVAILABLE,
                 Some(false),
+                None,
             ),
             (
                 from_provider("t", &ProviderError::Malformed("secret body".into())),
                 code::PROVIDER_CONTRACT_VIOLATION,
                 Some(false),
+                UNREADABLE,
             ),
             (
                 from_provider("t", &ProviderError::Protocol { code: -32602 }),
                 code::PROVIDER_CONTRACT_VIOLATION,
                 Some(false),
+                UNREADABLE,
             ),
         ];
-        for (e, want, retryable) in cases {
+        for (e, want, retryable, hint) in cases {
             assert_eq!(e.code, want, "{e:?}");
             assert_eq!(e.retryable, retryable, "{e:?}");
+            assert_eq!(e.hint.as_deref(), hint, "{e:?}");
             let json = serde_json::to_string(&e).unwrap();
             assert!(
                 !json.contains("hunter2")
