@@ -96,6 +96,22 @@ fn complete(outcome: Result<Success, ToolError>) -> CallToolResponse {
     CallToolResponse::Complete(seal(&meta(), outcome).into_call_tool_result())
 }
 
+/// The envelope's `error.code` of an answer, `none` for a success; a protocol error (a
+/// platform service down) is `SERVICE_UNAVAILABLE`, as its envelope would say (G-8).
+fn answer_error_type(answer: &Result<CallToolResponse, McpError>) -> String {
+    match answer {
+        Ok(CallToolResponse::Complete(result)) => result
+            .structured_content
+            .as_ref()
+            .and_then(|v| v.pointer("/error/code"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("none")
+            .to_owned(),
+        Ok(_) => "none".to_owned(),
+        Err(_) => code::SERVICE_UNAVAILABLE.to_owned(),
+    }
+}
+
 fn unavailable(e: impl std::fmt::Display) -> McpError {
     tracing::warn!(error = %e, "a confirmation store call failed");
     McpError::internal_error("a platform service is unavailable", None)
@@ -130,7 +146,15 @@ impl Gateway {
             return self.call_tool(grant, request).await;
         };
         if let Some(state) = request.request_state.take() {
-            return self.resume(grant, caller, &state).await;
+            // G-8: a retry is a call too, measured with what it answered.
+            let started = std::time::Instant::now();
+            let answer = self.resume(grant, caller, &state).await;
+            countersign_tools::registry::record_duration(
+                "prepare_action",
+                &answer_error_type(&answer),
+                started,
+            );
+            return answer;
         }
         let declared = match header {
             Some(v) if v == ProtocolVersion::V_2025_11_25.as_str() => links

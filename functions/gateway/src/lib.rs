@@ -82,6 +82,7 @@ impl Gateway {
         let Some((limiter, per_minute)) = &self.budget else {
             return Ok(None);
         };
+        let started = std::time::Instant::now();
         let tenant = &grant.principal.tenant;
         let unavailable = |e: countersign_domain::ports::StoreError| {
             tracing::warn!(error = %e, "the tenant budget could not be read");
@@ -112,6 +113,12 @@ impl Gateway {
             Admission::Admitted => None,
             Admission::Limited { retry_after_secs } => {
                 tracing::info!(%tenant, retry_after_secs, "tenant gateway budget spent");
+                // G-8: a refused call is measured too, with the code it answers.
+                countersign_tools::registry::record_duration(
+                    tool,
+                    countersign_tools::errors::code::SERVICE_UNAVAILABLE,
+                    started,
+                );
                 Some(match builtin_version {
                     Some(version) => {
                         ToolAnswer::Sealed(countersign_tools::proxy::budget_spent_builtin(

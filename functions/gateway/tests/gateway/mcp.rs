@@ -168,6 +168,10 @@ async fn get_is_method_not_allowed() {
 /// the seconds to wait; built-ins are never counted.
 #[tokio::test]
 async fn proxied_consultations_are_budgeted_per_tenant() {
+    // G-8: the refusal is measured too.
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _guard = metrics::set_default_local_recorder(&recorder);
     let provider = Arc::new(TrackShare {
         seen_tokens: Mutex::new(Vec::new()),
     });
@@ -209,6 +213,21 @@ async fn proxied_consultations_are_budgeted_per_tenant() {
         "{envelope}"
     );
     assert_eq!(envelope["error"]["retryable"], true);
+    let refusal_measured = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .any(|(k, _, _, _)| {
+            let labels: Vec<(String, String)> = k
+                .key()
+                .labels()
+                .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                .collect();
+            k.key().name() == "mcp_tool_duration_seconds"
+                && labels.contains(&("tool".into(), "get_user_uploads".into()))
+                && labels.contains(&("error_type".into(), "SERVICE_UNAVAILABLE".into()))
+        });
+    assert!(refusal_measured, "G-8: the budget refusal is measured");
     assert!(
         envelope["error"]["details"]["retryAfterSeconds"]
             .as_u64()

@@ -607,3 +607,39 @@ async fn x2_each_era_is_sent_to_the_page_in_its_own_form() {
     );
     assert_eq!(e.executed(), 0);
 }
+
+/// G-8: a retry with a `requestState` is a call too — measured with what it answered,
+/// even when it never reaches the registry (here refused: a state this server never
+/// issued).
+#[tokio::test]
+async fn g8_a_retry_is_measured_with_what_it_answered() {
+    use metrics_util::debugging::DebuggingRecorder;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _guard = metrics::set_default_local_recorder(&recorder);
+    let e = env(None).await;
+    let refused = e.call_2026(Some("not-a-state-this-server-issued")).await;
+    assert_eq!(
+        refused["result"]["structuredContent"]["error"]["code"], "INVALID_REQUEST_STATE",
+        "{refused}"
+    );
+    let measured = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .any(|(k, _, _, _)| {
+            let key = k.key();
+            let label = |name: &str| {
+                key.labels()
+                    .find(|l| l.key() == name)
+                    .map(|l| l.value().to_owned())
+            };
+            key.name() == "mcp_tool_duration_seconds"
+                && label("tool").as_deref() == Some("prepare_action")
+                && label("error_type").as_deref() == Some("INVALID_REQUEST_STATE")
+        });
+    assert!(
+        measured,
+        "the refused retry is in mcp_tool_duration_seconds"
+    );
+}
