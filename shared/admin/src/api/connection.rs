@@ -1,0 +1,111 @@
+//! The MCP connection (C-3 … C-8, C-10, V-2): read, save, remove, approve a changed tool.
+
+use super::*;
+
+/// The body of `PUT mcp` (C-3, C-4, C-7). Validated by the configuration rules, which
+/// report every broken rule at once; this type documents it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct McpConfigInput {
+    /// https only; the host must resolve only to public addresses (D-5).
+    #[schema(min_length = 1, max_length = 2048)]
+    server_url: String,
+    /// Sent to your server as `Authorization: Bearer …`; stored as a secret, never returned.
+    #[schema(write_only, min_length = 1, max_length = 4096)]
+    service_token: String,
+    /// The consultations the model may call (C-4): tool names of 1–128 characters of
+    /// `[A-Za-z0-9_.-]`, each listed by the server's `tools/list` with
+    /// `annotations.readOnlyHint: true`, not `destructiveHint: true`, and not an operation
+    /// (V-1).
+    #[schema(min_items = 1, max_items = 100)]
+    allowed_tools: Vec<ToolNameInput>,
+    /// The action policy (C-7: disabled when absent).
+    action_policy: Option<ActionPolicyInput>,
+    /// The proof's `aud`; defaults to `serverUrl`. When set, a URL with the `serverUrl`'s
+    /// own scheme, host and port (any path): proofs are only ever addressed to this
+    /// tenant's server.
+    #[schema(min_length = 1, max_length = 512)]
+    audience: Option<String>,
+}
+
+/// A tool or operation name as `PUT mcp` takes it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(value_type = String, pattern = "^[A-Za-z0-9_.-]{1,128}$")]
+#[allow(dead_code)]
+pub struct ToolNameInput(String);
+
+/// The action policy of `PUT mcp`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct ActionPolicyInput {
+    /// 1.
+    contract_version: Option<u32>,
+    /// Whether writes may be prepared (needs a signing key, C-6).
+    enabled: bool,
+    /// The operations that may be prepared (at most 50).
+    #[schema(max_items = 50)]
+    operations: Vec<String>,
+}
+
+/// The tenant's MCP configuration (C-5).
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = McpView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(super) async fn get_mcp(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<Json<McpView>, ApiError> {
+    let stored = mcp::current(&state, &tenant).await?;
+    let live = mcp::live_tools(&state, &tenant, stored.as_ref()).await;
+    Ok(Json(
+        mcp::view(&state, &tenant, stored.as_ref(), live.as_deref()).await?,
+    ))
+}
+
+/// V-2: approves the live descriptor of an allowed tool that changed since it was
+/// approved (it was withheld from the model and the gateway until now). Audited as
+/// `mcp.tool.approved`. A change that made the tool a write is refused with 400
+/// `NOT_A_CONSULTATION`.
+#[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/tools/{tool}/approval", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id"), ("tool" = String, Path, description = "An allowed tool")),
+    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(super) async fn approve_tool(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((_, tool)): Path<(String, String)>,
+) -> Result<Json<McpView>, ApiError> {
+    Ok(Json(mcp::approve(&state, &tenant, &tool).await?))
+}
+
+/// Saves the configuration (C-3 … C-8, D-5). V-1: the server's live `tools/list` is read
+/// with the body's URL and token; an allowed tool that is not a consultation is 400
+/// `NOT_A_CONSULTATION` (each tool named in `errors`), a server that cannot be read 422
+/// `PROVIDER_UNREACHABLE`; neither saves anything.
+#[utoipa::path(put, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = McpConfigInput,
+    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(super) async fn put_mcp(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Json(body): Json<Value, MAX_BODY_BYTES>,
+) -> Result<Json<McpView>, ApiError> {
+    Ok(Json(mcp::put(&state, &tenant, &body).await?))
+}
+
+/// Removes the connector (C-10).
+#[utoipa::path(delete, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(super) async fn delete_mcp(
+    State(state): State<AdminState>,
+    TenantAdmin(tenant): TenantAdmin,
+) -> Result<StatusCode, ApiError> {
+    mcp::delete(&state, &tenant).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,48 @@
+//! The public key sets (K-1, V-6): the platform signing keys and the audit checkpoint key.
+
+use super::*;
+
+/// The platform's signing keys as a JWK Set (K-1): public, cacheable for the key ring's
+/// cache time. An empty set while no signing key is installed.
+#[utoipa::path(get, path = "/.well-known/jwks.json", tag = "keys", security(()),
+    responses((status = 200, description = "RFC 7517 JWK Set (application/jwk-set+json): keys with kty, use, alg, kid, n, e"),
+        (status = 503, body = ErrorBody)))]
+pub(super) async fn jwks(
+    State(state): State<AdminState>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let keys = crate::jwks::published(&state).await?;
+    // With no key installed there is nothing to cache for long: one is expected soon.
+    let max_age = keys.as_ref().map_or(60, |k| k.cache_seconds);
+    let body = crate::jwks::document(keys.as_ref()).to_string();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
+            (header::CACHE_CONTROL, format!("public, max-age={max_age}")),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// V-6: the audit checkpoint key, published apart from the proofs' JWKS (a provider that
+/// follows the JWKS never sees it), each key and the document marked
+/// `"purpose": "audit-checkpoint"`. Verify checkpoints with it; never accept it for an
+/// action proof.
+#[utoipa::path(get, path = "/.well-known/countersign-audit-keys.json", tag = "keys", security(()),
+    responses((status = 200, description = "A JWK Set marked purpose audit-checkpoint: the key that signs audit checkpoints, never action proofs"),
+        (status = 503, body = ErrorBody)))]
+pub(super) async fn audit_keys(
+    State(state): State<AdminState>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let body = crate::jwks::audit_keys(&state).await?.to_string();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
+            (header::CACHE_CONTROL, "public, max-age=300".to_owned()),
+        ],
+        body,
+    )
+        .into_response())
+}

@@ -1,0 +1,126 @@
+//! The tenant's own settings (S-4).
+
+use super::*;
+
+/// The tenant's own settings (S-4).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TenantSettings {
+    /// The tenant's display name (set by the operator).
+    pub name: String,
+    /// The default language of the chat's fixed texts, its widget and the model's
+    /// instructions: `en` or `pt-BR`. A case keeps the language it was opened with.
+    #[schema(example = "pt-BR")]
+    pub language: String,
+    /// where the confirmation page sends a person to sign in (your sign-in hand-off,
+    /// widget guide “Confirmation page”); null until set.
+    #[serde(rename = "signInUrl")]
+    #[schema(example = "https://www.example.com/countersign/sign-in")]
+    pub sign_in_url: Option<String>,
+    /// days a conversation is kept after its last activity (1 to 3650); null until
+    /// set (the deployment's default applies, if it has one).
+    #[serde(rename = "retentionDays")]
+    #[schema(example = 90)]
+    pub retention_days: Option<u32>,
+}
+
+/// `PUT settings` body: each member absent (or null) is left as it is; at least one is
+/// given.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSettingsInput {
+    /// The default language of new conversations.
+    #[serde(default)]
+    pub language: Option<LanguageInput>,
+    /// the sign-in hand-off URL (`https`); the empty string removes it.
+    #[serde(default, rename = "signInUrl")]
+    pub sign_in_url: Option<String>,
+    /// days a conversation is kept after its last activity, 1 to 3650.
+    #[serde(
+        default,
+        rename = "retentionDays",
+        deserialize_with = "countersign_http::optional_whole_number"
+    )]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 3650)]
+    pub retention_days: Option<i64>,
+}
+
+/// A language of the chat's fixed texts (S-4), as a BCP 47 tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub enum LanguageInput {
+    /// English.
+    #[serde(rename = "en")]
+    En,
+    /// Brazilian Portuguese (`pt` is read as this too).
+    #[serde(rename = "pt-BR", alias = "pt")]
+    PtBr,
+}
+
+pub(super) fn settings_view(tenant: &Tenant) -> TenantSettings {
+    TenantSettings {
+        name: tenant.name.clone(),
+        language: tenant.language.tag().to_owned(),
+        sign_in_url: tenant.sign_in_url.clone(),
+        retention_days: tenant.retention_days.map(RetentionDays::days),
+    }
+}
+
+/// The tenant's settings (S-4).
+#[utoipa::path(get, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")),
+    responses((status = 200, body = TenantSettings), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<TenantSettings> {
+    Json(settings_view(&tenant))
+}
+
+/// Sets the tenant's default language (S-4), audited as `tenant.language`, its sign-in
+/// hand-off URL, audited as `tenant.sign_in_url`, and its retention, audited as
+/// `tenant.retention_days`; every value is checked before anything is saved. New cases take the language; open
+/// cases keep theirs.
+#[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
+    params(("id" = String, Path, description = "The tenant id")), request_body = TenantSettingsInput,
+    responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(super) async fn put_settings(
+    State(state): State<AdminState>,
+    TenantAdmin(mut tenant): TenantAdmin,
+    Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
+) -> Result<Json<TenantSettings>, ApiError> {
+    if body.language.is_none() && body.sign_in_url.is_none() && body.retention_days.is_none() {
+        return Err(ApiError::validation(
+            "language",
+            "name at least one setting to change: language, signInUrl or retentionDays",
+        ));
+    }
+    let retention = match body.retention_days {
+        Some(days) => Some(
+            RetentionDays::new(days)
+                .map_err(|e| ApiError::validation("retentionDays", e.to_string()))?,
+        ),
+        None => None,
+    };
+    // Checked before anything is written: a bad URL saves nothing.
+    let sign_in_url = match &body.sign_in_url {
+        Some(raw) => Some(
+            crate::tenants::parse_sign_in_url(raw, state.url_policy)
+                .map_err(|m| ApiError::validation("signInUrl", format!("signInUrl: {m}")))?,
+        ),
+        None => None,
+    };
+    if let Some(language) = body.language {
+        let language = match language {
+            LanguageInput::En => countersign_domain::texts::Language::En,
+            LanguageInput::PtBr => countersign_domain::texts::Language::Pt,
+        };
+        crate::tenants::set_language(&state, &tenant, language).await?;
+        tenant.language = language;
+    }
+    if let Some(url) = sign_in_url {
+        crate::tenants::set_sign_in_url(&state, &tenant, url.as_deref()).await?;
+        tenant.sign_in_url = url;
+    }
+    if let Some(days) = retention {
+        crate::retention::set_retention_days(&state, &tenant, days).await?;
+        tenant.retention_days = Some(days);
+    }
+    Ok(Json(settings_view(&tenant)))
+}
