@@ -156,6 +156,35 @@ fn see_other(to: &str) -> Response {
     res
 }
 
+/// A change's form, past the session and its cross-site guard (U-1): what every panel
+/// handler that changes something takes, so none repeats the check. A request without a
+/// session goes to sign-in; a cross-site one is refused before any handler runs.
+struct Guarded {
+    session: Session,
+    form: Form,
+}
+
+impl axum::extract::FromRequest<AdminState> for Guarded {
+    type Rejection = Response;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &AdminState,
+    ) -> Result<Self, Response> {
+        use axum::extract::FromRequestParts as _;
+        let (mut parts, body) = req.into_parts();
+        let session = Session::from_request_parts(&mut parts, state).await?;
+        let headers = parts.headers.clone();
+        let req = axum::extract::Request::from_parts(parts, body);
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let form =
+            Form::guarded(&session, &headers, &bytes).map_err(IntoResponse::into_response)?;
+        Ok(Self { session, form })
+    }
+}
+
 /// The body of a form post.
 struct Form(Vec<(String, String)>);
 
@@ -246,15 +275,7 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, body: Bytes)
     }
 }
 
-async fn logout(
-    State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Err(refused) = Form::guarded(&session, &headers, &body) {
-        return refused.into_response();
-    }
+async fn logout(State(state): State<AdminState>, Guarded { session, .. }: Guarded) -> Response {
     if let Err(e) = session.end(&state).await {
         return unavailable(&e);
     }
@@ -439,16 +460,7 @@ async fn render_mcp(
     html(status, views::mcp(&page))
 }
 
-async fn mcp_save(
-    State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
+async fn mcp_save(State(state): State<AdminState>, Guarded { session, form }: Guarded) -> Response {
     let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
     tools.extend(form.lines("allowedToolsText"));
     let operations: Vec<String> = form
@@ -532,14 +544,8 @@ async fn token_to_send(
 /// V-2: approves a changed tool's live descriptor (the button next to it).
 async fn mcp_approve(
     State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, form }: Guarded,
 ) -> Response {
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(f) => f,
-        Err(refused) => return refused.into_response(),
-    };
     let tool = form.get("tool").unwrap_or("").to_owned();
     match mcp::approve(&state, &session.tenant, &tool).await {
         Ok(_) => see_other("/admin/mcp?done=approved"),
@@ -555,15 +561,7 @@ async fn mcp_approve(
     }
 }
 
-async fn mcp_remove(
-    State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Err(refused) = Form::guarded(&session, &headers, &body) {
-        return refused.into_response();
-    }
+async fn mcp_remove(State(state): State<AdminState>, Guarded { session, .. }: Guarded) -> Response {
     match mcp::delete(&state, &session.tenant).await {
         Ok(()) => see_other("/admin/mcp?done=removed"),
         Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
@@ -652,14 +650,8 @@ fn show_new_secret(
 
 async fn widget_create(
     State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, form }: Guarded,
 ) -> Response {
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     let origins = form.lines("origins");
     match crate::widgets::create(&state, &session.tenant, &origins).await {
         Ok((key, secret)) => show_new_secret(&state, &key, secret.expose()),
@@ -730,14 +722,9 @@ async fn widget_confirm(
 
 async fn widget_revoke(
     State(state): State<AdminState>,
-    session: Session,
     Path(key_id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, .. }: Guarded,
 ) -> Response {
-    if let Err(refused) = Form::guarded(&session, &headers, &body) {
-        return refused.into_response();
-    }
     match crate::widgets::revoke(&state, &session.tenant, &key_id).await {
         Ok(()) => see_other("/admin/widgets"),
         Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
@@ -759,15 +746,9 @@ async fn widget_revoke(
 /// keeps working for the grace period chosen on the confirmation step.
 async fn widget_replace(
     State(state): State<AdminState>,
-    session: Session,
     Path(key_id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, form }: Guarded,
 ) -> Response {
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     // An unreadable choice is refused rather than read as "at once".
     let grace = form
         .get("graceSeconds")
@@ -865,17 +846,8 @@ async fn unsettled_page(State(state): State<AdminState>, session: Session, uri: 
     render_unsettled(&state, &session, &Errors::new(), notice, StatusCode::OK).await
 }
 
-async fn settle(
-    State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn settle(State(state): State<AdminState>, Guarded { session, form }: Guarded) -> Response {
     use countersign_domain::ids::{ActionId, CaseId};
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     let outcome = match form.get("outcome") {
         Some("completed") => crate::unsettled::Outcome::Completed,
         Some("failed") => crate::unsettled::Outcome::Failed,
@@ -974,14 +946,8 @@ fn settings_form(
 /// S-4, X-3, R-1: saves the tenant's settings, then redirects (a reload never posts again).
 async fn settings_save(
     State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, form }: Guarded,
 ) -> Response {
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     let settings = match settings_form(&form, state.url_policy) {
         Ok(s) => s,
         Err(errors) => {
@@ -1019,16 +985,10 @@ async fn retention_page(session: Session, uri: Uri) -> Response {
 /// places or lifts a hold, then redirects.
 async fn hold_save(
     State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, form }: Guarded,
 ) -> Response {
     use countersign_domain::ids::{CaseId, UserId};
     use countersign_domain::retention::Hold;
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     let id = form.get("id").unwrap_or("").trim();
     let hold = match form.get("kind") {
         Some("person") => UserId::parse(id).ok().map(Hold::Person),
@@ -1055,17 +1015,8 @@ async fn hold_save(
 
 /// R-2, N-3: queues a person's erasure, then shows its job (a page of its own, so a
 /// reload reads the job and never asks again).
-async fn erasure(
-    State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn erasure(State(state): State<AdminState>, Guarded { session, form }: Guarded) -> Response {
     use crate::erasure::ErasureError;
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     let field = |text: &str| -> Errors { [("person".to_owned(), text.to_owned())].into() };
     let Ok(user) = countersign_domain::ids::UserId::parse(form.get("person").unwrap_or("").trim())
     else {
@@ -1140,14 +1091,8 @@ async fn static_file(Path(file): Path<String>) -> Response {
 /// The certification run started from the panel (H-1), served by the messages function.
 async fn certification(
     State(state): State<AdminState>,
-    session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    Guarded { session, form }: Guarded,
 ) -> Response {
-    let form = match Form::guarded(&session, &headers, &body) {
-        Ok(form) => form,
-        Err(refused) => return refused.into_response(),
-    };
     let request = match certification_request(&form) {
         Ok(r) => r,
         Err(errors) => {
