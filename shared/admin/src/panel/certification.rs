@@ -1,0 +1,111 @@
+//! The certification run from the panel (H-1 … H-4, V-3, N-7).
+
+use super::*;
+
+/// The certification run started from the panel (H-1), served by the messages function.
+pub(super) async fn certification(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    let request = match certification_request(&form) {
+        Ok(r) => r,
+        Err(errors) => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                views::certification_result(&session, None, &errors),
+            );
+        }
+    };
+    match certify::run(&state, &session.tenant, &request).await {
+        Ok(run) => {
+            let current = match mcp::current(&state, &session.tenant).await {
+                Ok(s) => s.is_some_and(|s| run.certifies(&CertifiedSubject::of(&s))),
+                Err(e) => return unavailable(&e),
+            };
+            html(
+                StatusCode::OK,
+                views::certification_result(&session, Some((&run, current)), &Errors::new()),
+            )
+        }
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            views::certification_result(&session, None, &errors_of(&e)),
+        ),
+    }
+}
+
+/// The run's request from the panel's form; errors by field.
+pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Errors> {
+    let mut errors = Errors::new();
+    let test_user = UserId::parse(form.get("testUser").unwrap_or("").trim())
+        .map_err(|e| errors.insert("testUser".into(), e.to_string()))
+        .ok();
+    let object = |field: &str, errors: &mut Errors| -> Option<Map<String, Value>> {
+        let raw = form.get(field).unwrap_or("").trim();
+        let raw = if raw.is_empty() { "{}" } else { raw };
+        match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => {
+                errors.insert(field.into(), "must be a JSON object".into());
+                None
+            }
+        }
+    };
+    let samples = object("consultations", &mut errors);
+    let mut consultations = std::collections::BTreeMap::new();
+    for (tool, args) in samples.unwrap_or_default() {
+        match (ToolName::parse(tool.as_str()), args) {
+            (Ok(_), Value::Object(a)) => {
+                consultations.insert(tool, a);
+            }
+            _ => {
+                errors.insert(
+                    format!("consultations.{tool}"),
+                    "a tool name with a JSON object of arguments".into(),
+                );
+            }
+        }
+    }
+    let mut actions = std::collections::BTreeMap::new();
+    for (op, args) in object("actions", &mut errors).unwrap_or_default() {
+        match (OperationName::parse(op.as_str()), args) {
+            (Ok(_), Value::Object(a)) => {
+                actions.insert(op, a);
+            }
+            _ => {
+                errors.insert(
+                    format!("actions.{op}"),
+                    "an operation name with a JSON object of arguments".into(),
+                );
+            }
+        }
+    }
+    let second = form.get("secondTestUser").unwrap_or("").trim();
+    let second_user = if second.is_empty() {
+        None
+    } else {
+        UserId::parse(second)
+            .map_err(|e| errors.insert("secondTestUser".into(), e.to_string()))
+            .ok()
+    };
+    let personal: Vec<String> = form
+        .get("personalConsultations")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    match test_user {
+        Some(test_user) if errors.is_empty() => Ok(CertifyRequest {
+            test_user,
+            second_user,
+            personal,
+            consultations,
+            actions,
+            consent: form.get("consent") == Some("yes"),
+        }),
+        _ => Err(errors),
+    }
+}

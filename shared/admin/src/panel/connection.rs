@@ -1,0 +1,308 @@
+//! The MCP page (U-2, C-3 … C-8, V-1, V-2): the connection form, the live tools, save, approve, remove.
+
+use super::*;
+
+/// The saved configuration and the latest run.
+pub(super) async fn saved(
+    state: &AdminState,
+    tenant: &Tenant,
+) -> Result<(Option<StoredMcpConfig>, Option<Certification>), AdminError> {
+    let stored = mcp::current(state, tenant).await?;
+    let run = state
+        .stores
+        .certifications
+        .latest_certification(&tenant.id)
+        .await
+        .map_err(store_down)?;
+    Ok((stored, run))
+}
+
+pub(super) fn form_of(stored: Option<&StoredMcpConfig>) -> McpForm {
+    let Some(s) = stored else {
+        return McpForm::default();
+    };
+    let c = &s.config;
+    McpForm {
+        server_url: c.server_url.to_string(),
+        audience: c.audience.clone().unwrap_or_default(),
+        allowed_tools: c.allowed_tools.iter().map(ToString::to_string).collect(),
+        operations: c
+            .action_policy
+            .operations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        enabled: c.action_policy.enabled,
+    }
+}
+
+/// Why actions cannot be enabled on the saved settings now, if they cannot (C-6, H-4).
+pub(super) fn enable_blocked(
+    view: &mcp::McpView,
+    stored: Option<&StoredMcpConfig>,
+    run: Option<&Certification>,
+) -> Option<&'static str> {
+    if view.action_verification.is_none() {
+        return Some(t(
+            "The platform has no signing key installed: actions cannot be enabled.",
+        ));
+    }
+    let certified =
+        stored.is_some_and(|s| run.is_some_and(|r| r.certifies(&CertifiedSubject::of(s))));
+    (!certified).then(|| {
+        t("Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings.")
+    })
+}
+
+/// The live tools of the saved server, as the consultation picker shows them (H-2: a
+/// write, an operation or an action tool cannot be chosen).
+pub(super) async fn live_tools(
+    state: &AdminState,
+    tenant: &Tenant,
+    stored: &StoredMcpConfig,
+) -> Result<Vec<ToolChoice>, String> {
+    let token = mcp::token_of(state, tenant, Some(stored))
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no service token is saved")?;
+    let ctx = mcp::admin_context(
+        state,
+        tenant,
+        &stored.config.server_url,
+        token,
+        stored.version,
+    )
+    .map_err(|e| e.to_string())?;
+    let tools = state
+        .provider
+        .list_tools(&ctx)
+        .await
+        .map_err(|e| format!("your server's tools/list failed: {e}"))?;
+    let config = &stored.config;
+    Ok(tools
+        .iter()
+        .map(|t| {
+            let name = t.name.as_str();
+            // V-1: the rule the save and the run time apply.
+            let blocked = vetting::refusal(t, &config.action_policy.operations)
+                .map(|why| format!("{why}: cannot be a consultation"));
+            ToolChoice {
+                name: name.to_owned(),
+                description: t
+                    .descriptor
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                allowed: blocked.is_none()
+                    && config.allowed_tools.iter().any(|a| a.as_str() == name),
+                blocked,
+            }
+        })
+        .collect())
+}
+
+pub(super) async fn mcp_page(
+    State(state): State<AdminState>,
+    session: Session,
+    uri: Uri,
+) -> Response {
+    let q = query(&uri);
+    let notice = match q.get("done").map(String::as_str) {
+        Some("saved") => Some(t("Saved.")),
+        Some("removed") => Some(t("The connector was removed; actions stopped.")),
+        Some("approved") => Some(t(
+            "Approved: the tool is offered again as your server lists it now.",
+        )),
+        _ => None,
+    };
+    render_mcp(
+        &state,
+        &session,
+        None,
+        Errors::new(),
+        q.contains_key("tools"),
+        notice,
+        StatusCode::OK,
+    )
+    .await
+}
+
+/// The Tenant MCP page, with `form` (else the saved values) and `errors`.
+pub(super) async fn render_mcp(
+    state: &AdminState,
+    session: &Session,
+    form: Option<McpForm>,
+    mut errors: Errors,
+    load_tools: bool,
+    notice: Option<&str>,
+    status: StatusCode,
+) -> Response {
+    let (stored, run) = match saved(state, &session.tenant).await {
+        Ok(s) => s,
+        Err(e) => return unavailable(&e),
+    };
+    let live = mcp::live_tools(state, &session.tenant, stored.as_ref()).await;
+    let view = match mcp::view(state, &session.tenant, stored.as_ref(), live.as_deref()).await {
+        Ok(v) => v,
+        Err(e) => return unavailable(&e),
+    };
+    let tools = match (&stored, load_tools) {
+        (Some(s), true) => match live_tools(state, &session.tenant, s).await {
+            Ok(t) => Some(t),
+            Err(why) => {
+                errors.insert("allowedTools".into(), why);
+                None
+            }
+        },
+        _ => None,
+    };
+    let form = form.unwrap_or_else(|| form_of(stored.as_ref()));
+    let certification = stored
+        .as_ref()
+        .zip(run.as_ref())
+        .map(|(s, r)| (r, r.certifies(&CertifiedSubject::of(s))));
+    let samples = stored.as_ref().map_or_else(
+        || "{}".to_owned(),
+        |s| samples::consultation_samples(&s.config),
+    );
+    let page = McpPage {
+        session,
+        view: &view,
+        form: &form,
+        errors: &errors,
+        tools: tools.as_deref(),
+        enable_blocked: enable_blocked(&view, stored.as_ref(), run.as_ref()),
+        certification,
+        notice,
+        samples: &samples,
+    };
+    html(status, views::mcp(&page))
+}
+
+pub(super) async fn mcp_save(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
+    tools.extend(form.lines("allowedToolsText"));
+    let operations: Vec<String> = form
+        .get("operations")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let values = McpForm {
+        server_url: form.get("serverUrl").unwrap_or("").trim().to_owned(),
+        audience: form.get("audience").unwrap_or("").trim().to_owned(),
+        allowed_tools: tools.clone(),
+        operations: operations.join(", "),
+        enabled: form.get("enabled") == Some("true"),
+    };
+    let (token, withheld) =
+        match token_to_send(&state, &session, &values, form.get("serviceToken")).await {
+            Ok(sent) => sent,
+            Err(e) => return unavailable(&e),
+        };
+    let mut body = json!({
+        "serverUrl": values.server_url,
+        "serviceToken": token,
+        "allowedTools": tools,
+        "actionPolicy": {"contractVersion": 1, "enabled": values.enabled, "operations": operations},
+    });
+    if !values.audience.is_empty() {
+        body["audience"] = json!(values.audience);
+    }
+    match mcp::put(&state, &session.tenant, &body).await {
+        Ok(_) => see_other("/admin/mcp?done=saved"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let status = match e {
+                AdminError::Invalid { .. } | AdminError::NotConsultations(_) => {
+                    StatusCode::BAD_REQUEST
+                }
+                AdminError::ProviderUnreachable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                _ => StatusCode::CONFLICT,
+            };
+            let mut errors = errors_of(&e);
+            if let Some(m) = errors.get_mut("serviceToken").filter(|_| withheld) {
+                NEW_SERVER_NEEDS_TOKEN.clone_into(m);
+            }
+            render_mcp(&state, &session, Some(values), errors, false, None, status).await
+        }
+    }
+}
+
+/// Shown when the server URL changes and the token field is empty.
+pub(super) const NEW_SERVER_NEEDS_TOKEN: &str = "A new server URL needs its service token again: the saved token is never sent to another server.";
+
+/// The token a save sends, and whether the saved one was withheld: the field's token, or,
+/// when the field is left empty (it is write-only), the saved one — but only to the server
+/// it was saved for. A new URL sends no token, so the API refuses the save as it refuses
+/// any body without one (C-3), with every other error of the form.
+pub(super) async fn token_to_send(
+    state: &AdminState,
+    session: &Session,
+    values: &McpForm,
+    field: Option<&str>,
+) -> Result<(String, bool), AdminError> {
+    if let Some(t) = field.filter(|t| !t.is_empty()) {
+        return Ok((t.to_owned(), false));
+    }
+    let Some(stored) = mcp::current(state, &session.tenant).await? else {
+        return Ok((String::new(), false));
+    };
+    if stored.config.server_url.as_str() != values.server_url {
+        return Ok((String::new(), true));
+    }
+    let kept = mcp::token_of(state, &session.tenant, Some(&stored)).await?;
+    Ok((
+        kept.map(|t| t.expose().to_owned()).unwrap_or_default(),
+        false,
+    ))
+}
+
+/// V-2: approves a changed tool's live descriptor (the button next to it).
+pub(super) async fn mcp_approve(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    let tool = form.get("tool").unwrap_or("").to_owned();
+    match mcp::approve(&state, &session.tenant, &tool).await {
+        Ok(_) => see_other("/admin/mcp?done=approved"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            let status = if matches!(e, AdminError::Conflict) {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            render_mcp(&state, &session, None, errors_of(&e), false, None, status).await
+        }
+    }
+}
+
+pub(super) async fn mcp_remove(
+    State(state): State<AdminState>,
+    Guarded { session, .. }: Guarded,
+) -> Response {
+    match mcp::delete(&state, &session.tenant).await {
+        Ok(()) => see_other("/admin/mcp?done=removed"),
+        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
+        Err(e) => {
+            render_mcp(
+                &state,
+                &session,
+                None,
+                errors_of(&e),
+                false,
+                None,
+                StatusCode::CONFLICT,
+            )
+            .await
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Retention (R-2, R-3, N-3): holds and erasure jobs.
+
+use super::*;
+
+pub(super) async fn retention_page(session: Session, uri: Uri) -> Response {
+    let notice =
+        (query(&uri).get("done").map(String::as_str) == Some("saved")).then(|| t("Saved."));
+    html(
+        StatusCode::OK,
+        views::retention(&session, notice, &Errors::new(), None),
+    )
+}
+
+/// places or lifts a hold, then redirects.
+pub(super) async fn hold_save(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    use countersign_domain::ids::{CaseId, UserId};
+    use countersign_domain::retention::Hold;
+    let id = form.get("id").unwrap_or("").trim();
+    let hold = match form.get("kind") {
+        Some("person") => UserId::parse(id).ok().map(Hold::Person),
+        Some("conversation") => CaseId::parse(id).ok().map(Hold::Conversation),
+        _ => None,
+    };
+    let Some(hold) = hold else {
+        let errors: Errors = [(
+            "id".to_owned(),
+            t("Give a person's user id, or a conversation id (case_…).").to_owned(),
+        )]
+        .into();
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::retention(&session, None, &errors, None),
+        );
+    };
+    let on = form.get("held") != Some("false");
+    match crate::erasure::set_hold(&state, &session.tenant, &hold, on).await {
+        Ok(()) => see_other("/admin/retention?done=saved"),
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// R-2, N-3: queues a person's erasure, then shows its job (a page of its own, so a
+/// reload reads the job and never asks again).
+pub(super) async fn erasure(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    use crate::erasure::ErasureError;
+    let field = |text: &str| -> Errors { [("person".to_owned(), text.to_owned())].into() };
+    let Ok(user) = countersign_domain::ids::UserId::parse(form.get("person").unwrap_or("").trim())
+    else {
+        let errors = field(t("Give the person's user id, as your site names them."));
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::retention(&session, None, &errors, None),
+        );
+    };
+    match crate::erasure::request(&state, &session.tenant, &user).await {
+        Ok(job) => see_other(&format!("/admin/erasure/{}", job.id)),
+        Err(ErasureError::Held) => html(
+            StatusCode::CONFLICT,
+            views::retention(
+                &session,
+                None,
+                &field(t(
+                    "A legal hold is on this person; lift it before erasing them.",
+                )),
+                None,
+            ),
+        ),
+        Err(ErasureError::Admin(e)) => unavailable(&e),
+    }
+}
+
+/// N-3: an erasure job's page: where it stands, and once done its receipt.
+pub(super) async fn erasure_job(
+    State(state): State<AdminState>,
+    session: Session,
+    Path(job_id): Path<String>,
+) -> Response {
+    match crate::erasure::status(&state, &session.tenant, &job_id).await {
+        Ok(Some(job)) => html(
+            StatusCode::OK,
+            views::retention(&session, None, &Errors::new(), Some(&job)),
+        ),
+        Ok(None) => html(
+            StatusCode::NOT_FOUND,
+            views::retention(
+                &session,
+                None,
+                &[(String::new(), t("No such erasure.").to_owned())].into(),
+                None,
+            ),
+        ),
+        Err(e) => unavailable(&e),
+    }
+}

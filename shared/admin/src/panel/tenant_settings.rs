@@ -1,0 +1,93 @@
+//! The tenant's settings page (S-4).
+
+use super::*;
+
+pub(super) async fn settings_page(session: Session, uri: Uri) -> Response {
+    let notice =
+        (query(&uri).get("done").map(String::as_str) == Some("saved")).then(|| t("Saved."));
+    html(
+        StatusCode::OK,
+        views::settings(&session, notice, &Errors::new()),
+    )
+}
+
+/// The settings form, checked whole before anything is saved.
+pub(super) struct SettingsForm {
+    language: countersign_domain::texts::Language,
+    sign_in_url: Option<String>,
+    retention: Option<countersign_domain::retention::RetentionDays>,
+}
+
+pub(super) fn settings_form(
+    form: &Form,
+    policy: countersign_domain::config::UrlPolicy,
+) -> Result<SettingsForm, Errors> {
+    let field_error = |field: &str, text: String| -> Errors { [(field.to_owned(), text)].into() };
+    let Some(language) = form
+        .get("language")
+        .and_then(countersign_domain::texts::Language::from_tag)
+    else {
+        return Err(field_error(
+            "language",
+            t("Choose English or Português (Brasil).").to_owned(),
+        ));
+    };
+    //
+    let sign_in_url =
+        crate::tenants::parse_sign_in_url(form.get("signInUrl").unwrap_or(""), policy)
+            .map_err(|m| field_error("signInUrl", format!("{}: {m}", t("Sign-in hand-off URL"))))?;
+    // empty leaves it unset (or as it is).
+    let retention = match form
+        .get("retentionDays")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+    {
+        None => None,
+        Some(v) => Some(
+            v.parse::<i64>()
+                .ok()
+                .and_then(|d| countersign_domain::retention::RetentionDays::new(d).ok())
+                .ok_or_else(|| {
+                    field_error(
+                        "retentionDays",
+                        t("Retention: a whole number of days from 1 to 3650.").to_owned(),
+                    )
+                })?,
+        ),
+    };
+    Ok(SettingsForm {
+        language,
+        sign_in_url,
+        retention,
+    })
+}
+
+/// S-4, X-3, R-1: saves the tenant's settings, then redirects (a reload never posts again).
+pub(super) async fn settings_save(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    let settings = match settings_form(&form, state.url_policy) {
+        Ok(s) => s,
+        Err(errors) => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                views::settings(&session, None, &errors),
+            );
+        }
+    };
+    let tenant = &session.tenant;
+    if let Err(e) = crate::tenants::set_language(&state, tenant, settings.language).await {
+        return unavailable(&e);
+    }
+    let url = settings.sign_in_url.as_deref();
+    if let Err(e) = crate::tenants::set_sign_in_url(&state, tenant, url).await {
+        return unavailable(&e);
+    }
+    if let Some(days) = settings.retention
+        && let Err(e) = crate::retention::set_retention_days(&state, tenant, days).await
+    {
+        return unavailable(&e);
+    }
+    see_other("/admin/settings?done=saved")
+}
