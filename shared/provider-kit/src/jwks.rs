@@ -10,7 +10,7 @@
 //! already known are kept (a key leaves the JWKS only after every proof it signed has
 //! expired, so an outdated set never accepts what a fresh one would refuse).
 
-use crate::proof::ProofRejection;
+use crate::rejection::ProofRejection;
 use countersign_domain::jwk::rsa_jwk_thumbprint;
 use jsonwebtoken::DecodingKey;
 use serde_json::Value;

@@ -19,6 +19,7 @@ pub mod contract;
 pub mod headers;
 pub mod jwks;
 pub mod proof;
+pub mod rejection;
 pub mod replay;
 
 pub use contract::{ActionStatus, PrepareAnswer, StatusAnswer, arguments_hash, summary_hash};
