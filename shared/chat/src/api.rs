@@ -9,7 +9,7 @@
 //! `PAYLOAD_TOO_LARGE`, 503 `SERVICE_UNAVAILABLE`. Never internal text. The OpenAPI
 //! document (`docs/widget-api.openapi.json`) is generated from these types ([`openapi`]).
 
-use crate::chat::{Chat, ChatError};
+use crate::service::{Chat, ChatError};
 use crate::stream::{Event, Sink};
 use crate::widget::{AuthError, WidgetAuth};
 use axum::Router;

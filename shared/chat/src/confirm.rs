@@ -2,7 +2,7 @@
 //! transaction that stores the confirming message and moves the proposal to `executing`;
 //! only then the proof and the provider (in `execute`).
 
-use crate::chat::{Chat, ChatError};
+use crate::service::{Chat, ChatError};
 use countersign_domain::confirmation::{ConfirmingMessage, Refusal, check_confirmation};
 use countersign_domain::conversation::Principal;
 use countersign_domain::ports::{ConfirmWrite, ConversationView, NewMessage, TransitionOutcome};

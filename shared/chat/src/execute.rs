@@ -3,7 +3,7 @@
 //! `executing` state is durable; any failure before the call is a plain failure, anything
 //! uncertain after it is `unknown`, never re-sent.
 
-use crate::chat::{Chat, ChatError};
+use crate::service::{Chat, ChatError};
 use countersign_domain::confirmation::Authorized;
 use countersign_domain::conversation::{MessageKind, Principal, Role};
 use countersign_domain::ids::{ActionId, CaseId, MessageId};

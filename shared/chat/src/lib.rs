@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod model;
 pub mod page;
 mod prepare;
+mod service;
 pub mod stream;
 pub mod tool_names;
 mod turn;

@@ -5,7 +5,7 @@
 //! conversation's audit chain before it is handed out: a token no record names is never
 //! returned.
 
-use crate::chat::{Chat, ChatError};
+use crate::service::{Chat, ChatError};
 use countersign_domain::conversation::{CaseStatus, Principal};
 use countersign_domain::ids::CaseId;
 use countersign_domain::ports::{AuditEntry, StoreError, TransitionOutcome};

@@ -24,7 +24,7 @@
 //! the nonce SameSite=None outside the local stack (the tenant's form post back is a
 //! cross-site POST, which a Lax cookie does not follow).
 
-use crate::chat::{Chat, ChatError};
+use crate::service::{Chat, ChatError};
 use crate::widget::{AuthError, WidgetAuth};
 use axum::Router;
 use axum::body::Bytes;

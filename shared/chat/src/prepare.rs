@@ -3,7 +3,7 @@
 //! turn: one presentation per turn, and the provider's refusal remembered so the
 //! person is told (D-6).
 
-use crate::chat::ChatParts;
+use crate::service::ChatParts;
 use async_trait::async_trait;
 use countersign_domain::ports::NewMessage;
 use countersign_domain::text::SafeText;

@@ -4,8 +4,8 @@
 //! `prepare_action` presents a proposal, the turn ends there, so the presentation is the
 //! turn's last assistant message.
 
-use crate::chat::{Chat, ChatError};
 use crate::prepare::TurnPreparer;
+use crate::service::{Chat, ChatError};
 use crate::tool_names::ToolNames;
 use countersign_domain::conversation::{Message, MessageKind, Principal, Role};
 use countersign_domain::ports::{
