@@ -11,6 +11,7 @@
 pub mod bootstrap;
 pub mod calls;
 pub mod dynamo;
+mod key_setup;
 pub mod kms;
 pub mod rotation;
 pub mod sdk;

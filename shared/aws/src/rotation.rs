@@ -3,8 +3,8 @@
 //! published), retire the old one once its proofs have expired. The order rules are the
 //! domain's [`KeyRing`]; this module reads KMS, moves the alias and stores the ring.
 
-use crate::bootstrap::{BootstrapError, KeyUsers, create_signing_key};
 use crate::dynamo::DynamoStore;
+use crate::key_setup::{BootstrapError, KeyUsers, create_signing_key};
 use crate::kms::{KeyCheckError, KmsKey, read_key};
 use countersign_domain::keyring::{KeyRing, KeyStatus, NewKey, RingError};
 use countersign_domain::ports::StoreError;
