@@ -29,7 +29,7 @@ use time::OffsetDateTime;
 const IN_DOUBT: &str = "The system's answer was lost: it may have run. It is not retried; the tenant checks it and settles it.";
 
 /// The three tools of the protocol, with the operations and their arguments described.
-pub(crate) fn protocol_tools(bridge: &Bridge) -> Vec<Tool> {
+fn protocol_tools(bridge: &Bridge) -> Vec<Tool> {
     let ops: Vec<String> = bridge
         .config
         .operations
@@ -99,6 +99,13 @@ fn owned(action: Option<Action>, who: &Identity) -> Option<Action> {
 }
 
 impl Bridge {
+    /// The catalog the platform sees: the consultations, then the protocol's three tools.
+    pub fn catalog(&self) -> Vec<Tool> {
+        let mut out = self.published_consultations();
+        out.extend(protocol_tools(self));
+        out
+    }
+
     /// The upstream arguments of `op` for `person`: the model's, the bound ones, and the
     /// person as the identity argument. A model-given identity argument must already be
     /// the person (it is checked, never chosen).

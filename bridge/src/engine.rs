@@ -237,10 +237,10 @@ impl Bridge {
         }
     }
 
-    /// The catalog the platform sees.
-    pub fn catalog(&self) -> Vec<Tool> {
-        let mut out: Vec<Tool> = self
-            .config
+    /// The consultations the platform sees (the catalog adds the protocol's tools:
+    /// `Bridge::catalog`, in `actions`).
+    pub(crate) fn published_consultations(&self) -> Vec<Tool> {
+        self.config
             .consultations
             .iter()
             .filter_map(|c| {
@@ -248,9 +248,7 @@ impl Bridge {
                     .get(&c.tool)
                     .map(|t| self.published_consultation(c, t))
             })
-            .collect();
-        out.extend(crate::actions::protocol_tools(self));
-        out
+            .collect()
     }
 
     fn published_consultation(
