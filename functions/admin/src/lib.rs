@@ -2,11 +2,11 @@
 //! ([`Config`]), and the state built from it. What `main` and the local dev server share.
 
 use countersign_admin::api::AdminState;
-use countersign_admin::resolve::SystemResolver;
 use countersign_aws::AwsSettings;
 use countersign_aws::settings::{Env, EnvError, FromEnv};
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_domain::config::UrlPolicy;
+use countersign_provider_client::resolve::SystemResolver;
 use countersign_provider_client::{HttpProvider, Settings as ProviderSettings};
 use std::sync::Arc;
 

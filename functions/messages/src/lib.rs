@@ -276,7 +276,7 @@ pub fn certification_state(
         checkpoint_signer: Arc::new(settings.checkpoint_signer(sdk)),
         issuer: config.issuer.clone(),
         url_policy,
-        resolver: Arc::new(countersign_admin::resolve::SystemResolver),
+        resolver: Arc::new(countersign_provider_client::resolve::SystemResolver),
         provider: Arc::new(provider),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),

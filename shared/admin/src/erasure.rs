@@ -663,6 +663,16 @@ async fn purge_person(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// These tests resolve no host.
+    struct NoLookups;
+
+    #[async_trait::async_trait]
+    impl countersign_domain::ports::Resolver for NoLookups {
+        async fn resolve(&self, _: &str, _: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
+            Err(std::io::Error::other("no host is resolved in these tests"))
+        }
+    }
     use countersign_domain::ports::{AuditRecords as _, Conversations as _, ProposalLock as _};
     use countersign_domain::proposal::ProposalState as S;
     use countersign_testkit::contract::Fixture;
@@ -687,7 +697,7 @@ mod tests {
             checkpoint_signer: Arc::new(FakeSigner::default()),
             issuer: "https://support.example.com/mcp-actions".into(),
             url_policy: countersign_domain::config::UrlPolicy::default(),
-            resolver: Arc::new(crate::resolve::SystemResolver),
+            resolver: Arc::new(NoLookups),
             provider: Arc::new(countersign_testkit::ScriptedProvider::default()),
             ids,
             clock,

@@ -17,7 +17,6 @@ pub mod tenants;
 pub mod unsettled;
 pub mod widgets;
 
-pub use countersign_provider_client::resolve;
 pub use state::{AdminError, AdminState};
 
 /// Everything the admin function serves: the admin API and the `/admin` panel.

@@ -1,14 +1,14 @@
 //! D-5: a provider URL's host must resolve only to public addresses. Checked when an
-//! administrator saves the URL (the admin API calls [`check_public`]) and again at connect
+//! administrator saves the URL (the admin use case calls [`check_public`], the domain's) and again at connect
 //! time by the provider client ([`GuardedDns`]: the addresses it checks are the very ones
 //! the connection uses), so that a DNS answer changed in between (rebinding) cannot reach
 //! inside.
 
 use async_trait::async_trait;
-use countersign_domain::config::{ServerUrl, UrlPolicy};
-use countersign_domain::net::{InternalReason, ip_internal_reason};
+use countersign_domain::config::UrlPolicy;
 use std::net::IpAddr;
 
+pub use countersign_domain::net::{HostError, check_addresses, check_public};
 pub use countersign_domain::ports::Resolver;
 
 /// The system resolver (tokio's `lookup_host`).
@@ -23,66 +23,6 @@ impl Resolver for SystemResolver {
             .map(|a| a.ip())
             .collect())
     }
-}
-
-/// Why a URL's host is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HostError {
-    /// The host does not resolve.
-    #[error("the host does not resolve")]
-    Unresolvable,
-    /// An address of the host is not public.
-    #[error("the host resolves to a non-public address ({address}: {reason:?})")]
-    NotPublic {
-        /// The address.
-        address: IpAddr,
-        /// Its class.
-        reason: InternalReason,
-    },
-}
-
-/// D-5: every address the host resolves to must be public, unless the explicit
-/// local-stack setting allows this loopback URL.
-pub async fn check_public(
-    resolver: &dyn Resolver,
-    url: &ServerUrl,
-    policy: UrlPolicy,
-) -> Result<Vec<IpAddr>, HostError> {
-    let u = url.as_url();
-    let host = u
-        .host_str()
-        .unwrap_or_default()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let port = u.port_or_known_default().unwrap_or(443);
-    let addrs = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![ip],
-        Err(_) => resolver
-            .resolve(host, port)
-            .await
-            .map_err(|_| HostError::Unresolvable)?,
-    };
-    check_addresses(&addrs, policy)?;
-    Ok(addrs)
-}
-
-/// Every address must be public; the local-stack setting admits `127.0.0.1` only.
-pub fn check_addresses(addrs: &[IpAddr], policy: UrlPolicy) -> Result<(), HostError> {
-    if addrs.is_empty() {
-        return Err(HostError::Unresolvable);
-    }
-    for a in addrs {
-        if let Some(reason) = ip_internal_reason(*a) {
-            let loopback_allowed = policy.allow_loopback_http && *a == IpAddr::from([127, 0, 0, 1]);
-            if !loopback_allowed {
-                return Err(HostError::NotPublic {
-                    address: *a,
-                    reason,
-                });
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The provider client's DNS: resolves with the inner [`Resolver`] and hands the HTTP
@@ -126,6 +66,7 @@ impl reqwest::dns::Resolve for GuardedDns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use countersign_domain::config::ServerUrl;
 
     struct Fixed(Vec<IpAddr>);
 

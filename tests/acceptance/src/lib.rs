@@ -293,7 +293,7 @@ fn admin_state(
         checkpoint_signer: Arc::new(settings.checkpoint_signer(sdk)),
         issuer: ISSUER.into(),
         url_policy: loopback,
-        resolver: Arc::new(countersign_admin::resolve::SystemResolver),
+        resolver: Arc::new(countersign_provider_client::resolve::SystemResolver),
         provider: Arc::new(provider),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),

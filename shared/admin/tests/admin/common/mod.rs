@@ -121,7 +121,7 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
 pub(crate) struct PublicDns;
 
 #[async_trait::async_trait]
-impl countersign_admin::resolve::Resolver for PublicDns {
+impl countersign_domain::ports::Resolver for PublicDns {
     async fn resolve(&self, host: &str, _: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
         Ok(vec![if host.ends_with("internal-rebind.example.com") {
             "169.254.169.254".parse().unwrap()
