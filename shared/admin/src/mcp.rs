@@ -594,7 +594,7 @@ async fn validate(state: &AdminState, body: &Value) -> Result<McpConfig, AdminEr
     let resolver = state.resolver.as_ref();
     let policy = state.url_policy;
     if let Err(e) =
-        countersign_domain::net::check_public(resolver, &config.server_url, policy).await
+        countersign_domain::host::check_public(resolver, &config.server_url, policy).await
     {
         let message = format!("serverUrl: {e}");
         return Err(AdminError::Invalid {

@@ -27,6 +27,7 @@ pub mod confirmation;
 pub mod contract;
 pub mod conversation;
 pub mod hash;
+pub mod host;
 pub mod ids;
 pub mod jwk;
 pub mod key_policy;

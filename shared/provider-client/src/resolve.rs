@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use countersign_domain::config::UrlPolicy;
 use std::net::IpAddr;
 
-pub use countersign_domain::net::{HostError, check_addresses, check_public};
+pub use countersign_domain::host::{HostError, check_addresses, check_public};
 pub use countersign_domain::ports::Resolver;
 
 /// The system resolver (tokio's `lookup_host`).
