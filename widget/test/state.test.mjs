@@ -167,3 +167,23 @@ test("S-1: a stream that breaks or ends early is a cut (read the history); a ref
   const refused = new Client("https://api.example", async () => "tok", async () => new Response(JSON.stringify({ error: { code: "CASE_CLOSED", message: "closed" } }), { status: 409 }));
   await assert.rejects(refused.stream("/s", {}, () => {}), (e) => e.status === 409 && e.code === "CASE_CLOSED" && !e.cut);
 });
+
+test("W-4: a history longer than one page is read page by page, after the last id of each", async () => {
+  // 1,203 messages on the server: pages of 500, 500 and 203.
+  const all = Array.from({ length: 1203 }, (_, i) => m(`msg_${String(i).padStart(5, "0")}`, i % 2 ? "assistant" : "user"));
+  const asked = [];
+  const fetch = async (url) => {
+    const u = new URL(url);
+    asked.push(u.search);
+    assert.equal(u.searchParams.get("limit"), "500");
+    const after = u.searchParams.get("after");
+    const from = after ? all.findIndex((x) => x.id === after) + 1 : 0;
+    const page = all.slice(from, from + 500);
+    return new Response(JSON.stringify({ messages: page, proposals: [] }), { status: 200 });
+  };
+  const c = new Client("https://api.example", async () => "tok", fetch);
+  const { messages } = await c.history("case_1");
+  assert.equal(messages.length, 1203);
+  assert.deepEqual(messages.map((x) => x.id), all.map((x) => x.id));
+  assert.deepEqual(asked, ["?limit=500", "?limit=500&after=msg_00499", "?limit=500&after=msg_00999"]);
+});
