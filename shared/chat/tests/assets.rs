@@ -65,6 +65,65 @@ fn w1_the_readme_publishes_each_files_integrity() {
     }
 }
 
+/// Every published file's integrity, frozen when it was published: pages pin these
+/// (Subresource Integrity), so a published file may never change — not even together
+/// with the README and `widget/dist/`. Publishing a new version adds its lines here.
+const PUBLISHED: [(&str, &str); 6] = [
+    (
+        "/widget/1.0.0/countersign-widget.min.js",
+        "sha384-SnTDj6XUaQ/61avxulJGbVqOv7+h/AsGPGOwCW+m2TbVg/+7B3vCpQhMu/L6dabu",
+    ),
+    (
+        "/widget/1.0.0/countersign-widget.min.mjs",
+        "sha384-B/bQ2nt05ifnIxLpZI1XX6TTBLCjWta5T4BX2r2jTXff3bcsQSsdz/61pKKDijvd",
+    ),
+    (
+        "/widget/1.1.0/countersign-widget.min.js",
+        "sha384-qIUnSk0h0T8b4MvC7jxIqtVR+0LhFbaJ6aGxhd57c4aHG5fzYO8WeY2VLmNHXxhL",
+    ),
+    (
+        "/widget/1.1.0/countersign-widget.min.mjs",
+        "sha384-BMGHeuM4FQmPgERonVvEXHMcdw+nKG7EgULtvnJdKmtfrHLasDs2gWG5j5fTYxh6",
+    ),
+    (
+        "/widget/1.2.0/countersign-widget.min.js",
+        "sha384-2phAlCeCfmpTV0eancSR82p3J5aDRHdpxMYNiNAH9CSq7nRFwbWKr9qlAhnrrudX",
+    ),
+    (
+        "/widget/1.2.0/countersign-widget.min.mjs",
+        "sha384-6vf0IS8AcbMmjj9jZyU5L/aSs1Oxxs14p7+7PMms2jG0OLhpWFTIYCRRVRHL9KBU",
+    ),
+];
+
+/// S-5: every published file is served with the integrity frozen when it was published
+/// ([`PUBLISHED`]), whatever the README and `widget/dist/` say now.
+#[tokio::test]
+async fn s5_a_published_file_never_changes() {
+    for (path, frozen) in PUBLISHED {
+        let (status, _, got) = fetch(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(
+            integrity(&got),
+            frozen,
+            "{path} changed after it was published"
+        );
+    }
+    let served: Vec<String> = VERSIONS
+        .iter()
+        .flat_map(|(v, files)| {
+            files
+                .iter()
+                .map(move |(name, _)| format!("/widget/{v}/{name}"))
+        })
+        .collect();
+    for path in &served {
+        assert!(
+            PUBLISHED.iter().any(|(p, _)| p == path),
+            "{path} is served but its integrity is not frozen in PUBLISHED"
+        );
+    }
+}
+
 /// S-5: every version the README lists is served at its path, and its bytes have the
 /// integrity the README publishes for it; the list is exactly `widget/dist/`'s versions,
 /// and each names itself in its banner.
