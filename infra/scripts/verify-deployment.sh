@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # O-2: `countersign verify-deployment` against the local stack (the dev server on the
 # emulator): every check passes; pointed at a server that is not Countersign it fails
-# naming the routes; against another deployment's keys it fails naming the key check. Runs inside infra/scripts/with-local-aws.sh, on the debug
+# naming the routes; against another deployment's keys it fails naming the key check; when
+# the tenant's system answers garbage it fails naming the person's message. Runs inside infra/scripts/with-local-aws.sh, on the debug
 # binaries (part of the test command).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,4 +35,17 @@ if COUNTERSIGN_TABLE="$other" COUNTERSIGN_SIGNING_KEY="alias/$other" \
   echo "verify-deployment passed with keys KMS does not vouch for" >&2; cat "$logs/other-keys.txt" >&2; exit 1
 fi
 grep -q "^FAIL  jwks equals KMS" "$logs/other-keys.txt"
-echo "verify-deployment: passes on the local stack; fails on a wrong URL and on keys KMS does not vouch for"
+# The tenant's system answers garbage: the person's message is answered with a failed
+# consultation, and the command says the conversation check failed.
+service_token=$(sed -n 's/^DEMO_SERVICE_TOKEN=//p' "$logs/dev-server.log")
+control() {
+  curl -sf -X POST "http://127.0.0.1:$demo_port/_demo/control" -H "Authorization: Bearer $service_token" \
+    -H "Content-Type: application/json" -d "$1" >/dev/null
+}
+control '{"fault": "garbage", "on": true}'
+if "$cli" verify-deployment --url "http://127.0.0.1:$port" --widget-jwt "$jwt" >"$logs/provider-down.txt"; then
+  echo "verify-deployment passed while the tenant's system answered garbage" >&2; cat "$logs/provider-down.txt" >&2; exit 1
+fi
+control '{"fault": "reset"}'
+grep -q "^FAIL  a synthetic person's message" "$logs/provider-down.txt"
+echo "verify-deployment: passes on the local stack; fails on a wrong URL, on keys KMS does not vouch for, and on a tenant system that does not answer"

@@ -297,12 +297,39 @@ async fn conversation(http: &reqwest::Client, base: &str, jwt: &str, message: &s
         .map_err(|e| format!("no answer: {e}"))?;
     let status = res.status().as_u16();
     let body: Value = res.json().await.unwrap_or(Value::Null);
-    let replied = body["messages"]
+    let reply = body["messages"]
         .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant"));
-    if status == 200 && replied {
-        Ok(format!("case {id} answered"))
-    } else {
-        Err(format!("the message answered {status} without a reply"))
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
+    match (status, reply) {
+        (200, Some(reply)) => match failure_in(reply) {
+            None => Ok(format!("case {id} answered")),
+            Some(why) => Err(format!("case {id} answered, but {why}")),
+        },
+        _ => Err(format!("the message answered {status} without a reply")),
     }
+}
+
+/// The platform's error codes a consultation's answer carries when it did not reach the
+/// tenant's system (or its answer could not be read): a reply that shows one is not an
+/// answered consultation.
+const FAILURE_CODES: [&str; 4] = [
+    "PROVIDER_UNAVAILABLE",
+    "PROVIDER_CONTRACT_VIOLATION",
+    "SERVICE_UNAVAILABLE",
+    "INTERNAL_ERROR",
+];
+
+/// Why `reply` does not show an answered consultation: the platform's own notice (the
+/// assistant unavailable), or a tool's error code in what the (synthetic tenant's
+/// scripted) model relayed. A real model's prose cannot be read this way; the synthetic
+/// tenant's scripted model relays the tool's answer as it is.
+fn failure_in(reply: &Value) -> Option<String> {
+    if reply["kind"] == "notice" {
+        return Some("with the platform's notice, not an answer".to_owned());
+    }
+    let content = reply["content"].as_str().unwrap_or_default();
+    FAILURE_CODES
+        .iter()
+        .find(|code| content.contains(*code))
+        .map(|code| format!("its consultation failed ({code})"))
 }
