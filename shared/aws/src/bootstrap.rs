@@ -149,8 +149,9 @@ async fn enable_ttl(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<()
     Ok(())
 }
 
-/// The gateway token key's name under the secret prefix (see `countersign_tools::access`).
-pub const GATEWAY_TOKEN_KEY: &str = "platform/gateway-token-key";
+/// The gateway token key's name under the secret prefix: the domain's one name, which the
+/// gateway reads too.
+pub const GATEWAY_TOKEN_KEY: &str = countersign_domain::ports::GATEWAY_TOKEN_KEY;
 
 /// Creates secret `name` with 256 random bits (base64url) when it does not exist.
 pub async fn ensure_random_secret(

@@ -13,8 +13,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-/// Name of the secret (under the deployment's secret prefix).
-pub const SECRET_NAME: &str = "platform/gateway-token-key";
+/// Name of the secret (under the deployment's secret prefix): the domain's one name.
+pub const SECRET_NAME: &str = countersign_domain::ports::GATEWAY_TOKEN_KEY;
 /// Longest validity a token may have.
 pub const MAX_TTL_SECONDS: i64 = 15 * 60;
 const ISSUER: &str = "countersign";

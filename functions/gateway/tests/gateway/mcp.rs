@@ -53,15 +53,6 @@ async fn post(token: Option<&str>, version: &str, body: Value) -> (StatusCode, V
     post_to(app(), token, version, body).await
 }
 
-/// The bootstrap creates the secret the gateway reads.
-#[test]
-fn d4_token_key_names_agree() {
-    assert_eq!(
-        access::SECRET_NAME,
-        countersign_aws::bootstrap::GATEWAY_TOKEN_KEY
-    );
-}
-
 /// D-4: a missing, expired, forged or unparsable token is a 401, before MCP.
 #[tokio::test]
 async fn d4_missing_expired_or_bad_tokens_are_401() {

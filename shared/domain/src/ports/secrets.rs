@@ -29,3 +29,8 @@ pub trait SecretStore: Send + Sync {
     /// Deletes the secret and all its versions. Deleting an absent secret succeeds.
     async fn delete(&self, name: &str) -> Result<(), SecretError>;
 }
+
+/// The name, under the deployment's secret prefix, of the one platform secret: the key
+/// that signs gateway access tokens (D-4). Bootstrap creates it and the gateway reads
+/// it — one name, here, so the two cannot disagree.
+pub const GATEWAY_TOKEN_KEY: &str = "platform/gateway-token-key";
