@@ -222,15 +222,11 @@ impl Fixture {
             server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
             audience: None,
         };
-        let instructions = self.message(
-            &case.id,
-            Role::Assistant,
-            MessageKind::Instructions,
-            "reply confirm or cancel",
-        );
+        // As production writes it (chat `turn`): the presentation alone, the last assistant
+        // message — the confirm instructions are a field of it, never a message after it.
         let mut shown = self.message(&case.id, Role::Assistant, MessageKind::Proposal, &summary);
         shown.id = presented;
-        (p, vec![shown, instructions])
+        (p, vec![shown])
     }
 
     /// [`Self::proposal`] prepared under the action settings `(version, secret_version)`,
@@ -393,8 +389,9 @@ pub async fn s2_the_summary_names_the_newest_message_and_proposals_keep_their_st
     let (second, shown) = f.proposal(&case, "act_sum_2");
     create(&*s, &second, &shown).await;
     let summary = store.summary(&tenant, &case.id).await.unwrap().unwrap();
-    // The newest message is the second proposal's instructions.
-    assert_eq!(summary.last_message, Some(shown[1].id.clone()));
+    // The newest message is the second proposal's presentation.
+    assert_eq!(summary.last_message, Some(shown[0].id.clone()));
+    assert_eq!(shown[0].id, second.presented.message_id);
     let outcomes = store.proposal_outcomes(&tenant, &case.id).await.unwrap();
     let seen: Vec<_> = outcomes
         .iter()
@@ -655,10 +652,9 @@ pub async fn messages_keep_one_order_per_case(s: Arc<dyn Subject>) {
     let (p, m) = f.proposal(&case, "act_order");
     create(&*s, &p, &m).await;
     let all = listed(None, 100).await;
-    assert_eq!(all.len(), 7);
+    assert_eq!(all.len(), 6);
     assert_eq!(all[5].id, p.presented.message_id);
     assert_eq!(all[5].kind, MessageKind::Proposal);
-    assert_eq!(all[6].kind, MessageKind::Instructions);
 }
 
 /// a new proposal supersedes the pending one in the same write; the superseded
