@@ -720,6 +720,22 @@ async fn t09(model: ModelWire) {
         texts(&m).contains("confirm") && texts(&m).contains("discarded"),
         "{m:?}"
     );
+    // With nothing pending, the same tool result is the newest assistant message; the
+    // person's "confirm" replying to it still finds no proposal, and nothing runs.
+    let m = s
+        .say(
+            &t,
+            &case,
+            r#"call describe_tool {"name": "prepare_action"}"#,
+            None,
+        )
+        .await;
+    assert!(
+        texts(&m).contains("confirm"),
+        "the tool result mentions confirm: {m:?}"
+    );
+    let m = s.say(&t, &case, "confirm", Some(&last_assistant(&m))).await;
+    assert!(texts(&m).contains(NO_PROPOSAL), "{m:?}");
     // A `confirmed` parameter is refused by the envelope: no proposal at all.
     let m = s.say(&t, &case, r#"call prepare_action {"operation": "reassign_session_car", "arguments": {"sessionId": "ses_a1", "carId": "car_a2"}, "confirmed": true}"#, None).await;
     assert!(
