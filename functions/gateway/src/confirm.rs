@@ -146,15 +146,7 @@ impl Gateway {
             return self.call_tool(grant, request).await;
         };
         if let Some(state) = request.request_state.take() {
-            // G-8: a retry is a call too, measured with what it answered.
-            let started = std::time::Instant::now();
-            let answer = self.resume(grant, caller, &state).await;
-            countersign_tools::registry::record_duration(
-                "prepare_action",
-                &answer_error_type(&answer),
-                started,
-            );
-            return answer;
+            return self.measured_resume(grant, caller, &state).await;
         }
         let declared = match header {
             Some(v) if v == ProtocolVersion::V_2025_11_25.as_str() => links
@@ -251,6 +243,23 @@ impl Gateway {
 
     /// The retry of a 2026-07-28 client with `state`: where the proposal
     /// stands, never a confirmation.
+    /// G-8: a retry with a `requestState` is a call too, measured with what it answered.
+    async fn measured_resume(
+        &self,
+        grant: &Grant,
+        caller: &Caller,
+        text: &str,
+    ) -> Result<CallToolResponse, McpError> {
+        let started = std::time::Instant::now();
+        let answer = self.resume(grant, caller, text).await;
+        countersign_tools::registry::record_duration(
+            "prepare_action",
+            &answer_error_type(&answer),
+            started,
+        );
+        answer
+    }
+
     async fn resume(
         &self,
         grant: &Grant,
