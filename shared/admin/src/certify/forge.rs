@@ -171,7 +171,9 @@ impl Run<'_> {
             presented_message_id: self.state.ids.message_id().to_string(),
             jti: self.sent(self.state.ids.proof_jti()),
             iat: now,
-            exp: now + 60,
+            // A-33, as the chat signs it: never beyond the proposal (a provider that checks
+            // `exp ≤ expiresAt`, as the kit does given the expiry, would refuse more).
+            exp: (now + 60).min(target.expires_at.unix_seconds()),
         }
     }
 
