@@ -701,11 +701,15 @@ async fn expired_proposals_never_execute() {
     let p = env.prepare(&ctx, "ses_a1", "car_a2").await;
     tokio::time::sleep(Duration::from_millis(1300)).await;
     assert_eq!(env.status(&ctx, &p).await, RemoteStatus::Expired);
+    // A proof made after the expiry outlives its proposal (the platform never signs one:
+    // A-33 caps `exp` at `expiresAt`): refused before anything (D-7), nothing runs, and
+    // the proposal stays expired.
     let proof = env.proof(&ctx, &p, "jti-late");
-    assert_eq!(
-        status_of(&env.execute(&ctx, &p, Some(&proof)).await),
-        Some(RemoteStatus::Expired)
-    );
+    assert!(matches!(
+        env.execute(&ctx, &p, Some(&proof)).await,
+        ActionAnswer::ToolError
+    ));
+    assert_eq!(env.status(&ctx, &p).await, RemoteStatus::Expired);
     assert_eq!(env.stats()["executions"], 0);
 }
 
