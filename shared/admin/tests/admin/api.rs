@@ -234,7 +234,9 @@ async fn c2_c3_c5_c11_put_get_and_refusals() {
     let (_, got_after) = send(app(), "GET", &path, Some(key), None).await;
     assert_eq!(got_after, got, "nothing partial was stored");
 
-    // C-7: a PUT without actionPolicy disables actions.
+    // A PUT without actionPolicy is accepted, actions off, as a new version. (This starts
+    // with actions already off, so it cannot show C-7's "disables": that is held with
+    // actions on by `config.rs::c7_missing_policy_disables_actions`.)
     let no_policy = json!({"serverUrl": "https://mcp.trackshare.example.com/mcp", "serviceToken": "svc_secret_token_1", "allowedTools": ["get_user_uploads"]}).to_string();
     let (s, body) = send(app(), "PUT", &path, Some(key), Some(no_policy)).await;
     assert_eq!(s, StatusCode::OK, "{body}");
