@@ -10,8 +10,7 @@ use countersign_provider_client::resolve::SystemResolver;
 use countersign_provider_client::{HttpProvider, Settings as ProviderSettings};
 use std::sync::Arc;
 
-/// The default `iss` of proofs when `COUNTERSIGN_ISSUER` is unset.
-pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
+pub use countersign_aws::settings::DEFAULT_ISSUER;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
@@ -41,9 +40,7 @@ impl FromEnv for Config {
     fn read(env: &Env<'_>) -> Result<Self, EnvError> {
         Ok(Self {
             aws: AwsSettings::read(env)?,
-            issuer: env
-                .string("COUNTERSIGN_ISSUER")
-                .unwrap_or_else(|| DEFAULT_ISSUER.into()),
+            issuer: env.issuer(),
             allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
             addr: env
                 .string("COUNTERSIGN_ADMIN_ADDR")
@@ -53,10 +50,21 @@ impl FromEnv for Config {
 }
 
 /// One certification call's limit (the whole run has its own, `certify::RUN_LIMIT`).
-const CERTIFICATION_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const CERTIFICATION_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The admin API's state over `config`.
 pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<AdminState> {
+    state_with(sdk, config, CERTIFICATION_CALL_TIMEOUT)
+}
+
+/// The admin state with provider calls limited to `call_timeout`: also what the messages
+/// function serves the certification routes with (decision 0026), so the two cannot
+/// drift.
+pub fn state_with(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+    call_timeout: std::time::Duration,
+) -> anyhow::Result<AdminState> {
     let settings = &config.aws;
     let store = settings.store(sdk);
     let url_policy = UrlPolicy {
@@ -64,7 +72,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<Adm
     };
     // A run checks the provider as it is now: no cached tools/list.
     let provider = HttpProvider::new(ProviderSettings {
-        timeout: CERTIFICATION_CALL_TIMEOUT,
+        timeout: call_timeout,
         tools_ttl: std::time::Duration::ZERO,
         url_policy,
         ..ProviderSettings::default()

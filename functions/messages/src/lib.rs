@@ -17,8 +17,7 @@ use countersign_tools::integration::IntegrationService;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The default `iss` of proofs when `COUNTERSIGN_ISSUER` is unset.
-pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
+pub use countersign_aws::settings::DEFAULT_ISSUER;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
@@ -120,9 +119,7 @@ impl FromEnv for Config {
             model,
             max_output_tokens,
             aws: AwsSettings::read(env)?,
-            issuer: env
-                .string("COUNTERSIGN_ISSUER")
-                .unwrap_or_else(|| DEFAULT_ISSUER.into()),
+            issuer: env.issuer(),
             provider_timeout: env.seconds("COUNTERSIGN_PROVIDER_TIMEOUT_SECS", 10)?,
             stuck_after: env.seconds("COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS", 30)?,
             function_timeout: env.seconds("COUNTERSIGN_FUNCTION_TIMEOUT_SECS", 29)?,
@@ -250,37 +247,15 @@ pub fn certification_state(
     sdk: &aws_config::SdkConfig,
     config: &Config,
 ) -> anyhow::Result<countersign_admin::api::AdminState> {
-    let settings = &config.aws;
-    let store = settings.store(sdk);
-    let url_policy = UrlPolicy {
-        allow_loopback_http: config.allow_loopback_provider,
-    };
-    let provider =
-        countersign_provider_client::HttpProvider::new(countersign_provider_client::Settings {
-            timeout: CERTIFICATION_CALL_TIMEOUT.min(config.provider_timeout),
-            tools_ttl: Duration::ZERO,
-            url_policy,
-            ..countersign_provider_client::Settings::default()
-        })?;
-    Ok(countersign_admin::api::AdminState {
-        // the admin use cases open and destroy people's keys.
-        stores: countersign_admin::api::AdminStores::split(
-            Arc::new(store.clone()),
-            Arc::new(store.clone()),
-        )
-        .with_subjects(settings.subject_keys(sdk)),
-        leases: Arc::new(store.clone()),
-        sessions: Arc::new(store),
-        secrets: Arc::new(settings.secrets(sdk)),
-        signer: Arc::new(settings.signer(sdk)),
-        checkpoint_signer: Arc::new(settings.checkpoint_signer(sdk)),
+    let admin = countersign_admin_fn::Config {
+        aws: config.aws.clone(),
         issuer: config.issuer.clone(),
-        url_policy,
-        resolver: Arc::new(countersign_provider_client::resolve::SystemResolver),
-        provider: Arc::new(provider),
-        ids: Arc::new(UlidIds::default()),
-        clock: Arc::new(SystemClock),
-    })
+        allow_loopback_provider: config.allow_loopback_provider,
+        addr: String::new(),
+    };
+    let call_timeout =
+        countersign_admin_fn::CERTIFICATION_CALL_TIMEOUT.min(config.provider_timeout);
+    countersign_admin_fn::state_with(sdk, &admin, call_timeout)
 }
 
 /// One certification call's limit (the whole run has its own, `certify::RUN_LIMIT`).
@@ -302,8 +277,6 @@ pub fn page_state(
         local: config.allow_loopback_provider,
     }
 }
-
-const CERTIFICATION_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The function's whole router: the widget API, its files, and the admin API's
 /// certification routes.

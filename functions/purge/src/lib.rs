@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 /// [`countersign_aws::AwsSettings::ENV`].
 pub const ENV: [&str; 1] = ["COUNTERSIGN_ISSUER"];
 
-/// The receipts' `iss` when `COUNTERSIGN_ISSUER` is unset (the other functions' default).
-pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
+/// The receipts' `iss` when `COUNTERSIGN_ISSUER` is unset (every function's default).
+pub use countersign_aws::settings::DEFAULT_ISSUER;
 
 /// N-3: how long one run of the erasure worker works (its schedule starts one a minute;
 /// the function runs one at a time, so a run that overlaps the next waits its turn).

@@ -46,8 +46,7 @@ async fn main() -> anyhow::Result<()> {
         tenants: std::sync::Arc::new(store.clone()),
         subjects: keys.clone(),
         checkpoint_signer: std::sync::Arc::new(settings.checkpoint_signer(&sdk)),
-        issuer: std::env::var("COUNTERSIGN_ISSUER")
-            .unwrap_or_else(|_| countersign_purge_fn::DEFAULT_ISSUER.into()),
+        issuer: countersign_aws::settings::Env::new(&|k| std::env::var(k).ok()).issuer(),
         ids: std::sync::Arc::new(countersign_aws::system::UlidIds::default()),
         clock: std::sync::Arc::new(countersign_aws::system::SystemClock),
     };

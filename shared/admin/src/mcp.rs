@@ -21,8 +21,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 mod view;
-use view::{names, verification};
 pub use view::{ActionPolicyView, ActionVerification, McpView, ToolChange, live_tools, view};
+use view::{names, verification};
 
 /// The tenant's stored configuration, if any.
 pub async fn current(

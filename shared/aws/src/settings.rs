@@ -16,6 +16,9 @@ pub struct EnvError {
     pub found: String,
 }
 
+/// The default `iss` of proofs and receipts when `COUNTERSIGN_ISSUER` is unset.
+pub const DEFAULT_ISSUER: &str = "https://support.example.com/mcp-actions";
+
 /// Reads variables through a lookup (the process environment, or a map in tests).
 pub struct Env<'a> {
     get: &'a dyn Fn(&str) -> Option<String>,
@@ -86,6 +89,13 @@ impl<'a> Env<'a> {
                 found: other.to_owned(),
             }),
         }
+    }
+
+    /// The proofs' and receipts' `iss`: `COUNTERSIGN_ISSUER`, else
+    /// [`DEFAULT_ISSUER`]. Every function reads it so, so they cannot disagree.
+    pub fn issuer(&self) -> String {
+        self.string("COUNTERSIGN_ISSUER")
+            .unwrap_or_else(|| DEFAULT_ISSUER.into())
     }
 
     /// A local-stack allowance (`1` or `0`), such as the loopback provider allowance of

@@ -43,17 +43,9 @@ impl RemoteStatus {
         Self::Cancelled,
     ];
 
-    /// The wire spelling.
+    /// The wire spelling: the local state's of the same name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::PendingConfirmation => "pending_confirmation",
-            Self::Executing => "executing",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Conflict => "conflict",
-            Self::Expired => "expired",
-            Self::Cancelled => "cancelled",
-        }
+        ProposalState::named(self).as_str()
     }
 
     /// Parses the wire spelling.
@@ -157,27 +149,29 @@ impl ProposalState {
         matches!(self, Self::Executing | Self::Unknown)
     }
 
-    /// The provider status a terminal outcome state stands for (its result prefix, A-41).
-    pub fn as_remote(self) -> Option<RemoteStatus> {
-        match self {
-            Self::Completed => Some(RemoteStatus::Completed),
-            Self::Failed => Some(RemoteStatus::Failed),
-            Self::Conflict => Some(RemoteStatus::Conflict),
-            Self::Expired => Some(RemoteStatus::Expired),
-            Self::Cancelled => Some(RemoteStatus::Cancelled),
-            _ => None,
+    /// The local state of the same name as provider status `s`: every provider status
+    /// is one (the local states add `unknown` and `superseded`).
+    fn named(s: RemoteStatus) -> Self {
+        match s {
+            RemoteStatus::PendingConfirmation => Self::PendingConfirmation,
+            RemoteStatus::Executing => Self::Executing,
+            RemoteStatus::Completed => Self::Completed,
+            RemoteStatus::Failed => Self::Failed,
+            RemoteStatus::Conflict => Self::Conflict,
+            RemoteStatus::Expired => Self::Expired,
+            RemoteStatus::Cancelled => Self::Cancelled,
         }
     }
 
+    /// The provider status a terminal outcome state stands for (its result prefix, A-41).
+    pub fn as_remote(self) -> Option<RemoteStatus> {
+        RemoteStatus::ALL
+            .into_iter()
+            .find(|r| r.is_terminal() && Self::named(*r) == self)
+    }
+
     fn from_remote_terminal(s: RemoteStatus) -> Option<Self> {
-        match s {
-            RemoteStatus::Completed => Some(Self::Completed),
-            RemoteStatus::Failed => Some(Self::Failed),
-            RemoteStatus::Conflict => Some(Self::Conflict),
-            RemoteStatus::Expired => Some(Self::Expired),
-            RemoteStatus::Cancelled => Some(Self::Cancelled),
-            RemoteStatus::PendingConfirmation | RemoteStatus::Executing => None,
-        }
+        s.is_terminal().then(|| Self::named(s))
     }
 }
 
@@ -485,6 +479,11 @@ mod tests {
         }
         for r in RemoteStatus::ALL {
             assert_eq!(RemoteStatus::parse(r.as_str()), Some(r));
+            // The wire spelling is serde's, not only the local state's.
+            assert_eq!(
+                serde_json::to_string(&r).ok(),
+                Some(format!("\"{}\"", r.as_str()))
+            );
         }
         assert_eq!(S::parse("done"), None);
     }

@@ -139,7 +139,9 @@ pub(super) fn names<T: ToString>(v: &[T]) -> Vec<String> {
 }
 
 /// The signing key's public half, or `None` when none is installed.
-pub(super) async fn verification(state: &AdminState) -> Result<Option<VerificationKey>, AdminError> {
+pub(super) async fn verification(
+    state: &AdminState,
+) -> Result<Option<VerificationKey>, AdminError> {
     match state.signer.verification_key().await {
         Ok(k) => Ok(Some(k)),
         Err(SignerError::NotConfigured) => Ok(None),

@@ -1,9 +1,9 @@
 //! The Tenant MCP page (U-2) and the certification's result (H-1).
 
 use super::{Errors, error_for, page};
+use crate::mcp::McpView;
 use crate::panel::i18n::t;
 use crate::panel::session::Session;
-use crate::mcp::McpView;
 use countersign_domain::certification::{Certification, CheckStatus};
 use maud::{Markup, html};
 
