@@ -67,7 +67,7 @@ impl ApiError {
         e
     }
 
-    /// Adds `Retry-After: seconds` (a 409 for a job already in flight, V-7).
+    /// Adds `Retry-After: seconds` (a 429 past a limit, V-7).
     #[must_use]
     pub fn with_retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds.max(1));

@@ -114,12 +114,12 @@ pub(super) async fn list_audit(
 }
 
 /// Verifies the audit trail's hash chains (L-2) and names the first broken link. One
-/// verification in flight per tenant (V-7: 409 `ALREADY_RUNNING` with `Retry-After`), and
+/// verification in flight per tenant (V-7: 429 `ALREADY_RUNNING` with `Retry-After`), and
 /// a few across tenants (429 `RATE_LIMITED` with `Retry-After`).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit/verification", tag = "audit", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")),
     responses((status = 200, body = crate::audit::Verification), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub(super) async fn verify_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

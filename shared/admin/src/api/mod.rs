@@ -90,7 +90,10 @@ impl From<AdminError> for ApiError {
                     retry_after_secs,
                 }
                 .to_string();
-                ApiError::conflict("ALREADY_RUNNING", message).with_retry_after(retry_after_secs)
+                // V-7: past a limit the answer is 429 with `Retry-After` (decision 0034 as
+                // amended): the code still says which limit it is.
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "ALREADY_RUNNING", message)
+                    .with_retry_after(retry_after_secs)
             }
             // V-7, N-7: the cross-tenant cap is a limit (429), not this tenant's conflict.
             e @ (AdminError::PlatformBusy {

@@ -27,11 +27,12 @@ pub(super) async fn certification(
                 views::certification_result(&session, Some((&run, current)), &Errors::new()),
             )
         }
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
-        Err(e) => html(
-            StatusCode::BAD_REQUEST,
-            views::certification_result(&session, None, &errors_of(&e)),
-        ),
+        Err(e) => {
+            let page = |errors: Errors, status| async move {
+                html(status, views::certification_result(&session, None, &errors))
+            };
+            PanelError::from(e).answer(page).await
+        }
     }
 }
 

@@ -218,20 +218,14 @@ pub(super) async fn mcp_save(
     }
     match mcp::put(&state, &session.tenant, &body).await {
         Ok(_) => see_other("/admin/mcp?done=saved"),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            let status = match e {
-                AdminError::Invalid { .. } | AdminError::NotConsultations(_) => {
-                    StatusCode::BAD_REQUEST
+            let page = |mut errors: Errors, status| async move {
+                if let Some(m) = errors.get_mut("serviceToken").filter(|_| withheld) {
+                    NEW_SERVER_NEEDS_TOKEN.clone_into(m);
                 }
-                AdminError::ProviderUnreachable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-                _ => StatusCode::CONFLICT,
+                render_mcp(&state, &session, Some(values), errors, false, None, status).await
             };
-            let mut errors = errors_of(&e);
-            if let Some(m) = errors.get_mut("serviceToken").filter(|_| withheld) {
-                NEW_SERVER_NEEDS_TOKEN.clone_into(m);
-            }
-            render_mcp(&state, &session, Some(values), errors, false, None, status).await
+            PanelError::from(e).answer(page).await
         }
     }
 }
@@ -273,14 +267,10 @@ pub(super) async fn mcp_approve(
     let tool = form.get("tool").unwrap_or("").to_owned();
     match mcp::approve(&state, &session.tenant, &tool).await {
         Ok(_) => see_other("/admin/mcp?done=approved"),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            let status = if matches!(e, AdminError::Conflict) {
-                StatusCode::CONFLICT
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            render_mcp(&state, &session, None, errors_of(&e), false, None, status).await
+            let page =
+                |errors, status| render_mcp(&state, &session, None, errors, false, None, status);
+            PanelError::from(e).answer(page).await
         }
     }
 }
@@ -291,18 +281,10 @@ pub(super) async fn mcp_remove(
 ) -> Response {
     match mcp::delete(&state, &session.tenant).await {
         Ok(()) => see_other("/admin/mcp?done=removed"),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            render_mcp(
-                &state,
-                &session,
-                None,
-                errors_of(&e),
-                false,
-                None,
-                StatusCode::CONFLICT,
-            )
-            .await
+            let page =
+                |errors, status| render_mcp(&state, &session, None, errors, false, None, status);
+            PanelError::from(e).answer(page).await
         }
     }
 }

@@ -54,14 +54,11 @@ pub(super) async fn settle(
     let reason = form.get("reason").unwrap_or("");
     match crate::unsettled::settle(&state, &session.tenant, &case, &action, outcome, reason).await {
         Ok(_) => see_other("/admin/actions?done=1"),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            let status = match e {
-                AdminError::Invalid { .. } => StatusCode::BAD_REQUEST,
-                AdminError::NoSuchAction => StatusCode::NOT_FOUND,
-                _ => StatusCode::CONFLICT,
+            let page = |errors: Errors, status| async move {
+                render_unsettled(&state, &session, &errors, None, status).await
             };
-            render_unsettled(&state, &session, &errors_of(&e), None, status).await
+            PanelError::from(e).answer(page).await
         }
     }
 }

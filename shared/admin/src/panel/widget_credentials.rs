@@ -77,31 +77,25 @@ pub(super) async fn widget_create(
     let origins = form.lines("origins");
     match crate::widgets::create(&state, &session.tenant, &origins).await {
         Ok((key, secret)) => show_new_secret(&state, &key, secret.expose()),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            let mut errors = errors_of(&e);
-            if let Some(m) = errors.remove("") {
-                errors.insert("allowedOrigins".into(), m);
-            }
-            let errors = errors
-                .into_iter()
-                .map(|(f, m)| {
-                    if f.starts_with("allowedOrigins") {
-                        ("allowedOrigins".to_owned(), m)
-                    } else {
-                        (f, m)
-                    }
-                })
-                .collect();
-            render_widgets(
-                &state,
-                &session,
-                None,
-                &errors,
-                None,
-                StatusCode::BAD_REQUEST,
-            )
-            .await
+            // Every refusal of the origins is the origins field's.
+            let page = |mut errors: Errors, status| async move {
+                if let Some(m) = errors.remove("") {
+                    errors.insert("allowedOrigins".into(), m);
+                }
+                let errors = errors
+                    .into_iter()
+                    .map(|(f, m)| {
+                        if f.starts_with("allowedOrigins") {
+                            ("allowedOrigins".to_owned(), m)
+                        } else {
+                            (f, m)
+                        }
+                    })
+                    .collect();
+                render_widgets(&state, &session, None, &errors, None, status).await
+            };
+            PanelError::from(e).answer(page).await
         }
     }
 }
@@ -149,17 +143,11 @@ pub(super) async fn widget_revoke(
 ) -> Response {
     match crate::widgets::revoke(&state, &session.tenant, &key_id).await {
         Ok(()) => see_other("/admin/widgets"),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            render_widgets(
-                &state,
-                &session,
-                None,
-                &errors_of(&e),
-                None,
-                StatusCode::NOT_FOUND,
-            )
-            .await
+            let page = |errors: Errors, status| async move {
+                render_widgets(&state, &session, None, &errors, None, status).await
+            };
+            PanelError::from(e).answer(page).await
         }
     }
 }
@@ -178,28 +166,25 @@ pub(super) async fn widget_replace(
         .unwrap_or(-1);
     match crate::widgets::replace(&state, &session.tenant, &key_id, grace).await {
         Ok((key, secret)) => show_new_secret(&state, &key, secret.expose()),
-        Err(e @ AdminError::Unavailable { .. }) => unavailable(&e),
         Err(e) => {
-            let status = match e {
-                AdminError::NoSuchCredential => StatusCode::NOT_FOUND,
-                AdminError::AlreadyReplaced(_) => StatusCode::CONFLICT,
-                _ => StatusCode::BAD_REQUEST,
-            };
             // The choice of grace period is not on the list page: its refusal is the form's.
-            let errors: Errors = errors_of(&e)
-                .into_iter()
-                .map(|(field, m)| {
-                    (
-                        if field == "graceSeconds" {
-                            String::new()
-                        } else {
-                            field
-                        },
-                        m,
-                    )
-                })
-                .collect();
-            render_widgets(&state, &session, None, &errors, None, status).await
+            let page = |errors: Errors, status| async move {
+                let errors: Errors = errors
+                    .into_iter()
+                    .map(|(field, m)| {
+                        (
+                            if field == "graceSeconds" {
+                                String::new()
+                            } else {
+                                field
+                            },
+                            m,
+                        )
+                    })
+                    .collect();
+                render_widgets(&state, &session, None, &errors, None, status).await
+            };
+            PanelError::from(e).answer(page).await
         }
     }
 }

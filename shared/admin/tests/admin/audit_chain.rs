@@ -156,6 +156,74 @@ async fn l2_verification_and_signed_checkpoints() {
     assert_eq!(refused["error"]["code"], "AUDIT_CHAIN_BROKEN");
 }
 
+/// V-7: one audit verification and one checkpoint in flight per tenant. While another
+/// holds the tenant's lease of that kind the request is 429 `ALREADY_RUNNING` with
+/// `Retry-After` and nothing is signed; the other kind, and another tenant, are not held
+/// up; once the lease is given back the request goes ahead.
+#[tokio::test]
+async fn v7_one_audit_verification_and_one_checkpoint_in_flight_per_tenant() {
+    use countersign_domain::ports::Clock as _;
+    use countersign_domain::ports::{Lease, Leases as _};
+    let env = env(true).await;
+    let a = env.tenant("A").await;
+    let b = env.tenant("B").await;
+    let app = || app(&env, env.secrets.clone());
+    let verification = |t: &countersign_admin::tenants::Registered| {
+        format!("/api/admin/tenants/{}/audit/verification", t.tenant.id)
+    };
+    let checkpoints = |t: &countersign_admin::tenants::Registered| {
+        format!("/api/admin/tenants/{}/audit/checkpoints", t.tenant.id)
+    };
+    let now = countersign_aws::system::SystemClock.now();
+    for (kind, method, path) in [
+        ("verification", "GET", verification(&a)),
+        ("checkpoint", "POST", checkpoints(&a)),
+    ] {
+        let held = env
+            .store
+            .acquire(
+                &a.tenant.id,
+                kind,
+                "another-admin",
+                now,
+                now.plus_seconds(45),
+            )
+            .await
+            .unwrap();
+        assert_eq!(held, Lease::Held, "{kind}");
+        let key = a.admin_key.expose();
+        let res = send_raw(app(), method, &path, Some(key), None).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{kind}");
+        let wait: u64 = res.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=45).contains(&wait), "{kind}: {wait}");
+        let body = body_json(res).await;
+        assert_eq!(body["error"]["code"], "ALREADY_RUNNING", "{kind}: {body}");
+        // Another tenant's job of the same kind is not held up by A's.
+        let (status, other) = send(
+            app(),
+            method,
+            &path.replace(a.tenant.id.as_ref(), b.tenant.id.as_ref()),
+            Some(b.admin_key.expose()),
+            None,
+        )
+        .await;
+        assert!(status.is_success(), "{kind}: {status} {other}");
+        env.store
+            .release(&a.tenant.id, kind, "another-admin")
+            .await
+            .unwrap();
+        let (status, body) = send(app(), method, &path, Some(key), None).await;
+        assert!(
+            status.is_success(),
+            "{kind}, once given back: {status} {body}"
+        );
+    }
+}
+
 /// Runs the offline recipe on `export` and `checkpoint` (and the audit keys), with the
 /// test command's Python (its emulator's virtualenv, which has `cryptography`).
 fn recipe(export: &Value, checkpoint: &Value, keys: &Value) -> (bool, String) {

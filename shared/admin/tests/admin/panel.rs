@@ -33,6 +33,7 @@ impl Resolver for Public {
 
 struct Env {
     state: AdminState,
+    provider: Arc<ScriptedProvider>,
     store: Arc<MemoryStore>,
     secrets: Arc<MemorySecrets>,
     tenant: Tenant,
@@ -47,6 +48,17 @@ async fn env(local: bool, name: &str) -> Env {
     let registered = tenants::register(&*store, &*ids, &*clock, name, Language::En)
         .await
         .unwrap();
+    // V-1: every save reads the server's tools: the form's consultations, and a
+    // destructive tool for the refusals.
+    let provider = Arc::new(ScriptedProvider::default());
+    provider.publish(vec![
+        countersign_testkit::tool("get_user_cars"),
+        countersign_testkit::tool("get_user_sessions"),
+        countersign_testkit::described(
+            "delete_upload",
+            serde_json::json!({"destructiveHint": true}),
+        ),
+    ]);
     let state = AdminState {
         stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
@@ -59,25 +71,13 @@ async fn env(local: bool, name: &str) -> Env {
             allow_loopback_http: local,
         },
         resolver: Arc::new(Public),
-        provider: {
-            // V-1: every save reads the server's tools: the form's consultations, and a
-            // destructive tool for the refusals.
-            let provider = Arc::new(ScriptedProvider::default());
-            provider.publish(vec![
-                countersign_testkit::tool("get_user_cars"),
-                countersign_testkit::tool("get_user_sessions"),
-                countersign_testkit::described(
-                    "delete_upload",
-                    serde_json::json!({"destructiveHint": true}),
-                ),
-            ]);
-            provider
-        },
+        provider: provider.clone(),
         ids,
         clock,
     };
     Env {
         state,
+        provider,
         store,
         secrets,
         tenant: registered.tenant,
@@ -116,10 +116,13 @@ async fn send(
         None => req.body(Body::empty()),
     }
     .unwrap();
-    let res = countersign_admin::app(e.state.clone())
-        .oneshot(req)
-        .await
-        .unwrap();
+    // The certification form is served by the messages function (decision 0026).
+    let app = if uri.starts_with("/admin/certification") {
+        countersign_admin::certification_app(e.state.clone())
+    } else {
+        countersign_admin::app(e.state.clone())
+    };
+    let res = app.oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
     let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
@@ -780,4 +783,60 @@ async fn s4_the_panel_speaks_the_administrators_language_and_remembers_it() {
     assert!(String::from_utf8_lossy(&body).contains("Chave de administração"));
     let bad = send(&e, "GET", "/admin/language?to=fr", None, None, None).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
+
+/// V-7 through the panel: a certification run while the tenant's other run holds the
+/// lease is answered as the API answers it — 429, the wait named in an alert — and runs
+/// nothing at the provider (the panel's error type takes the API's status table).
+#[tokio::test]
+async fn v7_the_panel_answers_a_run_already_in_flight_with_429() {
+    use countersign_domain::ports::{Clock as _, Lease, Leases as _};
+    let e = env(false, "Busy").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let saved = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(
+            &csrf,
+            "https://mcp.example.com/mcp",
+            "svc_token_1",
+        )),
+        None,
+    )
+    .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
+    let now = e.state.clock.now();
+    let held = e
+        .store
+        .acquire(
+            &e.tenant.id,
+            "certification run",
+            "another-run",
+            now,
+            now.plus_seconds(60),
+        )
+        .await
+        .unwrap();
+    assert_eq!(held, Lease::Held);
+    let before = e.provider.calls().len();
+    let form = format!("csrf={}&testUser=u_test", enc(&csrf));
+    let a = send(
+        &e,
+        "POST",
+        "/admin/certification",
+        Some(&cookie),
+        Some(&form),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::TOO_MANY_REQUESTS, "{}", a.body);
+    assert!(a.body.contains("already running"), "{}", a.body);
+    assert!(a.body.contains("role=\"alert\""), "{}", a.body);
+    assert_eq!(
+        e.provider.calls().len(),
+        before,
+        "nothing ran at the provider"
+    );
 }

@@ -376,11 +376,11 @@ async fn v7_a_tenant_looping_certifications_leaves_another_tenants_chat_answerin
     };
     let (statuses, answered) = tokio::join!(loop_runs, chat);
     assert!(
-        statuses.iter().all(|s| *s == 201 || *s == 409),
+        statuses.iter().all(|s| *s == 201 || *s == 429),
         "{statuses:?}"
     );
     assert!(
-        statuses.contains(&409),
+        statuses.contains(&429),
         "overlapping runs are refused: {statuses:?}"
     );
     // The demo provider serves the first tenant only, so the consultation itself is
@@ -395,7 +395,7 @@ async fn v7_a_tenant_looping_certifications_leaves_another_tenants_chat_answerin
 }
 
 /// V-7: an administrator looping certification runs holds one run at a time: of three sent
-/// together, one runs and the others are 409 `ALREADY_RUNNING` naming the wait, while the
+/// together, one runs and the others are 429 `ALREADY_RUNNING` naming the wait, while the
 /// chat keeps answering.
 #[tokio::test]
 async fn v7_one_certification_run_at_a_time_and_the_chat_keeps_answering() {
@@ -412,9 +412,9 @@ async fn v7_one_certification_run_at_a_time_and_the_chat_keeps_answering() {
     );
     let mut statuses = [one.0, two.0, three.0];
     statuses.sort_unstable();
-    assert_eq!(statuses, [201, 409, 409], "{one:?} {two:?} {three:?}");
+    assert_eq!(statuses, [201, 429, 429], "{one:?} {two:?} {three:?}");
     for (st, body) in [&one, &two, &three] {
-        if *st == 409 {
+        if *st == 429 {
             assert_eq!(body["error"]["code"], "ALREADY_RUNNING", "{body}");
         }
     }

@@ -138,6 +138,18 @@ pub(crate) async fn send(
     key: Option<&str>,
     body: Option<String>,
 ) -> (StatusCode, Value) {
+    let res = send_raw(app, method, path, key, body).await;
+    (res.status(), body_json(res).await)
+}
+
+/// The whole answer, headers included.
+pub(crate) async fn send_raw(
+    app: axum::Router,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<String>,
+) -> axum::response::Response {
     let mut req = Request::builder()
         .method(method)
         .uri(path)
@@ -145,18 +157,17 @@ pub(crate) async fn send(
     if let Some(k) = key {
         req = req.header("authorization", format!("Bearer {k}"));
     }
-    let res = app
-        .oneshot(req.body(body.map_or_else(Body::empty, Body::from)).unwrap())
+    app.oneshot(req.body(body.map_or_else(Body::empty, Body::from)).unwrap())
         .await
-        .unwrap();
-    let status = res.status();
+        .unwrap()
+}
+
+/// An answer's body as JSON (`null` when it is not JSON).
+pub(crate) async fn body_json(res: axum::response::Response) -> Value {
     let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
         .await
         .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
 }
 
 pub(crate) fn config(url: &str, enabled: bool) -> String {
