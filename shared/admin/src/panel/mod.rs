@@ -152,6 +152,42 @@ pub(crate) fn unavailable(e: &AdminError) -> Response {
     )
 }
 
+/// A use case's error as a panel page answers it: a platform failure is the panel's 503
+/// page (the cause logged, never shown); a refusal re-renders the page it came from with
+/// the errors under their fields, at the status the JSON API gives the same error — one
+/// table, the API's, so the panel and the API cannot disagree (429 for a job already
+/// running, V-7; 404 for what is not there; 409 for a conflict).
+pub(crate) enum PanelError {
+    /// The 503 page.
+    Unavailable(Response),
+    /// The refusal's errors by field, and its status.
+    Refused { errors: Errors, status: StatusCode },
+}
+
+impl From<AdminError> for PanelError {
+    fn from(e: AdminError) -> Self {
+        if matches!(e, AdminError::Unavailable { .. }) {
+            return Self::Unavailable(unavailable(&e));
+        }
+        let errors = errors_of(&e);
+        let status = countersign_http::ApiError::from(e).status();
+        Self::Refused { errors, status }
+    }
+}
+
+impl PanelError {
+    /// The answer: the 503 page, or `page` rendered with the errors at the status.
+    pub(crate) async fn answer<F>(self, page: impl FnOnce(Errors, StatusCode) -> F) -> Response
+    where
+        F: std::future::Future<Output = Response>,
+    {
+        match self {
+            Self::Unavailable(res) => res,
+            Self::Refused { errors, status } => page(errors, status).await,
+        }
+    }
+}
+
 /// 403: a change without the session's form token or from another origin (U-1).
 pub(crate) fn refused_cross_site() -> Response {
     html(

@@ -790,7 +790,7 @@ async fn s4_the_panel_speaks_the_administrators_language_and_remembers_it() {
 /// nothing at the provider (the panel's error type takes the API's status table).
 #[tokio::test]
 async fn v7_the_panel_answers_a_run_already_in_flight_with_429() {
-    use countersign_domain::ports::{Clock as _, Lease, Leases as _};
+    use countersign_domain::ports::{Lease, Leases as _};
     let e = env(false, "Busy").await;
     let (cookie, csrf) = sign_in(&e).await;
     let saved = send(
