@@ -16,7 +16,7 @@ for tool in perf wrk; do
 done
 inferno="$root/.venv/inferno/bin"
 [ -x "$inferno/inferno-flamegraph" ] || cargo install inferno --version 0.12.3 --locked --root "$root/.venv/inferno"
-cargo build -q --profile profiling --locked -p countersign-gateway -p countersign-cli
+cargo build -q --profile profiling --locked -p countersign-gateway-fn -p countersign-cli
 bin=target/profiling
 suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
 export COUNTERSIGN_TABLE="prof-$suffix" COUNTERSIGN_SIGNING_KEY="alias/prof-$suffix" COUNTERSIGN_SECRET_PREFIX="prof-$suffix/" RUST_LOG=error

@@ -2,7 +2,7 @@
 //! the widget API (`countersign_chat::api`) and the admin API's certification routes
 //! (decision 0026) through Lambda (when `AWS_LAMBDA_RUNTIME_API`
 //! is set) or on a local port (`COUNTERSIGN_MESSAGES_ADDR`). Configuration:
-//! [`countersign_messages::Config`] (README "Configure").
+//! [`countersign_messages_fn::Config`] (README "Configure").
 
 use countersign_aws::settings::FromEnv as _;
 
@@ -14,7 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
-    let config = countersign_messages::Config::from_env()?;
+    let config = countersign_messages_fn::Config::from_env()?;
     let sdk =
         countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
             .await;
@@ -22,12 +22,13 @@ async fn main() -> anyhow::Result<()> {
     if config.response_streaming {
         // S-1: the template's stream function (a function URL in RESPONSE_STREAM mode); N-5:
         // it serves the streamed post and nothing else.
-        let app = countersign_messages::stream_app(&sdk, &config)?;
+        let app = countersign_messages_fn::stream_app(&sdk, &config)?;
         let app = countersign_http::emf::with_emf_metrics(app)?;
         return Ok(
             countersign_http::serve::run_streaming(app, &config.addr, "messages API").await?,
         );
     }
-    let app = countersign_http::emf::with_emf_metrics(countersign_messages::app(&sdk, &config)?)?;
+    let app =
+        countersign_http::emf::with_emf_metrics(countersign_messages_fn::app(&sdk, &config)?)?;
     Ok(countersign_http::serve::run(app, &config.addr, "messages API").await?)
 }

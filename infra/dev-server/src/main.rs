@@ -120,7 +120,7 @@ async fn start_demo_provider(
     let demo_url = format!("http://{demo_addr}/mcp");
     let service_token = format!("svc_demo_{}", ulid::Ulid::new().to_string().to_lowercase());
     let issuer = std::env::var("COUNTERSIGN_ISSUER")
-        .unwrap_or_else(|_| countersign_messages::DEFAULT_ISSUER.into());
+        .unwrap_or_else(|_| countersign_messages_fn::DEFAULT_ISSUER.into());
     let mut demo = DemoConfig::new(service_token.clone(), issuer, demo_url.clone());
     demo.tenant_id = Some(tenant.to_string());
     demo.jwks_url = Some(format!(
@@ -142,11 +142,11 @@ const LOCAL_MODEL_KEY: &str = "COUNTERSIGN_MODEL_API_KEY";
 async fn messages_config(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
-) -> anyhow::Result<countersign_messages::Config> {
+) -> anyhow::Result<countersign_messages_fn::Config> {
     use countersign_aws::settings::FromEnv as _;
     use countersign_domain::ports::SecretStore as _;
     use countersign_models::choice::ModelChoice;
-    let mut config = countersign_messages::Config::from_env()?;
+    let mut config = countersign_messages_fn::Config::from_env()?;
     let Ok(key) = std::env::var(LOCAL_MODEL_KEY) else {
         return Ok(config);
     };
@@ -168,13 +168,14 @@ async fn routers(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> anyhow::Result<axum::Router> {
-    let gateway = countersign_gateway::router(countersign_gateway::wiring::from_env(sdk).await?);
+    let gateway =
+        countersign_gateway_fn::router(countersign_gateway_fn::wiring::from_env(sdk).await?);
     let config = messages_config(sdk, settings).await?;
-    let messages = countersign_messages::app(sdk, &config)?;
+    let messages = countersign_messages_fn::app(sdk, &config)?;
     let admin = countersign_admin::app(countersign_admin_fn::state_from_env(sdk)?);
     // N-3: the erasure worker, as the purge function's minute schedule runs it deployed
     // (here once a second: the local stack has no scheduler).
-    let certification = countersign_messages::certification_state(sdk, &config)?;
+    let certification = countersign_messages_fn::certification_state(sdk, &config)?;
     let worker = countersign_admin::erasure::Worker::of(&certification);
     tokio::spawn(async move {
         use countersign_admin::erasure::{Budget, run_queued};

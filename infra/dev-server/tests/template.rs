@@ -93,7 +93,7 @@ fn routes_of(binary: &str) -> &'static [(&'static str, &'static str)] {
         "countersign-messages" => &countersign_chat::api::ROUTES,
         "countersign-admin" => &countersign_admin::api::ROUTES,
         "countersign-purge" => &[],
-        _ => &countersign_gateway::ROUTES,
+        _ => &countersign_gateway_fn::ROUTES,
     }
 }
 
@@ -136,8 +136,8 @@ fn every_variable_a_function_reads_is_set_by_the_template_and_no_local_one() {
     let cases: [(&str, &[&str], &[&str]); 4] = [
         (
             "countersign-messages",
-            &countersign_messages::ENV,
-            &countersign_messages::LOCAL_ENV,
+            &countersign_messages_fn::ENV,
+            &countersign_messages_fn::LOCAL_ENV,
         ),
         (
             "countersign-admin",
@@ -146,8 +146,8 @@ fn every_variable_a_function_reads_is_set_by_the_template_and_no_local_one() {
         ),
         (
             "countersign-gateway",
-            &countersign_gateway::wiring::ENV,
-            &countersign_gateway::wiring::LOCAL_ENV,
+            &countersign_gateway_fn::wiring::ENV,
+            &countersign_gateway_fn::wiring::LOCAL_ENV,
         ),
         ("countersign-purge", &countersign_purge_fn::ENV, &[]),
     ];
@@ -185,14 +185,14 @@ fn dummy_sdk() -> aws_config::SdkConfig {
 #[tokio::test]
 async fn each_router_serves_exactly_its_declared_routes() {
     let sdk = dummy_sdk();
-    let gateway = countersign_gateway::Gateway {
+    let gateway = countersign_gateway_fn::Gateway {
         registry: countersign_tools::builtins::consultation_registry().unwrap(),
         services: countersign_tools::builtins::Services {
             conversations: Arc::new(countersign_testkit::MemoryStore::default()),
             tenants: Arc::new(countersign_testkit::MemoryStore::default()),
             actions: None,
         },
-        token_key: countersign_gateway::TokenKey::fixed(
+        token_key: countersign_gateway_fn::TokenKey::fixed(
             countersign_domain::secret::SecretString::new("k".repeat(32)),
         ),
         clock: Arc::new(countersign_aws::system::SystemClock),
@@ -205,13 +205,16 @@ async fn each_router_serves_exactly_its_declared_routes() {
     let routers = [
         (
             "countersign-messages",
-            countersign_messages::app_from_env(&sdk).unwrap(),
+            countersign_messages_fn::app_from_env(&sdk).unwrap(),
         ),
         (
             "countersign-admin",
             countersign_admin::app(countersign_admin_fn::state_from_env(&sdk).unwrap()),
         ),
-        ("countersign-gateway", countersign_gateway::router(gateway)),
+        (
+            "countersign-gateway",
+            countersign_gateway_fn::router(gateway),
+        ),
     ];
     for (binary, router) in routers {
         let routes = routes_of(binary);
@@ -447,7 +450,7 @@ fn the_templates_timeouts_nest() {
     let timeout = t["Globals"]["Function"]["Timeout"].as_i64().unwrap();
     let p = &t["Parameters"];
     let provider_max = p["ProviderTimeoutSeconds"]["MaxValue"].as_i64().unwrap();
-    let margin = i64::try_from(countersign_messages::TURN_MARGIN.as_secs()).unwrap();
+    let margin = i64::try_from(countersign_messages_fn::TURN_MARGIN.as_secs()).unwrap();
     assert!(provider_max + margin <= timeout);
     let stuck_min = p["ExecutingStuckAfterSeconds"]["MinValue"]
         .as_i64()

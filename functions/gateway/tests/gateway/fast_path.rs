@@ -9,14 +9,14 @@
 use crate::common::*;
 use axum::body::Body;
 use countersign_domain::ports::Provider;
-use countersign_gateway::{TokenKey, router, router_without_fast_path};
+use countersign_gateway_fn::{TokenKey, router, router_without_fast_path};
 use http::Request;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tower::ServiceExt as _;
 
-fn gateway() -> countersign_gateway::Gateway {
+fn gateway() -> countersign_gateway_fn::Gateway {
     let provider: Arc<dyn Provider> = Arc::new(TrackShare {
         seen_tokens: Mutex::default(),
     });

@@ -11,7 +11,7 @@ use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
 use countersign_domain::ports::{Clock, Provider, SecretError, SecretStore, StoredMcpConfig};
 use countersign_domain::secret::SecretString;
-use countersign_gateway::{Gateway, router};
+use countersign_gateway_fn::{Gateway, router};
 use countersign_testkit::MemoryStore;
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{self, Services};
@@ -37,14 +37,14 @@ fn app_budgeted(
     app_keyed(
         provider,
         budget,
-        countersign_gateway::TokenKey::fixed(key()),
+        countersign_gateway_fn::TokenKey::fixed(key()),
     )
 }
 
 fn app_keyed(
     provider: Option<Arc<dyn Provider>>,
     budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
-    token_key: countersign_gateway::TokenKey,
+    token_key: countersign_gateway_fn::TokenKey,
 ) -> axum::Router {
     router(gateway_keyed(provider, budget, token_key))
 }
@@ -346,7 +346,7 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
                 tenants: fake.clone(),
                 actions: None,
             },
-            token_key: countersign_gateway::TokenKey::fixed(key()),
+            token_key: countersign_gateway_fn::TokenKey::fixed(key()),
             clock: Arc::new(SystemClock),
             allowed_hosts: vec![],
             budget: None,
@@ -644,7 +644,7 @@ async fn the_token_key_is_read_lazily_once_and_a_failure_is_retried() {
     use std::sync::atomic::Ordering::SeqCst;
     let store = Arc::new(KeyStore::default());
     store.fail.store(1, SeqCst);
-    let lazy = countersign_gateway::TokenKey::lazy(store.clone(), access::SECRET_NAME);
+    let lazy = countersign_gateway_fn::TokenKey::lazy(store.clone(), access::SECRET_NAME);
     let app = app_keyed(None, None, lazy);
     assert_eq!(store.reads.load(SeqCst), 0, "nothing is read at init");
     let list = rpc(1, "tools/list", json!({}));
@@ -699,8 +699,8 @@ async fn n6_a_disallowed_origin_is_403() {
 /// still served when the first is refused.
 #[tokio::test]
 async fn n11_one_persons_token_cannot_spend_the_whole_tenant_budget() {
-    assert_eq!(countersign_gateway::person_share(120), 30);
-    assert_eq!(countersign_gateway::person_share(2), 2);
+    assert_eq!(countersign_gateway_fn::person_share(120), 30);
+    assert_eq!(countersign_gateway_fn::person_share(2), 2);
     let provider = Arc::new(TrackShare {
         seen_tokens: Mutex::new(Vec::new()),
     });

@@ -14,7 +14,7 @@ use countersign_domain::ids::{ActionId, TenantId};
 use countersign_domain::ports::{Clock, Conversations, StoredMcpConfig};
 use countersign_domain::proposal::ProposalState;
 use countersign_domain::texts::Language;
-use countersign_gateway::{Gateway, TokenKey, router};
+use countersign_gateway_fn::{Gateway, TokenKey, router};
 use countersign_testkit::{
     FakeSigner, MemoryStore, Reply, ScriptedProvider, SeqIds, TestClock, prepare_answer,
 };
@@ -452,7 +452,7 @@ async fn x2_a_client_retrying_a_thousand_times_is_bounded() {
     let first = e.call_2026(None).await;
     let mut state = first["result"]["requestState"].as_str().unwrap().to_owned();
     // At most RETRIES_PER_MINUTE in a window; the loop may straddle one window's end.
-    let limit = countersign_gateway::confirm::RETRIES_PER_MINUTE as usize;
+    let limit = countersign_gateway_fn::confirm::RETRIES_PER_MINUTE as usize;
     let mut refusal = None;
     for _ in 0..=2 * limit {
         let answer = e.call_2026(Some(&state)).await;

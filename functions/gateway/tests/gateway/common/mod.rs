@@ -12,7 +12,7 @@ use countersign_domain::ports::{
     StoredMcpConfig,
 };
 use countersign_domain::secret::SecretString;
-use countersign_gateway::Gateway;
+use countersign_gateway_fn::Gateway;
 use countersign_testkit::MemoryStore;
 use countersign_tools::access::{self, Grant};
 use countersign_tools::builtins::{self, Services};
@@ -109,7 +109,7 @@ pub(crate) fn grant() -> Grant {
 pub(crate) fn gateway_keyed(
     provider: Option<Arc<dyn Provider>>,
     budget: Option<(Arc<dyn countersign_domain::ports::RateLimiter>, u32)>,
-    token_key: countersign_gateway::TokenKey,
+    token_key: countersign_gateway_fn::TokenKey,
 ) -> Gateway {
     let fake = Arc::new(MemoryStore::default());
     let config = validate_mcp_config(
