@@ -17,7 +17,7 @@
 #   infra/scripts/with-local-aws.sh infra/scripts/load-messages.sh [seconds] [connections] [confirms] [conversations-per-person]
 #
 # It uses the run's release build (infra/scripts/build-release.sh, the dev server added).
-# LOAD_DEV_BIN=<path of a built countersign-dev> uses that binary instead and builds
+# LOAD_BIN_DIR=<a folder of built binaries> uses its countersign-dev instead and builds
 # nothing: the test command's smoke run of the README's commands does so with the debug
 # build (its numbers then mean nothing; that it runs and answers is what is checked).
 set -euo pipefail
@@ -30,8 +30,8 @@ per_person=${4:-4}
 if ! command -v wrk >/dev/null; then
   if [ "$(id -u)" = 0 ]; then apt-get install -y -q wrk >/dev/null; else sudo apt-get install -y -q wrk >/dev/null; fi
 fi
-if [ -n "${LOAD_DEV_BIN:-}" ]; then
-  dev_bin=$LOAD_DEV_BIN
+if [ -n "${LOAD_BIN_DIR:-}" ]; then
+  dev_bin=$LOAD_BIN_DIR/countersign-dev
 else
   # The run's one release build (issue 26), with the dev server added.
   infra/scripts/build-release.sh --bin countersign-dev >&2

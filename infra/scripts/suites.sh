@@ -2,7 +2,8 @@
 # The suites the test command runs on one local AWS emulator (run it through
 # infra/scripts/with-local-aws.sh, after the build): every Rust test under nextest, the MCP
 # interop suite, the official MCP conformance suite, API fuzzing, the widget and panel in headless Chromium, the Python
-# provider recipe, verify-deployment and the audit trail's checkpoint across an erasure.
+# provider recipe, verify-deployment, the audit trail's checkpoint across an erasure, and
+# every command of the README's table (readme-commands.sh).
 # Stops at the first failing suite; always prints each suite's time (where CI's minutes go).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,3 +32,4 @@ suite "widget and panel in headless Chromium" infra/scripts/browser-tests.sh
 suite "Python provider recipe" infra/scripts/python-provider.sh
 suite "verify-deployment" infra/scripts/verify-deployment.sh
 suite "audit checkpoint across an erasure" infra/scripts/audit-since.sh
+suite "every command of the README's table" infra/scripts/readme-commands.sh

@@ -7,11 +7,14 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-/// How long to wait for the job before printing where it stands.
-const WAIT: Duration = Duration::from_secs(180);
-
-/// Erases `person` of `tenant` at the API `base` (the stack's `ApiUrl`).
-pub(crate) async fn run(base: &str, tenant: &str, person: &str) -> anyhow::Result<()> {
+/// Erases `person` of `tenant` at the API `base` (the stack's `ApiUrl`), waiting at most
+/// `wait` for the job to be done before printing where it stands.
+pub(crate) async fn run(
+    base: &str,
+    tenant: &str,
+    person: &str,
+    wait: Duration,
+) -> anyhow::Result<()> {
     let key = std::env::var("COUNTERSIGN_ADMIN_KEY")
         .map_err(|_| anyhow::anyhow!("set COUNTERSIGN_ADMIN_KEY to the tenant's admin key"))?;
     let url = format!(
@@ -30,7 +33,7 @@ pub(crate) async fn run(base: &str, tenant: &str, person: &str) -> anyhow::Resul
     if status.is_success() {
         let id = body["jobId"].as_str().unwrap_or_default().to_owned();
         let started = std::time::Instant::now();
-        while body["status"] != "done" && started.elapsed() < WAIT {
+        while body["status"] != "done" && started.elapsed() < wait {
             tokio::time::sleep(Duration::from_secs(5)).await;
             body = http
                 .get(format!("{url}/{id}"))

@@ -129,7 +129,8 @@ enum Command {
     },
     /// erase a person of a tenant through the deployment's admin API: their
     /// conversations are purged (unresolved ones reported, purged once resolved), their
-    /// personal data in the audit trail made unreadable; prints the signed receipt. The
+    /// personal data in the audit trail made unreadable; waits for the job (`--wait`) and
+    /// prints it, with its signed receipt once done. The
     /// tenant's admin key is read from COUNTERSIGN_ADMIN_KEY.
     Erase {
         /// The API base URL (the stack's `ApiUrl` output; the local stack's address).
@@ -141,6 +142,10 @@ enum Command {
         /// The person, as the tenant's site names them.
         #[arg(long)]
         person: String,
+        /// How long to wait for the erasure worker (it runs about once a minute) before
+        /// printing where the job stands; 0 prints the queued job at once.
+        #[arg(long, default_value_t = 180)]
+        wait: u64,
     },
     /// Print a gateway access token (D-4) for one conversation, signed with the platform's
     /// gateway token key. For the local stack and for trying the gateway by hand.
@@ -203,8 +208,9 @@ async fn main() -> anyhow::Result<()> {
             api,
             tenant,
             person,
+            wait,
         } => {
-            erase::run(&api, &tenant, &person).await?;
+            erase::run(&api, &tenant, &person, std::time::Duration::from_secs(wait)).await?;
         }
         Command::Purge { tenant, backfill } => {
             purge::run(tenant, backfill, &sdk, &settings).await?;
