@@ -48,6 +48,22 @@ pub enum Planned {
     Garbage,
 }
 
+impl Seen {
+    /// The offered tools, as the model port names them (no descriptions: the wire's are
+    /// not kept).
+    pub fn offered(&self) -> Vec<countersign_domain::ports::ModelTool> {
+        self.tools
+            .iter()
+            .zip(self.schemas.iter().chain(std::iter::repeat(&Value::Null)))
+            .map(|(name, schema)| countersign_domain::ports::ModelTool {
+                name: name.clone(),
+                description: String::new(),
+                input_schema: schema.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Decides a reply from the conversation (system text, messages, offered tool names).
 pub type Brain = Arc<dyn Fn(&Seen) -> ModelReply + Send + Sync>;
 

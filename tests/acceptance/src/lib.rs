@@ -173,7 +173,7 @@ fn messages_binary() -> PathBuf {
                 "build",
                 "-q",
                 "-p",
-                "countersign-messages",
+                "countersign-messages-fn",
                 "--bin",
                 "countersign-messages",
             ])
@@ -863,7 +863,8 @@ async fn model_service(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> (Option<ModelServer>, Vec<(String, String)>) {
-    let brain: Brain = Arc::new(|seen| countersign_chat::model::reply_to(&seen.messages));
+    let brain: Brain =
+        Arc::new(|seen| countersign_chat::model::reply_to(&seen.messages, &seen.offered()));
     match wire {
         ModelWire::Scripted => (None, Vec::new()),
         ModelWire::OpenAi => {

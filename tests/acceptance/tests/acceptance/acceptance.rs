@@ -96,7 +96,7 @@ async fn t01(model: ModelWire) {
         ("my uploads", "monza-1125.ld"),
         ("my downloads", "dl_a1"),
         ("laps ses_a1", "96877"),
-        ("diagnose e_truncated", "logger"),
+        ("diagnose E_TRUNCATED", "logger"),
         (
             "call get_upload_file_details {\"uploadId\": \"up_a1\"}",
             "interlagos-1120.ld",

@@ -69,9 +69,10 @@ async fn whole_conversation(model: ModelWire) {
     assert_eq!(s.car_of("u_alice", "ses_a1"), "car_a2");
     assert_eq!(stat(&s, "executions"), 1);
     let seen = server(&s).seen();
-    // Two steps for the consultation, one for the preparation (its presentation ends
-    // the turn); the confirmation runs no model at all.
-    assert_eq!(seen.len(), 3, "{seen:?}");
+    // Two steps for the consultation, two for the preparation (`list_operations`, then
+    // `prepare_action`, whose presentation ends the turn: A-1, the operation is the
+    // tenant's, read as a model would); the confirmation runs no model at all.
+    assert_eq!(seen.len(), 4, "{seen:?}");
     for request in &seen {
         // M-3: the platform's fixed text; the tools offered under fitting names.
         assert!(request.system.contains("prepare_action"));
