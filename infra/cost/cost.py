@@ -53,7 +53,7 @@ class Emf:
     """Sums the messages function's EMF metrics, step by step."""
 
     def __init__(self, stream):
-        self.lock, self.totals = threading.Lock(), {}
+        self.lock, self.totals, self.docs, self.last = threading.Lock(), {}, 0, time.monotonic()
         threading.Thread(target=self.read, args=(stream,), daemon=True).start()
 
     def read(self, stream):
@@ -61,6 +61,8 @@ class Emf:
             if '"_aws"' not in line:
                 continue
             doc = json.loads(line)
+            with self.lock:
+                self.docs, self.last = self.docs + 1, time.monotonic()
             for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
                 name = m["Name"]
                 if name not in ("aws_calls_total", "dynamodb_units_estimate_total"):
@@ -72,9 +74,18 @@ class Emf:
                     self.totals[(name, key)] = self.totals.get((name, key), 0) + value
 
     def take(self):
-        time.sleep(0.2)  # the flush follows the response
+        """What the last request's documents added. The flush follows the response, so it
+        waits for the request's first document and then until none has come for 0.3 s (at
+        most 5 s): a late document is never counted in the next step."""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with self.lock:
+                quiet = self.docs > 0 and time.monotonic() - self.last >= 0.3
+            if quiet:
+                break
+            time.sleep(0.05)
         with self.lock:
-            out, self.totals = self.totals, {}
+            out, self.totals, self.docs = self.totals, {}, 0
         return out
 
 
@@ -166,6 +177,8 @@ def report(steps, args):
     requests = len(steps)  # one HTTP request per step
     gb_s = sum(statistics.median(s["ms"]) for s in steps.values()) / 1000 * args.lambda_gb
     kms = total("Sign") + total("GetPublicKey") + total("DescribeKey")
+    # R-2: each person's data key (a symmetric KMS request, priced apart from RSA).
+    kms_symmetric = total("GenerateDataKey") + total("Decrypt") + total("Encrypt")
     secrets = total("GetSecretValue") + total("DescribeSecret")
     lines = [
         ("API Gateway HTTP API requests", requests, PRICES["http_api_request"]),
@@ -174,16 +187,17 @@ def report(steps, args):
         ("DynamoDB write units (estimated)", units("write"), PRICES["dynamodb_write_unit"]),
         ("DynamoDB read units (estimated)", units("read"), PRICES["dynamodb_read_unit"]),
         ("KMS RSA requests (Sign, GetPublicKey, DescribeKey)", kms, PRICES["kms_rsa_request"]),
+        ("KMS symmetric requests (GenerateDataKey, Decrypt: people's keys)", kms_symmetric, PRICES["kms_request"]),
         ("Secrets Manager calls", secrets, PRICES["secretsmanager_call"]),
     ]
     print("\n== per 1,000 conversations")
-    print(f"{'item':58}{'quantity':>12}{'USD':>10}")
+    print(f"{'item':66}{'quantity':>12}{'USD':>10}")
     grand = 0.0
     for item, qty, price in lines:
         cost = qty * price * 1000
         grand += cost
-        print(f"{item:58}{qty * 1000:12.0f}{cost:10.4f}")
-    print(f"{'total':58}{'':12}{grand:10.4f}")
+        print(f"{item:66}{qty * 1000:12.0f}{cost:10.4f}")
+    print(f"{'total':66}{'':12}{grand:10.4f}")
     print("(the model's tokens are not included: they depend on the model and the prompts)")
 
 
