@@ -406,13 +406,7 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
 /// The origin a request reached, from its `Host`: `http` on loopback (the local stack),
 /// `https` anywhere else (API Gateway serves only https).
 fn origin_of(headers: &http::HeaderMap) -> String {
-    let host = headers
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
-    let loopback = matches!(name, "127.0.0.1" | "localhost" | "[::1]");
-    format!("{}://{host}", if loopback { "http" } else { "https" })
+    countersign_http::pages::origin_of(headers)
 }
 
 /// Every route (method, path) the router serves: the SAM template is checked against it.

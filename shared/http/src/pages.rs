@@ -77,6 +77,19 @@ pub fn same_origin_strict(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes() == b"same-origin")
 }
 
+/// The origin a request was addressed to, as a link back to this deployment: `Host`,
+/// over https — http only on loopback (the local stack). For a page or a URL this
+/// deployment hands out when no public URL is configured.
+pub fn origin_of(headers: &axum::http::HeaderMap) -> String {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    let loopback = matches!(name, "127.0.0.1" | "localhost" | "[::1]");
+    format!("{}://{host}", if loopback { "http" } else { "https" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,9 +111,12 @@ pub struct CertificationView {
 pub(super) async fn post_certification(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
+    headers: axum::http::HeaderMap,
     Json(body): Json<CertificationInput, MAX_BODY_BYTES>,
 ) -> Result<(StatusCode, Json<CertificationView>), ApiError> {
-    let request = certification_request(body)?;
+    let mut request = certification_request(body)?;
+    // V-3: the jku and x5u proofs point at this deployment's untrusted key.
+    request.key_urls = Some(countersign_http::pages::origin_of(&headers));
     let run = certify::run(&state, &tenant, &request).await?;
     let view = certification_view(&state, &tenant, run).await?;
     Ok((StatusCode::CREATED, Json(view)))
@@ -159,6 +162,7 @@ pub(super) fn certification_request(
         consultations: body.consultations,
         actions,
         consent: body.consent,
+        key_urls: None,
     })
 }
 

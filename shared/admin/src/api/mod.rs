@@ -208,7 +208,7 @@ fn at_most_max_body(body: &[u8]) -> Result<(), ApiError> {
 
 /// Every path the router serves, in axum's syntax: the OpenAPI document and the SAM
 /// template are checked against this list.
-pub const PATHS: [&str; 18] = [
+pub const PATHS: [&str; 20] = [
     "/api/admin/tenants/{id}/mcp",
     "/api/admin/tenants/{id}/widget-credentials",
     "/api/admin/tenants/{id}/widget-credentials/{key_id}",
@@ -227,6 +227,8 @@ pub const PATHS: [&str; 18] = [
     "/api/admin/tenants/{id}/holds",
     "/api/admin/tenants/{id}/erasures",
     "/api/admin/tenants/{id}/erasures/{job_id}",
+    crate::certify::UNTRUSTED_JWKS_PATH,
+    crate::certify::UNTRUSTED_CERT_PATH,
 ];
 
 /// Every route (method, path) [`router`] serves (the admin function): the SAM template
@@ -257,12 +259,14 @@ pub const ROUTES: [(&str, &str); 18] = [
 /// decision 0026); and the two public key sets (V-7), so that a flood of admin API calls,
 /// which share the admin function's few reserved slots, cannot starve the JWKS every
 /// provider follows.
-pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
+pub const CERTIFICATION_ROUTES: [(&str, &str); 7] = [
     ("POST", PATHS[4]),
     ("GET", PATHS[5]),
     ("POST", PATHS[10]),
     ("GET", PATHS[8]),
     ("GET", PATHS[11]),
+    ("GET", PATHS[18]),
+    ("GET", PATHS[19]),
 ];
 
 /// The admin API's OpenAPI document.
@@ -270,7 +274,7 @@ pub const CERTIFICATION_ROUTES: [(&str, &str); 5] = [
 #[openapi(
     info(title = "Countersign tenant admin API", version = "1",
         description = "Connect your MCP server, manage widget credentials and read the audit trail. Requirement IDs (C-5, D-5, …) are explained in docs/requirements.md."),
-    paths(get_settings, put_settings, get_holds, put_hold, post_erasure, get_erasure, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys),
+    paths(get_settings, put_settings, get_holds, put_hold, post_erasure, get_erasure, get_mcp, put_mcp, delete_mcp, approve_tool, post_certification, latest_certification, list_unsettled, settle_action, create_widget_credential, list_widget_credentials, revoke_widget_credential, replace_widget_credential, list_audit, verify_audit, post_checkpoint, jwks, audit_keys, untrusted_jwks, untrusted_cert),
     components(schemas(ErrorBody, HoldView, HoldsView, HoldInput, HoldKind, ErasureInput, crate::erasure::ErasureJobView, crate::erasure::Erasure, crate::erasure::ErasedConversations, crate::erasure::Backups, TenantSettings, TenantSettingsInput, LanguageInput, McpView, crate::mcp::ToolChange, McpConfigInput, ActionPolicyInput, CertificationInput, TestActionInput, CertificationView, CertifiedView, CheckView, UnsettledActionView, StatusAnswerView, UnsettledActions, SettlementInput, Settled, WidgetCredential, CreateWidgetCredential, ReplaceWidgetCredential, OriginInput, NewWidgetCredential, WidgetCredentials, AuditRecord, AuditLink, AuditPage, crate::jwks::PublishedKeyView, crate::audit::Verification, crate::audit::BrokenLink, crate::audit::SignedCheckpoint, crate::audit::CheckpointHead)),
     modifiers(&AdminKey),
     security(("adminKey" = []))
@@ -306,6 +310,8 @@ pub fn certification_router(state: AdminState) -> Router {
     Router::new()
         .route(jwks_path, get(jwks))
         .route(audit_keys_path, get(audit_keys))
+        .route(PATHS[18], get(untrusted_jwks))
+        .route(PATHS[19], get(untrusted_cert))
         .route(certifications, axum::routing::post(post_certification))
         .route(latest, get(latest_certification))
         .route(checkpoints, axum::routing::post(post_checkpoint))
@@ -333,6 +339,8 @@ pub fn router(state: AdminState) -> Router {
         holds,
         erasures,
         erasure,
+        _,
+        _,
     ] = PATHS;
     Router::new()
         .route(settings, get(get_settings).put(put_settings))

@@ -46,3 +46,31 @@ pub(super) async fn audit_keys(
     )
         .into_response())
 }
+
+/// V-3: the certification's untrusted key as a JWK Set — where its `jku` proof points. A
+/// provider that follows `jku` finds here a key that verifies that proof, executes it, and
+/// fails the check; one that uses only the installed key never reads it. Never a key of
+/// the platform's.
+#[utoipa::path(get, path = "/.well-known/countersign-certification/untrusted-jwks.json", tag = "keys", security(()),
+    responses((status = 200, description = "A JWK Set of the certification's untrusted key (never trust it)")))]
+pub(super) async fn untrusted_jwks() -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    (
+        [(header::CONTENT_TYPE, "application/jwk-set+json")],
+        crate::certify::untrusted_jwks().to_string(),
+    )
+        .into_response()
+}
+
+/// V-3: the certification's untrusted key as a self-signed certificate — where its `x5u`
+/// proof points. Never a key of the platform's.
+#[utoipa::path(get, path = "/.well-known/countersign-certification/untrusted-cert.pem", tag = "keys", security(()),
+    responses((status = 200, description = "A self-signed certificate of the certification's untrusted key (never trust it)")))]
+pub(super) async fn untrusted_cert() -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    (
+        [(header::CONTENT_TYPE, "application/x-pem-file")],
+        crate::certify::UNTRUSTED_CERT,
+    )
+        .into_response()
+}

@@ -12,6 +12,28 @@ use serde_json::{Value, json};
 /// proofs with it. Public on purpose (it is in the source).
 pub const UNTRUSTED_KEY: &str = include_str!("untrusted-key.pem");
 
+/// A self-signed certificate of [`UNTRUSTED_KEY`] (the `x5u` proof's), public likewise.
+pub const UNTRUSTED_CERT: &str = include_str!("untrusted-cert.pem");
+
+/// Where the messages function serves [`UNTRUSTED_KEY`]'s public JWK Set (the `jku`
+/// proof's key URL). Never the platform's keys: a provider that fetches it and trusts
+/// what it finds executes a proof the platform did not sign.
+pub const UNTRUSTED_JWKS_PATH: &str = "/.well-known/countersign-certification/untrusted-jwks.json";
+
+/// Where the messages function serves [`UNTRUSTED_CERT`] (the `x5u` proof's).
+pub const UNTRUSTED_CERT_PATH: &str = "/.well-known/countersign-certification/untrusted-cert.pem";
+
+/// The JWK Set a `jku`-following provider finds: [`UNTRUSTED_KEY`]'s public key, under
+/// the `kid` the `jku` and `x5u` proofs carry.
+pub fn untrusted_jwks() -> Value {
+    let mut jwk = untrusted_jwk().unwrap_or(Value::Null);
+    if let Some(k) = jwk.as_object_mut() {
+        k.insert("kid".into(), json!("attacker"));
+        k.insert("use".into(), json!("sig"));
+    }
+    json!({"keys": [jwk]})
+}
+
 /// One bad proof of H-3: its check id, what it is, and what the provider must check.
 pub(super) struct BadProof {
     pub(super) id: &'static str,
@@ -198,6 +220,16 @@ impl Run<'_> {
         Some(c)
     }
 
+    /// `path` on this deployment, where the run's untrusted key is served; an address that
+    /// does not resolve when the run does not know its own origin.
+    fn key_url(&self, path: &str) -> String {
+        let base = self
+            .key_urls
+            .as_deref()
+            .unwrap_or("https://keys.attacker.example");
+        format!("{}{path}", base.trim_end_matches('/'))
+    }
+
     /// The proof of check `id` for `target` (`None`: no proof at all): the platform's
     /// signature over one wrong claim, or a right claim set under a wrong header, key or
     /// algorithm.
@@ -247,12 +279,12 @@ impl Run<'_> {
             }
             "proof.other_key" => attacker(json!({}))?,
             "proof.embedded_jwk" => attacker(json!({"kid": "attacker", "jwk": untrusted_jwk()?}))?,
-            "proof.jku" => attacker(
-                json!({"kid": "attacker", "jku": "https://keys.attacker.example/jwks.json"}),
-            )?,
-            "proof.x5u" => attacker(
-                json!({"kid": "attacker", "x5u": "https://keys.attacker.example/cert.pem"}),
-            )?,
+            "proof.jku" => {
+                attacker(json!({"kid": "attacker", "jku": self.key_url(UNTRUSTED_JWKS_PATH)}))?
+            }
+            "proof.x5u" => {
+                attacker(json!({"kid": "attacker", "x5u": self.key_url(UNTRUSTED_CERT_PATH)}))?
+            }
             "proof.unknown_kid" => platform(header(json!({"kid": "never-published"}))).await?,
             "proof.wrong_typ" => platform(header(json!({"typ": "JWT"}))).await?,
             _ => return Err(()),

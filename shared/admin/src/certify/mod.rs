@@ -20,7 +20,9 @@ mod actions;
 mod forge;
 mod judge;
 
-pub use forge::UNTRUSTED_KEY;
+pub use forge::{
+    UNTRUSTED_CERT, UNTRUSTED_CERT_PATH, UNTRUSTED_JWKS_PATH, UNTRUSTED_KEY, untrusted_jwks,
+};
 
 use crate::mcp;
 use crate::state::{AdminError, AdminState, store_down};
@@ -64,6 +66,11 @@ pub struct CertifyRequest {
     /// the test person. Without it no valid proof and nothing the platform signed is sent
     /// (N-7: only proofs no verifier of its signature accepts), and those checks are skipped.
     pub consent: bool,
+    /// Where this deployment serves the run's untrusted key (its origin, as the request
+    /// reached it): the `jku` and `x5u` proofs point there, so a provider that follows
+    /// them really finds a key that verifies the proof — and fails the check. Without
+    /// it they point at a name that does not resolve.
+    pub key_urls: Option<String>,
 }
 
 /// H-1: runs every check on the saved configuration and stores the result with the
@@ -112,6 +119,7 @@ async fn run_held(
         checks: Checks::default(),
         jtis: Mutex::new(Vec::new()),
         executed: Vec::new(),
+        key_urls: request.key_urls.clone(),
     };
     run.all(request).await;
     let certification = Certification {
@@ -245,6 +253,8 @@ struct Run<'a> {
     jtis: Mutex<Vec<String>>,
     /// The actions executed with a valid proof.
     executed: Vec<String>,
+    /// This deployment's origin, where the `jku` and `x5u` proofs point (V-3).
+    key_urls: Option<String>,
 }
 
 /// How a check that the provider must refuse something ended.

@@ -5,10 +5,15 @@ use super::*;
 /// The certification run started from the panel (H-1), served by the messages function.
 pub(super) async fn certification(
     State(state): State<AdminState>,
+    headers: HeaderMap,
     Guarded { session, form }: Guarded,
 ) -> Response {
     let request = match certification_request(&form) {
-        Ok(r) => r,
+        // V-3: the jku and x5u proofs point at this deployment's untrusted key.
+        Ok(r) => CertifyRequest {
+            key_urls: Some(countersign_http::pages::origin_of(&headers)),
+            ..r
+        },
         Err(errors) => {
             return html(
                 StatusCode::BAD_REQUEST,
@@ -106,6 +111,7 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
             consultations,
             actions,
             consent: form.get("consent") == Some("yes"),
+            key_urls: None,
         }),
         _ => Err(errors),
     }

@@ -77,12 +77,24 @@ fn cars_schema() -> Value {
 }
 
 fn config(token: &str, enabled: bool) -> Value {
+    config_of(token, enabled, &["move"])
+}
+
+fn config_of(token: &str, enabled: bool, operations: &[&str]) -> Value {
     json!({
         "serverUrl": URL,
         "serviceToken": token,
         "allowedTools": ["get_cars"],
-        "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ["move"]}
+        "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": operations}
     })
+}
+
+/// The operation a test action id was prepared for: `act_<operation>_<n>`.
+fn operation_of(action_id: &str) -> &str {
+    action_id
+        .strip_prefix("act_")
+        .and_then(|rest| rest.rsplit_once('_'))
+        .map_or("move", |(op, _)| op)
 }
 
 /// How the scripted provider verifies proofs: all `false` is a provider that honours the
@@ -109,6 +121,62 @@ struct Lax {
     first_execute_per_conversation: bool,
     /// N-7: verifies nothing, and executes only the first execute of the run.
     first_execute_of_run: bool,
+    /// Weak test 5: follows a proof's `jku` or `x5u` to the key it names (fetched from
+    /// the messages function's router, as a real provider would over the network) and
+    /// trusts it when its signature checks out.
+    follow_key_urls: bool,
+}
+
+/// Where the test runs say the deployment is (`CertifyRequest::key_urls`).
+const ORIGIN: &str = "https://countersign.test";
+
+/// A provider that trusts a header's key URL: fetches what `jku` or `x5u` names from the
+/// platform's router and accepts the proof when that key verifies it. `None` when the
+/// header names no key URL of the platform's.
+fn follows_key_url(call: &countersign_testkit::ProviderCall, state: &AdminState) -> Option<bool> {
+    let proof = call.proof.as_deref()?;
+    let header = jsonwebtoken::decode_header(proof).ok()?;
+    let url = header.jku.or(header.x5u)?;
+    let path = url.strip_prefix(ORIGIN)?.to_owned();
+    // The run is inside the provider's answer; the fetch runs on its own thread.
+    let state = state.clone();
+    let jwks = std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                use tower::ServiceExt as _;
+                let res = countersign_admin::api::certification_router(state)
+                    .oneshot(
+                        http::Request::get(&path)
+                            .body(axum::body::Body::empty())
+                            .unwrap(),
+                    )
+                    .await
+                    .unwrap();
+                let bytes = axum::body::to_bytes(res.into_body(), 1 << 16)
+                    .await
+                    .unwrap();
+                (path, bytes)
+            })
+    })
+    .join()
+    .unwrap();
+    let (path, body) = jwks;
+    let jwk_set: jsonwebtoken::jwk::JwkSet = if path.ends_with(".pem") {
+        // The certificate carries the key of the JWK Set served beside it (checked in
+        // `v3_the_untrusted_key_urls_serve_the_key_that_signed_those_proofs`).
+        serde_json::from_value(countersign_admin::certify::untrusted_jwks()).unwrap()
+    } else {
+        serde_json::from_slice(&body).unwrap()
+    };
+    let kid = header.kid?;
+    let jwk = jwk_set.find(&kid)?;
+    let key = jsonwebtoken::DecodingKey::from_jwk(jwk).ok()?;
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    validation.validate_exp = false;
+    validation.validate_aud = false;
+    validation.required_spec_claims.clear();
+    Some(jsonwebtoken::decode::<Value>(proof, &key, &validation).is_ok())
 }
 
 /// Why `proof` is not valid for `call`, as a provider verifying it would say; `None`
@@ -144,8 +212,9 @@ fn invalid(
         return Some("signature");
     }
     let id = call.arguments["actionId"].as_str().unwrap_or("");
+    let operation = operation_of(id);
     let prepared =
-        prepare_answer(id, "move", "Move the session.", "-")["structuredContent"].clone();
+        prepare_answer(id, operation, "Move the session.", "-")["structuredContent"].clone();
     let (iat, exp) = (
         claims["iat"].as_i64().unwrap_or(0),
         claims["exp"].as_i64().unwrap_or(0),
@@ -167,7 +236,7 @@ fn invalid(
             "conversationId",
         ),
         (claims["actionId"] != id, "actionId"),
-        (claims["operation"] != "move", "operation"),
+        (claims["operation"] != operation, "operation"),
         (
             claims["argumentsHash"] != prepared["argumentsHash"],
             "argumentsHash",
@@ -188,6 +257,11 @@ async fn env() -> Env {
 /// A provider that verifies proofs as `lax` says: executed actions are `completed`, the
 /// others stay `pending_confirmation`.
 async fn env_with(lax: Lax) -> Env {
+    env_of(lax, &["move"]).await
+}
+
+/// The same, with the action policy's `operations`.
+async fn env_of(lax: Lax, operations: &[&str]) -> Env {
     let clock = Arc::new(TestClock::default());
     let ids = Arc::new(SeqIds::new(clock.clone()));
     let store = Arc::new(MemoryStore::default());
@@ -215,9 +289,13 @@ async fn env_with(lax: Lax) -> Env {
         action_tool("execute_action", &["actionId"]),
         action_tool("get_action_status", &["actionId"]),
     ]);
-    mcp::put(&state, &registered.tenant, &config("tok-1", false))
-        .await
-        .unwrap();
+    mcp::put(
+        &state,
+        &registered.tenant,
+        &config_of("tok-1", false, operations),
+    )
+    .await
+    .unwrap();
     let expires = clock.now().plus_seconds(240).to_rfc3339();
     let n = AtomicU32::new(0);
     let wrong_token = move |call: &countersign_testkit::ProviderCall| {
@@ -229,8 +307,14 @@ async fn env_with(lax: Lax) -> Env {
         if let Some(refusal) = wrong_token(call) {
             return refusal;
         }
-        let id = format!("act_{}", n.fetch_add(1, Ordering::SeqCst));
-        Reply::Result(prepare_answer(&id, "move", "Move the session.", &expires))
+        let operation = call.arguments["operation"].as_str().unwrap_or("move");
+        let id = format!("act_{operation}_{}", n.fetch_add(1, Ordering::SeqCst));
+        Reply::Result(prepare_answer(
+            &id,
+            operation,
+            "Move the session.",
+            &expires,
+        ))
     });
     provider.answer_with("get_cars", move |call| {
         if let Some(refusal) = wrong_token(call) {
@@ -248,9 +332,16 @@ async fn env_with(lax: Lax) -> Env {
     );
     let conversations = Mutex::new(BTreeSet::<String>::new());
     let first_of_run = std::sync::atomic::AtomicBool::new(true);
+    let platform = state.clone();
     provider.answer_with("execute_action", move |call| {
         let id = call.arguments["actionId"].as_str().unwrap().to_owned();
-        let refused = if lax.first_execute_per_conversation {
+        let followed = lax
+            .follow_key_urls
+            .then(|| follows_key_url(call, &platform))
+            .flatten();
+        let refused = if let Some(trusted) = followed {
+            !trusted
+        } else if lax.first_execute_per_conversation {
             !conversations
                 .lock()
                 .unwrap()
@@ -297,6 +388,7 @@ fn request() -> CertifyRequest {
         consultations: [("get_cars".to_owned(), Map::new())].into(),
         actions: [("move".to_owned(), Map::new())].into(),
         consent: true,
+        key_urls: Some(ORIGIN.to_owned()),
     }
 }
 
@@ -367,7 +459,8 @@ async fn v3_a_conforming_provider_passes_executing_one_action_per_operation() {
         platform_signed += 1;
         let id = call.arguments["actionId"].as_str().unwrap();
         let prepared =
-            prepare_answer(id, "move", "Move the session.", "-")["structuredContent"].clone();
+            prepare_answer(id, operation_of(id), "Move the session.", "-")["structuredContent"]
+                .clone();
         let (iat, exp) = (
             claims["iat"].as_i64().unwrap(),
             claims["exp"].as_i64().unwrap(),
@@ -382,7 +475,7 @@ async fn v3_a_conforming_provider_passes_executing_one_action_per_operation() {
             claims["tenantId"] != e.tenant.id.as_str(),
             claims["conversationId"] != call.conversation.as_str(),
             claims["actionId"] != id,
-            claims["operation"] != "move",
+            claims["operation"] != operation_of(id),
             claims["argumentsHash"] != prepared["argumentsHash"],
             claims["summaryHash"] != prepared["summaryHash"],
         ];
@@ -417,6 +510,144 @@ async fn v3_a_conforming_provider_passes_executing_one_action_per_operation() {
     assert_eq!(record.changes["consent"], true);
     // The prepared action was pending before its execution; every bad proof's stays so.
     assert_eq!(e.provider.calls_of("get_action_status").len(), 22);
+}
+
+/// V-3 over two operations: every configured operation is prepared and exactly one action
+/// of each is executed with the run's valid proof, each with its own check; the bad-proof
+/// series is sent for each and refused. A run that handled only the first operation fails
+/// here (the second's check would be missing and nothing of it executed).
+#[tokio::test]
+async fn v3_a_run_over_two_operations_prepares_and_executes_each() {
+    let e = env_of(Lax::default(), &["move", "rename"]).await;
+    let mut req = request();
+    req.actions.insert("rename".to_owned(), Map::new());
+    let run = certify::run(&e.state, &e.tenant, &req).await.unwrap();
+    assert!(run.passed(), "{run:#?}");
+    assert_eq!(
+        run.subject.operations,
+        vec!["move".to_owned(), "rename".to_owned()]
+    );
+    for op in ["move", "rename"] {
+        assert_eq!(
+            status(&run, &format!("actions.execute.{op}")),
+            CheckStatus::Passed,
+            "{op}"
+        );
+        let prepared = e
+            .provider
+            .calls()
+            .iter()
+            .filter(|c| c.tool == "prepare_action" && c.arguments["operation"] == op)
+            .count();
+        assert!(prepared >= 1, "{op} was prepared");
+        let executed: BTreeSet<String> = e
+            .provider
+            .calls()
+            .iter()
+            .filter(|c| c.tool == "execute_action" && c.proof.is_some())
+            .filter(|c| {
+                let id = c.arguments["actionId"].as_str().unwrap();
+                operation_of(id) == op
+                    && invalid(
+                        c,
+                        e.tenant.id.as_str(),
+                        e.clock.now().unix_seconds(),
+                        Lax::default(),
+                    )
+                    .is_none()
+            })
+            .map(|c| c.arguments["actionId"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            executed.len(),
+            1,
+            "exactly one {op} action executed with a valid proof: {executed:?}"
+        );
+    }
+}
+
+/// Weak test 5 (V-3): the `jku` and `x5u` proofs point at keys this deployment really
+/// serves, so a provider that follows them finds a key that verifies the proof, executes
+/// it, and fails exactly those two checks (before, they pointed at a name that did not
+/// resolve, and such a provider "refused" them by failing to fetch).
+#[tokio::test]
+async fn v3_a_provider_that_follows_jku_or_x5u_fails_those_checks() {
+    let e = env_with(Lax {
+        follow_key_urls: true,
+        ..Lax::default()
+    })
+    .await;
+    let run = certify::run(&e.state, &e.tenant, &request()).await.unwrap();
+    assert!(!run.passed(), "{run:#?}");
+    for id in ["proof.jku", "proof.x5u"] {
+        assert_eq!(status(&run, id), CheckStatus::Failed, "{id}: {run:#?}");
+    }
+    let failed: Vec<&str> = run
+        .checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Failed)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(failed, ["proof.jku", "proof.x5u"], "nothing else failed");
+    // The same provider, with the run not knowing its origin: the URLs do not resolve,
+    // the provider cannot follow them, and the checks pass — the weakness this closes.
+    let e = env_with(Lax {
+        follow_key_urls: true,
+        ..Lax::default()
+    })
+    .await;
+    let blind = CertifyRequest {
+        key_urls: None,
+        ..request()
+    };
+    let run = certify::run(&e.state, &e.tenant, &blind).await.unwrap();
+    assert_eq!(status(&run, "proof.jku"), CheckStatus::Passed);
+}
+
+/// The untrusted key URLs serve the key that signed the `jku`/`x5u` proofs: the JWK Set
+/// verifies them, and the certificate carries the same public key (its modulus is in the
+/// certificate's DER) — and neither is ever one of the platform's keys.
+#[tokio::test]
+async fn v3_the_untrusted_key_urls_serve_the_key_that_signed_those_proofs() {
+    use tower::ServiceExt as _;
+    let e = env().await;
+    let get = |path: &'static str| {
+        let state = e.state.clone();
+        async move {
+            let res = countersign_admin::api::certification_router(state)
+                .oneshot(
+                    http::Request::get(path)
+                        .body(axum::body::Body::empty())
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(res.status(), http::StatusCode::OK, "{path}");
+            axum::body::to_bytes(res.into_body(), 1 << 16)
+                .await
+                .unwrap()
+        }
+    };
+    let jwks: Value = serde_json::from_slice(&get(certify::UNTRUSTED_JWKS_PATH).await).unwrap();
+    let n = URL_SAFE_NO_PAD
+        .decode(jwks["keys"][0]["n"].as_str().unwrap())
+        .unwrap();
+    let pem = String::from_utf8(get(certify::UNTRUSTED_CERT_PATH).await.to_vec()).unwrap();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap();
+    assert!(
+        der.windows(n.len()).any(|w| w == n.as_slice()),
+        "the certificate carries the key"
+    );
+    let platform = e.state.signer.verification_key().await.unwrap();
+    assert_ne!(jwks["keys"][0]["kid"], platform.key_id.as_str());
+    assert!(
+        !platform
+            .public_key_pem
+            .contains(&URL_SAFE_NO_PAD.encode(&n))
+    );
 }
 
 /// V-3: without the administrator's consent nothing is executed: no valid proof is sent,
