@@ -840,3 +840,84 @@ async fn v7_the_panel_answers_a_run_already_in_flight_with_429() {
         "nothing ran at the provider"
     );
 }
+
+/// C-7 through the panel: with actions on, an administrator who edits only the
+/// consultations — the form posted as the page filled it in — keeps the action policy:
+/// still enabled, the same operations, `actions_version` unchanged (C-8: no pending
+/// proposal is voided). A page that did not carry the policy back would switch actions off.
+#[tokio::test]
+async fn c7_editing_the_consultations_keeps_actions_on() {
+    use countersign_domain::ports::{AuditEntry, McpSettings as _};
+    let e = env(false, "Keeps").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let url = "https://mcp.example.com/mcp";
+    let saved = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(&csrf, url, "svc_1")),
+        None,
+    )
+    .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
+    // Actions switched on as a passing certification would let the administrator do.
+    let mut stored = e.store.get_mcp_config(&e.tenant.id).await.unwrap().unwrap();
+    let before = stored.version;
+    stored.config.action_policy.enabled = true;
+    stored.version += 1;
+    stored.actions_version = stored.version;
+    let audit = AuditEntry {
+        id: e.state.ids.audit_id(),
+        at: e.state.clock.now(),
+        actor: "test".into(),
+        action: "mcp.put".into(),
+        changes: json!({}),
+    };
+    e.store
+        .put_mcp_config(&e.tenant.id, &stored, Some(before), &audit)
+        .await
+        .unwrap();
+    let on = e.store.get_mcp_config(&e.tenant.id).await.unwrap().unwrap();
+    // The page, as the browser gets it, and its form posted back with one consultation
+    // less: every field as the page filled it in.
+    let page = send(&e, "GET", "/admin/mcp", Some(&cookie), None, None).await;
+    let value_of = |name: &str| -> Option<String> {
+        let tag = page
+            .body
+            .split('<')
+            .find(|t| t.starts_with("input") && t.contains(&format!("name=\"{name}\"")))?;
+        let value = tag.split("value=\"").nth(1)?.split('"').next()?.to_owned();
+        (name != "enabled" || tag.contains("checked")).then_some(value)
+    };
+    let mut form = format!(
+        "csrf={}&serverUrl={}&audience={}&serviceToken=&allowedToolsText=get_user_cars",
+        enc(&csrf),
+        enc(&value_of("serverUrl").unwrap()),
+        enc(&value_of("audience").unwrap_or_default()),
+    );
+    form.push_str(&format!(
+        "&operations={}",
+        enc(&value_of("operations").unwrap())
+    ));
+    if let Some(v) = value_of("enabled") {
+        form.push_str(&format!("&enabled={}", enc(&v)));
+    }
+    let edited = send(&e, "POST", "/admin/mcp", Some(&cookie), Some(&form), None).await;
+    assert_eq!(edited.status, StatusCode::SEE_OTHER, "{}", edited.body);
+    let after = e.store.get_mcp_config(&e.tenant.id).await.unwrap().unwrap();
+    assert_eq!(
+        after.config.allowed_tools.len(),
+        1,
+        "the consultation edit was saved"
+    );
+    assert!(after.config.action_policy.enabled, "actions stay on");
+    assert_eq!(
+        after.config.action_policy.operations,
+        on.config.action_policy.operations
+    );
+    assert_eq!(
+        after.actions_version, on.actions_version,
+        "C-8: nothing pending is voided"
+    );
+}
