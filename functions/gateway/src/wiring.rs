@@ -128,12 +128,7 @@ mod tests {
     use super::*;
 
     fn read(vars: &[(&str, &str)]) -> Result<Config, EnvError> {
-        let get = |k: &str| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| (*v).to_owned())
-        };
-        Config::read(&Env::new(&get))
+        Config::from_pairs(vars)
     }
 
     /// Decision 0021: the gateway budget defaults to 120 a minute; 0 or a non-number is

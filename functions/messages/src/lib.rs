@@ -312,12 +312,7 @@ mod tests {
     use super::*;
 
     fn read(vars: &[(&str, &str)]) -> Result<Config, EnvError> {
-        let get = |k: &str| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| (*v).to_owned())
-        };
-        Config::read(&Env::new(&get))
+        Config::from_pairs(vars)
     }
 
     #[test]

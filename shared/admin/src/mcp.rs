@@ -145,11 +145,7 @@ pub async fn approve(
         token,
         current.version,
     )?;
-    let published = state
-        .provider
-        .list_tools(&ctx)
-        .await
-        .map_err(|e| AdminError::ProviderUnreachable(provider_problem(&e)))?;
+    let published = listed(state, &ctx).await?;
     let operations = &current.config.action_policy.operations;
     let refusal = match published.iter().find(|t| t.name.as_str() == name) {
         None => Some(vetting::NotAConsultation::NotListed),
@@ -296,11 +292,7 @@ async fn vet(
         config.service_token.clone(),
         version,
     )?;
-    let published = state
-        .provider
-        .list_tools(&ctx)
-        .await
-        .map_err(|e| AdminError::ProviderUnreachable(provider_problem(&e)))?;
+    let published = listed(state, &ctx).await?;
     let refused = vetting::refusals(
         &config.allowed_tools,
         &published,
@@ -318,6 +310,19 @@ async fn vet(
             })
             .collect(),
     ))
+}
+
+/// The server's `tools/list` now, as a save and an approval read it (V-1, V-2): a failure
+/// is the provider unreachable, in its own words.
+async fn listed(
+    state: &AdminState,
+    ctx: &ProviderContext,
+) -> Result<Vec<ProviderTool>, AdminError> {
+    state
+        .provider
+        .list_tools(ctx)
+        .await
+        .map_err(|e| AdminError::ProviderUnreachable(provider_problem(&e)))
 }
 
 /// What an administrator can act on when their server's `tools/list` failed.

@@ -39,6 +39,16 @@ pub trait FromEnv: Sized {
     fn from_env() -> Result<Self, EnvError> {
         Self::read(&Env::new(&process_env))
     }
+
+    /// From `vars` alone, as if they were the whole environment (tests).
+    fn from_pairs(vars: &[(&str, &str)]) -> Result<Self, EnvError> {
+        let get = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        Self::read(&Env::new(&get))
+    }
 }
 
 /// The process environment as a lookup.
