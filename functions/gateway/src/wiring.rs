@@ -100,6 +100,7 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
     let preparer = ConnectingPreparer {
         preparation: Preparation {
             conversations: Arc::new(store.clone()),
+            proposals: Arc::new(store.clone()),
             integration: integration.clone(),
             signer: Arc::new(settings.signer(sdk)),
             clock: Arc::new(SystemClock),

@@ -207,6 +207,8 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
         IntegrationService::new(Arc::new(store.clone()), secrets.clone(), Arc::new(provider));
     let mut chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
+        proposals: Arc::new(store.clone()),
+        unsettled: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
         settings: Arc::new(store.clone()),
         integration: Arc::new(integration),

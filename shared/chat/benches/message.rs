@@ -140,6 +140,8 @@ async fn setup() -> Bench {
     let tenant = tenant_with_integration(&store, &secrets, &ids, &clock).await;
     let chat = Chat::new(ChatParts {
         conversations: store.clone(),
+        proposals: store.clone(),
+        unsettled: store.clone(),
         tenants: store.clone(),
         settings: store.clone(),
         integration: Arc::new(IntegrationService::new(store.clone(), secrets, provider)),

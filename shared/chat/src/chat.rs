@@ -246,7 +246,7 @@ impl Chat {
         let now = self.parts.clock.now();
         if let Err(e) = self
             .parts
-            .conversations
+            .proposals
             .mark_served(&p.tenant, &p.case, &p.action_id, now)
             .await
         {
@@ -537,7 +537,7 @@ impl Chat {
         let notice = self.notice(&p.case, text);
         let outcome = self
             .parts
-            .conversations
+            .proposals
             .transition(
                 &who.tenant,
                 &p.case,

@@ -41,7 +41,7 @@ impl Chat {
         // the confirmation and the `executing` state are durable before anything
         // is signed or sent.
         let write = confirm_write(who, &p, &message);
-        let outcome = match self.parts.conversations.confirm(&write).await {
+        let outcome = match self.parts.proposals.confirm(&write).await {
             Ok(outcome) => outcome,
             // the store could not tell whether the write committed (issue 27): one more
             // read before answering "unavailable", so that a confirmation that did commit

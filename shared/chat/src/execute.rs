@@ -269,7 +269,7 @@ impl Chat {
         let now = self.parts.clock.now();
         let noted = self
             .parts
-            .conversations
+            .unsettled
             .note_status(&who.tenant, &p.action_id, seen, now)
             .await;
         if let Err(e) = noted {
@@ -292,7 +292,7 @@ impl Chat {
         if from == to {
             return self.store(who, &message, out).await;
         }
-        let store = &self.parts.conversations;
+        let store = &self.parts.proposals;
         let (tenant, case, id) = (&who.tenant, &p.case, &p.action_id);
         let first = store
             .transition(tenant, case, id, from, to, Some(&message))
@@ -309,7 +309,10 @@ impl Chat {
             again == TransitionOutcome::Applied
         } else if first == unknown_now && to == ProposalState::Unknown {
             // A status query marked it unknown first: the person is still told.
-            store.append_message(tenant, &message).await?;
+            self.parts
+                .conversations
+                .append_message(tenant, &message)
+                .await?;
             true
         } else {
             false

@@ -79,6 +79,7 @@ impl TurnPreparer {
         Self {
             preparation: Preparation {
                 conversations: parts.conversations,
+                proposals: parts.proposals,
                 integration: parts.integration,
                 signer: parts.signer,
                 clock: parts.clock,

@@ -4,8 +4,8 @@
 //! each of those depends on this module and none on another's file for its types.
 
 use countersign_domain::ports::{
-    Clock, ConversationStore, Ids, McpSettings, Model, ProofSigner, RateLimiter, StoreError,
-    Tenants,
+    Clock, Conversations, Ids, McpSettings, Model, ProofSigner, ProposalLock, RateLimiter,
+    StoreError, Tenants, UnsettledIndex,
 };
 use countersign_tools::builtins::CallContext;
 use countersign_tools::integration::IntegrationService;
@@ -124,8 +124,13 @@ impl std::fmt::Debug for Chat {
 /// The ports and settings of [`Chat`] (cheap to clone: shared handles).
 #[derive(Clone)]
 pub struct ChatParts {
-    /// Cases, messages, proposals.
-    pub conversations: Arc<dyn ConversationStore>,
+    /// Cases and messages.
+    pub conversations: Arc<dyn Conversations>,
+    /// Proposals: their creation, confirmation and transitions (the one-pending rule is
+    /// the store's, A-15 … A-17).
+    pub proposals: Arc<dyn ProposalLock>,
+    /// Actions whose outcome is unknown: the status a reconciliation saw.
+    pub unsettled: Arc<dyn UnsettledIndex>,
     /// The tenants (each turn reads its tenant).
     pub tenants: Arc<dyn Tenants>,
     /// The tenants' MCP settings (the built-in tools read them).

@@ -12,7 +12,8 @@ use countersign_domain::config::ActionPolicy;
 use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::OperationName;
 use countersign_domain::ports::{
-    Clock, ConversationStore, CreateProposalOutcome, Ids, NewMessage, ProofSigner, SignerError,
+    Clock, Conversations, CreateProposalOutcome, Ids, NewMessage, ProofSigner, ProposalLock,
+    SignerError,
 };
 use countersign_domain::prepare::{PreparedAction as Prepared, parse_prepare_answer};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
@@ -28,8 +29,10 @@ const TOOL: &str = "prepare_action";
 /// The ports a preparation uses.
 #[derive(Clone)]
 pub struct Preparation {
-    /// Cases and proposals (the one-pending rule is the store's, A-15 … A-17).
-    pub conversations: Arc<dyn ConversationStore>,
+    /// Cases and messages.
+    pub conversations: Arc<dyn Conversations>,
+    /// Proposals (the one-pending rule is the store's, A-15 … A-17).
+    pub proposals: Arc<dyn ProposalLock>,
     /// The tenant's server.
     pub integration: Arc<IntegrationService>,
     /// The proof key (C-6: no proposal without a key that can sign its confirmation).
@@ -208,7 +211,8 @@ impl Preparation {
                 ProposalState::PendingConfirmation,
                 ProposalState::Superseded,
             );
-            let outcome = store
+            let outcome = self
+                .proposals
                 .transition(tenant, &ctx.case, &active.action_id, from, to, None)
                 .await
                 .map_err(|e| from_store(TOOL, &e))?;
@@ -291,7 +295,7 @@ impl Preparation {
     /// Stores the proposal with its presentation (A-14 … A-17 held by the store).
     async fn store(&self, proposal: &Proposal, message: &NewMessage) -> Result<(), ToolError> {
         let outcome = self
-            .conversations
+            .proposals
             .create_proposal(proposal, std::slice::from_ref(message))
             .await
             .map_err(|e| from_store(TOOL, &e))?;

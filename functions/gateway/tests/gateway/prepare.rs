@@ -81,6 +81,7 @@ async fn env(budget: Option<u32>) -> Env {
             actions: Some(Arc::new(ConnectingPreparer {
                 preparation: Preparation {
                     conversations: store.clone(),
+                    proposals: store.clone(),
                     integration: integration.clone(),
                     signer: signer.clone(),
                     clock: Arc::new(SystemClock),

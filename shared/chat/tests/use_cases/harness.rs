@@ -73,6 +73,8 @@ impl H {
         provider.publish(vec![tool(CONSULTATION), tool("delete_everything")]);
         let parts = ChatParts {
             conversations: store.clone(),
+            proposals: store.clone(),
+            unsettled: store.clone(),
             tenants: store.clone(),
             settings: store.clone(),
             integration: Arc::new(IntegrationService::new(

@@ -43,6 +43,8 @@ async fn serve(stack: &Stack, sdk: &aws_config::SdkConfig, calls: &CallLog) -> S
         .unwrap();
     let chat = Chat::new(ChatParts {
         conversations: Arc::new(store.clone()),
+        proposals: Arc::new(store.clone()),
+        unsettled: Arc::new(store.clone()),
         tenants: Arc::new(store.clone()),
         settings: Arc::new(store.clone()),
         integration: Arc::new(countersign_tools::integration::IntegrationService::new(
