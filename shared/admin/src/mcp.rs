@@ -5,7 +5,9 @@
 
 use crate::state::{AdminError, AdminState, secrets_down, store_down};
 use countersign_domain::certification::CertifiedSubject;
-use countersign_domain::config::{McpConfig, service_token_secret_name, validate_mcp_config};
+use countersign_domain::config::{
+    ConfigError, McpConfig, service_token_secret_name, validate_mcp_config,
+};
 use countersign_domain::conversation::{Message, MessageKind, Role};
 use countersign_domain::ids::{CaseId, UserId};
 use countersign_domain::pinning;
@@ -43,7 +45,34 @@ pub async fn current(
 /// of URL, token, audience or action policy moves `actions_version` (C-7, C-8); every
 /// save then cancels the proposals prepared under other action settings.
 pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<McpView, AdminError> {
-    let mut config = validate(state, body).await?;
+    let config = validate_mcp_config(body, state.url_policy).map_err(refused)?;
+    save_config(state, tenant, config).await
+}
+
+/// A configuration's broken rules as the use cases refuse them (every one, the first
+/// named).
+pub fn refused(errors: Vec<ConfigError>) -> AdminError {
+    let errors: Vec<(String, String)> = errors
+        .iter()
+        .map(|e| (e.field.clone(), e.to_string()))
+        .collect();
+    let (field, message) = errors.first().cloned().unwrap_or_default();
+    AdminError::Invalid {
+        field,
+        message,
+        errors,
+    }
+}
+
+/// The save itself, given a configuration its edge parsed and checked against the rules
+/// (the API's JSON body, the panel's form): what [`put`] says, from D-5's check of the
+/// host on.
+pub async fn save_config(
+    state: &AdminState,
+    tenant: &Tenant,
+    config: McpConfig,
+) -> Result<McpView, AdminError> {
+    let mut config = admissible(state, config).await?;
     let current = current(state, tenant).await?;
     let old_token = token_of(state, tenant, current.as_ref()).await?;
     let old_token = old_token.as_ref().map(SecretString::expose);
@@ -385,19 +414,8 @@ async fn save(
 
 /// The body's configuration, if every rule holds (C-3, C-4, C-7; D-5 on the resolved
 /// host; C-6 for enabling).
-async fn validate(state: &AdminState, body: &Value) -> Result<McpConfig, AdminError> {
-    let config = validate_mcp_config(body, state.url_policy).map_err(|errors| {
-        let errors: Vec<(String, String)> = errors
-            .iter()
-            .map(|e| (e.field.clone(), e.to_string()))
-            .collect();
-        let (field, message) = errors.first().cloned().unwrap_or_default();
-        AdminError::Invalid {
-            field,
-            message,
-            errors,
-        }
-    })?;
+/// What the rules cannot say without I/O: D-5's host check, C-6's signing key.
+async fn admissible(state: &AdminState, config: McpConfig) -> Result<McpConfig, AdminError> {
     // D-5: the host must resolve only to public addresses (checked again at connect time).
     let resolver = state.resolver.as_ref();
     let policy = state.url_policy;

@@ -286,14 +286,16 @@ impl Errors {
     }
 }
 
-const TOP_FIELDS: [&str; 5] = [
+/// The fields of a `PUT mcp` body (any other is refused).
+pub const TOP_FIELDS: [&str; 5] = [
     "serverUrl",
     "serviceToken",
     "allowedTools",
     "actionPolicy",
     "audience",
 ];
-const POLICY_FIELDS: [&str; 3] = ["contractVersion", "enabled", "operations"];
+/// The fields of its `actionPolicy`.
+pub const POLICY_FIELDS: [&str; 3] = ["contractVersion", "enabled", "operations"];
 
 fn unknown_fields(obj: &Map<String, Value>, allowed: &[&str], prefix: &str, errs: &mut Errors) {
     for k in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
@@ -314,7 +316,7 @@ fn header_safe(field: &str, s: &str, max: usize, errs: &mut Errors) -> bool {
     errs.0.len() == before
 }
 
-fn string_list<'a>(v: &'a Value, field: &str, errs: &mut Errors) -> Option<Vec<(usize, &'a str)>> {
+fn string_list(v: &Value, field: &str, errs: &mut Errors) -> Given<Vec<(usize, String)>> {
     let Value::Array(items) = v else {
         errs.push(
             field,
@@ -322,12 +324,12 @@ fn string_list<'a>(v: &'a Value, field: &str, errs: &mut Errors) -> Option<Vec<(
                 expected: "an array of strings",
             },
         );
-        return None;
+        return Given::Refused;
     };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         match item {
-            Value::String(s) => out.push((i, s.as_str())),
+            Value::String(s) => out.push((i, s.clone())),
             _ => errs.push(
                 format!("{field}[{i}]"),
                 ConfigErrorReason::WrongType {
@@ -336,39 +338,20 @@ fn string_list<'a>(v: &'a Value, field: &str, errs: &mut Errors) -> Option<Vec<(
             ),
         }
     }
-    Some(out)
+    Given::Value(out)
 }
 
-/// A string field: `Ok(None)` when absent or null, `Err(())` (recorded) when not a string.
-fn string_field<'a>(
-    obj: &'a Map<String, Value>,
-    field: &str,
-    errs: &mut Errors,
-) -> Result<Option<&'a str>, ()> {
+/// A string field as given: absent when missing or null, refused (reported) when not a
+/// string.
+fn string_field(obj: &Map<String, Value>, field: &str, errs: &mut Errors) -> Given<String> {
     match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
+        None | Some(Value::Null) => Given::Absent,
+        Some(Value::String(s)) => Given::Value(s.clone()),
         Some(_) => {
             let expected = "a string";
             errs.push(field, ConfigErrorReason::WrongType { expected });
-            Err(())
+            Given::Refused
         }
-    }
-}
-
-/// A required string field; an absent one is recorded as required.
-fn required_string<'a>(
-    obj: &'a Map<String, Value>,
-    field: &str,
-    errs: &mut Errors,
-) -> Option<&'a str> {
-    match string_field(obj, field, errs) {
-        Ok(Some(s)) => Some(s),
-        Ok(None) => {
-            errs.push(field, ConfigErrorReason::Required);
-            None
-        }
-        Err(()) => None,
     }
 }
 
@@ -408,46 +391,35 @@ fn is_reserved(s: &str) -> bool {
     RESERVED_TOOLS.iter().any(|r| r.eq_ignore_ascii_case(s))
 }
 
-fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
-    let Some(v) = v.filter(|v| !v.is_null()) else {
+/// C-7: the action policy: absent (or refused as a whole) disables actions.
+fn check_policy(given: Given<PolicyDraft>, errs: &mut Errors) -> ActionPolicy {
+    let Given::Value(p) = given else {
         // C-7: a PUT without actionPolicy disables actions.
         return ActionPolicy::default();
     };
-    let Value::Object(obj) = v else {
-        let expected = "an object";
-        errs.push("actionPolicy", ConfigErrorReason::WrongType { expected });
-        return ActionPolicy::default();
-    };
-    unknown_fields(obj, &POLICY_FIELDS, "actionPolicy.", errs);
-    match obj.get("contractVersion") {
-        None => errs.push("actionPolicy.contractVersion", ConfigErrorReason::Required),
-        Some(v) if v.as_u64() == Some(crate::contract::CONTRACT_VERSION) => {}
-        Some(_) => errs.push(
+    match p.contract_version {
+        Given::Absent => errs.push("actionPolicy.contractVersion", ConfigErrorReason::Required),
+        Given::Value(v) if v == crate::contract::CONTRACT_VERSION => {}
+        Given::Value(_) | Given::Refused => errs.push(
             "actionPolicy.contractVersion",
             ConfigErrorReason::ContractVersion,
         ),
     }
-    let enabled = match obj.get("enabled") {
-        None => {
+    let enabled = match p.enabled {
+        Given::Absent => {
             errs.push("actionPolicy.enabled", ConfigErrorReason::Required);
             false
         }
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            let expected = "true or false";
-            errs.push(
-                "actionPolicy.enabled",
-                ConfigErrorReason::WrongType { expected },
-            );
-            false
-        }
+        Given::Refused => false,
+        Given::Value(b) => b,
     };
-    let operations = match obj.get("operations") {
-        None => {
+    let operations = match p.operations {
+        Given::Absent => {
             errs.push("actionPolicy.operations", ConfigErrorReason::Required);
             Vec::new()
         }
-        Some(v) => validate_operations(v, enabled, errs),
+        Given::Refused => Vec::new(),
+        Given::Value(items) => check_operations(&items, enabled, errs),
     };
     ActionPolicy {
         enabled,
@@ -457,14 +429,15 @@ fn validate_policy(v: Option<&Value>, errs: &mut Errors) -> ActionPolicy {
 
 /// C-7: the configured operations: distinct names, never a reserved tool's; at least one
 /// when actions are enabled.
-fn validate_operations(v: &Value, enabled: bool, errs: &mut Errors) -> Vec<OperationName> {
+fn check_operations(
+    items: &[(usize, String)],
+    enabled: bool,
+    errs: &mut Errors,
+) -> Vec<OperationName> {
     const FIELD: &str = "actionPolicy.operations";
-    let Some(items) = string_list(v, FIELD, errs) else {
-        return Vec::new();
-    };
     let reserved = |s: &str| is_reserved(s).then_some(ConfigErrorReason::Reserved);
     let (operations, distinct) = distinct_names(
-        items,
+        borrowed(items),
         FIELD,
         MAX_OPERATIONS,
         errs,
@@ -480,18 +453,19 @@ fn validate_operations(v: &Value, enabled: bool, errs: &mut Errors) -> Vec<Opera
 /// C-4: the consultations the model may call: at least one, distinct, never a reserved or
 /// built-in tool's name (A-3, in any case, so no spelling variant slips through), never
 /// an operation (a write is configured as an operation, never as a consultation).
-fn validate_allowed_tools(
-    v: Option<&Value>,
+fn check_allowed_tools(
+    given: Given<Vec<(usize, String)>>,
     policy: &ActionPolicy,
     errs: &mut Errors,
 ) -> Vec<ToolName> {
     const FIELD: &str = "allowedTools";
-    let Some(v) = v.filter(|v| !v.is_null()) else {
-        errs.push(FIELD, ConfigErrorReason::Required);
-        return Vec::new();
-    };
-    let Some(items) = string_list(v, FIELD, errs) else {
-        return Vec::new();
+    let items = match given {
+        Given::Absent => {
+            errs.push(FIELD, ConfigErrorReason::Required);
+            return Vec::new();
+        }
+        Given::Refused => return Vec::new(),
+        Given::Value(items) => items,
     };
     if items.is_empty() {
         errs.push(FIELD, ConfigErrorReason::NeedsOne);
@@ -507,7 +481,7 @@ fn validate_allowed_tools(
         }
     };
     distinct_names(
-        items,
+        borrowed(&items),
         FIELD,
         MAX_ALLOWED_TOOLS,
         errs,
@@ -515,6 +489,10 @@ fn validate_allowed_tools(
         refuse,
     )
     .0
+}
+
+fn borrowed(items: &[(usize, String)]) -> Vec<(usize, &str)> {
+    items.iter().map(|(i, s)| (*i, s.as_str())).collect()
 }
 
 /// Decision 0020: an explicit audience must name the tenant's own server — a URL with the
@@ -530,52 +508,197 @@ fn same_server(server: &ServerUrl, audience: &str, policy: UrlPolicy) -> bool {
         && a.port_or_known_default() == s.port_or_known_default()
 }
 
+/// A value as an administrator gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Given<T> {
+    /// Not given (or `null`).
+    #[default]
+    Absent,
+    /// Given in a shape that cannot be it (already reported).
+    Refused,
+    /// Given.
+    Value(T),
+}
+
+/// The MCP configuration as an administrator gave it — a `PUT mcp` body or the panel's
+/// form — parsed but not checked: what [`McpConfigDraft::validate`] checks against every
+/// rule (C-3, C-4, C-7, C-11). List items keep their position, so an error names the item
+/// as it was given.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct McpConfigDraft {
+    /// `serverUrl`.
+    pub server_url: Given<String>,
+    /// `serviceToken` (C-3: every save carries it).
+    pub service_token: Given<String>,
+    /// `audience` (absent: the `serverUrl`).
+    pub audience: Given<String>,
+    /// `allowedTools`.
+    pub allowed_tools: Given<Vec<(usize, String)>>,
+    /// `actionPolicy` (absent: actions off, C-7).
+    pub action_policy: Given<PolicyDraft>,
+}
+
+/// The action policy as given.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PolicyDraft {
+    /// `contractVersion` (must be 1).
+    pub contract_version: Given<u64>,
+    /// `enabled`.
+    pub enabled: Given<bool>,
+    /// `operations`.
+    pub operations: Given<Vec<(usize, String)>>,
+}
+
+impl McpConfigDraft {
+    /// Every rule (C-3, C-4, C-7, C-11), every broken one reported at once.
+    pub fn validate(self, policy: UrlPolicy) -> Result<McpConfig, Vec<ConfigError>> {
+        self.check(policy, Errors(Vec::new()))
+    }
+
+    fn check(self, policy: UrlPolicy, mut errs: Errors) -> Result<McpConfig, Vec<ConfigError>> {
+        let server_url = required(self.server_url, "serverUrl", &mut errs).and_then(|s| {
+            ServerUrl::parse(&s, policy)
+                .map_err(|r| errs.push("serverUrl", r))
+                .ok()
+        });
+        // C-3: every PUT carries the token again.
+        let service_token = required(self.service_token, "serviceToken", &mut errs).and_then(|s| {
+            header_safe("serviceToken", &s, MAX_TOKEN_LEN, &mut errs).then(|| SecretString::new(&s))
+        });
+        let audience = match self.audience {
+            Given::Absent => Some(None),
+            Given::Value(s) => {
+                header_safe("audience", &s, MAX_AUDIENCE_LEN, &mut errs).then_some(Some(s))
+            }
+            Given::Refused => None,
+        };
+        if let (Some(url), Some(Some(aud))) = (&server_url, &audience)
+            && !same_server(url, aud, policy)
+        {
+            errs.push("audience", ConfigErrorReason::AudienceOtherServer);
+        }
+        let action_policy = check_policy(self.action_policy, &mut errs);
+        let allowed_tools = check_allowed_tools(self.allowed_tools, &action_policy, &mut errs);
+        match (server_url, service_token, audience) {
+            (Some(server_url), Some(service_token), Some(audience)) if errs.0.is_empty() => {
+                Ok(McpConfig {
+                    server_url,
+                    service_token,
+                    allowed_tools,
+                    action_policy,
+                    audience,
+                    approved: crate::pinning::Approved::new(),
+                })
+            }
+            _ => Err(in_field_order(errs.0)),
+        }
+    }
+
+    /// A `PUT mcp` body's shape (an object of known fields: strings, lists of strings, the
+    /// policy object), each shape error reported; `None` when it is not an object.
+    fn from_json(body: &Value, errs: &mut Errors) -> Option<Self> {
+        let Value::Object(obj) = body else {
+            let expected = "a JSON object";
+            errs.push("", ConfigErrorReason::WrongType { expected });
+            return None;
+        };
+        unknown_fields(obj, &TOP_FIELDS, "", errs);
+        let action_policy = match obj.get("actionPolicy") {
+            None | Some(Value::Null) => Given::Absent,
+            Some(Value::Object(p)) => {
+                unknown_fields(p, &POLICY_FIELDS, "actionPolicy.", errs);
+                Given::Value(PolicyDraft {
+                    contract_version: match p.get("contractVersion") {
+                        None => Given::Absent,
+                        Some(v) => v.as_u64().map_or(Given::Refused, Given::Value),
+                    },
+                    enabled: match p.get("enabled") {
+                        None => Given::Absent,
+                        Some(Value::Bool(b)) => Given::Value(*b),
+                        Some(_) => {
+                            let expected = "true or false";
+                            errs.push(
+                                "actionPolicy.enabled",
+                                ConfigErrorReason::WrongType { expected },
+                            );
+                            Given::Refused
+                        }
+                    },
+                    // `null` is a wrong shape here, not an absence.
+                    operations: p.get("operations").map_or(Given::Absent, |v| {
+                        string_list(v, "actionPolicy.operations", errs)
+                    }),
+                })
+            }
+            Some(_) => {
+                let expected = "an object";
+                errs.push("actionPolicy", ConfigErrorReason::WrongType { expected });
+                Given::Refused
+            }
+        };
+        Some(Self {
+            server_url: string_field(obj, "serverUrl", errs),
+            service_token: string_field(obj, "serviceToken", errs),
+            audience: string_field(obj, "audience", errs),
+            allowed_tools: match obj.get("allowedTools") {
+                None | Some(Value::Null) => Given::Absent,
+                Some(v) => string_list(v, "allowedTools", errs),
+            },
+            action_policy,
+        })
+    }
+}
+
+/// A required string: absent is `Required`; refused was reported already.
+fn required(given: Given<String>, field: &str, errs: &mut Errors) -> Option<String> {
+    match given {
+        Given::Value(s) => Some(s),
+        Given::Absent => {
+            errs.push(field, ConfigErrorReason::Required);
+            None
+        }
+        Given::Refused => None,
+    }
+}
+
+/// Errors in the order of the form's fields (a body's unknown fields first), each field's
+/// in the order found: the shape is read before the rules, and the first error is the one
+/// an answer names.
+fn in_field_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
+    const ORDER: [&str; 7] = [
+        "serverUrl",
+        "serviceToken",
+        "audience",
+        "actionPolicy.contractVersion",
+        "actionPolicy.enabled",
+        "actionPolicy.operations",
+        "allowedTools",
+    ];
+    let rank = |field: &str| {
+        let base = field.split('[').next().unwrap_or(field);
+        if base == "actionPolicy" {
+            return 4;
+        }
+        if base.starts_with("actionPolicy.") && !ORDER.contains(&base) {
+            return 4; // the policy's unknown fields, before its own
+        }
+        ORDER
+            .iter()
+            .position(|f| *f == base)
+            .map_or(0, |i| if i < 3 { i + 1 } else { i + 2 })
+    };
+    errors.sort_by_key(|e| rank(&e.field));
+    errors
+}
+
 /// Validates a `PUT /api/admin/tenants/:id/mcp` body (C-3, C-4, C-7, C-11), reporting
-/// every broken rule at once.
+/// every broken rule at once: its shape into a [`McpConfigDraft`], then the draft's rules.
 pub fn validate_mcp_config(body: &Value, policy: UrlPolicy) -> Result<McpConfig, Vec<ConfigError>> {
     let mut errs = Errors(Vec::new());
-    let Value::Object(obj) = body else {
-        let expected = "a JSON object";
-        errs.push("", ConfigErrorReason::WrongType { expected });
+    let Some(draft) = McpConfigDraft::from_json(body, &mut errs) else {
         return Err(errs.0);
     };
-    unknown_fields(obj, &TOP_FIELDS, "", &mut errs);
-    let server_url = required_string(obj, "serverUrl", &mut errs).and_then(|s| {
-        ServerUrl::parse(s, policy)
-            .map_err(|r| errs.push("serverUrl", r))
-            .ok()
-    });
-    // C-3: every PUT carries the token again.
-    let service_token = required_string(obj, "serviceToken", &mut errs).and_then(|s| {
-        header_safe("serviceToken", s, MAX_TOKEN_LEN, &mut errs).then(|| SecretString::new(s))
-    });
-    let audience = match string_field(obj, "audience", &mut errs) {
-        Ok(None) => Some(None),
-        Ok(Some(s)) => {
-            header_safe("audience", s, MAX_AUDIENCE_LEN, &mut errs).then(|| Some(s.to_owned()))
-        }
-        Err(()) => None,
-    };
-    if let (Some(url), Some(Some(aud))) = (&server_url, &audience)
-        && !same_server(url, aud, policy)
-    {
-        errs.push("audience", ConfigErrorReason::AudienceOtherServer);
-    }
-    let action_policy = validate_policy(obj.get("actionPolicy"), &mut errs);
-    let allowed_tools = validate_allowed_tools(obj.get("allowedTools"), &action_policy, &mut errs);
-    match (server_url, service_token, audience) {
-        (Some(server_url), Some(service_token), Some(audience)) if errs.0.is_empty() => {
-            Ok(McpConfig {
-                server_url,
-                service_token,
-                allowed_tools,
-                action_policy,
-                audience,
-                approved: crate::pinning::Approved::new(),
-            })
-        }
-        _ => Err(errs.0),
-    }
+    draft.check(policy, errs)
 }
 
 /// A tenant's stored MCP configuration: without the token, which lives in the secret
@@ -660,6 +783,56 @@ mod tests {
         }
         cur[path[path.len() - 1]] = value;
         v
+    }
+
+    /// The panel's typed draft and the API's JSON body are checked by the same rules: the
+    /// same configuration, or the same errors in the same order.
+    #[test]
+    fn c3_a_draft_and_a_body_get_the_same_answer() {
+        let listed = |items: &[&str]| {
+            Given::Value(items.iter().map(|s| (*s).to_owned()).enumerate().collect())
+        };
+        let draft = |url: &str, tools: &[&str], ops: &[&str], enabled: bool| McpConfigDraft {
+            server_url: Given::Value(url.to_owned()),
+            service_token: Given::Value("svc_0123456789abcdef".to_owned()),
+            audience: Given::Absent,
+            allowed_tools: listed(tools),
+            action_policy: Given::Value(PolicyDraft {
+                contract_version: Given::Value(1),
+                enabled: Given::Value(enabled),
+                operations: listed(ops),
+            }),
+        };
+        let body = |url: &str, tools: &[&str], ops: &[&str], enabled: bool| {
+            json!({"serverUrl": url, "serviceToken": "svc_0123456789abcdef", "allowedTools": tools,
+                   "actionPolicy": {"contractVersion": 1, "enabled": enabled, "operations": ops}})
+        };
+        let cases: [(&str, &[&str], &[&str], bool); 4] = [
+            (
+                "https://mcp.example.com/mcp",
+                &["get_user_cars"],
+                &["move"],
+                true,
+            ),
+            (
+                "http://mcp.example.com/mcp",
+                &["move", "get_user_cars", "get_user_cars"],
+                &[],
+                true,
+            ),
+            ("not a url", &[], &["describe_tool"], false),
+            (
+                "https://127.0.0.1/",
+                &["list_operations", "a b"],
+                &["x", "x"],
+                true,
+            ),
+        ];
+        for (url, tools, ops, enabled) in cases {
+            let typed = draft(url, tools, ops, enabled).validate(UrlPolicy::default());
+            let json = validate_mcp_config(&body(url, tools, ops, enabled), UrlPolicy::default());
+            assert_eq!(typed, json, "{url} {tools:?} {ops:?}");
+        }
     }
 
     /// C-3: a complete, valid configuration.

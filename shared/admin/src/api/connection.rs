@@ -2,11 +2,17 @@
 
 use super::*;
 
-/// The body of `PUT mcp` (C-3, C-4, C-7). Validated by the configuration rules, which
-/// report every broken rule at once; this type documents it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
+// The body is parsed by the domain's rules (`McpConfigDraft`), which report every broken
+// rule at once — a serde type would stop at the first — so this type is the document's
+// only; `openapi::the_mcp_body_schema_names_exactly_the_fields_the_rules_take` holds the
+// two together.
+/// The body of `PUT mcp` (C-3, C-4, C-7). Every broken rule is reported at once.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "the OpenAPI document's description of the body the domain parses"
+)]
 pub struct McpConfigInput {
     /// https only; the host must resolve only to public addresses (D-5).
     #[schema(min_length = 1, max_length = 2048)]
@@ -30,15 +36,15 @@ pub struct McpConfigInput {
 }
 
 /// A tool or operation name as `PUT mcp` takes it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, utoipa::ToSchema)]
 #[schema(value_type = String, pattern = "^[A-Za-z0-9_.-]{1,128}$")]
-#[allow(dead_code)]
+#[expect(dead_code, reason = "the OpenAPI document's only")]
 pub struct ToolNameInput(String);
 
 /// The action policy of `PUT mcp`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "camelCase")]
+#[expect(dead_code, reason = "the OpenAPI document's only")]
 pub struct ActionPolicyInput {
     /// 1.
     contract_version: Option<u32>,

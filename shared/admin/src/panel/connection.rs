@@ -1,6 +1,7 @@
 //! The MCP page (U-2, C-3 … C-8, V-1, V-2): the connection form, the live tools, save, approve, remove.
 
 use super::*;
+use countersign_domain::config::{Given, McpConfigDraft, PolicyDraft};
 
 /// The saved configuration and the latest run.
 pub(super) async fn saved(
@@ -181,42 +182,67 @@ pub(super) async fn render_mcp(
     html(status, views::mcp(&page))
 }
 
+/// The Tenant MCP form's values as typed (the picker's ticks and the text box's lines are
+/// one list of consultations; the operations are comma-separated).
+impl From<&Form> for McpForm {
+    fn from(form: &Form) -> Self {
+        let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
+        tools.extend(form.lines("allowedToolsText"));
+        Self {
+            server_url: form.get("serverUrl").unwrap_or("").trim().to_owned(),
+            audience: form.get("audience").unwrap_or("").trim().to_owned(),
+            allowed_tools: tools,
+            operations: form.get("operations").unwrap_or("").trim().to_owned(),
+            enabled: form.get("enabled") == Some("true"),
+        }
+    }
+}
+
+impl McpForm {
+    /// The save's input, with `token` as [`token_to_send`] chose it: the same draft the
+    /// API's body is parsed into, checked by the same rules (no JSON in between).
+    fn draft(&self, token: String) -> McpConfigDraft {
+        let listed = |items: Vec<String>| Given::Value(items.into_iter().enumerate().collect());
+        let operations = self
+            .operations
+            .split(',')
+            .map(str::trim)
+            .filter(|o| !o.is_empty())
+            .map(str::to_owned)
+            .collect();
+        McpConfigDraft {
+            server_url: Given::Value(self.server_url.clone()),
+            service_token: Given::Value(token),
+            audience: if self.audience.is_empty() {
+                Given::Absent
+            } else {
+                Given::Value(self.audience.clone())
+            },
+            allowed_tools: listed(self.allowed_tools.clone()),
+            action_policy: Given::Value(PolicyDraft {
+                contract_version: Given::Value(countersign_domain::contract::CONTRACT_VERSION),
+                enabled: Given::Value(self.enabled),
+                operations: listed(operations),
+            }),
+        }
+    }
+}
+
 pub(super) async fn mcp_save(
     State(state): State<AdminState>,
     Guarded { session, form }: Guarded,
 ) -> Response {
-    let mut tools: Vec<String> = form.all("allowedTools").map(str::to_owned).collect();
-    tools.extend(form.lines("allowedToolsText"));
-    let operations: Vec<String> = form
-        .get("operations")
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-        .map(str::to_owned)
-        .collect();
-    let values = McpForm {
-        server_url: form.get("serverUrl").unwrap_or("").trim().to_owned(),
-        audience: form.get("audience").unwrap_or("").trim().to_owned(),
-        allowed_tools: tools.clone(),
-        operations: operations.join(", "),
-        enabled: form.get("enabled") == Some("true"),
-    };
+    let values = McpForm::from(&form);
     let (token, withheld) =
         match token_to_send(&state, &session, &values, form.get("serviceToken")).await {
             Ok(sent) => sent,
             Err(e) => return unavailable(&e),
         };
-    let mut body = json!({
-        "serverUrl": values.server_url,
-        "serviceToken": token,
-        "allowedTools": tools,
-        "actionPolicy": {"contractVersion": 1, "enabled": values.enabled, "operations": operations},
-    });
-    if !values.audience.is_empty() {
-        body["audience"] = json!(values.audience);
-    }
-    match mcp::put(&state, &session.tenant, &body).await {
+    let saved = match values.draft(token).validate(state.url_policy) {
+        Ok(config) => mcp::save_config(&state, &session.tenant, config).await,
+        Err(errors) => Err(mcp::refused(errors)),
+    };
+    match saved {
         Ok(_) => see_other("/admin/mcp?done=saved"),
         Err(e) => {
             let page = |mut errors: Errors, status| async move {

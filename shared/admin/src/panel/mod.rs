@@ -39,7 +39,7 @@ use countersign_domain::vetting;
 use i18n::t;
 use maud::Markup;
 use retention_holds::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use session::{Session, SignInError};
 use sign_in::*;
 use std::collections::HashMap;

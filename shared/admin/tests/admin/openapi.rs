@@ -329,3 +329,27 @@ fn every_origin_the_document_admits_is_accepted() {
         })
         .unwrap();
 }
+
+/// The `PUT mcp` body is parsed by the domain's rules, not by serde: its schema in the
+/// document names exactly the fields those rules take (a field added to one and not the
+/// other fails here).
+#[test]
+fn the_mcp_body_schema_names_exactly_the_fields_the_rules_take() {
+    use countersign_domain::config::{POLICY_FIELDS, TOP_FIELDS};
+    let doc = serde_json::to_value(countersign_admin::api::openapi()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let names = |schema: &Value| -> std::collections::BTreeSet<String> {
+        schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let top: std::collections::BTreeSet<String> =
+        TOP_FIELDS.iter().map(|f| (*f).to_owned()).collect();
+    let policy: std::collections::BTreeSet<String> =
+        POLICY_FIELDS.iter().map(|f| (*f).to_owned()).collect();
+    assert_eq!(names(&schemas["McpConfigInput"]), top);
+    assert_eq!(names(&schemas["ActionPolicyInput"]), policy);
+}
