@@ -77,6 +77,7 @@ release_pid=$!
 
 step "cargo fmt --all --check" cargo fmt --all --check
 step "the domain crate has no I/O dependency" infra/scripts/check-domain-deps.sh
+step "docs/requirements.md cites only tests and files that exist" python3 infra/scripts/check-requirements.py
 step "no function over 80 lines in the use-case, HTTP and adapter crates" \
   python3 infra/scripts/fn-lengths.py --limit 80 --top 5 \
   shared/chat shared/admin shared/http shared/tools shared/aws shared/provider-client shared/models \
