@@ -62,3 +62,28 @@ fn stop_without_emulator() {
     );
     std::process::exit(2)
 }
+
+/// Takes `tenant`'s lease `what` for `secs` from `now` as another job would (owner
+/// `another-job`), as V-7's tests do before asking for the same job; panics unless the
+/// lease was free. Give it back with `release(tenant, what, HELD_BY)`.
+#[allow(clippy::expect_used, clippy::panic)] // a test helper: a failure is the test's
+pub async fn hold_lease(
+    leases: &dyn countersign_domain::ports::Leases,
+    tenant: &countersign_domain::ids::TenantId,
+    what: &str,
+    now: countersign_domain::time::Timestamp,
+    secs: i64,
+) {
+    let held = leases
+        .acquire(tenant, what, HELD_BY, now, now.plus_seconds(secs))
+        .await
+        .expect("the lease store answers");
+    assert_eq!(
+        held,
+        countersign_domain::ports::Lease::Held,
+        "{what} was free"
+    );
+}
+
+/// The owner [`hold_lease`] takes leases as.
+pub const HELD_BY: &str = "another-job";

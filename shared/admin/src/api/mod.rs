@@ -81,20 +81,16 @@ impl From<AdminError> for ApiError {
                 e.to_string(),
             )
             .with_field("serverUrl"),
-            AdminError::Busy {
-                what,
-                retry_after_secs,
-            } => {
-                let message = AdminError::Busy {
-                    what,
-                    retry_after_secs,
-                }
-                .to_string();
-                // V-7: past a limit the answer is 429 with `Retry-After` (decision 0034 as
-                // amended): the code still says which limit it is.
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "ALREADY_RUNNING", message)
-                    .with_retry_after(retry_after_secs)
-            }
+            // V-7: past a limit the answer is 429 with `Retry-After` (decision 0034 as
+            // amended); the code says which limit.
+            e @ AdminError::Busy {
+                retry_after_secs, ..
+            } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "ALREADY_RUNNING",
+                e.to_string(),
+            )
+            .with_retry_after(retry_after_secs),
             // V-7, N-7: the cross-tenant cap is a limit (429), not this tenant's conflict.
             e @ (AdminError::PlatformBusy {
                 retry_after_secs, ..

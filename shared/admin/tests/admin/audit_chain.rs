@@ -163,7 +163,7 @@ async fn l2_verification_and_signed_checkpoints() {
 #[tokio::test]
 async fn v7_one_audit_verification_and_one_checkpoint_in_flight_per_tenant() {
     use countersign_domain::ports::Clock as _;
-    use countersign_domain::ports::{Lease, Leases as _};
+    use countersign_domain::ports::Leases as _;
     let env = env(true).await;
     let a = env.tenant("A").await;
     let b = env.tenant("B").await;
@@ -179,18 +179,7 @@ async fn v7_one_audit_verification_and_one_checkpoint_in_flight_per_tenant() {
         ("verification", "GET", verification(&a)),
         ("checkpoint", "POST", checkpoints(&a)),
     ] {
-        let held = env
-            .store
-            .acquire(
-                &a.tenant.id,
-                kind,
-                "another-admin",
-                now,
-                now.plus_seconds(45),
-            )
-            .await
-            .unwrap();
-        assert_eq!(held, Lease::Held, "{kind}");
+        countersign_testkit::hold_lease(&env.store, &a.tenant.id, kind, now, 45).await;
         let key = a.admin_key.expose();
         let res = send_raw(app(), method, &path, Some(key), None).await;
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{kind}");
@@ -213,7 +202,7 @@ async fn v7_one_audit_verification_and_one_checkpoint_in_flight_per_tenant() {
         .await;
         assert!(status.is_success(), "{kind}: {status} {other}");
         env.store
-            .release(&a.tenant.id, kind, "another-admin")
+            .release(&a.tenant.id, kind, countersign_testkit::HELD_BY)
             .await
             .unwrap();
         let (status, body) = send(app(), method, &path, Some(key), None).await;

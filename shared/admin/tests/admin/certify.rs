@@ -1128,18 +1128,7 @@ async fn v7_one_certification_run_in_flight_per_tenant() {
     use countersign_domain::ports::{Lease, Leases as _};
     let e = env().await;
     let now = e.clock.now();
-    let held = e
-        .store
-        .acquire(
-            &e.tenant.id,
-            "certification run",
-            "another-run",
-            now,
-            now.plus_seconds(60),
-        )
-        .await
-        .unwrap();
-    assert_eq!(held, Lease::Held);
+    countersign_testkit::hold_lease(&*e.store, &e.tenant.id, "certification run", now, 60).await;
     let calls = e.provider.calls().len();
     let refused = certify::run(&e.state, &e.tenant, &request()).await;
     assert!(
@@ -1154,7 +1143,11 @@ async fn v7_one_certification_run_in_flight_per_tenant() {
     );
     assert_eq!(e.provider.calls().len(), calls, "nothing ran");
     e.store
-        .release(&e.tenant.id, "certification run", "another-run")
+        .release(
+            &e.tenant.id,
+            "certification run",
+            countersign_testkit::HELD_BY,
+        )
         .await
         .unwrap();
     certify::run(&e.state, &e.tenant, &request()).await.unwrap();

@@ -790,7 +790,6 @@ async fn s4_the_panel_speaks_the_administrators_language_and_remembers_it() {
 /// nothing at the provider (the panel's error type takes the API's status table).
 #[tokio::test]
 async fn v7_the_panel_answers_a_run_already_in_flight_with_429() {
-    use countersign_domain::ports::{Lease, Leases as _};
     let e = env(false, "Busy").await;
     let (cookie, csrf) = sign_in(&e).await;
     let saved = send(
@@ -808,18 +807,7 @@ async fn v7_the_panel_answers_a_run_already_in_flight_with_429() {
     .await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
     let now = e.state.clock.now();
-    let held = e
-        .store
-        .acquire(
-            &e.tenant.id,
-            "certification run",
-            "another-run",
-            now,
-            now.plus_seconds(60),
-        )
-        .await
-        .unwrap();
-    assert_eq!(held, Lease::Held);
+    countersign_testkit::hold_lease(&*e.store, &e.tenant.id, "certification run", now, 60).await;
     let before = e.provider.calls().len();
     let form = format!("csrf={}&testUser=u_test", enc(&csrf));
     let a = send(
