@@ -42,6 +42,7 @@ pub mod proof;
 pub mod proposal;
 pub mod retention;
 pub mod secret;
+pub mod stepup;
 pub mod text;
 pub mod texts;
 pub mod time;
