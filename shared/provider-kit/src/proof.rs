@@ -7,14 +7,25 @@
 //! signature check; then the signature, issuer and audience (`jsonwebtoken`, RS256 only);
 //! then the times with the caller's clock; then every binding claim against the action
 //! being executed. Replay is the caller's next step ([`crate::replay`]).
+//!
+//! F-4, F-5: a proof of type `support-action-stepup+jwt` carries, besides the fourteen
+//! claims, the person's passkey assertion over this exact action (`stepUp`) and `amr`. A
+//! verifier accepts one only once told the platform's step-up RP ID and origins
+//! ([`Verifier::with_step_up`]); it then recomputes the challenge from the proof's own
+//! claims and checks the assertion itself, and — with [`Verifier::with_pinned_keys`] — that
+//! the credential is one you pinned for the person. [`Verifier::require_step_up`] makes an
+//! operation refuse any proof without one, whatever the platform's settings say.
 
 pub use crate::rejection::ProofRejection;
 use crate::replay::ReplayGuard;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::proof::{MAX_LIFETIME_SECONDS, PROOF_ALG, PROOF_TYPE, ProofClaims};
+use countersign_domain::stepup::{self, CredentialKey, Evidence, STEPUP_PROOF_TYPE};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Default tolerance for clock differences, in seconds.
 pub const DEFAULT_LEEWAY_SECONDS: i64 = 5;
@@ -51,6 +62,28 @@ pub struct ExpectedAction<'a> {
 pub struct VerifiedProof {
     /// Its claims (record `jti`, `messageId` and `presentedMessageId` with the execution).
     pub claims: ProofClaims,
+    /// F-5: the passkey assertion it carried, checked (record the credential id with the
+    /// execution); `None` for a proof without a step-up.
+    pub step_up: Option<Evidence>,
+}
+
+/// F-5: the credentials you enrolled for a person yourself (your own records, or an export
+/// of the platform's enrolments you keep): a step-up by any other key is refused.
+pub trait PinnedKeys: Send + Sync {
+    /// The keys pinned for `user_id` of `tenant_id`; `None` when you keep none for them (the
+    /// platform's word on the credential is then taken).
+    fn keys(&self, tenant_id: &str, user_id: &str) -> Option<Vec<CredentialKey>>;
+}
+
+/// How step-up proofs are checked here (F-5).
+#[derive(Clone, Default)]
+struct StepUpPolicy {
+    /// The platform's `stepUpRpId` and `stepUpOrigins` (its actionVerification); `None`:
+    /// step-up proofs are refused.
+    ceremony: Option<(String, Vec<String>)>,
+    /// Operations whose proofs must carry a step-up.
+    required: BTreeSet<String>,
+    pins: Option<Arc<dyn PinnedKeys>>,
 }
 
 struct TrustedKey {
@@ -66,6 +99,7 @@ pub struct Verifier {
     issuer: String,
     audience: String,
     leeway: i64,
+    step_up: StepUpPolicy,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -78,7 +112,9 @@ impl std::fmt::Debug for Verifier {
             .field("jwks", &self.jwks)
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
-            .finish()
+            .field("step_up_ceremony", &self.step_up.ceremony)
+            .field("step_up_required", &self.step_up.required)
+            .finish_non_exhaustive()
     }
 }
 
@@ -99,7 +135,30 @@ impl Verifier {
             issuer: issuer.into(),
             audience: audience.into(),
             leeway: DEFAULT_LEEWAY_SECONDS,
+            step_up: StepUpPolicy::default(),
         }
+    }
+
+    /// F-5: accepts step-up proofs whose passkey ceremony ran for `rp_id` on one of
+    /// `origins` (the platform's `stepUpRpId` and `stepUpOrigins`). Without it every
+    /// step-up proof is refused ([`ProofRejection::StepUpNotAccepted`]).
+    pub fn with_step_up(mut self, rp_id: impl Into<String>, origins: Vec<String>) -> Self {
+        self.step_up.ceremony = Some((rp_id.into(), origins));
+        self
+    }
+
+    /// F-5: `operation`'s proofs must carry a step-up: a proof without one is refused
+    /// ([`ProofRejection::StepUpRequired`]) even if the platform's settings say `none`.
+    pub fn require_step_up(mut self, operation: impl Into<String>) -> Self {
+        self.step_up.required.insert(operation.into());
+        self
+    }
+
+    /// F-5: a step-up's credential must be one `pins` holds for the person, when it holds
+    /// any for them ([`ProofRejection::StepUp`] with `NotPinned` otherwise).
+    pub fn with_pinned_keys(mut self, pins: Arc<dyn PinnedKeys>) -> Self {
+        self.step_up.pins = Some(pins);
+        self
     }
 
     /// Installs a trusted key: `keyId` and `publicKeyPem` from actionVerification. Keep the
@@ -190,15 +249,27 @@ impl Verifier {
         validation.validate_exp = false;
         validation.validate_nbf = false;
         validation.leeway = 0;
-        let claims = jsonwebtoken::decode::<ProofClaims>(token, key, &validation)
-            .map_err(|e| match e.kind() {
+        let decoded =
+            jsonwebtoken::decode::<Value>(token, key, &validation).map_err(|e| match e.kind() {
                 ErrorKind::InvalidSignature => ProofRejection::BadSignature,
                 ErrorKind::InvalidIssuer => ProofRejection::Issuer,
                 ErrorKind::InvalidAudience => ProofRejection::Audience,
                 ErrorKind::InvalidAlgorithm => ProofRejection::Algorithm(String::new()),
                 _ => ProofRejection::Malformed("claims"),
-            })?
-            .claims;
+            })?;
+        let step_up_type = decoded.header.typ.as_deref() == Some(STEPUP_PROOF_TYPE);
+        let (claims, evidence) = if step_up_type {
+            if self.step_up.ceremony.is_none() {
+                return Err(ProofRejection::StepUpNotAccepted);
+            }
+            let (claims, evidence, _amr) =
+                stepup::split_claims(decoded.claims).map_err(ProofRejection::StepUp)?;
+            (claims, Some(evidence))
+        } else {
+            let claims: ProofClaims = serde_json::from_value(decoded.claims)
+                .map_err(|_| ProofRejection::Malformed("claims"))?;
+            (claims, None)
+        };
         if claims.exp <= claims.iat || claims.exp - claims.iat > MAX_LIFETIME_SECONDS {
             return Err(ProofRejection::Lifetime);
         }
@@ -236,7 +307,36 @@ impl Verifier {
         if claims.jti.is_empty() {
             return Err(ProofRejection::Malformed("jti"));
         }
-        Ok(VerifiedProof { claims })
+        self.check_step_up(&claims, evidence.as_ref())?;
+        Ok(VerifiedProof {
+            claims,
+            step_up: evidence,
+        })
+    }
+
+    /// F-5: the step-up a proof carries, checked from its own claims; or none, where the
+    /// operation does not require one.
+    fn check_step_up(
+        &self,
+        claims: &ProofClaims,
+        evidence: Option<&Evidence>,
+    ) -> Result<(), ProofRejection> {
+        let (Some(evidence), Some((rp_id, origins))) = (evidence, &self.step_up.ceremony) else {
+            return if self.step_up.required.contains(&claims.operation) {
+                Err(ProofRejection::StepUpRequired)
+            } else {
+                Ok(())
+            };
+        };
+        let pinned = self
+            .step_up
+            .pins
+            .as_ref()
+            .and_then(|p| p.keys(&claims.tenant_id, &claims.sub));
+        evidence
+            .verify(claims, rp_id, origins, pinned.as_deref())
+            .map(|_| ())
+            .map_err(ProofRejection::StepUp)
     }
 
     /// [`Verifier::verify`], then consumes the proof's `jti` in `guard`: a second use of
@@ -293,7 +393,8 @@ impl Verifier {
             Some(Value::String(a)) => return Err(ProofRejection::Algorithm(a.clone())),
             _ => return Err(ProofRejection::Algorithm(String::new())),
         }
-        if header.get("typ").and_then(Value::as_str) != Some(PROOF_TYPE) {
+        let typ = header.get("typ").and_then(Value::as_str);
+        if typ != Some(PROOF_TYPE) && typ != Some(STEPUP_PROOF_TYPE) {
             return Err(ProofRejection::Type);
         }
         if header

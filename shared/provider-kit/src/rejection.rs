@@ -11,8 +11,8 @@ pub enum ProofRejection {
     /// `alg` is not `RS256` (e.g. `none`, `HS256`).
     #[error("algorithm {0:?} is not accepted; only RS256")]
     Algorithm(String),
-    /// `typ` is not `support-action+jwt`.
-    #[error("the proof type is not support-action+jwt")]
+    /// `typ` is neither `support-action+jwt` nor `support-action-stepup+jwt`.
+    #[error("the proof type is not support-action+jwt or support-action-stepup+jwt")]
     Type,
     /// `kid` is missing or not an installed key (nor in the JWKS, fetched again).
     #[error("the proof's key is not installed here")]
@@ -55,4 +55,14 @@ pub enum ProofRejection {
     /// answer the action's recorded status.
     #[error("the action was already executed")]
     AlreadyExecuted,
+    /// F-5: a step-up proof, and this verifier was not told the platform's step-up RP ID
+    /// and origins (`Verifier::with_step_up`).
+    #[error("step-up proofs are not accepted here")]
+    StepUpNotAccepted,
+    /// F-5: the operation requires a step-up here and the proof carries none.
+    #[error("this operation requires the person's passkey; the proof carries none")]
+    StepUpRequired,
+    /// F-5: the proof's step-up does not hold: which check failed.
+    #[error("the step-up does not hold: {0}")]
+    StepUp(countersign_domain::stepup::StepUpError),
 }

@@ -4,4 +4,5 @@
 
 mod jwks;
 mod proof;
+mod stepup;
 mod vectors;
