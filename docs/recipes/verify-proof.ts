@@ -3,6 +3,7 @@
 // (`compactVerify`); every other rule is checked explicitly, because a plain `jwtVerify`
 // accepts an audience array, ignores `typ` and extra header fields, and does not know
 // the fourteen claims.
+import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
 import { compactVerify, exportSPKI, importJWK, importSPKI } from "jose";
 
 const CLAIMS = ["iss", "aud", "sub", "tenantId", "conversationId", "actionId", "operation",
@@ -34,6 +35,65 @@ export interface VerifyOptions {
   /** N-1: claims the action's one execution atomically, for good; false when it was
    *  already claimed (a second proof for an executed action: answer its recorded status). */
   claim?: (tenantId: string, actionId: string) => Promise<boolean>;
+  /** F-5: accept `support-action-stepup+jwt` proofs and check the person's passkey
+   *  assertion in them (docs/provider-guide.md §6.1); without it they are refused. */
+  stepUp?: StepUpOptions;
+}
+
+export interface StepUpOptions {
+  /** The platform's `stepUpRpId` and `stepUpOrigins`. */
+  rpId: string;
+  origins: string[];
+  /** Operations whose proofs must carry a step-up, whatever the platform's settings. */
+  require?: string[];
+  /** The JWKs you pinned for the person; undefined when you keep none for them. */
+  pinned?: (tenantId: string, userId: string) => Array<Record<string, unknown>> | undefined;
+}
+
+const STEPUP_TAG = "countersign-stepup-v1";
+const AMR = new Set(["pop", "user", "mfa"]);
+const EVIDENCE = ["credentialId", "credentialKey", "authenticatorData", "clientDataJSON", "signature", "nonce"];
+
+/** SHA-256 over the tag and eight fields, each prefixed by its 4-byte big-endian length. */
+export function stepUpChallenge(claims: Record<string, unknown>, nonce: string): Buffer {
+  const h = createHash("sha256");
+  for (const f of [STEPUP_TAG, claims.tenantId, claims.conversationId, claims.actionId, claims.operation,
+    claims.argumentsHash, claims.summaryHash, claims.presentedMessageId, nonce]) {
+    const b = Buffer.from(String(f), "utf8");
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(b.length);
+    h.update(len).update(b);
+  }
+  return h.digest();
+}
+
+/** F-5: refuses unless `ev` (the proof's `stepUp`) is the person's passkey assertion over
+ *  this very action. The signature counter is the platform's to keep. */
+function checkStepUp(claims: Record<string, unknown>, ev: Record<string, unknown>, o: StepUpOptions): void {
+  const keys = Object.keys(ev);
+  if (keys.length !== EVIDENCE.length || !EVIDENCE.every((k) => typeof ev[k] === (k === "credentialKey" ? "object" : "string"))) {
+    throw new Refused("step-up: malformed");
+  }
+  const jwk = ev.credentialKey as Record<string, unknown>;
+  const pinned = o.pinned?.(claims.tenantId as string, claims.sub as string);
+  if (pinned && !pinned.some((p) => JSON.stringify(p) === JSON.stringify(jwk))) throw new Refused("step-up: not pinned");
+  const clientRaw = Buffer.from(ev.clientDataJSON as string, "base64url");
+  const client = JSON.parse(clientRaw.toString("utf8")) as Record<string, unknown>;
+  if (client.type !== "webauthn.get") throw new Refused("step-up: type");
+  if (client.challenge !== stepUpChallenge(claims, ev.nonce as string).toString("base64url")) throw new Refused("step-up: challenge");
+  if (!o.origins.includes(client.origin as string) || client.crossOrigin === true) throw new Refused("step-up: origin");
+  const data = Buffer.from(ev.authenticatorData as string, "base64url");
+  if (data.length < 37) throw new Refused("step-up: malformed");
+  if (!data.subarray(0, 32).equals(createHash("sha256").update(o.rpId).digest())) throw new Refused("step-up: rp id");
+  if (!(data[32] & 0x01)) throw new Refused("step-up: user presence");
+  if (!(data[32] & 0x04)) throw new Refused("step-up: user verification");
+  const signed = Buffer.concat([data, createHash("sha256").update(clientRaw).digest()]);
+  const ec = jwk.kty === "EC" && jwk.crv === "P-256";
+  if (!ec && !(jwk.kty === "OKP" && jwk.crv === "Ed25519")) throw new Refused("step-up: credential key");
+  const key = createPublicKey({ key: jwk as never, format: "jwk" });
+  // ES256: a DER signature (high-S accepted); EdDSA: the raw 64 bytes.
+  const ok = verifySignature(ec ? "sha256" : null, signed, key, Buffer.from(ev.signature as string, "base64url"));
+  if (!ok) throw new Refused("step-up: signature");
 }
 
 /**
@@ -79,7 +139,8 @@ export async function verifyProof(token: string, o: VerifyOptions): Promise<Reco
     if (field in header) throw new Refused(`embedded key (${field})`); // never take a key from the token
   }
   if (header.alg !== "RS256") throw new Refused("algorithm"); // before any key is used
-  if (header.typ !== "support-action+jwt") throw new Refused("type");
+  const stepped = header.typ === "support-action-stepup+jwt";
+  if (header.typ !== "support-action+jwt" && !(stepped && o.stepUp)) throw new Refused("type");
   if (Object.keys(header).some((k) => !HEADER.has(k))) throw new Refused("unexpected header field");
   const pem = typeof header.kid === "string" ? o.keys[header.kid] : undefined;
   if (!pem) throw new Refused("unknown key");
@@ -91,6 +152,16 @@ export async function verifyProof(token: string, o: VerifyOptions): Promise<Reco
     throw new Refused("signature");
   }
   const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+  let evidence: Record<string, unknown> | undefined;
+  if (stepped) {
+    const { stepUp, amr } = claims;
+    delete claims.stepUp;
+    delete claims.amr;
+    if (!stepUp || typeof stepUp !== "object" || !Array.isArray(amr) || amr.some((m) => !AMR.has(m))) {
+      throw new Refused("step-up: malformed");
+    }
+    evidence = stepUp as Record<string, unknown>;
+  }
   if (claims.iss !== o.issuer) throw new Refused("issuer");
   if (typeof claims.aud !== "string" || claims.aud !== o.audience) throw new Refused("audience");
   const names = Object.keys(claims);
@@ -105,6 +176,10 @@ export async function verifyProof(token: string, o: VerifyOptions): Promise<Reco
     if (claims[claim] !== o.expected[field]) throw new Refused(`${claim} does not match`);
   }
   if (typeof claims.jti !== "string" || claims.jti === "") throw new Refused("jti");
+  if (o.stepUp && !evidence && (o.stepUp.require ?? []).includes(claims.operation as string)) {
+    throw new Refused("step-up required");
+  }
+  if (evidence && o.stepUp) checkStepUp(claims, evidence, o.stepUp);
   if (o.consume && !(await o.consume(claims.jti, e))) throw new Refused("replayed");
   if (o.claim && !(await o.claim(claims.tenantId as string, claims.actionId as string))) throw new Refused("already executed");
   return claims;

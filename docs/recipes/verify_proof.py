@@ -63,14 +63,16 @@ def _segment(seg):
 
 
 def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, consume=None,
-                 claim_action=None):
+                 claim_action=None, step_up=None):
     """Returns the claims of a valid proof, or raises Refused. `keys` maps each installed
     `kid` to its public key PEM; `expected` holds tenantId, userId, conversationId,
     actionId, operation, argumentsHash, summaryHash; `consume(jti, exp)` records a
     `jti` atomically and returns False when it was already recorded; `claim_action(tenantId,
     actionId)` (N-1) records the action's one execution atomically, for good, and returns
     False when it was already claimed: a second genuine proof for an executed action
-    ("already executed": answer the action's recorded status, execute nothing)."""
+    ("already executed": answer the action's recorded status, execute nothing).
+    `step_up` (verify_stepup.StepUp, F-5): accept `support-action-stepup+jwt` proofs and
+    check the person's passkey assertion in them; without it they are refused."""
     parts = token.split(".") if isinstance(token, str) else []
     if len(parts) != 3:
         raise Refused("malformed")
@@ -80,7 +82,8 @@ def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, cons
             raise Refused(f"embedded key ({field})")
     if header.get("alg") != "RS256":  # before any key is used
         raise Refused("algorithm")
-    if header.get("typ") != "support-action+jwt":
+    stepped = header.get("typ") == "support-action-stepup+jwt"
+    if header.get("typ") != "support-action+jwt" and not (stepped and step_up is not None):
         raise Refused("type")
     if set(header) - HEADER:
         raise Refused("unexpected header field")
@@ -99,6 +102,13 @@ def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, cons
         raise Refused("issuer")
     if not isinstance(claims.get("aud"), str) or claims["aud"] != audience:
         raise Refused("audience")
+    evidence = None
+    if stepped:
+        from verify_stepup import StepUpRefused, split
+        try:
+            claims, evidence = split(claims)
+        except StepUpRefused as e:
+            raise Refused(f"step-up: {e}")
     if set(claims) != CLAIMS:
         raise Refused("claims")
     iat, exp = claims["iat"], claims["exp"]
@@ -115,6 +125,14 @@ def verify_proof(token, *, keys, issuer, audience, expected, now, leeway=5, cons
             raise Refused(f"{claim} does not match")
     if not isinstance(claims["jti"], str) or not claims["jti"]:
         raise Refused("jti")
+    if step_up is not None and evidence is None and claims["operation"] in step_up.require:
+        raise Refused("step-up required")
+    if evidence is not None:
+        from verify_stepup import StepUpRefused, check
+        try:
+            check(claims, evidence, step_up)
+        except StepUpRefused as e:
+            raise Refused(f"step-up: {e}")
     if consume is not None and not consume(claims["jti"], exp):
         raise Refused("replayed")
     if claim_action is not None and not claim_action(claims["tenantId"], claims["actionId"]):

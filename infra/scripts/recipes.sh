@@ -10,6 +10,9 @@ venv="$root/.venv/recipes"
 infra/scripts/install.sh recipes
 "$venv/bin/python" docs/recipes/test_vectors.py
 (cd docs/recipes && node test-vectors.mjs)
+# F-5: the step-up in a proof, checked on the tenant's side, over docs/stepup-test-vectors.json.
+"$venv/bin/python" docs/recipes/test_stepup.py
+(cd docs/recipes && node test-stepup.mjs)
 # The summary rules as a pre-check, over docs/summary-test-vectors.json.
 "$venv/bin/python" docs/recipes/test_summaries.py
 (cd docs/recipes && node test-summaries.mjs)

@@ -136,7 +136,7 @@ step "doctests (cargo test --doc; nextest does not run them)" cargo test --works
 step "downloads finished (moto, SAM CLI, schemathesis, MCP clients, AgentDojo, the MCP conformance suite, npm packages, Chromium)" \
   join "$install_pid" "$logs/install.log"
 install_pid=""
-step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json" \
+step "the provider guide's proof verification recipes (Python, TypeScript) over docs/proof-test-vectors.json and docs/stepup-test-vectors.json" \
   infra/scripts/recipes.sh
 step "template.yaml, bridge/template.yaml: cfn-lint and sam validate --lint (offline)" infra/scripts/check-template.sh
 

@@ -296,7 +296,8 @@ pub struct Evidence {
     pub credential_key: Value,
     /// `authenticatorData`.
     pub authenticator_data: String,
-    /// `clientDataJSON`.
+    /// `clientDataJSON` (WebAuthn's own spelling).
+    #[serde(rename = "clientDataJSON")]
     pub client_data_json: String,
     /// `signature`.
     pub signature: String,
