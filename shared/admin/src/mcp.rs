@@ -74,6 +74,16 @@ pub async fn save_config(
 ) -> Result<McpView, AdminError> {
     let mut config = admissible(state, config).await?;
     let current = current(state, tenant).await?;
+    // F-4: an operation becomes `passkey` only after a passing certification that sent
+    // step-up proofs; the certification does not send them yet, so none can become one.
+    let newly = config.action_policy.step_up.iter().find(|op| {
+        !current
+            .as_ref()
+            .is_some_and(|c| c.config.action_policy.needs_passkey(op))
+    });
+    if let Some(op) = newly {
+        return Err(AdminError::StepUpNotCertified(op.to_string()));
+    }
     let old_token = token_of(state, tenant, current.as_ref()).await?;
     let old_token = old_token.as_ref().map(SecretString::expose);
     let token_changed = old_token != Some(config.service_token.expose());
@@ -521,7 +531,7 @@ fn same_fields(old: &McpConfig, new: &McpConfig) -> bool {
 }
 
 /// The audited fields of a configuration, by name.
-fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 6] {
+fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 7] {
     let policy = &c.config.action_policy;
     let approved: serde_json::Map<String, Value> = c
         .config
@@ -535,6 +545,10 @@ fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 6] {
         ("allowedTools", json!(names(&c.config.allowed_tools))),
         ("actionPolicy.enabled", json!(policy.enabled)),
         ("actionPolicy.operations", json!(names(&policy.operations))),
+        (
+            "actionPolicy.stepUp",
+            json!(names(&policy.step_up.iter().collect::<Vec<_>>())),
+        ),
         ("approvedTools", Value::Object(approved)),
     ]
 }
@@ -550,7 +564,7 @@ fn config_changes(
     let after = new.map(audited_fields);
     let mut changes = serde_json::Map::new();
     for i in 0..6 {
-        let field = |f: &Option<[(&'static str, Value); 6]>| f.as_ref().map(|f| f[i].clone());
+        let field = |f: &Option<[(&'static str, Value); 7]>| f.as_ref().map(|f| f[i].clone());
         let (from, to) = (field(&before), field(&after));
         let name = from.as_ref().or(to.as_ref()).map_or("", |(n, _)| *n);
         let (from, to) = (

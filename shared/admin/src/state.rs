@@ -172,6 +172,12 @@ pub enum AdminError {
         "actions cannot be enabled: run the certification on these settings first; it must pass (a change of the server URL, service token, audience or operations needs a new run)"
     )]
     CertificationRequired,
+    /// F-4: an operation can need the person's passkey only after a passing certification
+    /// that sent step-up proofs; the certification does not send them yet.
+    #[error(
+        "{0} cannot need a passkey yet: an operation becomes passkey only after a certification that sent step-up proofs passed, and the certification does not send them yet"
+    )]
+    StepUpNotCertified(String),
     /// No MCP configuration is saved (nothing to certify).
     #[error("save the MCP configuration first: the certification checks the saved one")]
     NotConfigured,

@@ -117,6 +117,7 @@ fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
         secret_version: None,
         server_url: None,
         audience: None,
+        needs_passkey: false,
     };
     (
         p,

@@ -109,6 +109,7 @@ async fn tenant_with_integration(
             action_policy: ActionPolicy {
                 enabled: true,
                 operations: vec![OperationName::parse("reassign_session_car").unwrap()],
+                step_up: Default::default(),
             },
             audience: None,
             approved: Default::default(),

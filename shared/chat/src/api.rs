@@ -92,6 +92,7 @@ impl From<ChatError> for ApiError {
                 "ACTION_IN_PROGRESS",
                 "an action's outcome is still being checked; send a message to check it, then close",
             ),
+            e @ ChatError::StepUpRequired => ApiError::conflict("STEP_UP_REQUIRED", e.to_string()),
             ChatError::Invalid { field, message } => {
                 ApiError::validation(field, format!("{field}: {message}"))
             }

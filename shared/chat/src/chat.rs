@@ -432,6 +432,12 @@ impl Chat {
         let lang = view.language;
         match classify(&message.content) {
             Reply::Confirm => {
+                // F-1: no proof for a passkey operation without the person's passkey: a
+                // typed confirm is refused before anything is stored (a stored notice
+                // after the presentation would end the proposal, A-25).
+                if p.needs_passkey {
+                    return Err(ChatError::StepUpRequired);
+                }
                 self.confirm(who, view, p, message, out).await?;
                 Ok(Next::Done)
             }

@@ -135,6 +135,8 @@ struct Texts {
     refused: &'static str,
     unavailable: &'static str,
     already: &'static str,
+    /// F-1: the operation needs the person's passkey, which this page cannot ask for yet.
+    needs_passkey: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -154,6 +156,7 @@ const EN: Texts = Texts {
     refused: "This request could not be accepted. Reload the page and try again.",
     unavailable: "The service is unavailable. Try again in a moment.",
     already: "This change was already answered.",
+    needs_passkey: "This change needs your passkey, which this page cannot ask for yet. Nothing was changed and it still waits; the company can tell you another way to confirm it.",
 };
 
 const PT: Texts = Texts {
@@ -173,6 +176,7 @@ const PT: Texts = Texts {
     refused: "Este pedido não pôde ser aceito. Recarregue a página e tente novamente.",
     unavailable: "O serviço está indisponível. Tente novamente em instantes.",
     already: "Esta alteração já foi respondida.",
+    needs_passkey: "Esta alteração exige a sua passkey, que esta página ainda não sabe pedir. Nada foi alterado e ela continua aguardando; a empresa pode indicar outro jeito de confirmá-la.",
 };
 
 fn texts(lang: Language) -> &'static Texts {
@@ -715,6 +719,9 @@ async fn decide(
             res.headers_mut()
                 .insert(header::RETRY_AFTER, retry_after_secs.into());
             return res;
+        }
+        Err(ChatError::StepUpRequired) => {
+            return notice(StatusCode::CONFLICT, lang, texts(lang).needs_passkey);
         }
         Err(_) => return notice(StatusCode::CONFLICT, lang, texts(lang).already),
     }

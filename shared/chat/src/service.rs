@@ -36,6 +36,10 @@ pub enum ChatError {
     /// An action's outcome is still being checked in this case.
     #[error("an action's outcome is still being checked")]
     Busy,
+    /// F-1, F-3: the proposal's operation needs the person's passkey: a typed confirm
+    /// cannot countersign it; nothing was stored and the proposal still waits.
+    #[error("this action needs your passkey: a typed confirm cannot countersign it")]
+    StepUpRequired,
     /// The tenant's budget of model turns is spent for now (decision 0021); nothing was
     /// stored.
     #[error("too many messages for this company right now; try again in {retry_after_secs} s")]

@@ -133,9 +133,17 @@ pub struct ActionPolicy {
     pub enabled: bool,
     /// The configured operations (distinct, at most 50).
     pub operations: Vec<OperationName>,
+    /// F-1: the operations whose confirmation needs the person's passkey (`stepUp:
+    /// "passkey"`); every other one is `none`.
+    pub step_up: std::collections::BTreeSet<OperationName>,
 }
 
 impl ActionPolicy {
+    /// F-1: whether confirming `operation` needs the person's passkey.
+    pub fn needs_passkey(&self, operation: &OperationName) -> bool {
+        self.step_up.contains(operation)
+    }
+
     /// whether `operation` may be prepared: enabled and configured.
     pub fn allows(&self, operation: &OperationName) -> bool {
         self.enabled && self.operations.contains(operation)
@@ -223,6 +231,10 @@ pub enum ConfigErrorReason {
     EnabledWithoutOperations,
     /// The explicit audience names another server than `serverUrl` (decision 0020).
     AudienceOtherServer,
+    /// F-1: a step-up setting for an operation that is not configured.
+    NotAnOperation,
+    /// F-1: a step-up setting other than `none` or `passkey`.
+    StepUpValue,
 }
 
 impl fmt::Display for ConfigErrorReason {
@@ -253,6 +265,8 @@ impl fmt::Display for ConfigErrorReason {
             Self::EnabledWithoutOperations => {
                 f.write_str("must list at least one operation when actions are enabled")
             }
+            Self::NotAnOperation => f.write_str("is not one of the configured operations"),
+            Self::StepUpValue => f.write_str("must be none or passkey"),
             Self::AudienceOtherServer => f.write_str(
                 "must be a URL on the serverUrl's own scheme, host and port (a proof may only be addressed to this tenant's server)",
             ),
@@ -295,7 +309,7 @@ pub const TOP_FIELDS: [&str; 5] = [
     "audience",
 ];
 /// The fields of its `actionPolicy`.
-pub const POLICY_FIELDS: [&str; 3] = ["contractVersion", "enabled", "operations"];
+pub const POLICY_FIELDS: [&str; 4] = ["contractVersion", "enabled", "operations", "stepUp"];
 
 fn unknown_fields(obj: &Map<String, Value>, allowed: &[&str], prefix: &str, errs: &mut Errors) {
     for k in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
@@ -421,10 +435,42 @@ fn check_policy(given: Given<PolicyDraft>, errs: &mut Errors) -> ActionPolicy {
         Given::Refused => Vec::new(),
         Given::Value(items) => check_operations(&items, enabled, errs),
     };
+    let step_up = check_step_up(p.step_up, &operations, errs);
     ActionPolicy {
         enabled,
         operations,
+        step_up,
     }
+}
+
+/// F-1: each named operation's step-up, `none` or `passkey`; only configured operations.
+fn check_step_up(
+    given: Given<Vec<(String, String)>>,
+    operations: &[OperationName],
+    errs: &mut Errors,
+) -> std::collections::BTreeSet<OperationName> {
+    let Given::Value(entries) = given else {
+        return std::collections::BTreeSet::new();
+    };
+    let mut passkey = std::collections::BTreeSet::new();
+    for (name, value) in entries {
+        let field = format!(
+            "actionPolicy.stepUp.{}",
+            name.chars().take(64).collect::<String>()
+        );
+        let Some(op) = operations.iter().find(|o| o.as_str() == name) else {
+            errs.push(field, ConfigErrorReason::NotAnOperation);
+            continue;
+        };
+        match value.as_str() {
+            "none" => {}
+            "passkey" => {
+                passkey.insert(op.clone());
+            }
+            _ => errs.push(field, ConfigErrorReason::StepUpValue),
+        }
+    }
+    passkey
 }
 
 /// C-7: the configured operations: distinct names, never a reserved tool's; at least one
@@ -547,6 +593,8 @@ pub struct PolicyDraft {
     pub enabled: Given<bool>,
     /// `operations`.
     pub operations: Given<Vec<(usize, String)>>,
+    /// `stepUp`: per operation, `none` or `passkey` (F-1); absent: every one `none`.
+    pub step_up: Given<Vec<(String, String)>>,
 }
 
 impl McpConfigDraft {
@@ -628,6 +676,7 @@ impl McpConfigDraft {
                     operations: p.get("operations").map_or(Given::Absent, |v| {
                         string_list(v, "actionPolicy.operations", errs)
                     }),
+                    step_up: step_up_given(p.get("stepUp"), errs),
                 })
             }
             Some(_) => {
@@ -649,6 +698,37 @@ impl McpConfigDraft {
     }
 }
 
+/// `actionPolicy.stepUp` as given: an object of strings (F-1).
+fn step_up_given(v: Option<&Value>, errs: &mut Errors) -> Given<Vec<(String, String)>> {
+    match v {
+        None | Some(Value::Null) => Given::Absent,
+        Some(Value::Object(m)) => {
+            let mut out = Vec::new();
+            for (name, value) in m {
+                match value {
+                    Value::String(s) => out.push((name.clone(), s.clone())),
+                    _ => {
+                        let field = format!(
+                            "actionPolicy.stepUp.{}",
+                            name.chars().take(64).collect::<String>()
+                        );
+                        errs.push(field, ConfigErrorReason::StepUpValue);
+                    }
+                }
+            }
+            Given::Value(out)
+        }
+        Some(_) => {
+            let expected = "an object of operation: none or passkey";
+            errs.push(
+                "actionPolicy.stepUp",
+                ConfigErrorReason::WrongType { expected },
+            );
+            Given::Refused
+        }
+    }
+}
+
 /// A required string: absent is `Required`; refused was reported already.
 fn required(given: Given<String>, field: &str, errs: &mut Errors) -> Option<String> {
     match given {
@@ -665,17 +745,23 @@ fn required(given: Given<String>, field: &str, errs: &mut Errors) -> Option<Stri
 /// in the order found: the shape is read before the rules, and the first error is the one
 /// an answer names.
 fn in_field_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
-    const ORDER: [&str; 7] = [
+    const ORDER: [&str; 8] = [
         "serverUrl",
         "serviceToken",
         "audience",
         "actionPolicy.contractVersion",
         "actionPolicy.enabled",
         "actionPolicy.operations",
+        "actionPolicy.stepUp",
         "allowedTools",
     ];
     let rank = |field: &str| {
         let base = field.split('[').next().unwrap_or(field);
+        let base = if base.starts_with("actionPolicy.stepUp") {
+            "actionPolicy.stepUp"
+        } else {
+            base
+        };
         if base == "actionPolicy" {
             return 4;
         }
@@ -801,6 +887,7 @@ mod tests {
                 contract_version: Given::Value(1),
                 enabled: Given::Value(enabled),
                 operations: listed(ops),
+                step_up: Given::Absent,
             }),
         };
         let body = |url: &str, tools: &[&str], ops: &[&str], enabled: bool| {
@@ -833,6 +920,72 @@ mod tests {
             let json = validate_mcp_config(&body(url, tools, ops, enabled), UrlPolicy::default());
             assert_eq!(typed, json, "{url} {tools:?} {ops:?}");
         }
+    }
+
+    /// F-1: `stepUp` names configured operations, each `none` or `passkey`; absent, every
+    /// operation is `none`.
+    #[test]
+    fn f1_step_up_is_per_configured_operation() {
+        let c = validate_mcp_config(&good(), UrlPolicy::default()).unwrap();
+        assert!(c.action_policy.step_up.is_empty());
+        let op = OperationName::parse("reassign_session_car").unwrap();
+        let c = validate_mcp_config(
+            &with(
+                &["actionPolicy", "stepUp"],
+                json!({"reassign_session_car": "passkey"}),
+            ),
+            UrlPolicy::default(),
+        )
+        .unwrap();
+        assert!(c.action_policy.needs_passkey(&op));
+        let c = validate_mcp_config(
+            &with(
+                &["actionPolicy", "stepUp"],
+                json!({"reassign_session_car": "none"}),
+            ),
+            UrlPolicy::default(),
+        )
+        .unwrap();
+        assert!(!c.action_policy.needs_passkey(&op));
+        assert_eq!(
+            errors(with(
+                &["actionPolicy", "stepUp"],
+                json!({"delete_account": "passkey"})
+            )),
+            vec![(
+                "actionPolicy.stepUp.delete_account".into(),
+                ConfigErrorReason::NotAnOperation
+            )]
+        );
+        assert_eq!(
+            errors(with(
+                &["actionPolicy", "stepUp"],
+                json!({"reassign_session_car": "sms"})
+            )),
+            vec![(
+                "actionPolicy.stepUp.reassign_session_car".into(),
+                ConfigErrorReason::StepUpValue
+            )]
+        );
+        assert_eq!(
+            errors(with(
+                &["actionPolicy", "stepUp"],
+                json!({"reassign_session_car": true})
+            )),
+            vec![(
+                "actionPolicy.stepUp.reassign_session_car".into(),
+                ConfigErrorReason::StepUpValue
+            )]
+        );
+        assert_eq!(
+            errors(with(&["actionPolicy", "stepUp"], json!(["passkey"]))),
+            vec![(
+                "actionPolicy.stepUp".into(),
+                ConfigErrorReason::WrongType {
+                    expected: "an object of operation: none or passkey"
+                }
+            )]
+        );
     }
 
     /// C-3: a complete, valid configuration.

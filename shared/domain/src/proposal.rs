@@ -317,6 +317,9 @@ pub struct Proposal {
     pub server_url: Option<String>,
     /// The proof audience in force at preparation.
     pub audience: Option<String>,
+    /// F-1: its operation needed the person's passkey under the settings it was prepared
+    /// with (a change of them voids it, C-8): a typed confirm cannot countersign it.
+    pub needs_passkey: bool,
 }
 
 impl Proposal {

@@ -77,6 +77,7 @@ impl Fixture {
             secret_version: None,
             server_url: None,
             audience: None,
+            needs_passkey: false,
         };
         Self {
             principal,

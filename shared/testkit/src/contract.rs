@@ -221,6 +221,7 @@ impl Fixture {
             secret_version: None,
             server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
             audience: None,
+            needs_passkey: false,
         };
         // As production writes it (chat `turn`): the presentation alone, the last assistant
         // message — the confirm instructions are a field of it, never a message after it.
@@ -365,6 +366,13 @@ pub async fn p2_load_returns_the_case_and_its_active_proposal_to_its_tenant_only
         s.conversations().load(&other, &case.id).await.unwrap(),
         None
     );
+    // F-1: a proposal that needs the person's passkey comes back saying so.
+    let case = f.open_case(s.conversations(), &tenant).await;
+    let (mut p, m) = f.proposal(&case, "act_passkey");
+    p.needs_passkey = true;
+    assert_eq!(create(&*s, &p, &m).await, applied());
+    let view = s.conversations().load(&tenant, &case.id).await.unwrap();
+    assert_eq!(view.and_then(|v| v.active), Some(p));
 }
 
 /// S-2, S-3: a case's summary names its newest message, language and status; every

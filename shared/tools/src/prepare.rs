@@ -378,6 +378,10 @@ fn new_proposal(
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: Some(config.config.audience().to_owned()),
+        needs_passkey: config
+            .config
+            .action_policy
+            .needs_passkey(&prepared.operation),
     }
 }
 

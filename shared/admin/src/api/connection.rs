@@ -53,6 +53,11 @@ pub struct ActionPolicyInput {
     /// The operations that may be prepared (at most 50).
     #[schema(max_items = 50)]
     operations: Vec<String>,
+    /// F-1: per operation, `none` (the default) or `passkey` — confirming it then needs
+    /// the person's passkey. Set `passkey` only after a certification that sent step-up
+    /// proofs passed (the certification does not send them yet: such a save is refused).
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    step_up: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The tenant's MCP configuration (C-5).

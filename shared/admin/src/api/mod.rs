@@ -109,26 +109,21 @@ impl From<AdminError> for ApiError {
                 AdminError::CertificationRequired.to_string(),
             )
             .with_field("actionPolicy.enabled"),
-            AdminError::NotConfigured => {
-                ApiError::conflict("MCP_NOT_CONFIGURED", AdminError::NotConfigured.to_string())
+            e @ AdminError::StepUpNotCertified(_) => {
+                ApiError::conflict("STEP_UP_NOT_CERTIFIED", e.to_string())
+                    .with_field("actionPolicy.stepUp")
             }
-            AdminError::NoCertification => {
-                ApiError::not_found(AdminError::NoCertification.to_string())
+            e @ (AdminError::NotConfigured
+            | AdminError::StillRunning(_)
+            | AdminError::Conflict
+            | AdminError::AlreadyReplaced(_)
+            | AdminError::AuditBroken { .. }) => {
+                ApiError::conflict(conflict_code(&e), e.to_string())
             }
-            AdminError::NoSuchAction => ApiError::not_found(AdminError::NoSuchAction.to_string()),
-            e @ AdminError::StillRunning(_) => {
-                ApiError::conflict("ACTION_STILL_RUNNING", e.to_string())
-            }
-            AdminError::Conflict => {
-                ApiError::conflict("CONFLICT", AdminError::Conflict.to_string())
+            e @ (AdminError::NoCertification | AdminError::NoSuchAction) => {
+                ApiError::not_found(e.to_string())
             }
             AdminError::NoSuchCredential => ApiError::not_found("no such widget credential"),
-            e @ AdminError::AlreadyReplaced(_) => {
-                ApiError::conflict("CREDENTIAL_ALREADY_REPLACED", e.to_string())
-            }
-            e @ AdminError::AuditBroken { .. } => {
-                ApiError::conflict("AUDIT_CHAIN_BROKEN", e.to_string())
-            }
             e @ AdminError::Unavailable { .. } => ApiError::unavailable(e.to_string(), &e),
             AdminError::Unfinished(cause) => {
                 tracing::warn!(%cause, "cancelling invalidated proposals failed");
@@ -139,6 +134,17 @@ impl From<AdminError> for ApiError {
                 )
             }
         }
+    }
+}
+
+/// The code of a conflict (409): what the client can tell apart.
+fn conflict_code(e: &AdminError) -> &'static str {
+    match e {
+        AdminError::NotConfigured => "MCP_NOT_CONFIGURED",
+        AdminError::StillRunning(_) => "ACTION_STILL_RUNNING",
+        AdminError::AlreadyReplaced(_) => "CREDENTIAL_ALREADY_REPLACED",
+        AdminError::AuditBroken { .. } => "AUDIT_CHAIN_BROKEN",
+        _ => "CONFLICT",
     }
 }
 

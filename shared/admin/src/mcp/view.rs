@@ -31,6 +31,8 @@ pub struct ActionPolicyView {
     pub enabled: bool,
     /// The configured operations.
     pub operations: Vec<String>,
+    /// F-1: each operation's step-up, `none` or `passkey`.
+    pub step_up: std::collections::BTreeMap<String, String>,
 }
 
 /// The configuration as shown: never the service token (C-3).
@@ -201,6 +203,19 @@ pub async fn view(
             contract_version: 1,
             enabled: c.action_policy.enabled,
             operations: names(&c.action_policy.operations),
+            step_up: c
+                .action_policy
+                .operations
+                .iter()
+                .map(|op| {
+                    let level = if c.action_policy.needs_passkey(op) {
+                        "passkey"
+                    } else {
+                        "none"
+                    };
+                    (op.to_string(), level.to_owned())
+                })
+                .collect(),
         }),
         action_verification,
     })

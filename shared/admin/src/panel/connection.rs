@@ -34,6 +34,13 @@ pub(super) fn form_of(stored: Option<&StoredMcpConfig>) -> McpForm {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", "),
+        step_up: c
+            .action_policy
+            .step_up
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         enabled: c.action_policy.enabled,
     }
 }
@@ -193,6 +200,7 @@ impl From<&Form> for McpForm {
             audience: form.get("audience").unwrap_or("").trim().to_owned(),
             allowed_tools: tools,
             operations: form.get("operations").unwrap_or("").trim().to_owned(),
+            step_up: form.get("stepUp").unwrap_or("").trim().to_owned(),
             enabled: form.get("enabled") == Some("true"),
         }
     }
@@ -203,12 +211,18 @@ impl McpForm {
     /// API's body is parsed into, checked by the same rules (no JSON in between).
     fn draft(&self, token: String) -> McpConfigDraft {
         let listed = |items: Vec<String>| Given::Value(items.into_iter().enumerate().collect());
-        let operations = self
-            .operations
-            .split(',')
-            .map(str::trim)
-            .filter(|o| !o.is_empty())
-            .map(str::to_owned)
+        let names = |text: &str| -> Vec<String> {
+            text.split(',')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let operations = names(&self.operations);
+        // F-1: the passkey operations; every other one `none`.
+        let step_up = names(&self.step_up)
+            .into_iter()
+            .map(|op| (op, "passkey".to_owned()))
             .collect();
         McpConfigDraft {
             server_url: Given::Value(self.server_url.clone()),
@@ -223,6 +237,7 @@ impl McpForm {
                 contract_version: Given::Value(countersign_domain::contract::CONTRACT_VERSION),
                 enabled: Given::Value(self.enabled),
                 operations: listed(operations),
+                step_up: Given::Value(step_up),
             }),
         }
     }

@@ -150,6 +150,9 @@ pub fn error(e: &AdminError) -> String {
         AdminError::CertificationRequired => {
             "as ações não podem ser ativadas: rode antes a certificação destas configurações, e ela precisa passar (uma mudança da URL do servidor, do token de serviço, da audiência ou das operações pede uma nova execução)".into()
         }
+        AdminError::StepUpNotCertified(op) => format!(
+            "{op} ainda não pode exigir uma passkey: uma operação só passa a exigir passkey depois de uma certificação que enviou provas com step-up, e a certificação ainda não as envia"
+        ),
         AdminError::NotConfigured => {
             "salve antes a configuração MCP: a certificação verifica a configuração salva".into()
         }
@@ -362,6 +365,10 @@ const PORTUGUESE: &[(&str, &str)] = &[
     (
         "Operations (comma-separated)",
         "Operações (separadas por vírgula)",
+    ),
+    (
+        "Operations that need the person's passkey (comma-separated; none by default)",
+        "Operações que exigem a passkey da pessoa (separadas por vírgula; nenhuma por padrão)",
     ),
     (
         "Pages using this credential stop working at once: every token signed with its secret is refused, and the secret is deleted. This cannot be undone.",

@@ -294,6 +294,9 @@ fn errors_of(e: &AdminError) -> Errors {
             [("allowedTools".to_owned(), all.join(" "))].into()
         }
         AdminError::ProviderUnreachable(_) => [("serverUrl".to_owned(), i18n::error(e))].into(),
+        AdminError::StepUpNotCertified(_) => {
+            [("actionPolicy.stepUp".to_owned(), i18n::error(e))].into()
+        }
         AdminError::SigningUnavailable | AdminError::CertificationRequired => {
             [("actionPolicy.enabled".to_owned(), i18n::error(e))].into()
         }

@@ -413,6 +413,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         secret_version: Some(settings.secret_version.clone()),
         server_url: Some(settings.config.server_url.as_str().to_owned()),
         audience: None,
+        needs_passkey: false,
     };
     let m = NewMessage {
         id: presented,

@@ -1488,3 +1488,30 @@ async fn n7_a_second_person_given_the_first_persons_data_plus_one_field_fails() 
         }
     }
 }
+
+/// F-1, F-4: an operation can need the person's passkey only after a certification that
+/// sent step-up proofs passed; the certification does not send them yet, so a save that
+/// makes one `passkey` is refused (409 `STEP_UP_NOT_CERTIFIED`, by the field) and changes
+/// nothing; `none` saves as before and the view shows every operation's step-up.
+#[tokio::test]
+async fn f1_no_operation_needs_a_passkey_before_a_step_up_certification() {
+    let e = env().await;
+    let before = mcp::current(&e.state, &e.tenant).await.unwrap().unwrap();
+    let mut body = config("tok-1", false);
+    body["actionPolicy"]["stepUp"] = json!({"move": "passkey"});
+    let refused = mcp::put(&e.state, &e.tenant, &body).await;
+    assert!(
+        matches!(&refused, Err(AdminError::StepUpNotCertified(op)) if op == "move"),
+        "{refused:?}"
+    );
+    let api = countersign_http::ApiError::from(refused.unwrap_err());
+    assert_eq!(api.status(), http::StatusCode::CONFLICT);
+    assert_eq!(
+        mcp::current(&e.state, &e.tenant).await.unwrap().unwrap(),
+        before
+    );
+    body["actionPolicy"]["stepUp"] = json!({"move": "none"});
+    let view = mcp::put(&e.state, &e.tenant, &body).await.unwrap();
+    let policy = view.action_policy.unwrap();
+    assert_eq!(policy.step_up.get("move").map(String::as_str), Some("none"));
+}

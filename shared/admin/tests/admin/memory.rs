@@ -171,6 +171,7 @@ async fn pending_proposal(
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: None,
+        needs_passkey: false,
     };
     let created = store.create_proposal(&p, &[presented]).await.unwrap();
     assert!(matches!(created, CreateProposalOutcome::Applied { .. }));

@@ -135,6 +135,7 @@ async fn confirmed(e: &Env, t: &Tenant, action: &str, to: ProposalState) -> (Cas
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: None,
+        needs_passkey: false,
     };
     e.store
         .create_proposal(&p, std::slice::from_ref(&presented))

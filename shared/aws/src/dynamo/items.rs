@@ -254,6 +254,9 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
     if let Some(a) = &p.audience {
         i.insert("audience".into(), s(a.as_str()));
     }
+    if p.needs_passkey {
+        i.insert("needs_passkey".into(), AttributeValue::Bool(true));
+    }
     i
 }
 
@@ -346,6 +349,12 @@ pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
         secret_version: opt_s(item, "secret_version").map(str::to_owned),
         server_url: opt_s(item, "server_url").map(str::to_owned),
         audience: opt_s(item, "audience").map(str::to_owned),
+        // F-1: absent on proposals prepared before step-up existed: none needed one.
+        needs_passkey: item
+            .get("needs_passkey")
+            .and_then(|v| v.as_bool().ok())
+            .copied()
+            .unwrap_or(false),
     })
 }
 

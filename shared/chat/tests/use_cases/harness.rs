@@ -157,6 +157,7 @@ impl H {
                         .iter()
                         .map(|o| OperationName::parse(*o).unwrap())
                         .collect(),
+                    step_up: Default::default(),
                 },
                 audience: None,
                 approved: Default::default(),

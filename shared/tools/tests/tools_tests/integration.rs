@@ -124,6 +124,7 @@ impl Env {
             secret_version: Some(config.secret_version.clone()),
             server_url: Some(config.config.server_url.to_string()),
             audience: None,
+            needs_passkey: false,
         }
     }
 }

@@ -67,6 +67,7 @@ fn proposal() -> Proposal {
         secret_version: None,
         server_url: None,
         audience: None,
+        needs_passkey: false,
     }
 }
 

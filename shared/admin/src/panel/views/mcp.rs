@@ -31,6 +31,8 @@ pub struct McpForm {
     pub allowed_tools: Vec<String>,
     /// The operations, comma-separated.
     pub operations: String,
+    /// F-1: the operations that need the person's passkey, comma-separated.
+    pub step_up: String,
     /// Actions on.
     pub enabled: bool,
 }
@@ -102,6 +104,11 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             label for="operations" { (t("Operations (comma-separated)")) }
             input #operations type="text" name="operations" value=(f.operations);
             (error_for(p.errors, "actionPolicy.operations"))
+            label for="stepUp" { (t("Operations that need the person's passkey (comma-separated; none by default)")) }
+            input #stepUp type="text" name="stepUp" value=(f.step_up);
+            @for (field, message) in p.errors.iter().filter(|(f, _)| f.starts_with("actionPolicy.stepUp")) {
+                p.error role="alert" data-field=(field) { (message) }
+            }
             div.enable {
                 input #enabled type="checkbox" name="enabled" value="true" checked[f.enabled]
                     disabled[p.enable_blocked.is_some() && !f.enabled];

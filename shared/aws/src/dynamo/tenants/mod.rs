@@ -245,6 +245,15 @@ fn mcp_item(tenant: &TenantId, c: &StoredMcpConfig) -> Item {
                 .map(ToString::to_string),
         ),
     );
+    if !c.config.action_policy.step_up.is_empty() {
+        let passkey = c
+            .config
+            .action_policy
+            .step_up
+            .iter()
+            .map(ToString::to_string);
+        i.insert("step_up_passkey".into(), list(passkey));
+    }
     if let Some(a) = &c.config.audience {
         i.insert("audience".into(), s(a.as_str()));
     }
@@ -304,6 +313,14 @@ fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
                     .into_iter()
                     .map(|o| OperationName::parse(o).map_err(|_| corrupt("operations")))
                     .collect::<Result<_, _>>()?,
+                // F-1: absent before step-up existed: every operation `none`.
+                step_up: match i.get("step_up_passkey") {
+                    None => Default::default(),
+                    Some(_) => str_list(i, "step_up_passkey")?
+                        .into_iter()
+                        .map(|o| OperationName::parse(o).map_err(|_| corrupt("step_up_passkey")))
+                        .collect::<Result<_, _>>()?,
+                },
             },
             audience: opt_s(i, "audience").map(str::to_owned),
             approved: approved_from(i)?,
