@@ -531,7 +531,10 @@ fn same_fields(old: &McpConfig, new: &McpConfig) -> bool {
 }
 
 /// The audited fields of a configuration, by name.
-fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); 7] {
+/// How many fields a configuration's audit record compares.
+const AUDITED: usize = 7;
+
+fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); AUDITED] {
     let policy = &c.config.action_policy;
     let approved: serde_json::Map<String, Value> = c
         .config
@@ -563,8 +566,8 @@ fn config_changes(
     let before = old.map(audited_fields);
     let after = new.map(audited_fields);
     let mut changes = serde_json::Map::new();
-    for i in 0..6 {
-        let field = |f: &Option<[(&'static str, Value); 7]>| f.as_ref().map(|f| f[i].clone());
+    for i in 0..AUDITED {
+        let field = |f: &Option<[(&'static str, Value); AUDITED]>| f.as_ref().map(|f| f[i].clone());
         let (from, to) = (field(&before), field(&after));
         let name = from.as_ref().or(to.as_ref()).map_or("", |(n, _)| *n);
         let (from, to) = (
