@@ -3,11 +3,12 @@
 //! interval for unknown keys, and keeping the keys it knows when the platform is down.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::expected;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::jwk::{pem_der, rsa_jwk, rsa_public_key};
 use countersign_provider_kit::proof::ProofRejection;
-use countersign_provider_kit::{ExpectedAction, Jwks, Verifier};
+use countersign_provider_kit::{Jwks, Verifier};
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -86,19 +87,6 @@ fn now() -> i64 {
             .as_secs(),
     )
     .unwrap()
-}
-
-fn expected() -> ExpectedAction<'static> {
-    ExpectedAction {
-        tenant_id: "ten_1",
-        user_id: "u_alice",
-        conversation_id: "case_1",
-        action_id: "act_1",
-        operation: "reassign_session_car",
-        arguments_hash: Box::leak("a".repeat(64).into_boxed_str()),
-        summary_hash: Box::leak("b".repeat(64).into_boxed_str()),
-        expires_at: None,
-    }
 }
 
 /// A valid proof signed by `key`, its header naming `kid`.

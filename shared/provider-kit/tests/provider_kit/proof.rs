@@ -2,6 +2,7 @@
 //! real RS256 signatures (test keys in `tests/keys`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::expected;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_provider_kit::proof::ProofRejection;
@@ -29,19 +30,6 @@ fn claims() -> Value {
         "messageId": "msg_2", "presentedMessageId": "msg_1", "jti": "jti-1",
         "iat": NOW - 5, "exp": NOW + 55
     })
-}
-
-fn expected() -> ExpectedAction<'static> {
-    ExpectedAction {
-        tenant_id: "ten_1",
-        user_id: "u_alice",
-        conversation_id: "case_1",
-        action_id: "act_1",
-        operation: "reassign_session_car",
-        arguments_hash: Box::leak("a".repeat(64).into_boxed_str()),
-        summary_hash: Box::leak("b".repeat(64).into_boxed_str()),
-        expires_at: None,
-    }
 }
 
 fn verifier() -> Verifier {

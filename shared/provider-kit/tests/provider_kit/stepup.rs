@@ -3,6 +3,7 @@
 //! challenge — and refuses every way one can be wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::expected;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::proof::ProofClaims;
@@ -10,7 +11,7 @@ use countersign_domain::stepup::{
     Assertion, Binding, CredentialKey, Evidence, StepUpError, join_claims,
 };
 use countersign_provider_kit::proof::{PinnedKeys, ProofRejection};
-use countersign_provider_kit::{ExpectedAction, Verifier};
+use countersign_provider_kit::Verifier;
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -40,19 +41,6 @@ fn claims() -> ProofClaims {
         jti: "jti-1".into(),
         iat: NOW - 5,
         exp: NOW + 55,
-    }
-}
-
-fn expected() -> ExpectedAction<'static> {
-    ExpectedAction {
-        tenant_id: "ten_1",
-        user_id: "u_alice",
-        conversation_id: "case_1",
-        action_id: "act_1",
-        operation: "reassign_session_car",
-        arguments_hash: Box::leak("a".repeat(64).into_boxed_str()),
-        summary_hash: Box::leak("b".repeat(64).into_boxed_str()),
-        expires_at: None,
     }
 }
 
