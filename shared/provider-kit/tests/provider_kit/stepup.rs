@@ -10,8 +10,8 @@ use countersign_domain::proof::ProofClaims;
 use countersign_domain::stepup::{
     Assertion, Binding, CredentialKey, Evidence, StepUpError, join_claims,
 };
-use countersign_provider_kit::proof::{PinnedKeys, ProofRejection};
 use countersign_provider_kit::Verifier;
+use countersign_provider_kit::proof::{PinnedKeys, ProofRejection};
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
