@@ -20,9 +20,6 @@ use sha2::{Digest as _, Sha256};
 /// never be read as another protocol's.
 pub const CHALLENGE_TAG: &str = "countersign-stepup-v1";
 
-/// How long a step-up nonce may be used after it was issued (F-3: ≤ 60 s).
-pub const NONCE_SECONDS: i64 = 60;
-
 /// The `typ` of a proof that carries a step-up (F-4).
 pub const STEPUP_PROOF_TYPE: &str = "support-action-stepup+jwt";
 
