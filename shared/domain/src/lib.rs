@@ -26,6 +26,7 @@ pub mod config;
 pub mod confirmation;
 pub mod contract;
 pub mod conversation;
+pub mod enrolment;
 pub mod hash;
 pub mod host;
 pub mod ids;

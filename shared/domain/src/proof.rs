@@ -175,6 +175,24 @@ impl UnsignedProof {
         }
     }
 
+    /// F-4: a step-up proof's header and claim set (the fourteen claims, `stepUp`, `amr`).
+    pub fn stepup(kid: String, claims: &ProofClaims, evidence: &crate::stepup::Evidence) -> Self {
+        let header = ProofHeader {
+            typ: crate::stepup::STEPUP_PROOF_TYPE,
+            ..ProofHeader::new(kid)
+        };
+        let h = serde_json::to_vec(&header).unwrap_or_default();
+        let c =
+            serde_json::to_vec(&crate::stepup::join_claims(claims, evidence)).unwrap_or_default();
+        Self {
+            signing_input: format!(
+                "{}.{}",
+                URL_SAFE_NO_PAD.encode(h),
+                URL_SAFE_NO_PAD.encode(c)
+            ),
+        }
+    }
+
     /// The bytes the RS256 signature covers.
     pub fn signing_input(&self) -> &[u8] {
         self.signing_input.as_bytes()
@@ -218,6 +236,19 @@ pub async fn sign_proof(
 ) -> Result<Proof, ProofError> {
     let kid = signer.key_id().await?;
     let unsigned = UnsignedProof::new(&ProofHeader::new(kid.clone()), claims);
+    let signature = signer.sign_rs256(&kid, unsigned.signing_input()).await?;
+    unsigned.finish(&signature)
+}
+
+/// F-4: signs a step-up proof (`typ: support-action-stepup+jwt`): `claims` with the
+/// verified `evidence` of the person's passkey over this very action.
+pub async fn sign_stepup_proof(
+    signer: &dyn ProofSigner,
+    claims: &ProofClaims,
+    evidence: &crate::stepup::Evidence,
+) -> Result<Proof, ProofError> {
+    let kid = signer.key_id().await?;
+    let unsigned = UnsignedProof::stepup(kid.clone(), claims, evidence);
     let signature = signer.sign_rs256(&kid, unsigned.signing_input()).await?;
     unsigned.finish(&signature)
 }

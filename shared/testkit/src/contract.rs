@@ -43,6 +43,8 @@ pub trait Subject: Send + Sync + 'static {
     fn budgets(&self) -> &dyn RateLimiter;
     /// The confirmation links (N-4: written into a conversation).
     fn links(&self) -> &dyn countersign_domain::ports::ConfirmationLinks;
+    /// F-2: people's passkeys.
+    fn passkeys(&self) -> &dyn countersign_domain::ports::Passkeys;
     /// The proposal as stored now, whatever its state.
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal>;
     /// a look at everything stored (a whole-table scan): what holds `needle`, by
@@ -62,6 +64,9 @@ impl Subject for crate::MemoryStore {
         self
     }
     fn links(&self) -> &dyn countersign_domain::ports::ConfirmationLinks {
+        self
+    }
+    fn passkeys(&self) -> &dyn countersign_domain::ports::Passkeys {
         self
     }
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
@@ -109,6 +114,7 @@ macro_rules! store_contract {
             r1_the_retention_is_set_with_its_audit_record,
             r3_a_hold_keeps_conversations_from_the_purge_until_lifted,
             r3_a_hold_racing_the_purge_is_never_lost,
+            f2_passkeys_are_per_person_and_a_use_moves_the_counter_once,
         );
     };
     (@rules $make:path; $($rule:ident),+ $(,)?) => {
@@ -1730,4 +1736,111 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
         t.set_hold(&unknown, &on_case, true, &record).await.unwrap(),
         TransitionOutcome::Conflict { .. }
     ));
+}
+
+/// F-2, F-3: a person's passkeys are theirs for one tenant; an id is enrolled once; a use
+/// moves the counter only from the value it read (two concurrent uses of one reading:
+/// exactly one wins), and not on a revoked passkey; the person's erasure removes them all.
+pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<dyn Subject>) {
+    use countersign_domain::ports::Passkey;
+    use countersign_domain::stepup::CredentialKey;
+    let f = Fixture::default();
+    let (tenant, other_tenant) = (f.tenant(), f.tenant());
+    let (alice, bob) = (
+        UserId::parse("u_alice").unwrap(),
+        UserId::parse("u_bob").unwrap(),
+    );
+    let store = s.passkeys();
+    let enrolled = f.now();
+    let key = |id: &str, x: u8| Passkey {
+        id: id.into(),
+        key: CredentialKey::Ed25519 { x: [x; 32] },
+        sign_count: 3,
+        transports: vec!["internal".into(), "hybrid".into()],
+        created_at: enrolled,
+        last_used_at: None,
+    };
+    assert!(
+        store
+            .add_passkey(&tenant, &alice, &key("cred-a", 1))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .add_passkey(&tenant, &alice, &key("cred-a", 2))
+            .await
+            .unwrap(),
+        "an enrolled id is never replaced"
+    );
+    assert!(
+        store
+            .add_passkey(&tenant, &alice, &key("cred-b", 3))
+            .await
+            .unwrap()
+    );
+    let mine = store.passkeys(&tenant, &alice).await.unwrap();
+    assert_eq!(
+        mine.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        ["cred-a", "cred-b"]
+    );
+    assert_eq!(mine[0], key("cred-a", 1), "stored as enrolled");
+    assert!(store.passkeys(&tenant, &bob).await.unwrap().is_empty());
+    assert!(
+        store
+            .passkeys(&other_tenant, &alice)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Two uses that both read counter 3: one moves it.
+    let now = f.now();
+    let (a, b) = tokio::join!(
+        store.record_passkey_use(&tenant, &alice, "cred-a", 3, 4, now),
+        store.record_passkey_use(&tenant, &alice, "cred-a", 3, 5, now),
+    );
+    assert!(
+        a.unwrap() ^ b.unwrap(),
+        "exactly one use of one reading wins"
+    );
+    let used = &store.passkeys(&tenant, &alice).await.unwrap()[0];
+    assert!(matches!(used.sign_count, 4 | 5) && used.last_used_at == Some(now));
+    assert!(
+        !store
+            .record_passkey_use(&tenant, &bob, "cred-a", used.sign_count, 9, now)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .revoke_passkey(&tenant, &alice, "cred-a")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke_passkey(&tenant, &alice, "cred-a")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .record_passkey_use(&tenant, &alice, "cred-a", used.sign_count, 9, now)
+            .await
+            .unwrap(),
+        "a revoked passkey is never used"
+    );
+    assert!(
+        store
+            .add_passkey(&other_tenant, &alice, &key("cred-c", 4))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.forget_passkeys(&tenant, &alice).await.unwrap(), 1);
+    assert!(store.passkeys(&tenant, &alice).await.unwrap().is_empty());
+    assert_eq!(
+        store.passkeys(&other_tenant, &alice).await.unwrap().len(),
+        1,
+        "one tenant's erasure only"
+    );
 }

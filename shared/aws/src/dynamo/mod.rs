@@ -15,6 +15,7 @@ mod leases;
 mod limits;
 mod links;
 mod partitions;
+mod passkeys;
 mod proposals;
 mod retention;
 mod subjects;

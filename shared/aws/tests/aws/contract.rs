@@ -33,6 +33,9 @@ impl Subject for OnDynamo {
     fn links(&self) -> &dyn countersign_domain::ports::ConfirmationLinks {
         &self.store
     }
+    fn passkeys(&self) -> &dyn countersign_domain::ports::Passkeys {
+        &self.store
+    }
     async fn stored(&self, tenant: &TenantId, case: &CaseId, id: &ActionId) -> Option<Proposal> {
         self.store.proposal(tenant, case, id).await.unwrap()
     }

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 mod budgets;
 mod conversations;
 mod links;
+mod passkeys;
 mod proposals;
 mod retention;
 mod tenants;
@@ -95,6 +96,11 @@ struct State {
     url_elicitation: HashMap<Sha256Hex, bool>,
     /// N-6: confirmation page sessions, under their key, until when they live.
     page_sessions: HashMap<Sha256Hex, Timestamp>,
+    /// F-2: each person's passkeys, in enrolment order.
+    passkeys: HashMap<
+        (TenantId, countersign_domain::ids::UserId),
+        Vec<countersign_domain::ports::Passkey>,
+    >,
     /// each person's key id, and what was sealed under each key.
     subject_keys: HashMap<(TenantId, countersign_domain::ids::UserId), String>,
     /// R-1 (decision 0055): each conversation's key, destroyed by its purge.
