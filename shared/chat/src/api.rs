@@ -93,6 +93,7 @@ impl From<ChatError> for ApiError {
                 "an action's outcome is still being checked; send a message to check it, then close",
             ),
             e @ ChatError::StepUpRequired => ApiError::conflict("STEP_UP_REQUIRED", e.to_string()),
+            e @ ChatError::StepUpRefused(_) => ApiError::conflict("STEP_UP_REFUSED", e.to_string()),
             ChatError::Invalid { field, message } => {
                 ApiError::validation(field, format!("{field}: {message}"))
             }

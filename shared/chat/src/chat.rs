@@ -71,6 +71,7 @@ impl Chat {
             request_budget: None,
             person_limits: None,
             mcp_tokens: None,
+            step_up: None,
         }
     }
 
@@ -291,6 +292,32 @@ impl Chat {
         content: &str,
         reply_to: Option<MessageId>,
     ) -> Result<(Vec<NewMessage>, Language), ChatError> {
+        self.post_answering(who, case, content, reply_to, None)
+            .await
+    }
+
+    /// F-3: a confirmation countersigned with the person's passkey: `post`, with the
+    /// step-up `answer` a passkey operation's confirmation needs.
+    pub async fn post_countersigned(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+        content: &str,
+        reply_to: Option<MessageId>,
+        answer: &crate::stepup::StepUpAnswer,
+    ) -> Result<(Vec<NewMessage>, Language), ChatError> {
+        self.post_answering(who, case, content, reply_to, Some(answer))
+            .await
+    }
+
+    async fn post_answering(
+        &self,
+        who: &Principal,
+        case: &CaseId,
+        content: &str,
+        reply_to: Option<MessageId>,
+        answer: Option<&crate::stepup::StepUpAnswer>,
+    ) -> Result<(Vec<NewMessage>, Language), ChatError> {
         check_content(content)?;
         let view = self.owned(who, case).await?;
         // Confirm-path review N10: the answer to a waiting proposal never spends the
@@ -322,7 +349,8 @@ impl Chat {
         let mut out = Vec::new();
         let next = match view.active.clone() {
             Some(p) if p.state == ProposalState::PendingConfirmation => {
-                self.while_pending(who, &view, p, message, &mut out).await?
+                self.while_pending(who, &view, p, message, answer, &mut out)
+                    .await?
             }
             Some(p) if p.state.needs_reconciliation() => {
                 // only the status query, never the model.
@@ -427,18 +455,24 @@ impl Chat {
         view: &ConversationView,
         p: Proposal,
         message: NewMessage,
+        answer: Option<&crate::stepup::StepUpAnswer>,
         out: &mut Vec<NewMessage>,
     ) -> Result<Next, ChatError> {
         let lang = view.language;
         match classify(&message.content) {
             Reply::Confirm => {
-                // F-1: no proof for a passkey operation without the person's passkey: a
-                // typed confirm is refused before anything is stored (a stored notice
-                // after the presentation would end the proposal, A-25).
-                if p.needs_passkey {
-                    return Err(ChatError::StepUpRequired);
-                }
-                self.confirm(who, view, p, message, out).await?;
+                // F-1: no proof for a passkey operation without the person's passkey over
+                // this very action: a typed confirm, or a step-up that fails, is refused
+                // before anything is stored (a stored notice after the presentation would
+                // end the proposal, A-25).
+                let evidence = match (p.needs_passkey, &self.step_up, answer) {
+                    (false, _, _) => None,
+                    (true, Some(step_up), Some(answer)) => {
+                        Some(step_up.verify(who, &p, answer).await?)
+                    }
+                    (true, _, _) => return Err(ChatError::StepUpRequired),
+                };
+                self.confirm(who, view, p, message, evidence, out).await?;
                 Ok(Next::Done)
             }
             Reply::Cancel => {

@@ -17,6 +17,7 @@ impl Chat {
         view: &ConversationView,
         p: Proposal,
         message: NewMessage,
+        evidence: Option<countersign_domain::stepup::Evidence>,
         out: &mut Vec<NewMessage>,
     ) -> Result<(), ChatError> {
         let lang = view.language;
@@ -54,7 +55,9 @@ impl Chat {
                 let mut executing = p;
                 executing.state = ProposalState::Executing;
                 executing.confirmation_message_id = Some(authorized.message_id.clone());
-                let outcome = self.execute(who, lang, executing, &authorized, out).await?;
+                let outcome = self
+                    .execute(who, lang, executing, &authorized, evidence.as_ref(), out)
+                    .await?;
                 crate::metrics::confirm_latency(started, outcome);
                 Ok(())
             }

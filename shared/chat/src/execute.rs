@@ -13,8 +13,11 @@ use countersign_domain::outcome::{
 use countersign_domain::ports::{
     Confirmation, NewMessage, ProviderContext, ProviderError, TransitionOutcome,
 };
-use countersign_domain::proof::{Proof, ProofClaims, ProofContext, ProofError, sign_proof};
+use countersign_domain::proof::{
+    Proof, ProofClaims, ProofContext, ProofError, sign_proof, sign_stepup_proof,
+};
 use countersign_domain::proposal::{Proposal, ProposalState, RemoteStatus, transition};
+use countersign_domain::stepup::Evidence;
 use countersign_domain::texts::{self, Language};
 use countersign_domain::tool_result::ToolResult;
 use serde_json::{Map, Value};
@@ -89,9 +92,11 @@ impl Chat {
         lang: Language,
         p: Proposal,
         authorized: &Authorized,
+        evidence: Option<&Evidence>,
         out: &mut Vec<NewMessage>,
     ) -> Result<ProposalState, ChatError> {
-        let (to, answer, not_sent) = match self.send_execute(who, lang, &p, authorized).await {
+        let sent = self.send_execute(who, lang, &p, authorized, evidence).await;
+        let (to, answer, not_sent) = match sent {
             // no answer, an invalid one or a non-terminal one → unknown.
             Ok(answer) => {
                 let event = event_after_execute(answer.as_ref());
@@ -119,6 +124,7 @@ impl Chat {
         lang: Language,
         p: &Proposal,
         authorized: &Authorized,
+        evidence: Option<&Evidence>,
     ) -> Result<Option<ActionAnswer>, NotSent> {
         // C-8: read after the confirmation committed, so a save that committed first is
         // seen here, and one that commits later comes after the execution began.
@@ -151,7 +157,7 @@ impl Chat {
             tracing::warn!(error = %e, action = %p.action_id, "the provider handshake failed: nothing was sent");
             NotSent::Failed
         })?;
-        let proof = self.proof(p, authorized, &audience).await?;
+        let proof = self.proof(p, authorized, &audience, evidence).await?;
         let args = action_arguments(&p.action_id);
         // only {actionId}, the A-11 headers and the proof.
         let confirmation = Confirmation {
@@ -171,6 +177,7 @@ impl Chat {
         p: &Proposal,
         authorized: &Authorized,
         audience: &str,
+        evidence: Option<&Evidence>,
     ) -> Result<Proof, NotSent> {
         let jti = self.parts.ids.proof_jti();
         let context = ProofContext {
@@ -187,12 +194,20 @@ impl Chat {
                 return Err(NotSent::Failed);
             }
         };
-        sign_proof(self.parts.signer.as_ref(), &claims)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "signing the proof failed");
-                NotSent::Failed
-            })
+        let signer = self.parts.signer.as_ref();
+        let signed = match (p.needs_passkey, evidence) {
+            (_, Some(evidence)) => sign_stepup_proof(signer, &claims, evidence).await,
+            (false, None) => sign_proof(signer, &claims).await,
+            // F-1: never a plain proof for a passkey operation.
+            (true, None) => {
+                tracing::error!(action = %p.action_id, "a passkey operation reached signing without its step-up");
+                return Err(NotSent::Failed);
+            }
+        };
+        signed.map_err(|e| {
+            tracing::error!(error = %e, "signing the proof failed");
+            NotSent::Failed
+        })
     }
 
     /// asks the provider for the status of an `executing` (stuck) or `unknown`

@@ -15,6 +15,7 @@ pub mod model;
 pub mod page;
 mod prepare;
 mod service;
+pub mod stepup;
 pub mod stream;
 pub mod tool_names;
 mod turn;

@@ -40,6 +40,10 @@ pub enum ChatError {
     /// cannot countersign it; nothing was stored and the proposal still waits.
     #[error("this action needs your passkey: a typed confirm cannot countersign it")]
     StepUpRequired,
+    /// F-3: the passkey step-up was refused (why, in the error); nothing was stored or
+    /// signed and the proposal still waits.
+    #[error("{0}")]
+    StepUpRefused(crate::stepup::StepUpRefused),
     /// The tenant's budget of model turns is spent for now (decision 0021); nothing was
     /// stored.
     #[error("too many messages for this company right now; try again in {retry_after_secs} s")]
@@ -59,6 +63,15 @@ pub enum ChatError {
     /// A store failed; nothing more was done.
     #[error("a platform service is unavailable")]
     Unavailable(StoreError),
+}
+
+impl From<crate::stepup::StepUpRefused> for ChatError {
+    fn from(e: crate::stepup::StepUpRefused) -> Self {
+        match e {
+            crate::stepup::StepUpRefused::Unavailable(s) => s.into(),
+            e => Self::StepUpRefused(e),
+        }
+    }
 }
 
 impl From<StoreError> for ChatError {
@@ -114,6 +127,9 @@ pub struct Chat {
     pub person_limits: Option<(Arc<dyn RateLimiter>, PersonLimits)>,
     /// the key gateway tokens are signed with; `None`: none are minted here.
     pub mcp_tokens: Option<crate::gateway_key::McpTokens>,
+    /// F-3: the passkey ceremonies; `None`: no passkey operation can be confirmed here
+    /// (every one answers `STEP_UP_REQUIRED`).
+    pub step_up: Option<crate::stepup::StepUp>,
 }
 
 impl std::fmt::Debug for Chat {

@@ -171,11 +171,18 @@ pub fn cose_bytes(key: &CredentialKey) -> Vec<u8> {
     out
 }
 
-/// Test help: the authenticator data of a new credential `id` with `key` for `rp_id`.
-pub fn registration_data(rp_id: &str, flags: u8, id: &[u8], key: &CredentialKey) -> Vec<u8> {
+/// Test help: the authenticator data of a new credential `id` with `key` for `rp_id`,
+/// its counter at `count`.
+pub fn registration_data(
+    rp_id: &str,
+    flags: u8,
+    count: u32,
+    id: &[u8],
+    key: &CredentialKey,
+) -> Vec<u8> {
     let mut data = Sha256::digest(rp_id.as_bytes()).to_vec();
     data.push(flags);
-    data.extend_from_slice(&0_u32.to_be_bytes());
+    data.extend_from_slice(&count.to_be_bytes());
     data.extend_from_slice(&[0_u8; 16]);
     data.extend_from_slice(&u16::try_from(id.len()).unwrap_or(0).to_be_bytes());
     data.extend_from_slice(id);
@@ -221,7 +228,7 @@ mod tests {
             rp_id: RP,
         };
         for key in keys() {
-            let data = registration_data(RP, UP | UV | AT, b"cred-1", &key);
+            let data = registration_data(RP, UP | UV | AT, 0, b"cred-1", &key);
             let good = client("webauthn.create", b"enrol-nonce", ORIGIN);
             let read = read_registration(&good, &data, &expected).unwrap();
             assert_eq!((read.id.as_slice(), &read.key), (&b"cred-1"[..], &key));
@@ -243,22 +250,22 @@ mod tests {
                 ),
                 (
                     good.clone(),
-                    registration_data("shop.example", UP | UV | AT, b"cred-1", &key),
+                    registration_data("shop.example", UP | UV | AT, 0, b"cred-1", &key),
                     StepUpError::RpId,
                 ),
                 (
                     good.clone(),
-                    registration_data(RP, UV | AT, b"cred-1", &key),
+                    registration_data(RP, UV | AT, 0, b"cred-1", &key),
                     StepUpError::UserPresence,
                 ),
                 (
                     good.clone(),
-                    registration_data(RP, UP | AT, b"cred-1", &key),
+                    registration_data(RP, UP | AT, 0, b"cred-1", &key),
                     StepUpError::UserVerification,
                 ),
                 (
                     good.clone(),
-                    registration_data(RP, UP | UV, b"cred-1", &key),
+                    registration_data(RP, UP | UV, 0, b"cred-1", &key),
                     StepUpError::Malformed("authenticatorData has no attested credential"),
                 ),
             ];

@@ -15,6 +15,7 @@
 //! operation fails as planned, so a test reads as "the confirm write's answer is lost".
 //! The adapters' own tests against the emulator hold that the real stores behave the same.
 
+pub mod authenticator;
 pub mod contract;
 mod faults;
 mod jobs;

@@ -396,32 +396,6 @@ async fn n6_a_replacing_proposal_confirms_five_seconds_after_its_first_serving()
     assert!(h.provider.calls_of("execute_action").is_empty());
 }
 
-/// The tenant's settings with `operation` needing the person's passkey (F-1), written as
-/// a save that passed its gate would write them.
-async fn passkey_for(h: &H, operation: &str) {
-    use countersign_domain::ports::{AuditEntry, Clock as _, Ids as _, McpSettings as _};
-    let tenant = &h.who.tenant;
-    let mut stored = h.store.get_mcp_config(tenant).await.unwrap().unwrap();
-    let before = stored.version;
-    stored
-        .config
-        .action_policy
-        .step_up
-        .insert(countersign_domain::ids::OperationName::parse(operation).unwrap());
-    stored.version += 1;
-    let audit = AuditEntry {
-        id: h.ids.audit_id(),
-        at: h.clock.now(),
-        actor: "test".into(),
-        action: "mcp.put".into(),
-        changes: serde_json::json!({}),
-    };
-    h.store
-        .put_mcp_config(tenant, &stored, Some(before), &audit)
-        .await
-        .unwrap();
-}
-
 /// F-1, F-3: a typed confirm of a passkey operation is refused (`StepUpRequired`, 409
 /// `STEP_UP_REQUIRED` at the API) before anything is stored: no message, no proof, no
 /// provider call, and the proposal still waits; another operation confirms as before.
@@ -429,7 +403,7 @@ async fn passkey_for(h: &H, operation: &str) {
 async fn f1_a_typed_confirm_of_a_passkey_operation_stores_nothing_and_leaves_it_pending() {
     let h = H::new().await;
     // Prepared under settings in which the operation needs the person's passkey.
-    passkey_for(&h, "reassign_session_car").await;
+    h.passkey_for("reassign_session_car").await;
     let (action, presented) = h.propose().await;
     assert!(h.proposal(&action).needs_passkey);
     let (messages, calls) = (h.messages().len(), h.provider.calls().len());

@@ -229,6 +229,32 @@ impl H {
             .unwrap();
     }
 
+    /// The tenant's settings with `operation` needing the person's passkey (F-1), written as
+    /// a save that passed its gate would write them.
+    pub async fn passkey_for(&self, operation: &str) {
+        use countersign_domain::ports::{AuditEntry, Clock as _, Ids as _, McpSettings as _};
+        let tenant = &self.who.tenant;
+        let mut stored = self.store.get_mcp_config(tenant).await.unwrap().unwrap();
+        let before = stored.version;
+        stored
+            .config
+            .action_policy
+            .step_up
+            .insert(countersign_domain::ids::OperationName::parse(operation).unwrap());
+        stored.version += 1;
+        let audit = AuditEntry {
+            id: self.ids.audit_id(),
+            at: self.clock.now(),
+            actor: "test".into(),
+            action: "mcp.put".into(),
+            changes: serde_json::json!({}),
+        };
+        self.store
+            .put_mcp_config(tenant, &stored, Some(before), &audit)
+            .await
+            .unwrap();
+    }
+
     /// The person writes `text` (no reply id).
     pub async fn say(&self, text: &str) -> Out {
         self.post(text, None).await.unwrap()

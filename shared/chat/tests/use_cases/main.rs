@@ -22,5 +22,6 @@ mod page;
 mod post;
 mod prepare;
 mod reconcile;
+mod stepup;
 mod stream_route;
 mod turn;

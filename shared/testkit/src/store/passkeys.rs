@@ -4,6 +4,17 @@ use super::*;
 use countersign_domain::ids::UserId;
 use countersign_domain::ports::{Passkey, Passkeys};
 
+impl MemoryStore {
+    /// A person's passkeys as stored now (tests).
+    pub fn passkeys_of(&self, who: &countersign_domain::conversation::Principal) -> Vec<Passkey> {
+        self.lock()
+            .passkeys
+            .get(&(who.tenant.clone(), who.user.clone()))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 #[async_trait]
 impl Passkeys for MemoryStore {
     async fn add_passkey(
