@@ -14,7 +14,7 @@ pub use countersign_aws::settings::DEFAULT_ISSUER;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 1] = ["COUNTERSIGN_ISSUER"];
+pub const ENV: [&str; 2] = ["COUNTERSIGN_ISSUER", "COUNTERSIGN_STEP_UP_ORIGIN"];
 
 /// Read only outside Lambda (the local stack); the template never sets them (D-5).
 pub const LOCAL_ENV: [&str; 2] = [
@@ -34,14 +34,19 @@ pub struct Config {
     pub allow_loopback_provider: bool,
     /// The local address outside Lambda (`COUNTERSIGN_ADMIN_ADDR`).
     pub addr: String,
+    /// F-3: where the passkey ceremonies run (`COUNTERSIGN_STEP_UP_ORIGIN`): published in
+    /// actionVerification and used by the certification's step-up series.
+    pub step_up: Option<countersign_domain::stepup::Site>,
 }
 
 impl FromEnv for Config {
     fn read(env: &Env<'_>) -> Result<Self, EnvError> {
+        let local = env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?;
         Ok(Self {
             aws: AwsSettings::read(env)?,
             issuer: env.issuer(),
-            allow_loopback_provider: env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?,
+            allow_loopback_provider: local,
+            step_up: env.step_up_site(local)?,
             addr: env
                 .string("COUNTERSIGN_ADMIN_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8788".into()),
@@ -95,6 +100,7 @@ pub fn state_with(
         provider: Arc::new(provider),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
+        step_up: config.step_up.clone(),
     })
 }
 

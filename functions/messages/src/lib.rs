@@ -21,7 +21,8 @@ pub use countersign_aws::settings::DEFAULT_ISSUER;
 
 /// Environment variables the deployed function reads besides [`AwsSettings::ENV`] (the
 /// SAM template sets each).
-pub const ENV: [&str; 13] = [
+pub const ENV: [&str; 14] = [
+    "COUNTERSIGN_STEP_UP_ORIGIN",
     "COUNTERSIGN_ISSUER",
     "COUNTERSIGN_MODEL",
     "COUNTERSIGN_MODEL_BASE_URL",
@@ -87,6 +88,8 @@ pub struct Config {
     /// (`COUNTERSIGN_RESPONSE_STREAMING=1`, the template's stream function; decision
     /// 0046): it runs Lambda's streaming runner, which cannot serve buffered routes.
     pub response_streaming: bool,
+    /// F-3: where the passkey ceremonies run (the confirmation page's origin), if set.
+    pub step_up: Option<countersign_domain::stepup::Site>,
 }
 
 impl FromEnv for Config {
@@ -134,6 +137,8 @@ impl FromEnv for Config {
                 .string("COUNTERSIGN_MESSAGES_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8789".into()),
             response_streaming: env.flag("COUNTERSIGN_RESPONSE_STREAMING")?,
+            step_up: env
+                .step_up_site(env.local_stack_flag("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER")?)?,
         };
         config.consistent()
     }
@@ -231,6 +236,17 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
             messages_per_minute: config.person_messages_per_minute,
         },
     ));
+    // F-3: the passkey ceremonies, where the confirmation page's origin is configured.
+    chat.step_up = config
+        .step_up
+        .as_ref()
+        .map(|site| countersign_chat::stepup::StepUp {
+            passkeys: Arc::new(store.clone()),
+            nonces: Arc::new(store.clone()),
+            clock: Arc::new(SystemClock),
+            rp_id: site.rp_id.clone(),
+            origins: site.origins.clone(),
+        });
     // the gateway's own token key, read on the first token asked for.
     chat.mcp_tokens = Some(countersign_chat::mcp_token::McpTokens::lazy(
         secrets.clone(),
@@ -254,6 +270,7 @@ pub fn certification_state(
         issuer: config.issuer.clone(),
         allow_loopback_provider: config.allow_loopback_provider,
         addr: String::new(),
+        step_up: config.step_up.clone(),
     };
     let call_timeout =
         countersign_admin_fn::CERTIFICATION_CALL_TIMEOUT.min(config.provider_timeout);

@@ -38,6 +38,9 @@ pub struct DemoConfig {
     pub session_mode: bool,
     /// Proposal lifetime (at most 5 minutes).
     pub proposal_ttl: Duration,
+    /// F-5: the platform's `stepUpRpId` and `stepUpOrigins` (actionVerification): step-up
+    /// proofs are verified against them with the provider kit; unset, one is refused.
+    pub step_up: Option<(String, Vec<String>)>,
 }
 
 impl DemoConfig {
@@ -56,6 +59,7 @@ impl DemoConfig {
             jwks_url: None,
             session_mode: false,
             proposal_ttl: Duration::from_secs(240),
+            step_up: None,
         }
     }
 }

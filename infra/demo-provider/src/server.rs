@@ -56,6 +56,9 @@ pub struct Faults {
     /// `get_user_cars`'s description changes after it was approved (still read-only):
     /// V-2 must withhold it until the administrator approves the change.
     pub cars_description_changed: bool,
+    /// Not a fault — the tenant's own setting (F-5): `reassign_session_car` proofs must
+    /// carry a passkey step-up, whatever the platform's settings say.
+    pub require_step_up: bool,
 }
 
 /// Whether a proof's header says `alg: none` (for the `accept_unsigned_proofs` fault only).
@@ -134,6 +137,12 @@ impl Demo {
         let mut v = Verifier::new(&self.config.issuer, &self.config.audience);
         if let Some(jwks) = &self.jwks {
             v = v.with_jwks(jwks.clone());
+        }
+        if let Some((rp_id, origins)) = &self.config.step_up {
+            v = v.with_step_up(rp_id, origins.clone());
+        }
+        if lock(&self.faults).require_step_up {
+            v = v.require_step_up(crate::actions::OPERATION);
         }
         for (kid, pem) in keys {
             v = v.with_key(kid, &pem).ok()?;
@@ -532,6 +541,10 @@ enum Control {
         #[serde(default = "on")]
         on: bool,
     },
+    RequireStepUp {
+        #[serde(default = "on")]
+        on: bool,
+    },
     Reset,
     RevokePermission {
         user: String,
@@ -546,7 +559,8 @@ enum Control {
 
 /// `POST /_demo/control {fault, …}`: `expire_sessions`, `delay {ms}`, `drop_after_execute {on}`, `garbage
 /// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `skip_proof_verification {on}`,
-/// `accept_expired_proofs {on}`, `accept_unsigned_proofs {on}`, `cars_turn_write {on}`, `cars_description_changed {on}`, `revoke_permission {user}`,
+/// `accept_expired_proofs {on}`, `accept_unsigned_proofs {on}`, `cars_turn_write {on}`, `cars_description_changed {on}`,
+/// `require_step_up {on}` (a setting: the operation's proofs must carry a passkey step-up), `revoke_permission {user}`,
 /// `block_account {user}`, `change_session_car {session}`, `reset`.
 async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
     let done = serde_json::from_value::<Control>(body).is_ok_and(|c| apply(&demo, c));
@@ -572,6 +586,7 @@ fn apply(demo: &Demo, control: Control) -> bool {
         Control::AcceptUnsignedProofs { on } => faults.accept_unsigned_proofs = on,
         Control::CarsTurnWrite { on } => faults.cars_turn_write = on,
         Control::CarsDescriptionChanged { on } => faults.cars_description_changed = on,
+        Control::RequireStepUp { on } => faults.require_step_up = on,
         Control::Reset => *faults = Faults::default(),
         Control::RevokePermission { user } => {
             return with_user(demo, &user, |u| u.can_reassign = false);

@@ -74,11 +74,18 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let tenant = registered.tenant.id.clone();
-    let (demo_url, service_token) = start_demo_provider(&tenant, demo_addr, addr).await?;
+    // F-3: the confirmation page's passkey ceremonies run on `localhost` (the one plain
+    // http origin browsers treat as secure; an IP address cannot be an RP ID).
+    let step_up = countersign_domain::stepup::Site::from_origin(
+        &format!("http://localhost:{}", addr.port()),
+        true,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let (demo_url, service_token) = start_demo_provider(&tenant, demo_addr, addr, &step_up).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
-    let app = routers(&sdk, &settings).await?;
+    let app = routers(&sdk, &settings, &step_up).await?;
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     // The demo tenant's site, on its own origin.
     let slot = site::Slot::default();
@@ -116,6 +123,7 @@ async fn start_demo_provider(
     tenant: &TenantId,
     demo_addr: SocketAddr,
     platform_addr: SocketAddr,
+    step_up: &countersign_domain::stepup::Site,
 ) -> anyhow::Result<(String, String)> {
     let demo_url = format!("http://{demo_addr}/mcp");
     let service_token = format!("svc_demo_{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -123,6 +131,7 @@ async fn start_demo_provider(
         .unwrap_or_else(|_| countersign_messages_fn::DEFAULT_ISSUER.into());
     let mut demo = DemoConfig::new(service_token.clone(), issuer, demo_url.clone());
     demo.tenant_id = Some(tenant.to_string());
+    demo.step_up = Some((step_up.rp_id.clone(), step_up.origins.clone()));
     demo.jwks_url = Some(format!(
         "http://{platform_addr}{}",
         countersign_admin::jwks::JWKS_PATH
@@ -142,11 +151,13 @@ const LOCAL_MODEL_KEY: &str = "COUNTERSIGN_MODEL_API_KEY";
 async fn messages_config(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
+    step_up: &countersign_domain::stepup::Site,
 ) -> anyhow::Result<countersign_messages_fn::Config> {
     use countersign_aws::settings::FromEnv as _;
     use countersign_domain::ports::SecretStore as _;
     use countersign_models::choice::ModelChoice;
     let mut config = countersign_messages_fn::Config::from_env()?;
+    config.step_up.get_or_insert_with(|| step_up.clone());
     let Ok(key) = std::env::var(LOCAL_MODEL_KEY) else {
         return Ok(config);
     };
@@ -167,12 +178,15 @@ async fn messages_config(
 async fn routers(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
+    step_up: &countersign_domain::stepup::Site,
 ) -> anyhow::Result<axum::Router> {
     let gateway =
         countersign_gateway_fn::router(countersign_gateway_fn::wiring::from_env(sdk).await?);
-    let config = messages_config(sdk, settings).await?;
+    let config = messages_config(sdk, settings, step_up).await?;
     let messages = countersign_messages_fn::app(sdk, &config)?;
-    let admin = countersign_admin::app(countersign_admin_fn::state_from_env(sdk)?);
+    let mut admin_state = countersign_admin_fn::state_from_env(sdk)?;
+    admin_state.step_up.get_or_insert_with(|| step_up.clone());
+    let admin = countersign_admin::app(admin_state);
     // N-3: the erasure worker, as the purge function's minute schedule runs it deployed
     // (here once a second: the local stack has no scheduler).
     let certification = countersign_messages_fn::certification_state(sdk, &config)?;

@@ -126,6 +126,8 @@ struct SignInQuery {
     return_to: Option<String>,
     nonce: Option<String>,
     user: Option<String>,
+    /// F-2: `enrol` when the page asks for a fresh sign-in to enrol a passkey.
+    purpose: Option<String>,
 }
 
 /// The cookie a test browser sets to be signed in as another demo person (the page's
@@ -149,8 +151,15 @@ async fn sign_in(
     let (Some(return_to), Some(nonce)) = (q.return_to, q.nonce) else {
         return (StatusCode::BAD_REQUEST, "return_to and nonce are required").into_response();
     };
-    // Never an open redirect: only back to the platform's confirmation pages.
-    if !return_to.starts_with(&format!("{}/confirm/", site.api)) || return_to.contains('?') {
+    // Never an open redirect: only back to the platform's confirmation pages (reached at
+    // 127.0.0.1, or at localhost where the passkey ceremonies run).
+    let on_platform = [
+        site.api.to_string(),
+        site.api.replace("//127.0.0.1:", "//localhost:"),
+    ]
+    .iter()
+    .any(|api| return_to.starts_with(&format!("{api}/confirm/")));
+    if !on_platform || return_to.contains('?') {
         return (
             StatusCode::BAD_REQUEST,
             "return_to is not a confirmation page",
@@ -169,11 +178,14 @@ async fn sign_in(
         tenant: c.tenant.clone(),
         user,
     };
-    match countersign_chat::widget::sign_hand_off(
+    // F-2: a real tenant signs the person in afresh for `enrol`; the demo person is.
+    let purpose = q.purpose.filter(|p| p == "enrol");
+    match countersign_chat::widget::sign_hand_off_for(
         &c.secret,
         &c.key_id,
         &who,
         &nonce,
+        purpose.as_deref(),
         now,
         now + 120,
     ) {

@@ -74,19 +74,10 @@ pub async fn save_config(
 ) -> Result<McpView, AdminError> {
     let mut config = admissible(state, config).await?;
     let current = current(state, tenant).await?;
-    // F-4: an operation becomes `passkey` only after a passing certification that sent
-    // step-up proofs; the certification does not send them yet, so none can become one.
-    let newly = config.action_policy.step_up.iter().find(|op| {
-        !current
-            .as_ref()
-            .is_some_and(|c| c.config.action_policy.needs_passkey(op))
-    });
-    if let Some(op) = newly {
-        return Err(AdminError::StepUpNotCertified(op.to_string()));
-    }
     let old_token = token_of(state, tenant, current.as_ref()).await?;
     let old_token = old_token.as_ref().map(SecretString::expose);
     let token_changed = old_token != Some(config.service_token.expose());
+    step_up_certified(state, tenant, current.as_ref(), &config, token_changed).await?;
     // H-4 as revised by V-3 (decision 0035): enabling, or changing the settings of
     // enabled actions, needs a passing run of them; a save that leaves enabled action
     // settings as they are does not depend on the latest run.
@@ -261,6 +252,59 @@ pub(crate) async fn suspend(
 
 /// H-4: enabling needs the latest certification run to have passed on the action
 /// settings being saved (a new service token has not been checked by any run).
+/// F-4, F-6: an operation becomes `passkey` only after a passing certification of these
+/// settings that sent step-up proofs for it (its positive case and the wrong ones).
+async fn step_up_certified(
+    state: &AdminState,
+    tenant: &Tenant,
+    current: Option<&StoredMcpConfig>,
+    config: &McpConfig,
+    token_changed: bool,
+) -> Result<(), AdminError> {
+    let newly: Vec<&countersign_domain::ids::OperationName> = config
+        .action_policy
+        .step_up
+        .iter()
+        .filter(|op| !current.is_some_and(|c| c.config.action_policy.needs_passkey(op)))
+        .collect();
+    let Some(first) = newly.first() else {
+        return Ok(());
+    };
+    let refused = || AdminError::StepUpNotCertified(first.to_string());
+    let Some(current) = current.filter(|_| !token_changed) else {
+        return Err(refused());
+    };
+    let saving = StoredMcpConfig {
+        config: config.clone(),
+        ..current.clone()
+    };
+    let run = state
+        .stores
+        .certifications
+        .latest_certification(&tenant.id)
+        .await
+        .map_err(store_down)?
+        .filter(|run| run.certifies(&CertifiedSubject::of(&saving)))
+        .ok_or_else(refused)?;
+    let passed = |id: &str| {
+        run.checks.iter().any(|c| {
+            c.id == id && c.status == countersign_domain::certification::CheckStatus::Passed
+        })
+    };
+    let wrong_refused = run
+        .checks
+        .iter()
+        .filter(|c| c.id.starts_with("stepup.") && !c.id.starts_with("stepup.execute."))
+        .filter(|c| passed(&c.id))
+        .count();
+    for op in newly {
+        if !passed(&format!("stepup.execute.{op}")) || wrong_refused < 10 {
+            return Err(AdminError::StepUpNotCertified(op.to_string()));
+        }
+    }
+    Ok(())
+}
+
 async fn certified(
     state: &AdminState,
     tenant: &Tenant,

@@ -35,6 +35,10 @@ pub struct AdminState {
     pub clock: Arc<dyn Clock>,
     /// V-7: one certification run, verification and checkpoint in flight per tenant.
     pub leases: Arc<dyn Leases>,
+    /// F-3: where the passkey ceremonies run (published in actionVerification; the
+    /// certification's step-up series asserts for it); `None`: no operation can require a
+    /// passkey.
+    pub step_up: Option<countersign_domain::stepup::Site>,
 }
 
 /// The stores the admin use cases call, one narrow port each: a use case reaches only the

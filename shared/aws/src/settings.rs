@@ -120,6 +120,26 @@ impl<'a> Env<'a> {
         Ok(on)
     }
 
+    /// F-3: where the passkey ceremonies run (`COUNTERSIGN_STEP_UP_ORIGIN`: the
+    /// confirmation page's public origin); unset, no passkey operation can be confirmed.
+    pub fn step_up_site(
+        &self,
+        local: bool,
+    ) -> Result<Option<countersign_domain::stepup::Site>, EnvError> {
+        const NAME: &str = "COUNTERSIGN_STEP_UP_ORIGIN";
+        self.string(NAME)
+            .map(|origin| {
+                countersign_domain::stepup::Site::from_origin(&origin, local).map_err(|problem| {
+                    EnvError {
+                        name: NAME,
+                        problem,
+                        found: origin.clone(),
+                    }
+                })
+            })
+            .transpose()
+    }
+
     /// A comma-separated list, trimmed, without empty items.
     pub fn list(&self, name: &'static str) -> Vec<String> {
         self.string(name)

@@ -48,15 +48,21 @@ use rand::RngCore as _;
 use std::sync::Arc;
 use subtle::ConstantTimeEq as _;
 
+mod stepup;
+
 /// Every route (method, path) the page serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 7] = [
+pub const ROUTES: [(&str, &str); 11] = [
     ("GET", "/confirm/{id}"),
     ("POST", "/confirm/{id}"),
     ("POST", "/confirm/{id}/sign-in"),
     ("GET", "/confirm/{id}/return"),
     ("POST", "/confirm/{id}/return"),
+    ("POST", "/confirm/{id}/challenge"),
+    ("POST", "/confirm/{id}/enrol-challenge"),
+    ("POST", "/confirm/{id}/enrol"),
     ("GET", STYLE_PATH),
     ("GET", ICON_PATH),
+    ("GET", stepup::SCRIPT_PATH),
 ];
 
 /// The page's stylesheet.
@@ -66,8 +72,10 @@ pub const STYLE_PATH: &str = "/confirm-page.css";
 /// serves (a 401 and a console error on every page).
 pub const ICON_PATH: &str = "/confirm-page.svg";
 
-/// X-3: no script, no frame, forms only to itself.
+/// X-3: no frame, forms only to itself; F-3: one script of its own (the passkey
+/// ceremonies, which only a script can run), which may fetch only from the page's origin.
 pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+    script-src 'self'; connect-src 'self'; \
     form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const CSS: &str = include_str!("page.css");
@@ -110,6 +118,19 @@ pub fn router(state: PageState) -> Router {
         .route("/confirm/{id}/sign-in", axum::routing::post(begin_sign_in))
         .route("/confirm/{id}/return", get(old_return).post(signed_in))
         .route(
+            "/confirm/{id}/challenge",
+            axum::routing::post(stepup::challenge),
+        )
+        .route(
+            "/confirm/{id}/enrol-challenge",
+            axum::routing::post(stepup::enrol_challenge),
+        )
+        .route("/confirm/{id}/enrol", axum::routing::post(stepup::enrol))
+        .route(
+            stepup::SCRIPT_PATH,
+            get(|| async { asset(stepup::SCRIPT, "text/javascript; charset=utf-8") }),
+        )
+        .route(
             STYLE_PATH,
             get(|| async { asset(CSS, "text/css; charset=utf-8") }),
         )
@@ -135,8 +156,26 @@ struct Texts {
     refused: &'static str,
     unavailable: &'static str,
     already: &'static str,
-    /// F-1: the operation needs the person's passkey, which this page cannot ask for yet.
+    /// F-1: a typed or plain Confirm of an operation that needs the person's passkey.
     needs_passkey: &'static str,
+    /// F-3, F-7: what the step-up is and what it proves (and does not).
+    passkey_needed: &'static str,
+    passkey_proves: &'static str,
+    confirm_passkey: &'static str,
+    passkey_failed: &'static str,
+    no_webauthn: &'static str,
+    /// F-2: enrolling.
+    enrol_explain: &'static str,
+    enrol_button: &'static str,
+    enrol_sign_in: &'static str,
+    enrol_sign_in_button: &'static str,
+    /// F-3: why a step-up was refused.
+    refused_again: &'static str,
+    refused_not_enrolled: &'static str,
+    refused_uv: &'static str,
+    refused_check: &'static str,
+    refused_too_many: &'static str,
+    back: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -156,7 +195,22 @@ const EN: Texts = Texts {
     refused: "This request could not be accepted. Reload the page and try again.",
     unavailable: "The service is unavailable. Try again in a moment.",
     already: "This change was already answered.",
-    needs_passkey: "This change needs your passkey, which this page cannot ask for yet. Nothing was changed and it still waits; the company can tell you another way to confirm it.",
+    needs_passkey: "This change needs your passkey: a typed or plain Confirm cannot carry it out. Nothing was changed and it still waits; use “Confirm with your passkey” on this page.",
+    passkey_needed: "This change needs your passkey. Your passkey signs exactly this change, and the company's own server checks that signature before anything happens.",
+    passkey_proves: "It proves that you, on your device, approved this exact change; an app or a program acting in your browser cannot do it for you. It does not prove the change is right for you: read it before you confirm.",
+    confirm_passkey: "Confirm with your passkey",
+    passkey_failed: "The passkey check did not finish. Nothing was changed; you can try again.",
+    no_webauthn: "This browser cannot use passkeys. Open this page in your device's main browser (not inside another app).",
+    enrol_explain: "You have no passkey for this company yet. Create one on this device; the change keeps waiting meanwhile.",
+    enrol_button: "Create a passkey",
+    enrol_sign_in: "To create a passkey, sign in at the company again first (a fresh sign-in is needed to add a passkey).",
+    enrol_sign_in_button: "Sign in to create a passkey",
+    refused_again: "The passkey check took too long or was already used. Nothing was changed; go back and try again.",
+    refused_not_enrolled: "That passkey is not one of yours for this company. Nothing was changed.",
+    refused_uv: "Your passkey did not verify you (fingerprint, face or PIN). Nothing was changed.",
+    refused_check: "The passkey's answer does not match this change. Nothing was changed.",
+    refused_too_many: "You have as many passkeys for this company as allowed. Nothing was changed.",
+    back: "Back to the change",
 };
 
 const PT: Texts = Texts {
@@ -176,7 +230,22 @@ const PT: Texts = Texts {
     refused: "Este pedido não pôde ser aceito. Recarregue a página e tente novamente.",
     unavailable: "O serviço está indisponível. Tente novamente em instantes.",
     already: "Esta alteração já foi respondida.",
-    needs_passkey: "Esta alteração exige a sua passkey, que esta página ainda não sabe pedir. Nada foi alterado e ela continua aguardando; a empresa pode indicar outro jeito de confirmá-la.",
+    needs_passkey: "Esta alteração exige a sua passkey: um Confirmar digitado ou simples não a realiza. Nada foi alterado e ela continua aguardando; use “Confirmar com a sua passkey” nesta página.",
+    passkey_needed: "Esta alteração exige a sua passkey. A sua passkey assina exatamente esta alteração, e o servidor da própria empresa confere essa assinatura antes que algo aconteça.",
+    passkey_proves: "Ela prova que você, no seu dispositivo, aprovou exatamente esta alteração; um app ou programa agindo no seu navegador não consegue fazer isso por você. Ela não prova que a alteração é boa para você: leia antes de confirmar.",
+    confirm_passkey: "Confirmar com a sua passkey",
+    passkey_failed: "A verificação da passkey não terminou. Nada foi alterado; você pode tentar de novo.",
+    no_webauthn: "Este navegador não usa passkeys. Abra esta página no navegador principal do seu dispositivo (não dentro de outro app).",
+    enrol_explain: "Você ainda não tem uma passkey para esta empresa. Crie uma neste dispositivo; a alteração continua aguardando.",
+    enrol_button: "Criar uma passkey",
+    enrol_sign_in: "Para criar uma passkey, entre de novo na empresa antes (é preciso uma entrada recente para adicionar uma passkey).",
+    enrol_sign_in_button: "Entrar para criar uma passkey",
+    refused_again: "A verificação da passkey demorou demais ou já foi usada. Nada foi alterado; volte e tente de novo.",
+    refused_not_enrolled: "Essa passkey não é uma das suas para esta empresa. Nada foi alterado.",
+    refused_uv: "A sua passkey não verificou você (digital, rosto ou PIN). Nada foi alterado.",
+    refused_check: "A resposta da passkey não corresponde a esta alteração. Nada foi alterado.",
+    refused_too_many: "Você já tem o máximo de passkeys permitido para esta empresa. Nada foi alterado.",
+    back: "Voltar para a alteração",
 };
 
 fn texts(lang: Language) -> &'static Texts {
@@ -423,28 +492,50 @@ async fn show(
     } else {
         StatusCode::OK
     };
-    page(
-        status,
+    // F-3: a passkey operation's answer is the passkey ceremony.
+    let passkey = if standing.state == ProposalState::PendingConfirmation {
+        match stepup::section(&state, &id, &link, &who, &session, lang).await {
+            Ok(s) => s,
+            Err(r) => return r,
+        }
+    } else {
+        None
+    };
+    let view = View {
         lang,
-        proposal_view(
-            lang,
-            &id,
-            &link,
-            &summary,
-            &standing,
-            &form_token(&id, &session),
-        ),
-    )
+        id: &id,
+        link: &link,
+        summary: &summary,
+        standing: &standing,
+        csrf: &form_token(&id, &session),
+    };
+    let mut res = page(status, lang, proposal_view(&view, passkey));
+    if status == StatusCode::OK {
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    res
 }
 
-fn proposal_view(
+/// What the proposal's page shows.
+struct View<'a> {
     lang: Language,
-    id: &str,
-    link: &ConfirmationLink,
-    summary: &str,
-    standing: &Standing,
-    csrf: &str,
-) -> Markup {
+    id: &'a str,
+    link: &'a ConfirmationLink,
+    summary: &'a str,
+    standing: &'a Standing,
+    csrf: &'a str,
+}
+
+fn proposal_view(v: &View<'_>, passkey: Option<Markup>) -> Markup {
+    let View {
+        lang,
+        id,
+        link,
+        summary,
+        standing,
+        csrf,
+    } = *v;
     let t = texts(lang);
     let pending = standing.state == ProposalState::PendingConfirmation;
     html! {
@@ -459,7 +550,10 @@ fn proposal_view(
         @if let Some(result) = &standing.result {
             pre id="result" class="result" { (result) }
         }
-        @if pending {
+        @if let Some(passkey) = passkey {
+            (passkey)
+            script src=(stepup::SCRIPT_PATH) {}
+        } @else if pending {
             p id="instructions" class="instructions" { (t.instructions) }
             form method="post" action={"/confirm/" (id)} {
                 input type="hidden" name="csrf" value=(csrf);
@@ -497,6 +591,8 @@ async fn sign_in_step(
         Ok(None) => return notice(StatusCode::CONFLICT, lang, t.no_sign_in),
         Err(r) => return r,
     };
+    // F-2: a person who must enrol first signs in afresh for that, once.
+    let enrol = stepup::needs_enrolment(state, link).await;
     let parsed = url::Url::parse(&url).ok();
     let host = parsed
         .as_ref()
@@ -509,6 +605,9 @@ async fn sign_in_step(
             p { (t.sign_in) }
             p id="sign-in-host" { (t.sign_in_at) " " strong { (host) } "." }
             form method="post" action={"/confirm/" (id) "/sign-in"} {
+                @if enrol {
+                    input type="hidden" name="purpose" value=(stepup::ENROL);
+                }
                 button id="sign-in" type="submit" class="button" { (t.sign_in_button) }
             }
         },
@@ -533,6 +632,7 @@ async fn begin_sign_in(
     State(state): State<PageState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
     let link = match link(&state, &id).await {
         Ok(l) => l,
@@ -549,8 +649,15 @@ async fn begin_sign_in(
     let nonce = random_id();
     let return_to = format!("{origin}/confirm/{id}/return");
     let separator = if sign_in_url.contains('?') { '&' } else { '?' };
+    // F-2: the page asks for a fresh sign-in to enrol a passkey (the tenant's sign-in puts
+    // `purpose: "enrol"` in the token it hands back).
+    let purpose = if form_value(&body, "purpose").as_deref() == Some(stepup::ENROL) {
+        "&purpose=enrol"
+    } else {
+        ""
+    };
     let href = format!(
-        "{sign_in_url}{separator}return_to={}&nonce={nonce}&response_mode=form_post",
+        "{sign_in_url}{separator}return_to={}&nonce={nonce}&response_mode=form_post{purpose}",
         url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect::<String>()
     );
     let mut res = (StatusCode::SEE_OTHER, [(header::LOCATION, href)]).into_response();
@@ -597,11 +704,12 @@ async fn signed_in(
     let Some(token) = form_value(&body, "token") else {
         return refused();
     };
-    let (who, nonce) = match state.auth.authenticate_hand_off(&token).await {
+    let hand_off = match state.auth.authenticate_hand_off(&token).await {
         Ok(found) => found,
         Err(AuthError::Unavailable) => return unavailable(&"identity service"),
         Err(_) => return refused(),
     };
+    let (who, nonce) = (&hand_off.who, &hand_off.nonce);
     // N-6: spent on its first presentation, whether or not this browser began the sign-in:
     // a token a person was made to hand over is already worthless.
     let spend = format!(
@@ -622,7 +730,7 @@ async fn signed_in(
     if !began_here {
         return refused();
     }
-    if !owns(&link, &who) {
+    if !owns(&link, who) {
         return notice(StatusCode::FORBIDDEN, Language::En, EN.someone_else);
     }
     let session = random_id();
@@ -631,6 +739,13 @@ async fn signed_in(
         .links
         .open_page_session(&session_key(&id, &session), until)
         .await
+    {
+        return unavailable(&e);
+    }
+    // F-2: a fresh sign-in the tenant made for enrolling lets this session enrol one
+    // passkey within 5 minutes.
+    if hand_off.purpose.as_deref() == Some(stepup::ENROL)
+        && let Err(e) = stepup::grant_enrolment(&state, &id, &session).await
     {
         return unavailable(&e);
     }
@@ -700,12 +815,25 @@ async fn decide(
         Ok(None) => return not_found(),
         Err(e) => return unavailable(&e),
     }
-    match state
-        .chat
-        .post(&who, &link.case, word, Some(link.presented.clone()))
-        .await
-    {
+    let answer = stepup::answer_in(&body).filter(|_| word.starts_with("confirm"));
+    let posted = match &answer {
+        Some(answer) => {
+            let to = Some(link.presented.clone());
+            state
+                .chat
+                .post_countersigned(&who, &link.case, word, to, answer)
+                .await
+        }
+        None => {
+            state
+                .chat
+                .post(&who, &link.case, word, Some(link.presented.clone()))
+                .await
+        }
+    };
+    match posted {
         Ok(_) => {}
+        Err(ChatError::StepUpRefused(e)) => return stepup::refused_step_up(lang, &id, &e),
         Err(ChatError::Unavailable(e)) => return unavailable(&e),
         Err(
             e @ (ChatError::RateLimited { retry_after_secs }

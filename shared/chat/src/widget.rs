@@ -55,6 +55,21 @@ struct Claims {
     /// the confirmation page's nonce, in a sign-in hand-off token.
     #[serde(default)]
     nonce: Option<String>,
+    /// F-2: what the tenant's sign-in was for (`enrol`: a fresh sign-in to enrol a
+    /// passkey), in a hand-off token.
+    #[serde(default)]
+    purpose: Option<String>,
+}
+
+/// X-3, N-6, F-2: what a verified sign-in hand-off token says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandOff {
+    /// The person.
+    pub who: Principal,
+    /// The confirmation page's nonce it carries.
+    pub nonce: String,
+    /// F-2: `enrol` when the tenant signed the person in afresh to enrol a passkey.
+    pub purpose: Option<String>,
 }
 
 /// the longest lifetime of a sign-in hand-off token (`exp - iat`): it carries the
@@ -111,12 +126,13 @@ impl WidgetAuth {
     /// refused: one taken from a widget cannot open a page. Returns the person and the
     /// token's nonce; the caller matches it to the page's and spends it server-side
     /// (`ConfirmationLinks::spend_state`): this checks only the token.
-    pub async fn authenticate_hand_off(
-        &self,
-        token: &str,
-    ) -> Result<(Principal, String), AuthError> {
+    pub async fn authenticate_hand_off(&self, token: &str) -> Result<HandOff, AuthError> {
         match self.verify(token, None, true).await? {
-            (who, Some(nonce)) => Ok((who, nonce)),
+            (who, Some((nonce, purpose))) => Ok(HandOff {
+                who,
+                nonce,
+                purpose,
+            }),
             (_, None) => Err(AuthError::Invalid),
         }
     }
@@ -126,7 +142,7 @@ impl WidgetAuth {
         token: &str,
         origin: Option<&str>,
         hand_off: bool,
-    ) -> Result<(Principal, Option<String>), AuthError> {
+    ) -> Result<(Principal, Option<(String, Option<String>)>), AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
         if header.alg != Algorithm::HS256 || header.jku.is_some() || header.jwk.is_some() {
             return Err(AuthError::Header);
@@ -182,7 +198,7 @@ impl WidgetAuth {
                 tenant,
                 user: UserId::parse(claims.sub).map_err(|_| AuthError::Invalid)?,
             },
-            claims.nonce,
+            claims.nonce.map(|n| (n, claims.purpose)),
         ))
     }
 
@@ -260,11 +276,28 @@ pub fn sign_hand_off(
     iat: i64,
     exp: i64,
 ) -> Result<String, jsonwebtoken::errors::Error> {
+    sign_hand_off_for(secret, key_id, who, nonce, None, iat, exp)
+}
+
+/// F-2: a sign-in hand-off token for `purpose` (`enrol`: the tenant signed the person in
+/// afresh so they may enrol a passkey).
+pub fn sign_hand_off_for(
+    secret: &SecretString,
+    key_id: &WidgetKeyId,
+    who: &Principal,
+    nonce: &str,
+    purpose: Option<&str>,
+    iat: i64,
+    exp: i64,
+) -> Result<String, jsonwebtoken::errors::Error> {
     let mut header = jsonwebtoken::Header::new(Algorithm::HS256);
     header.kid = Some(key_id.to_string());
-    let claims = serde_json::json!({
+    let mut claims = serde_json::json!({
         "sub": who.user.as_str(), "tid": who.tenant.as_str(), "iat": iat, "exp": exp, "nonce": nonce,
     });
+    if let Some(purpose) = purpose {
+        claims["purpose"] = serde_json::json!(purpose);
+    }
     jsonwebtoken::encode(
         &header,
         &claims,

@@ -21,6 +21,7 @@
 //! - ports: [`ports`]
 
 pub mod audit_chain;
+pub mod authenticator;
 pub mod certification;
 pub mod config;
 pub mod confirmation;

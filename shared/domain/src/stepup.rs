@@ -156,6 +156,42 @@ impl CredentialKey {
     }
 }
 
+/// F-3: where the ceremonies run — the confirmation page's origin and the RP ID its
+/// credentials are made for (its host) — as `actionVerification` publishes it
+/// (`stepUpRpId`, `stepUpOrigins`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    /// The RP ID.
+    pub rp_id: String,
+    /// The origins a ceremony may run on.
+    pub origins: Vec<String>,
+}
+
+impl Site {
+    /// The site of the confirmation page at `origin` (`https://host[:port]`, or
+    /// `http://localhost[:port]` where `local` allows it: browsers treat only that plain
+    /// http origin as secure, and an IP address can never be an RP ID).
+    pub fn from_origin(origin: &str, local: bool) -> Result<Self, &'static str> {
+        let url = url::Url::parse(origin).map_err(|_| "not a URL")?;
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.to_owned(),
+            Some(_) => return Err("an RP ID must be a domain name, not an IP address"),
+            None => return Err("no host"),
+        };
+        let plain_local = url.scheme() == "http" && local && host == "localhost";
+        if url.scheme() != "https" && !plain_local {
+            return Err("must be https (http only for localhost on the local stack)");
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err("an origin only: scheme, host and port");
+        }
+        Ok(Self {
+            rp_id: host,
+            origins: vec![url.origin().ascii_serialization()],
+        })
+    }
+}
+
 /// What a WebAuthn `get` returned, as the browser gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assertion {
@@ -831,5 +867,29 @@ mod tests {
             URL_SAFE_NO_PAD.encode([0_u8; 256])
         );
         assert!(compact.len() <= 6 * 1024, "{} bytes", compact.len());
+    }
+}
+
+#[cfg(test)]
+mod site_tests {
+    use super::Site;
+
+    /// F-3: the ceremonies' site is an https origin whose host is the RP ID; plain http
+    /// only for localhost on the local stack; never an IP address.
+    #[test]
+    fn f3_the_site_is_an_https_origin_and_its_host() {
+        let site = Site::from_origin("https://confirm.example.com", false).unwrap();
+        assert_eq!(site.rp_id, "confirm.example.com");
+        assert_eq!(site.origins, ["https://confirm.example.com"]);
+        assert!(Site::from_origin("http://confirm.example.com", true).is_err());
+        assert!(Site::from_origin("http://localhost:8700", false).is_err());
+        assert_eq!(
+            Site::from_origin("http://localhost:8700", true)
+                .unwrap()
+                .origins,
+            ["http://localhost:8700"]
+        );
+        assert!(Site::from_origin("https://127.0.0.1", true).is_err());
+        assert!(Site::from_origin("https://confirm.example.com/x", false).is_err());
     }
 }

@@ -15,7 +15,8 @@
 //! operation fails as planned, so a test reads as "the confirm write's answer is lost".
 //! The adapters' own tests against the emulator hold that the real stores behave the same.
 
-pub mod authenticator;
+/// F-2, F-3: the software authenticator (the domain's, which the certification uses too).
+pub use countersign_domain::authenticator;
 pub mod contract;
 mod faults;
 mod jobs;

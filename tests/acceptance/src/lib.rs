@@ -236,6 +236,15 @@ async fn backing(
     (settings, store, secrets, signer)
 }
 
+/// F-3: where the stack's passkey ceremonies run (its confirmation page's public origin,
+/// as an operator sets `COUNTERSIGN_STEP_UP_ORIGIN`; nothing is served there).
+pub const STEP_UP_ORIGIN: &str = "https://confirm.countersign.test";
+
+/// The stack's step-up site.
+pub fn step_up_site() -> countersign_domain::stepup::Site {
+    countersign_domain::stepup::Site::from_origin(STEP_UP_ORIGIN, false).unwrap()
+}
+
 /// The demo provider for `tenant`, with the platform's public key installed (as a tenant
 /// would from `actionVerification`), or following the JWKS; and its URL.
 async fn demo_provider(
@@ -250,6 +259,8 @@ async fn demo_provider(
     let mut demo_config = DemoConfig::new(service_token.to_owned(), ISSUER, demo_url.clone());
     demo_config.tenant_id = Some(tenant.to_string());
     demo_config.proposal_ttl = options.proposal_ttl;
+    let site = step_up_site();
+    demo_config.step_up = Some((site.rp_id, site.origins));
     if options.follow_jwks {
         demo_config.jwks_url = Some(format!("{admin_url}{}", countersign_admin::jwks::JWKS_PATH));
     } else {
@@ -297,6 +308,7 @@ fn admin_state(
         provider: Arc::new(provider),
         ids: Arc::new(UlidIds::default()),
         clock: Arc::new(SystemClock),
+        step_up: Some(step_up_site()),
     }
 }
 
@@ -321,6 +333,7 @@ fn messages_env(
         ("COUNTERSIGN_MESSAGES_ADDR", addr.to_string()),
         ("COUNTERSIGN_ISSUER", ISSUER.to_owned()),
         ("COUNTERSIGN_ALLOW_LOOPBACK_PROVIDER", "1".to_owned()),
+        ("COUNTERSIGN_STEP_UP_ORIGIN", STEP_UP_ORIGIN.to_owned()),
         (
             "COUNTERSIGN_EXECUTING_STUCK_AFTER_SECS",
             options.stuck_after_secs.to_string(),
@@ -455,6 +468,13 @@ impl Stack {
     /// `POST …/mcp/certifications` with the demo's sample arguments (H-1).
     pub async fn certify(&self) -> (u16, Value) {
         let body = countersign_demo_provider::tools::certification_request();
+        self.admin("POST", "mcp/certifications", Some(body)).await
+    }
+
+    /// The same, also certifying `operations` with the passkey step-up (F-6).
+    pub async fn certify_step_up(&self, operations: &[&str]) -> (u16, Value) {
+        let mut body = countersign_demo_provider::tools::certification_request();
+        body["stepUp"] = json!(operations);
         self.admin("POST", "mcp/certifications", Some(body)).await
     }
 
@@ -786,6 +806,7 @@ impl Stack {
             "skip_proof_verification" => faults.skip_proof_verification = true,
             "accept_expired_proofs" => faults.accept_expired_proofs = true,
             "accept_unsigned_proofs" => faults.accept_unsigned_proofs = true,
+            "require_step_up" => faults.require_step_up = true,
             "reset" => *faults = countersign_demo_provider::Faults::default(),
             other => {
                 drop(faults);

@@ -40,6 +40,10 @@ pub struct CertificationInput {
     /// that need more are skipped, and the run does not pass.
     #[serde(default)]
     pub consent: bool,
+    /// F-6: operations to certify with the passkey step-up (they can then be set to
+    /// `passkey`); operations the saved settings already make passkey ones always are.
+    #[serde(default)]
+    pub step_up: Vec<String>,
 }
 
 /// One operation and its sample arguments (the deprecated `action` field).
@@ -155,6 +159,12 @@ pub(super) fn certification_request(
         }
         actions.insert(a.operation, a.arguments);
     }
+    let step_up = body
+        .step_up
+        .into_iter()
+        .map(countersign_domain::ids::OperationName::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ApiError::validation("stepUp", e.to_string()))?;
     Ok(certify::CertifyRequest {
         test_user,
         second_user,
@@ -163,6 +173,7 @@ pub(super) fn certification_request(
         actions,
         consent: body.consent,
         key_urls: None,
+        step_up,
     })
 }
 

@@ -7,6 +7,7 @@
 
 use super::forge::{BAD_PROOFS, BadProof};
 use super::judge::{action_tool_problem, call_failure, refusal_text};
+use super::stepup::BAD_STEP_UPS;
 use super::{ACTION_TOOLS, CertifyRequest, RUN_LIMIT, Refusal, Run, refused};
 use countersign_domain::ids::{ActionId, OperationName};
 use countersign_domain::outcome::{ActionAnswer, parse_action_answer};
@@ -32,6 +33,25 @@ enum Step {
     Valid(usize),
     /// One proof of the series.
     Bad(&'static BadProof),
+    /// F-6: one wrong step-up, for the passkey operation prepared at this index.
+    BadStepUp(&'static BadProof, usize),
+}
+
+/// F-6: the operations certified with the step-up: those asked for and those the saved
+/// settings already make passkey operations.
+fn passkey_operations(
+    prepared: &[Prepared],
+    request: &CertifyRequest,
+    run: &Run<'_>,
+) -> Vec<usize> {
+    prepared
+        .iter()
+        .enumerate()
+        .filter(|(_, (op, _, _))| {
+            request.step_up.contains(op) || run.config.action_policy.needs_passkey(op)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// What `get_action_status` said about an action.
@@ -104,6 +124,12 @@ impl Run<'_> {
             .filter(|b| request.consent || !b.genuine)
             .map(Step::Bad)
             .collect();
+        let passkey = passkey_operations(prepared, request, self);
+        // F-6: the wrong step-ups on the first passkey operation that was prepared.
+        let series = passkey.iter().copied().find(|i| prepared[*i].2.is_some());
+        if let Some(i) = series.filter(|_| request.consent && self.state.step_up.is_some()) {
+            plan.extend(BAD_STEP_UPS.iter().map(|b| Step::BadStepUp(b, i)));
+        }
         plan.shuffle(&mut rand::rng());
         if request.consent {
             for (i, _) in prepared.iter().enumerate().filter(|(_, p)| p.2.is_some()) {
@@ -120,17 +146,27 @@ impl Run<'_> {
             match step {
                 Step::Valid(i) => {
                     if let Some((p, ctx)) = &prepared[i].2 {
-                        valid.insert(i, self.execute_valid(ctx, p).await);
+                        let step_up = passkey.contains(&i);
+                        valid.insert(i, self.execute_valid(ctx, p, step_up).await);
                     }
                 }
                 Step::Bad(b) => {
+                    bad.insert(b.id, self.bad_proof(b, op, args, first).await);
+                }
+                Step::BadStepUp(b, i) => {
+                    let (op, args, _) = &prepared[i];
                     bad.insert(b.id, self.bad_proof(b, op, args, first).await);
                 }
             }
         }
         let out_of_time = format!("the run's {} s limit was reached", RUN_LIMIT.as_secs());
         for (i, (op, _, p)) in prepared.iter().enumerate() {
-            let id = format!("actions.execute.{op}");
+            // F-6: a passkey operation's valid execution is its step-up's positive case.
+            let id = if passkey.contains(&i) {
+                format!("stepup.execute.{op}")
+            } else {
+                format!("actions.execute.{op}")
+            };
             match (p, valid.remove(&i)) {
                 (None, _) => self.checks.skip(id, "V-3", "its preparation did not pass"),
                 (Some(_), _) if !request.consent => self.checks.skip(
@@ -155,6 +191,38 @@ impl Run<'_> {
                     "not sent: a proof the platform signs with only one thing wrong is sent only with consent (a verifier that skips that one check would execute it)",
                 ),
                 None => self.checks.skip(b.id, "V-3", out_of_time.clone()),
+            }
+        }
+        self.record_step_ups(series, &mut bad, request, &out_of_time);
+    }
+
+    /// F-6: the wrong step-ups' checks, when a passkey operation was certified.
+    fn record_step_ups(
+        &mut self,
+        series: Option<usize>,
+        bad: &mut std::collections::BTreeMap<&'static str, Refusal>,
+        request: &CertifyRequest,
+        out_of_time: &str,
+    ) {
+        if series.is_none() {
+            return;
+        }
+        for b in &BAD_STEP_UPS {
+            match bad.remove(b.id) {
+                Some(verdict) => {
+                    self.refusal(b.id, "F-6", verdict);
+                }
+                None if self.state.step_up.is_none() => self.checks.skip(
+                    b.id,
+                    "F-6",
+                    "not sent: this deployment runs no passkey ceremony (COUNTERSIGN_STEP_UP_ORIGIN is not set)",
+                ),
+                None if !request.consent => self.checks.skip(
+                    b.id,
+                    "F-6",
+                    "not sent: a step-up proof the platform signs is sent only with consent",
+                ),
+                None => self.checks.skip(b.id, "F-6", out_of_time),
             }
         }
     }
@@ -298,12 +366,22 @@ impl Run<'_> {
         &mut self,
         ctx: &ProviderContext,
         target: &PreparedAction,
+        step_up: bool,
     ) -> Result<String, String> {
         let now = self.state.clock.now().unix_seconds();
         let claims = self.claims(ctx, target, now);
-        let proof = sign_proof(self.state.signer.as_ref(), &claims)
-            .await
-            .map_err(|_| "the platform could not sign the proof; try again".to_owned())?;
+        let signed = if step_up {
+            if self.state.step_up.is_none() {
+                return Err("this deployment runs no passkey ceremony (COUNTERSIGN_STEP_UP_ORIGIN is not set): a passkey operation cannot be certified".into());
+            }
+            self.stepup_proof(&claims).await
+        } else {
+            sign_proof(self.state.signer.as_ref(), &claims)
+                .await
+                .map_err(|_| ())
+        };
+        let proof =
+            signed.map_err(|()| "the platform could not sign the proof; try again".to_owned())?;
         let id = &target.action_id;
         let answer = self.execute(ctx, id, Some(&proof)).await;
         let install = format!(
@@ -372,7 +450,12 @@ impl Run<'_> {
                 "prepare_action returned an actionId it had returned before: every preparation needs a new one".into(),
             );
         }
-        let Ok(proof) = self.forge(&ctx, bad.id, &target).await else {
+        let forged = if bad.id.starts_with("stepup.") {
+            self.forge_stepup(&ctx, bad.id, &target).await
+        } else {
+            self.forge(&ctx, bad.id, &target).await
+        };
+        let Ok(proof) = forged else {
             return Refusal::NoAnswer(
                 "the platform could not sign the test proof; try again".into(),
             );

@@ -19,6 +19,7 @@
 mod actions;
 mod forge;
 mod judge;
+mod stepup;
 
 pub use forge::{
     UNTRUSTED_CERT, UNTRUSTED_CERT_PATH, UNTRUSTED_JWKS_PATH, UNTRUSTED_KEY, untrusted_jwks,
@@ -28,7 +29,7 @@ use crate::mcp;
 use crate::state::{AdminError, AdminState, store_down};
 use countersign_domain::certification::{Certification, CertifiedSubject, CheckStatus, Checks};
 use countersign_domain::config::McpConfig;
-use countersign_domain::ids::UserId;
+use countersign_domain::ids::{OperationName, UserId};
 use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool, Tenant};
 use countersign_domain::secret::SecretString;
 use judge::{call_failure, conforms, listed, refusal_text};
@@ -71,6 +72,11 @@ pub struct CertifyRequest {
     /// them really finds a key that verifies the proof — and fails the check. Without
     /// it they point at a name that does not resolve.
     pub key_urls: Option<String>,
+    /// F-6: operations to certify with the passkey step-up (besides those the saved
+    /// settings already make passkey operations): their valid execution carries a step-up
+    /// and the wrong step-ups go on fresh preparations. An operation becomes `passkey` only
+    /// after a passing run that did so.
+    pub step_up: Vec<OperationName>,
 }
 
 /// H-1: runs every check on the saved configuration and stores the result with the
@@ -186,6 +192,14 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
             errors.push((
                 format!("actions.{name}"),
                 format!("`{name}` is not one of the saved operations"),
+            ));
+        }
+    }
+    for op in &request.step_up {
+        if !operations.contains(op) {
+            errors.push((
+                format!("stepUp.{op}"),
+                format!("`{op}` is not one of the saved operations"),
             ));
         }
     }

@@ -28,6 +28,7 @@ async fn state() -> (crate::AdminState, Arc<MemoryStore>, Tenant) {
         stores: crate::state::AdminStores::split(store.clone(), store.clone())
             .with_subjects(Some(store.clone())),
         leases: store.clone(),
+        step_up: None,
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),

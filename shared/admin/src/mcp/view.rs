@@ -19,6 +19,14 @@ pub struct ActionVerification {
     /// active one above, a next one announced before it signs, and previous ones whose
     /// proofs may still be valid (K-1, K-2).
     pub keys: Vec<crate::jwks::PublishedKeyView>,
+    /// F-3: the RP ID every person's passkey is made for (a step-up's authenticator data
+    /// hashes it); absent where this deployment runs no passkey ceremony.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_up_rp_id: Option<String>,
+    /// F-3: the origins a step-up ceremony runs on (the confirmation page's): a step-up's
+    /// client data must name one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub step_up_origins: Vec<String>,
 }
 
 /// The action policy as shown.
@@ -176,6 +184,12 @@ pub async fn view(
         keys: published
             .as_ref()
             .map(crate::jwks::views)
+            .unwrap_or_default(),
+        step_up_rp_id: state.step_up.as_ref().map(|s| s.rp_id.clone()),
+        step_up_origins: state
+            .step_up
+            .as_ref()
+            .map(|s| s.origins.clone())
             .unwrap_or_default(),
     });
     let c = stored.map(|s| &s.config);

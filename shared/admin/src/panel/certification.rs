@@ -103,6 +103,19 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
         .collect();
+    // F-6: the operations to certify with the passkey step-up.
+    let step_up: Vec<countersign_domain::ids::OperationName> = form
+        .get("stepUp")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| {
+            countersign_domain::ids::OperationName::parse(t)
+                .map_err(|e| errors.insert("stepUp".into(), e.to_string()))
+                .ok()
+        })
+        .collect();
     match test_user {
         Some(test_user) if errors.is_empty() => Ok(CertifyRequest {
             test_user,
@@ -112,6 +125,7 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
             actions,
             consent: form.get("consent") == Some("yes"),
             key_urls: None,
+            step_up,
         }),
         _ => Err(errors),
     }

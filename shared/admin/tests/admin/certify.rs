@@ -272,6 +272,7 @@ async fn env_of(lax: Lax, operations: &[&str]) -> Env {
     let state = AdminState {
         stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
+        step_up: None,
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
@@ -389,6 +390,7 @@ fn request() -> CertifyRequest {
         actions: [("move".to_owned(), Map::new())].into(),
         consent: true,
         key_urls: Some(ORIGIN.to_owned()),
+        step_up: Vec::new(),
     }
 }
 

@@ -39,6 +39,7 @@ async fn c9_a_new_widget_secret_is_never_cached_and_a_listing_carries_none() {
     let app = router(AdminState {
         stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
+        step_up: None,
         sessions: store,
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),
@@ -96,6 +97,7 @@ async fn admin() -> (
     let state = AdminState {
         stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
+        step_up: None,
         sessions: store.clone(),
         secrets: secrets.clone(),
         signer: Arc::new(FakeSigner::default()),

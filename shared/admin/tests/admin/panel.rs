@@ -62,6 +62,7 @@ async fn env(local: bool, name: &str) -> Env {
     let state = AdminState {
         stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
+        step_up: None,
         sessions: store.clone(),
         secrets: secrets.clone(),
         signer: Arc::new(FakeSigner::default()),

@@ -49,6 +49,7 @@ async fn env() -> Env {
     let state = AdminState {
         stores: countersign_admin::api::AdminStores::split(store.clone(), store.clone()),
         leases: store.clone(),
+        step_up: None,
         sessions: store.clone(),
         secrets: Arc::new(MemorySecrets::default()),
         signer: Arc::new(FakeSigner::default()),

@@ -424,3 +424,91 @@ async fn v7_one_certification_run_at_a_time_and_the_chat_keeps_answering() {
     assert_eq!(s.certify().await.0, 201);
     s.finish();
 }
+
+/// F-6's wrong step-ups, each on a fresh preparation.
+const STEP_UP_CHECKS: [&str; 11] = [
+    "stepup.none",
+    "stepup.other_action",
+    "stepup.other_summary",
+    "stepup.uv_off",
+    "stepup.up_off",
+    "stepup.origin",
+    "stepup.rp_id",
+    "stepup.other_credential",
+    "stepup.replayed",
+    "stepup.signature",
+    "stepup.type",
+];
+
+/// F-4, F-6: a provider that verifies step-ups with the provider kit (and requires one for
+/// the operation) passes the step-up series — the valid execution carries the platform
+/// test credential's step-up, each wrong step-up is refused with the action still pending —
+/// and only then can the operation become `passkey`; the view publishes where ceremonies
+/// run (`stepUpRpId`, `stepUpOrigins`).
+#[tokio::test]
+async fn f6_a_step_up_certification_passes_and_then_an_operation_can_need_a_passkey() {
+    let s = Stack::start().await;
+    let mut passkey = s.mcp_config(&s.service_token, false);
+    passkey["actionPolicy"]["stepUp"] = json!({"reassign_session_car": "passkey"});
+    // Before any step-up certification: refused, nothing saved.
+    let (st, body) = s.put_mcp(passkey.clone()).await;
+    assert_eq!(st, 409, "{body}");
+    assert_eq!(body["error"]["code"], "STEP_UP_NOT_CERTIFIED");
+    s.fault(json!({"fault": "require_step_up"}));
+    let before = s.stats();
+    let (st, run) = s.certify_step_up(&["reassign_session_car"]).await;
+    assert_eq!(st, 201, "{run:#}");
+    assert_eq!(run["passed"], true, "{run:#}");
+    assert_eq!(
+        status(&run, "stepup.execute.reassign_session_car"),
+        "passed"
+    );
+    for id in STEP_UP_CHECKS {
+        assert_eq!(status(&run, id), "passed", "{id}: {:#}", check(&run, id));
+    }
+    let after = s.stats();
+    assert_eq!(
+        after["executions"].as_u64().unwrap(),
+        before["executions"].as_u64().unwrap() + 1,
+        "only the valid step-up executed"
+    );
+    let (st, saved) = s.put_mcp(passkey).await;
+    assert_eq!(st, 200, "{saved}");
+    assert_eq!(
+        saved["actionPolicy"]["stepUp"]["reassign_session_car"],
+        "passkey"
+    );
+    let verification = &saved["actionVerification"];
+    assert_eq!(verification["stepUpRpId"], "confirm.countersign.test");
+    assert_eq!(
+        verification["stepUpOrigins"],
+        json!([countersign_acceptance::STEP_UP_ORIGIN])
+    );
+    s.finish();
+}
+
+/// F-6: a provider that does not require the step-up for the operation executes the
+/// valid proof that carries none: the run fails on `stepup.none`, and the operation cannot
+/// become `passkey`.
+#[tokio::test]
+async fn f6_a_provider_that_accepts_a_proof_without_step_up_fails_the_series() {
+    let s = Stack::start().await;
+    let (_, run) = s.certify_step_up(&["reassign_session_car"]).await;
+    assert_eq!(run["passed"], false, "{run:#}");
+    let none = check(&run, "stepup.none");
+    assert_eq!(none["status"], "failed", "{none:#}");
+    assert!(
+        none["reason"].as_str().unwrap().contains("require_step_up"),
+        "{none:#}"
+    );
+    // The other wrong step-ups are refused by the kit's step-up check all the same.
+    for id in &STEP_UP_CHECKS[1..] {
+        assert_eq!(status(&run, id), "passed", "{id}: {:#}", check(&run, id));
+    }
+    let mut passkey = s.mcp_config(&s.service_token, false);
+    passkey["actionPolicy"]["stepUp"] = json!({"reassign_session_car": "passkey"});
+    let (st, body) = s.put_mcp(passkey).await;
+    assert_eq!(st, 409, "{body}");
+    assert_eq!(body["error"]["code"], "STEP_UP_NOT_CERTIFIED");
+    s.finish();
+}

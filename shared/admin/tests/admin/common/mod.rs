@@ -101,6 +101,7 @@ pub(crate) fn app(env: &Env, secrets: Arc<dyn SecretStore>) -> axum::Router {
             Arc::new(env.store.clone()),
         ),
         leases: Arc::new(env.store.clone()),
+        step_up: None,
         sessions: Arc::new(env.store.clone()),
         secrets,
         signer: env.signer.clone(),

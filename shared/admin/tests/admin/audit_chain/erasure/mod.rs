@@ -42,6 +42,7 @@ async fn sealed(env: &common::Env) -> Sealed {
         )
         .with_subjects(Some(keys.clone())),
         leases: Arc::new(store.clone()),
+        step_up: None,
         sessions: Arc::new(store.clone()),
         secrets: env.secrets.clone(),
         signer: env.signer.clone(),

@@ -1,12 +1,14 @@
-//! F-2, F-3: a software authenticator for the step-up's tests: it makes a passkey
-//! (`create`'s client data and authenticator data) and asserts over a challenge (`get`),
-//! as a browser returns them, with the flags, counter, origin and RP ID a test chooses —
-//! so each check can be met wrongly on purpose.
+//! F-2, F-3, F-6: a software authenticator — the certification's platform test credential
+//! (F-6: the consented positive step-up case, and each wrong one) and the tests'. It makes
+//! a passkey (`create`'s client data and authenticator data) and asserts over a challenge
+//! (`get`), as a browser returns them, with the flags, counter, origin and RP ID its user
+//! chooses — so each check can be met wrongly on purpose. Never a person's credential:
+//! its keys are derived from a public seed.
 
+use crate::enrolment::registration_data;
+use crate::stepup::{Assertion, CredentialKey};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_domain::enrolment::registration_data;
-use countersign_domain::stepup::{Assertion, CredentialKey};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
@@ -136,10 +138,15 @@ impl Authenticator {
 
     /// What `get` returns for `challenge` (the counter moves first, unless it is 0).
     pub fn assert(&mut self, challenge: &[u8]) -> Assertion {
+        self.assert_as("webauthn.get", challenge)
+    }
+
+    /// An assertion whose client data says `kind` (a wrong one, for the checks of type).
+    pub fn assert_as(&mut self, kind: &str, challenge: &[u8]) -> Assertion {
         if self.count > 0 {
             self.count += 1;
         }
-        let client_data_json = self.client_data("webauthn.get", challenge);
+        let client_data_json = self.client_data(kind, challenge);
         let mut data = Sha256::digest(self.rp_id.as_bytes()).to_vec();
         data.push(self.flags);
         data.extend_from_slice(&self.count.to_be_bytes());
