@@ -44,6 +44,12 @@ demo_token=$(sed -n 's/^DEMO_SERVICE_TOKEN=//p' "$log")
 (cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" \
   PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" node --test --test-concurrency=1 test/panel.mjs)
 echo "panel: browser tests passed"
+# F-1 … F-7: the passkey step-up, with a virtual authenticator, after the panel's tests
+# (it certifies and sets the demo tenant's operation to `passkey`, and puts it back).
+tenant=$(sed -n 's/^TENANT=//p' "$log")
+(cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" TENANT="$tenant" \
+  PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" ARTIFACTS="$artifacts" node --test --test-concurrency=1 test/stepup.mjs)
+echo "step-up: browser tests passed"
 # The bridge (B-1, B-5): τ²-bench's retail server behind countersign-bridge, which the
 # administrator connects through the panel, certifies and enables; a customer then
 # cancels an order in the widget. After the panel's tests: it replaces the demo tenant's

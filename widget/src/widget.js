@@ -8,7 +8,7 @@
 // message of the history this tab has rendered again. A confirmation counts only when
 // it replies to the proposal the person saw.
 
-export const VERSION = "1.2.0";
+export const VERSION = "1.3.0";
 
 /** N-6: how long a replacing proposal's buttons wait after it first appeared. */
 const REPLACED_DWELL_MS = 5000;
@@ -54,6 +54,13 @@ const TEXTS = {
     },
     // N-6: on the card of a proposal that replaced another (the API's `replacedEarlier`).
     replacedEarlier: "This proposal replaced an earlier one. Read it before you answer.",
+    // F-3, F-7: a proposal whose operation needs the person's passkey.
+    needsPasskey: "This change needs your passkey. You confirm it on a secure page that opens in a new tab, where your passkey signs exactly this change; typing “confirm” here cannot carry it out.",
+    confirmPasskey: "Confirm with your passkey",
+    passkeyOpened: "The confirmation page opened in a new tab. This card updates when you are done there.",
+    passkeyLink: "Open the confirmation page",
+    passkeyFailed: "The confirmation page could not be opened. Try again.",
+    stepUpRequired: "This change needs your passkey: use “Confirm with your passkey” on the card.",
   },
   pt: {
     title: "Suporte",
@@ -94,6 +101,12 @@ const TEXTS = {
       superseded: "Substituída por uma proposta mais nova",
     },
     replacedEarlier: "Esta proposta substituiu uma anterior. Leia antes de responder.",
+    needsPasskey: "Esta alteração exige a sua passkey. Você a confirma numa página segura que abre em uma nova aba, onde a sua passkey assina exatamente esta alteração; digitar “confirmar” aqui não a realiza.",
+    confirmPasskey: "Confirmar com a sua passkey",
+    passkeyOpened: "A página de confirmação abriu em uma nova aba. Este cartão se atualiza quando você terminar lá.",
+    passkeyLink: "Abrir a página de confirmação",
+    passkeyFailed: "Não foi possível abrir a página de confirmação. Tente novamente.",
+    stepUpRequired: "Esta alteração exige a sua passkey: use “Confirmar com a sua passkey” no cartão.",
   },
 };
 
@@ -402,6 +415,7 @@ const STYLE = `
 .cs .replaced { display: block; margin-bottom: 4px; font-size: 13px; font-weight: 600; color: #8a4b08; }
 .cs .actions { display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap; }
 .cs button { font: inherit; min-height: 44px; padding: 6px 14px; border-radius: 6px; border: 1px solid #2357c6; background: #fff; color: #2357c6; cursor: pointer; }
+.cs .passkey-note { display: block; margin-top: 6px; font-size: .9em; }
 .cs button.primary { background: var(--cs-accent, #2357c6); border-color: var(--cs-accent, #2357c6); color: #fff; }
 .cs button:focus-visible, .cs textarea:focus-visible, .cs a:focus-visible { outline: 3px solid #f0b429; outline-offset: 1px; }
 .cs button:disabled { opacity: .5; cursor: default; }
@@ -631,6 +645,11 @@ export class Widget {
         this.schedule(Math.min(this.pollMs, 1000));
         return true;
       }
+      if (e.code === "STEP_UP_REQUIRED") {
+        // F-3: nothing was stored and the proposal still waits; the card shows the way.
+        this.say(this.t.stepUpRequired, null, "error");
+        return false;
+      }
       if (e.code === "CASE_CLOSED" || e.status === 404) {
         // Closed in another tab or by the platform: a new case; the text stays typed.
         await this.open("previousEnded").catch((err) => this.fail(err, this.t.loadFailed, [this.t.retry, () => this.start()]));
@@ -684,6 +703,30 @@ export class Widget {
     }
     this.drafting.firstChild.textContent += text;
     this.list.scrollTop = this.list.scrollHeight;
+  }
+
+  /** F-3: opens the platform's confirmation page for the waiting passkey proposal in a new
+   *  top-level tab (a passkey belongs to the platform's page, never to this frame). The
+   *  tab is opened at once, while the click still counts as the person's, then sent to the
+   *  link; where that is blocked, a link is shown instead. */
+  async openStepUp() {
+    if (!this.caseId) return;
+    const tab = globalThis.open ? globalThis.open("about:blank", "_blank") : null;
+    try {
+      const { url } = await this.client.request("POST", `/api/cases/${encodeURIComponent(this.caseId)}/step-up`);
+      if (tab) {
+        tab.opener = null;
+        tab.location.href = url;
+        this.say(this.t.passkeyOpened);
+      } else {
+        this.say(this.t.passkeyOpened);
+        this.status.append(" ", el("a", { href: url, target: "_blank", rel: "noopener", class: "passkey-link" }, this.t.passkeyLink));
+      }
+      this.schedule(this.pollMs);
+    } catch (e) {
+      if (tab) tab.close();
+      this.fail(e, this.t.passkeyFailed, [this.t.retry, () => this.openStepUp()]);
+    }
   }
 
   /** Reads the proposals' states (and anything new) after the last message rendered. */
@@ -850,9 +893,22 @@ export class Widget {
         }
         li.classList.toggle("settled", state !== "pending_confirmation");
         li.dataset.state = state;
+        // F-3: a passkey operation is confirmed on the platform's page, never by a word:
+        // the card says so before the person types anything.
+        const passkey = Boolean(p && p.needsPasskey);
+        const note = li.querySelector(".passkey-note");
+        if (passkey && !note) {
+          li.insertBefore(el("span", { class: "passkey-note", role: "note" }, this.t.needsPasskey), li.querySelector(".state"));
+        }
         for (const b of li.querySelectorAll(".actions button.answer")) {
           b.dataset.stale = answerable ? "0" : "1";
           b.disabled = !answerable || this.busy || dwelling;
+          if (b.dataset.word === this.t.confirmWord) b.hidden = passkey;
+        }
+        const step = li.querySelector(".actions button.passkey");
+        if (step) {
+          step.hidden = !passkey;
+          step.disabled = !passkey || !answerable || this.busy || dwelling;
         }
         const check = li.querySelector(".actions button.check");
         if (check) {
@@ -895,6 +951,12 @@ export class Widget {
         b.addEventListener("click", () => this.send(word).then(() => this.input.focus()));
         actions.append(b);
       }
+      // F-3: a passkey operation: the platform's confirmation page, in a new tab.
+      const step = el("button", { type: "button", class: "primary passkey" }, this.t.confirmPasskey);
+      step.hidden = true;
+      step.disabled = true;
+      step.addEventListener("click", () => this.openStepUp());
+      actions.prepend(step);
       // S-3: an uncertain outcome is asked again (a status query; never an execution).
       const check = el("button", { type: "button", class: "check" }, this.t.checkAgain);
       check.hidden = true;

@@ -27,7 +27,9 @@ try {
   // sign-in posts the token back. Another demo person: the demo site reads a cookie (the
   // sign-in is reached by a redirect, which a route cannot rewrite; cookies ignore ports).
   if (person) {
-    await page.context().addCookies([{ name: "countersign-demo-user", value: person, domain: new URL(url).hostname, path: "/" }]);
+    // The demo site runs on 127.0.0.1; the page on localhost (where passkeys can run).
+    const hosts = [...new Set([new URL(url).hostname, "127.0.0.1"])];
+    await page.context().addCookies(hosts.map((domain) => ({ name: "countersign-demo-user", value: person, domain, path: "/" })));
   }
   out.signInHost = await page.locator("#sign-in-host").textContent();
   const returned = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/return"));

@@ -71,6 +71,8 @@ pub struct Stats {
     pub initializes: u64,
     /// Sessions closed by their client (`DELETE` with a session id).
     pub session_closes: u64,
+    /// F-5: proofs whose passkey step-up the provider kit verified (executed or not).
+    pub step_ups_verified: u64,
 }
 
 /// Everything behind the lock.

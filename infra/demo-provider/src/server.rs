@@ -220,9 +220,13 @@ impl Demo {
             .verify_and_consume(&token, &expected, &self.guard, at)
             .await
         {
-            Ok(_) => {
+            Ok(verified) => {
                 lock(&self.verified_kids).push(header_kid(&token).unwrap_or_default());
-                lock(&self.store).execute(who, action_id, now)
+                let mut store = lock(&self.store);
+                if verified.step_up.is_some() {
+                    store.stats.step_ups_verified += 1;
+                }
+                store.execute(who, action_id, now)
             }
             // N-1: the action's one execution happened (with another proof): its recorded
             // status, nothing executed.

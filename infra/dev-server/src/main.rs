@@ -180,8 +180,13 @@ async fn routers(
     settings: &AwsSettings,
     step_up: &countersign_domain::stepup::Site,
 ) -> anyhow::Result<axum::Router> {
-    let gateway =
-        countersign_gateway_fn::router(countersign_gateway_fn::wiring::from_env(sdk).await?);
+    // F-3: confirmation links point where the passkey ceremonies can run (unless the
+    // operator named another public origin).
+    let mut gateway = countersign_gateway_fn::wiring::from_env(sdk).await?;
+    if gateway.public_url.is_none() {
+        gateway.public_url = step_up.origins.first().cloned();
+    }
+    let gateway = countersign_gateway_fn::router(gateway);
     let config = messages_config(sdk, settings, step_up).await?;
     let messages = countersign_messages_fn::app(sdk, &config)?;
     let mut admin_state = countersign_admin_fn::state_from_env(sdk)?;

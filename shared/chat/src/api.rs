@@ -40,18 +40,19 @@ pub const PAGE_DEFAULT: usize = 100;
 pub const PAGE_MAX: usize = 500;
 
 /// Every path the router serves.
-pub const PATHS: [&str; 6] = [
+pub const PATHS: [&str; 7] = [
     "/api/cases",
     "/api/cases/{id}/messages",
     "/api/cases/{id}/close",
     "/api/cases/{id}",
     STREAM_PATH,
     "/api/cases/{id}/mcp-token",
+    "/api/cases/{id}/step-up",
 ];
 
 /// Every route (method, path) the router serves: the SAM template and the OpenAPI
 /// document are checked against it.
-pub const ROUTES: [(&str, &str); 7] = [
+pub const ROUTES: [(&str, &str); 8] = [
     ("POST", PATHS[0]),
     ("GET", PATHS[1]),
     ("POST", PATHS[1]),
@@ -59,16 +60,18 @@ pub const ROUTES: [(&str, &str); 7] = [
     ("GET", PATHS[3]),
     ("POST", PATHS[4]),
     ("POST", PATHS[5]),
+    ("POST", PATHS[6]),
 ];
 
 /// The CORS preflights of the API's paths (decision 0025), answered by the function.
-pub const PREFLIGHT_ROUTES: [(&str, &str); 6] = [
+pub const PREFLIGHT_ROUTES: [(&str, &str); 7] = [
     ("OPTIONS", PATHS[0]),
     ("OPTIONS", PATHS[1]),
     ("OPTIONS", PATHS[2]),
     ("OPTIONS", PATHS[3]),
     ("OPTIONS", PATHS[4]),
     ("OPTIONS", PATHS[5]),
+    ("OPTIONS", PATHS[6]),
 ];
 
 /// Routes outside the API (not in its OpenAPI document): the widget SDK's files (W-1).
@@ -94,6 +97,9 @@ impl From<ChatError> for ApiError {
             ),
             e @ ChatError::StepUpRequired => ApiError::conflict("STEP_UP_REQUIRED", e.to_string()),
             e @ ChatError::StepUpRefused(_) => ApiError::conflict("STEP_UP_REFUSED", e.to_string()),
+            e @ ChatError::NoStepUpPending => {
+                ApiError::conflict("NO_STEP_UP_PENDING", e.to_string())
+            }
             ChatError::Invalid { field, message } => {
                 ApiError::validation(field, format!("{field}: {message}"))
             }
@@ -250,6 +256,11 @@ pub struct ProposalView {
     /// card): it can be confirmed only 5 s after it was first shown.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub replaced_earlier: bool,
+    /// F-1, F-3: present and `true` when confirming it needs the person's passkey: a typed
+    /// `confirm` is refused (`409 STEP_UP_REQUIRED`); the card offers the confirmation page
+    /// (`POST /api/cases/{id}/step-up`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_passkey: bool,
 }
 
 impl From<&ProposalOutcome> for ProposalView {
@@ -259,6 +270,7 @@ impl From<&ProposalOutcome> for ProposalView {
             state: o.state.as_str().to_owned(),
             expires_at: o.expires_at.to_rfc3339(),
             replaced_earlier: o.replaced,
+            needs_passkey: o.needs_passkey,
         }
     }
 }
@@ -538,12 +550,44 @@ async fn mint_mcp_token(
     Ok((StatusCode::CREATED, no_store, axum::Json(body)).into_response())
 }
 
+/// F-3: where the person confirms a passkey operation.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepUpLink {
+    /// The platform's confirmation page for the waiting proposal (open it top-level, in a
+    /// new tab: the passkey ceremony runs there, never inside the widget's frame).
+    pub url: String,
+    /// When the proposal (and the link) expires (RFC 3339).
+    pub expires_at: String,
+}
+
+/// F-3: a link to the confirmation page for the case's waiting proposal that needs the
+/// person's passkey. Each call makes a new link; the page signs the person in through the
+/// tenant's sign-in first.
+#[utoipa::path(post, path = "/api/cases/{id}/step-up", tag = "cases", security(("widgetJwt" = [])),
+    params(("id" = String, Path, description = "The case id")),
+    responses((status = 201, body = StepUpLink), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn step_up_link(
+    State(state): State<AppState>,
+    WidgetPrincipal(who): WidgetPrincipal,
+    CasePath(case): CasePath,
+) -> Result<Response, ApiError> {
+    let (url, expires_at) = state.chat.step_up_link(&who, &case).await?;
+    let no_store = [(axum::http::header::CACHE_CONTROL, "no-store")];
+    let body = StepUpLink {
+        url,
+        expires_at: expires_at.to_rfc3339(),
+    };
+    Ok((StatusCode::CREATED, no_store, axum::Json(body)).into_response())
+}
+
 /// The widget API's OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
-    paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case, mint_mcp_token),
+    paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case, mint_mcp_token, step_up_link),
     components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage, McpTokenRequest, McpToken)),
     modifiers(&WidgetJwt)
 )]
@@ -579,6 +623,7 @@ pub fn router(state: AppState) -> Router {
         .route(PATHS[3], get(get_case))
         .route(PATHS[4], post(post_message_stream))
         .route(PATHS[5], post(mint_mcp_token))
+        .route(PATHS[6], post(step_up_link))
         // S-4: error messages in Portuguese for a caller who prefers it (codes unchanged).
         .layer(axum::middleware::from_fn(
             countersign_http::language::localized_errors,

@@ -336,19 +336,38 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
     res
 }
 
-fn set_cookie(state: &PageState, id: &str, name: &str, value: &str, max_age: i64) -> HeaderValue {
+fn set_cookie(
+    state: &PageState,
+    headers: &HeaderMap,
+    id: &str,
+    name: &str,
+    value: &str,
+    max_age: i64,
+) -> HeaderValue {
+    // Secure outside the local stack, and on it where the page is reached at `localhost`
+    // (which browsers treat as secure: where the passkey ceremonies run, while the demo
+    // site is on 127.0.0.1).
+    let secure_context = !state.local || reached_at_localhost(headers);
     // N-6: the nonce must follow the tenant's cross-site form post back (SameSite=None,
-    // which browsers take only with Secure); on the local stack the sign-in is same-site.
-    let same_site = if name == NONCE_COOKIE && !state.local {
+    // which browsers take only with Secure); on plain local http the sign-in is same-site.
+    let same_site = if name == NONCE_COOKIE && secure_context {
         "None"
     } else {
         "Lax"
     };
-    let secure = if state.local { "" } else { "; Secure" };
+    let secure = if secure_context { "; Secure" } else { "" };
     let v = format!(
         "{name}={value}; Path=/confirm/{id}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}"
     );
     HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static("x=; Max-Age=0"))
+}
+
+/// Whether the request reached the page at `localhost` (the local stack's passkey origin).
+fn reached_at_localhost(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| h == "localhost" || h.starts_with("localhost:"))
 }
 
 /// The origin a request reached (`http` only on loopback).
@@ -664,7 +683,7 @@ async fn begin_sign_in(
     secure_headers(res.headers_mut());
     res.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(&state, &id, NONCE_COOKIE, &nonce, 600),
+        set_cookie(&state, &headers, &id, NONCE_COOKIE, &nonce, 600),
     );
     res
 }
@@ -753,11 +772,18 @@ async fn signed_in(
     let h = res.headers_mut();
     h.append(
         header::SET_COOKIE,
-        set_cookie(&state, &id, PERSON_COOKIE, &session, SESSION_SECONDS),
+        set_cookie(
+            &state,
+            &headers,
+            &id,
+            PERSON_COOKIE,
+            &session,
+            SESSION_SECONDS,
+        ),
     );
     h.append(
         header::SET_COOKIE,
-        set_cookie(&state, &id, NONCE_COOKIE, "", 0),
+        set_cookie(&state, &headers, &id, NONCE_COOKIE, "", 0),
     );
     res
 }

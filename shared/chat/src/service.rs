@@ -44,6 +44,10 @@ pub enum ChatError {
     /// signed and the proposal still waits.
     #[error("{0}")]
     StepUpRefused(crate::stepup::StepUpRefused),
+    /// F-3: no proposal of the case waits for the person's passkey (none waits, or the one
+    /// waiting needs none, or this deployment runs no passkey ceremony).
+    #[error("no proposal here waits for a passkey")]
+    NoStepUpPending,
     /// The tenant's budget of model turns is spent for now (decision 0021); nothing was
     /// stored.
     #[error("too many messages for this company right now; try again in {retry_after_secs} s")]

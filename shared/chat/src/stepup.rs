@@ -310,3 +310,36 @@ impl StepUp {
         Ok(passkey)
     }
 }
+
+impl crate::service::Chat {
+    /// F-3: a new link to the confirmation page for `case`'s waiting proposal that needs
+    /// the person's passkey (the widget opens it top-level: the ceremony never runs in the
+    /// tenant's page), and when it expires.
+    pub async fn step_up_link(
+        &self,
+        who: &Principal,
+        case: &countersign_domain::ids::CaseId,
+    ) -> Result<(String, countersign_domain::time::Timestamp), crate::service::ChatError> {
+        use crate::service::ChatError;
+        use countersign_domain::proposal::ProposalState;
+        let view = self.owned(who, case).await?;
+        let now = self.parts.clock.now();
+        let (Some(step_up), Some(p)) = (
+            &self.step_up,
+            view.active.filter(|p| {
+                p.state == ProposalState::PendingConfirmation
+                    && p.needs_passkey
+                    && now < p.expires_at
+            }),
+        ) else {
+            return Err(ChatError::NoStepUpPending);
+        };
+        let origin = step_up.origins.first().ok_or(ChatError::NoStepUpPending)?;
+        let created =
+            countersign_tools::confirmation::create_link(step_up.nonces.as_ref(), &p).await?;
+        Ok((
+            countersign_tools::confirmation::page_url(origin, &created.id),
+            p.expires_at,
+        ))
+    }
+}

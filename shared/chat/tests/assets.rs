@@ -93,6 +93,14 @@ const PUBLISHED: [(&str, &str); 6] = [
         "/widget/1.2.0/countersign-widget.min.mjs",
         "sha384-6vf0IS8AcbMmjj9jZyU5L/aSs1Oxxs14p7+7PMms2jG0OLhpWFTIYCRRVRHL9KBU",
     ),
+    (
+        "/widget/1.3.0/countersign-widget.min.js",
+        "sha384-PQ2twbUTxeyKMyyYGqdoPKHsYm5lkbwk69WvSD9eySQLD/ZS7OFs428MGpc/VYFc",
+    ),
+    (
+        "/widget/1.3.0/countersign-widget.min.mjs",
+        "sha384-DniOp+QnXTqUhV80ZnULR7IlG73kK/LrIgAWHMXgpzeAZMDLLgdxP2x7UKcrgJZL",
+    ),
 ];
 
 /// S-5: every published file is served with the integrity frozen when it was published

@@ -313,6 +313,10 @@ pub(crate) fn outcome_from(item: &Item) -> Result<ProposalOutcome, StoreError> {
         state: state_of(item).ok_or_else(|| corrupt("state"))?,
         expires_at: ts(item, "expires_at")?,
         replaced: item.contains_key("replaced"),
+        needs_passkey: item
+            .get("needs_passkey")
+            .and_then(|v| v.as_bool().ok())
+            .is_some_and(|b| *b),
     })
 }
 

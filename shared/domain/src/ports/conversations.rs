@@ -49,6 +49,9 @@ pub struct ProposalOutcome {
     pub expires_at: Timestamp,
     /// N-6: it replaced an earlier proposal (the widget labels its card so).
     pub replaced: bool,
+    /// F-1: it needs the person's passkey (the widget says so on its card before the person
+    /// types anything).
+    pub needs_passkey: bool,
 }
 
 /// A message to append: a [`Message`] not yet stored. Its id (a ULID) gives its place in

@@ -187,6 +187,7 @@ impl Conversations for MemoryStore {
                             state: p.state,
                             expires_at: p.expires_at,
                             replaced: p.presented.replaced.is_some(),
+                            needs_passkey: p.needs_passkey,
                         })
                         .collect()
                 })

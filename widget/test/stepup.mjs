@@ -1,0 +1,213 @@
+// F-1 … F-7: the passkey step-up in a real headless Chromium with a virtual authenticator
+// (CDP `WebAuthn.addVirtualAuthenticator`, user verification on). Two hosts: the tenant's
+// site (127.0.0.1, where no passkey ceremony can ever run: an IP address is no RP ID) and
+// the platform's confirmation page (localhost, the RP ID). The demo provider verifies each
+// step-up with the provider kit and requires one for `reassign_session_car`.
+//
+//   BASE_URL=http://127.0.0.1:8700 SITE_URL=http://127.0.0.1:8701/ ADMIN_KEY=tsk_… TENANT=ten_… \
+//     PROVIDER_URL=http://127.0.0.1:8790 PROVIDER_TOKEN=svc_… node --test test/stepup.mjs
+//
+// Runs after the panel's tests and puts the demo tenant's settings back at the end.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.BASE_URL || "http://127.0.0.1:8700";
+const SITE = process.env.SITE_URL || "http://127.0.0.1:8701/";
+const KEY = process.env.ADMIN_KEY;
+const TENANT = process.env.TENANT;
+const PROVIDER = process.env.PROVIDER_URL || "http://127.0.0.1:8790";
+const PROVIDER_TOKEN = process.env.PROVIDER_TOKEN;
+const ARTIFACTS = process.env.ARTIFACTS || "target/widget-artifacts";
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const OPERATION = "reassign_session_car";
+let browser;
+let ctx;
+let widget;
+// The passkey enrolled in the page's authenticator (its private key included), carried to
+// the next tab's authenticator as a synced passkey would be.
+let enrolled = [];
+const consoleErrors = [];
+// Statuses provoked on purpose (the browser logs each as a console error).
+const expected = [/status of 409/];
+
+function watch(p) {
+  p.on("console", (m) => {
+    if (m.type() === "error" && !expected.some((e) => e.test(m.text()))) consoleErrors.push(`${m.text()} @ ${p.url()}`);
+  });
+  p.on("pageerror", (e) => consoleErrors.push(`pageerror: ${e.message}`));
+}
+
+async function admin(method, path, body) {
+  const res = await fetch(`${BASE}/api/admin/tenants/${TENANT}/${path}`, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+async function provider(path, body) {
+  const res = await fetch(`${PROVIDER}${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { authorization: `Bearer ${PROVIDER_TOKEN}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return res.status === 204 ? null : res.json();
+}
+
+const stats = async () => (await provider("/_demo/stats")).stats;
+
+/** The demo tenant's saved settings with `reassign_session_car`'s step-up set to `stepUp`. */
+async function policy(stepUp) {
+  const { body: view } = await admin("GET", "mcp");
+  const config = {
+    serverUrl: view.serverUrl,
+    serviceToken: PROVIDER_TOKEN,
+    allowedTools: view.allowedTools,
+    actionPolicy: { contractVersion: 1, enabled: true, operations: view.actionPolicy.operations, stepUp: { [OPERATION]: stepUp } },
+  };
+  return admin("PUT", "mcp", config);
+}
+
+before(async () => {
+  assert.ok(KEY && TENANT && PROVIDER_TOKEN, "ADMIN_KEY, TENANT and PROVIDER_TOKEN are set");
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  ctx = await browser.newContext();
+  ctx.on("page", watch);
+  widget = await ctx.newPage();
+  await widget.goto(`${SITE}?poll=300`);
+  await widget.waitForFunction(() => window.demo && window.demo.ready === true);
+});
+
+after(async () => {
+  // Back as the other suites expect it: no step-up required anywhere.
+  await policy("none");
+  await provider("/_demo/control", { fault: "require_step_up", on: false });
+  await browser?.close();
+  assert.deepEqual(consoleErrors, [], "no page logged an error");
+});
+
+const card = () => widget.locator("#chat li.proposal").last();
+
+async function propose(text) {
+  const before = await widget.locator("#chat li.proposal").count();
+  await widget.locator("#chat textarea").fill(text);
+  await widget.locator("#chat textarea").press("Enter");
+  await widget.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li.proposal").length > n, before);
+  await widget.waitForFunction(() => !window.demo.widget.busy);
+  await card().locator(".passkey-note").waitFor();
+}
+
+/** Presses the card's "Confirm with your passkey": the platform's page, in a new tab, with
+ *  a virtual authenticator attached to it. */
+async function openPage(authenticator) {
+  const [tab] = await Promise.all([ctx.waitForEvent("page"), card().getByRole("button", { name: "Confirm with your passkey" }).click()]);
+  await tab.waitForURL(/\/confirm\//);
+  const cdp = await ctx.newCDPSession(tab);
+  await cdp.send("WebAuthn.enable");
+  const options = { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true };
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", { options });
+  for (const credential of authenticator?.credentials || []) {
+    await cdp.send("WebAuthn.addCredential", { authenticatorId, credential });
+  }
+  return { tab, cdp, authenticatorId };
+}
+
+/** Signs in through the tenant's sign-in (the demo site signs the demo person in). */
+async function signIn(tab) {
+  await tab.locator("#sign-in").click();
+  await tab.locator("#summary").waitFor();
+}
+
+test("F-4, F-6: after a step-up certification the operation is set to passkey", async () => {
+  await provider("/_demo/control", { fault: "require_step_up" });
+  const body = {
+    testUser: "countersign-test:u_test",
+    secondTestUser: "countersign-test:u_test2",
+    personalConsultations: ["get_upload_file_details", "get_session_laps"],
+    consultations: {
+      get_user_uploads: {}, get_upload_file_details: { uploadId: "up_t1" }, get_user_sessions: {},
+      get_session_laps: { sessionId: "ses_t1" }, get_user_cars: {}, get_download_status: {}, get_error_diagnosis: { code: "E_TRUNCATED" },
+    },
+    actions: { [OPERATION]: { sessionId: "ses_t1", carId: "car_t2" } },
+    consent: true,
+    stepUp: [OPERATION],
+  };
+  const run = await admin("POST", "mcp/certifications", body);
+  assert.equal(run.status, 201, JSON.stringify(run.body));
+  assert.equal(run.body.passed, true, JSON.stringify(run.body.checks.filter((c) => c.status !== "passed")));
+  const saved = await policy("passkey");
+  assert.equal(saved.status, 200, JSON.stringify(saved.body));
+  assert.equal(saved.body.actionPolicy.stepUp[OPERATION], "passkey");
+  assert.equal(saved.body.actionVerification.stepUpRpId, "localhost");
+});
+
+test("F-1, F-3: the card says a passkey is needed before anything is typed; a typed confirm is refused and the proposal waits", async () => {
+  await propose("move ses_a2 to car_a3");
+  const c = card();
+  assert.match(await c.locator(".passkey-note").textContent(), /needs your passkey/);
+  assert.equal(await c.getByRole("button", { name: "Confirm", exact: true }).isHidden(), true, "no plain Confirm");
+  assert.equal(await c.getByRole("button", { name: "Confirm with your passkey" }).isEnabled(), true);
+  await widget.locator("#chat textarea").fill("confirm");
+  await widget.locator("#chat textarea").press("Enter");
+  await widget.waitForFunction(() => !window.demo.widget.busy);
+  const status = await widget.locator("#chat").evaluate((h) => h.shadowRoot.querySelector(".status").textContent);
+  assert.match(status, /needs your passkey/);
+  assert.equal(await c.getAttribute("data-state"), "pending_confirmation");
+});
+
+test("F-2, F-3, F-5: enrol after a fresh sign-in, confirm with the passkey on the platform's page; the provider verifies the step-up and executes once", async () => {
+  const before = await stats();
+  const { tab, cdp, authenticatorId } = await openPage();
+  await signIn(tab);
+  // No passkey yet: the sign-in was a fresh one for enrolling (purpose `enrol`).
+  assert.match(await tab.locator("#stepup-proves").textContent(), /does not prove the change is right/);
+  await tab.locator("#enrol-passkey").click();
+  await tab.locator("#confirm-passkey").waitFor();
+  enrolled = (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials;
+  assert.equal(enrolled.length, 1, "one passkey made, for the platform's RP ID");
+  assert.equal(enrolled[0].rpId, "localhost");
+  await tab.screenshot({ path: `${ARTIFACTS}/stepup-page.png`, fullPage: true });
+  await tab.locator("#confirm-passkey").click();
+  await tab.locator('#state[data-state="completed"]').waitFor();
+  const after = await stats();
+  assert.equal(after.executions, before.executions + 1, "executed once");
+  assert.equal(after.stepUpsVerified, before.stepUpsVerified + 1, "with a step-up the kit verified");
+  // The widget's card follows.
+  await widget.waitForFunction(() => [...document.querySelector("#chat").shadowRoot.querySelectorAll("li.proposal")].at(-1)?.dataset.state === "completed");
+  await tab.close();
+});
+
+test("F-3: without user verification, or an agent pressing Confirm without the authenticator, nothing executes and the person sees why", async () => {
+  await propose("move ses_a2 to car_a1");
+  const before = await stats();
+  const { tab, cdp, authenticatorId } = await openPage({ credentials: enrolled });
+  await signIn(tab);
+  // An agent driving the browser posts Confirm without any passkey.
+  const refused = await tab.evaluate(async () => {
+    const form = new FormData(document.querySelector("#stepup form:last-of-type"));
+    form.set("decision", "confirm");
+    const res = await fetch(location.pathname, { method: "POST", body: new URLSearchParams(form) });
+    return { status: res.status, text: await res.text() };
+  });
+  assert.equal(refused.status, 409);
+  assert.match(refused.text, /needs your passkey/);
+  // UV off: the authenticator cannot verify the person.
+  await cdp.send("WebAuthn.setUserVerified", { authenticatorId, isUserVerified: false });
+  if (await tab.locator("#confirm-passkey").count()) {
+    await tab.locator("#confirm-passkey").click();
+    await tab.locator("#stepup-error:not([hidden]), #stepup-refused").first().waitFor();
+  }
+  await tab.reload();
+  assert.equal(await tab.locator("#state").getAttribute("data-state"), "pending_confirmation");
+  const after = await stats();
+  assert.equal(after.executions, before.executions, "nothing executed");
+  // Cancelled from the page: the waiting proposal ends.
+  await tab.getByRole("button", { name: "Cancel" }).click();
+  await tab.locator('#state[data-state="cancelled"]').waitFor();
+  await tab.close();
+});
