@@ -794,6 +794,27 @@ fn form_value(body: &[u8], name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// The page that says why the person's answer was not taken.
+fn not_posted(id: &str, lang: Language, e: ChatError) -> Response {
+    match e {
+        ChatError::StepUpRefused(e) => stepup::refused_step_up(lang, id, &e),
+        ChatError::Unavailable(e) => unavailable(&e),
+        e @ (ChatError::RateLimited { retry_after_secs }
+        | ChatError::PersonLimited {
+            retry_after_secs, ..
+        }) => {
+            tracing::info!(error = %e, "confirmation page: limited");
+            let mut res = notice(StatusCode::TOO_MANY_REQUESTS, lang, texts(lang).unavailable);
+            // Security review N13: when to come back, as the API says it.
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_secs.into());
+            res
+        }
+        ChatError::StepUpRequired => notice(StatusCode::CONFLICT, lang, texts(lang).needs_passkey),
+        _ => notice(StatusCode::CONFLICT, lang, texts(lang).already),
+    }
+}
+
 /// `POST /confirm/{id}`: the person's answer.
 async fn decide(
     State(state): State<PageState>,
@@ -841,43 +862,19 @@ async fn decide(
         Ok(None) => return not_found(),
         Err(e) => return unavailable(&e),
     }
+    // F-3: a confirmation may carry the person's passkey answer.
     let answer = stepup::answer_in(&body).filter(|_| word.starts_with("confirm"));
+    let to = Some(link.presented.clone());
     let posted = match &answer {
         Some(answer) => {
-            let to = Some(link.presented.clone());
-            state
-                .chat
-                .post_countersigned(&who, &link.case, word, to, answer)
+            let chat = &state.chat;
+            chat.post_countersigned(&who, &link.case, word, to, answer)
                 .await
         }
-        None => {
-            state
-                .chat
-                .post(&who, &link.case, word, Some(link.presented.clone()))
-                .await
-        }
+        None => state.chat.post(&who, &link.case, word, to).await,
     };
-    match posted {
-        Ok(_) => {}
-        Err(ChatError::StepUpRefused(e)) => return stepup::refused_step_up(lang, &id, &e),
-        Err(ChatError::Unavailable(e)) => return unavailable(&e),
-        Err(
-            e @ (ChatError::RateLimited { retry_after_secs }
-            | ChatError::PersonLimited {
-                retry_after_secs, ..
-            }),
-        ) => {
-            tracing::info!(error = %e, "confirmation page: limited");
-            let mut res = notice(StatusCode::TOO_MANY_REQUESTS, lang, texts(lang).unavailable);
-            // Security review N13: when to come back, as the API says it.
-            res.headers_mut()
-                .insert(header::RETRY_AFTER, retry_after_secs.into());
-            return res;
-        }
-        Err(ChatError::StepUpRequired) => {
-            return notice(StatusCode::CONFLICT, lang, texts(lang).needs_passkey);
-        }
-        Err(_) => return notice(StatusCode::CONFLICT, lang, texts(lang).already),
+    if let Err(e) = posted {
+        return not_posted(&id, lang, e);
     }
     let mut res = (
         StatusCode::SEE_OTHER,

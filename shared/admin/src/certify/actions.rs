@@ -117,26 +117,10 @@ impl Run<'_> {
         (op, args, first): (&OperationName, &Map<String, Value>, &PreparedAction),
         request: &CertifyRequest,
     ) {
-        use rand::Rng as _;
-        use rand::seq::SliceRandom as _;
-        let mut plan: Vec<Step> = BAD_PROOFS
-            .iter()
-            .filter(|b| request.consent || !b.genuine)
-            .map(Step::Bad)
-            .collect();
         let passkey = passkey_operations(prepared, request, self);
         // F-6: the wrong step-ups on the first passkey operation that was prepared.
         let series = passkey.iter().copied().find(|i| prepared[*i].2.is_some());
-        if let Some(i) = series.filter(|_| request.consent && self.state.step_up.is_some()) {
-            plan.extend(BAD_STEP_UPS.iter().map(|b| Step::BadStepUp(b, i)));
-        }
-        plan.shuffle(&mut rand::rng());
-        if request.consent {
-            for (i, _) in prepared.iter().enumerate().filter(|(_, p)| p.2.is_some()) {
-                let at = rand::rng().random_range(1..plan.len());
-                plan.insert(at, Step::Valid(i));
-            }
-        }
+        let plan = self.plan(prepared, request, series);
         let mut valid = std::collections::BTreeMap::new();
         let mut bad = std::collections::BTreeMap::new();
         for step in plan {
@@ -194,6 +178,36 @@ impl Run<'_> {
             }
         }
         self.record_step_ups(series, &mut bad, request, &out_of_time);
+    }
+
+    /// The run's executes in an order the provider cannot predict, a bad proof first and
+    /// last: the bad-proof series (only those with no platform signature without
+    /// consent), F-6's wrong step-ups on the prepared passkey operation `series`, and with
+    /// consent one valid execute per prepared operation.
+    fn plan(
+        &self,
+        prepared: &[Prepared],
+        request: &CertifyRequest,
+        series: Option<usize>,
+    ) -> Vec<Step> {
+        use rand::Rng as _;
+        use rand::seq::SliceRandom as _;
+        let mut plan: Vec<Step> = BAD_PROOFS
+            .iter()
+            .filter(|b| request.consent || !b.genuine)
+            .map(Step::Bad)
+            .collect();
+        if let Some(i) = series.filter(|_| request.consent && self.state.step_up.is_some()) {
+            plan.extend(BAD_STEP_UPS.iter().map(|b| Step::BadStepUp(b, i)));
+        }
+        plan.shuffle(&mut rand::rng());
+        if request.consent {
+            for (i, _) in prepared.iter().enumerate().filter(|(_, p)| p.2.is_some()) {
+                let at = rand::rng().random_range(1..plan.len());
+                plan.insert(at, Step::Valid(i));
+            }
+        }
+        plan
     }
 
     /// F-6: the wrong step-ups' checks, when a passkey operation was certified.

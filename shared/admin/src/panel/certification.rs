@@ -103,19 +103,7 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
         .collect();
-    // F-6: the operations to certify with the passkey step-up.
-    let step_up: Vec<countersign_domain::ids::OperationName> = form
-        .get("stepUp")
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .filter_map(|t| {
-            countersign_domain::ids::OperationName::parse(t)
-                .map_err(|e| errors.insert("stepUp".into(), e.to_string()))
-                .ok()
-        })
-        .collect();
+    let step_up = step_up_operations(form, &mut errors);
     match test_user {
         Some(test_user) if errors.is_empty() => Ok(CertifyRequest {
             test_user,
@@ -129,4 +117,22 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
         }),
         _ => Err(errors),
     }
+}
+
+/// F-6: the operations to certify with the passkey step-up (`stepUp`, comma-separated).
+fn step_up_operations(
+    form: &Form,
+    errors: &mut std::collections::BTreeMap<String, String>,
+) -> Vec<countersign_domain::ids::OperationName> {
+    form.get("stepUp")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| {
+            countersign_domain::ids::OperationName::parse(t)
+                .map_err(|e| errors.insert("stepUp".into(), e.to_string()))
+                .ok()
+        })
+        .collect()
 }
