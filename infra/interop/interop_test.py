@@ -219,8 +219,14 @@ def flow_checks(label, out, base, decision, era):
     if out is None:
         return
     page = out.get("page") or {}
-    check(page.get("csp", "").startswith("default-src 'none'") and "script-src" not in page.get("csp", ""),
-          f"{label}: the page's CSP allows no script ({page.get('csp')})")
+    csp = page.get("csp", "")
+    # F-3: the page's one script is its own (the passkey ceremonies): no inline script, no
+    # other source.
+    check(csp.startswith("default-src 'none'") and "script-src 'self';" in csp and "unsafe" not in csp,
+          f"{label}: the page's CSP allows only its own script ({csp})")
+    # The page is served where the passkey ceremonies run (decision 0077): the local
+    # stack's links are on localhost, the same server as `base`.
+    base = base.replace("//127.0.0.1:", "//localhost:")
     check(page.get("signedInStatus") == 200 and page.get("consoleErrors") == [],
           f"{label}: the person signed in through the tenant, no console error ({page})")
     want = "completed" if decision == "confirm" else "cancelled"

@@ -211,3 +211,26 @@ test("F-3: without user verification, or an agent pressing Confirm without the a
   await tab.locator('#state[data-state="cancelled"]').waitFor();
   await tab.close();
 });
+
+test("F-2, F-1: the panel shows the policy and the person's passkey (English and Portuguese) and revokes it, audited", async () => {
+  const panel = await ctx.newPage();
+  await panel.goto(`${BASE}/admin`);
+  await panel.fill("#key", KEY);
+  await Promise.all([panel.waitForURL(`${BASE}/admin/mcp`), panel.click("button[type=submit]")]);
+  assert.equal(await panel.locator("#stepUp").inputValue(), OPERATION, "the policy, on the MCP page");
+  await panel.goto(`${BASE}/admin/retention?passkeys=u_alice`);
+  const listed = panel.locator("#passkeys li.passkey");
+  assert.equal(await listed.count(), 1);
+  assert.match(await listed.first().innerText(), /ES256|EdDSA/);
+  await panel.goto(`${BASE}/admin/language?to=pt-BR`);
+  await panel.goto(`${BASE}/admin/retention?passkeys=u_alice`);
+  assert.match(await panel.locator("#passkeys-help").innerText(), /As pessoas cadastram uma passkey/);
+  await panel.getByRole("button", { name: "Revogar" }).click();
+  await panel.locator("#noPasskeys").waitFor();
+  assert.match(await panel.locator("p.notice").innerText(), /Passkey revogada/);
+  await panel.goto(`${BASE}/admin/language?to=en`);
+  const audit = await admin("GET", "audit");
+  assert.ok(audit.body.items.some((r) => r.action === "passkey.revoked"), JSON.stringify(audit.body.items.slice(0, 3)));
+  assert.ok(audit.body.items.some((r) => r.action === "passkey.enrolled"), "the enrolment was audited too");
+  await panel.close();
+});

@@ -244,6 +244,7 @@ pub fn state(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Result<App
             passkeys: Arc::new(store.clone()),
             nonces: Arc::new(store.clone()),
             clock: Arc::new(SystemClock),
+            ids: Arc::new(UlidIds::default()),
             rp_id: site.rp_id.clone(),
             origins: site.origins.clone(),
         });

@@ -11,6 +11,7 @@ pub mod keys;
 pub mod lease;
 pub mod mcp;
 pub mod panel;
+pub mod passkeys;
 pub mod retention;
 mod state;
 pub mod tenants;

@@ -10,10 +10,11 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_domain::audit_chain::AuditEntry;
 use countersign_domain::conversation::Principal;
 use countersign_domain::enrolment::{ExpectedRegistration, read_registration};
 use countersign_domain::hash::Sha256Hex;
-use countersign_domain::ports::{Clock, ConfirmationLinks, Passkey, Passkeys, StoreError};
+use countersign_domain::ports::{Clock, ConfirmationLinks, Ids, Passkey, Passkeys, StoreError};
 use countersign_domain::proposal::Proposal;
 use countersign_domain::stepup::{
     Assertion, Binding, Evidence, Expected, StepUpError, verify_assertion,
@@ -36,6 +37,8 @@ pub struct StepUp {
     pub nonces: Arc<dyn ConfirmationLinks>,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// The audit records' ids.
+    pub ids: Arc<dyn Ids>,
     /// The RP ID every credential is made for: the confirmation page's host (or a
     /// registrable suffix of it).
     pub rp_id: String,
@@ -296,9 +299,10 @@ impl StepUp {
             created_at: self.clock.now(),
             last_used_at: None,
         };
+        let record = self.record(who, "passkey.enrolled", &passkey.id);
         if !self
             .passkeys
-            .add_passkey(&who.tenant, &who.user, &passkey)
+            .add_passkey(&who.tenant, &who.user, &passkey, &record)
             .await?
         {
             // The same credential enrolled twice (a resubmitted form): refused, the first
@@ -308,6 +312,28 @@ impl StepUp {
             )));
         }
         Ok(passkey)
+    }
+}
+
+impl StepUp {
+    /// F-2: the audit record of the person's own change of their passkeys (their id is a
+    /// personal field, sealed under their key).
+    fn record(&self, who: &Principal, action: &str, credential: &str) -> AuditEntry {
+        AuditEntry {
+            id: self.ids.audit_id(),
+            at: self.clock.now(),
+            actor: "person".into(),
+            action: action.into(),
+            changes: serde_json::json!({"person": who.user.as_str(), "credentialId": credential}),
+        }
+    }
+
+    /// F-2: the person removes one of their passkeys; `false` when it was not theirs.
+    pub async fn revoke(&self, who: &Principal, id: &str) -> Result<bool, StoreError> {
+        let record = self.record(who, "passkey.revoked", id);
+        self.passkeys
+            .revoke_passkey(&who.tenant, &who.user, id, &record)
+            .await
     }
 }
 

@@ -1752,6 +1752,14 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
     );
     let store = s.passkeys();
     let enrolled = f.now();
+    // Each change comes with its audit record; a refused one writes neither.
+    let record = |action: &str, id: &str| AuditEntry {
+        id: f.audit_id(),
+        at: f.now(),
+        actor: "person".into(),
+        action: action.into(),
+        changes: json!({"person": "u_alice", "credentialId": id}),
+    };
     let key = |id: &str, x: u8| Passkey {
         id: id.into(),
         key: CredentialKey::Ed25519 { x: [x; 32] },
@@ -1762,20 +1770,35 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
     };
     assert!(
         store
-            .add_passkey(&tenant, &alice, &key("cred-a", 1))
+            .add_passkey(
+                &tenant,
+                &alice,
+                &key("cred-a", 1),
+                &record("passkey.enrolled", "cred-a")
+            )
             .await
             .unwrap()
     );
     assert!(
         !store
-            .add_passkey(&tenant, &alice, &key("cred-a", 2))
+            .add_passkey(
+                &tenant,
+                &alice,
+                &key("cred-a", 2),
+                &record("passkey.enrolled", "cred-a")
+            )
             .await
             .unwrap(),
         "an enrolled id is never replaced"
     );
     assert!(
         store
-            .add_passkey(&tenant, &alice, &key("cred-b", 3))
+            .add_passkey(
+                &tenant,
+                &alice,
+                &key("cred-b", 3),
+                &record("passkey.enrolled", "cred-b")
+            )
             .await
             .unwrap()
     );
@@ -1813,13 +1836,23 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
     );
     assert!(
         store
-            .revoke_passkey(&tenant, &alice, "cred-a")
+            .revoke_passkey(
+                &tenant,
+                &alice,
+                "cred-a",
+                &record("passkey.revoked", "cred-a")
+            )
             .await
             .unwrap()
     );
     assert!(
         !store
-            .revoke_passkey(&tenant, &alice, "cred-a")
+            .revoke_passkey(
+                &tenant,
+                &alice,
+                "cred-a",
+                &record("passkey.revoked", "cred-a")
+            )
             .await
             .unwrap()
     );
@@ -1832,9 +1865,21 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
     );
     assert!(
         store
-            .add_passkey(&other_tenant, &alice, &key("cred-c", 4))
+            .add_passkey(
+                &other_tenant,
+                &alice,
+                &key("cred-c", 4),
+                &record("passkey.enrolled", "cred-c")
+            )
             .await
             .unwrap()
+    );
+    let page = s.tenants().list_audit(&tenant, None, 10).await.unwrap();
+    let actions: Vec<&str> = page.items.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["passkey.revoked", "passkey.enrolled", "passkey.enrolled"],
+        "one record per change, newest first; none for a refused one"
     );
     assert_eq!(store.forget_passkeys(&tenant, &alice).await.unwrap(), 1);
     assert!(store.passkeys(&tenant, &alice).await.unwrap().is_empty());

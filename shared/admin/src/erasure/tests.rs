@@ -65,6 +65,29 @@ async fn settled(store: &MemoryStore, f: &Fixture, tenant: &TenantId, user: &str
         .unwrap();
 }
 
+/// F-2: each (person, credential id) enrolled, with its audit record.
+async fn enrol(store: &MemoryStore, f: &Fixture, tenant: &TenantId, people: &[(&UserId, &str)]) {
+    use countersign_domain::ports::Passkeys as _;
+    for (who, id) in people {
+        let key = countersign_domain::ports::Passkey {
+            id: (*id).into(),
+            key: countersign_domain::stepup::CredentialKey::Ed25519 { x: [1; 32] },
+            sign_count: 0,
+            transports: Vec::new(),
+            created_at: f.now(),
+            last_used_at: None,
+        };
+        let record = countersign_domain::audit_chain::AuditEntry {
+            id: f.audit_id(),
+            at: f.now(),
+            actor: "person".into(),
+            action: "passkey.enrolled".into(),
+            changes: serde_json::json!({"person": who.as_str(), "credentialId": id}),
+        };
+        assert!(store.add_passkey(tenant, who, &key, &record).await.unwrap());
+    }
+}
+
 fn worker(state: &crate::AdminState) -> Worker {
     Worker::of(state)
 }
@@ -85,6 +108,15 @@ async fn n3_r2_an_erasure_is_queued_then_carried_out_off_the_request() {
     let f = Fixture::default();
     settled(&store, &f, &tenant.id, "alice").await;
     let alice = UserId::parse("alice").unwrap();
+    let bob = UserId::parse("bob").unwrap();
+    // F-2: alice's passkey goes with her; bob's stays.
+    enrol(
+        &store,
+        &f,
+        &tenant.id,
+        &[(&alice, "cred-alice"), (&bob, "cred-bob")],
+    )
+    .await;
     let job = request(&state, &tenant, &alice).await.unwrap();
     assert_eq!(job.status, JobStatus::Queued);
     let listed = store.retained(&tenant.id, None, 10).await.unwrap();
@@ -104,9 +136,18 @@ async fn n3_r2_an_erasure_is_queued_then_carried_out_off_the_request() {
     assert_eq!(e.conversations.purged, 1);
     // The memory store seals nothing: `proposal.prepared` and the erasure's own
     // `subject.erasure_started` name the person in clear there.
-    assert_eq!(e.legacy_records, 2);
+    // (And the passkey's enrolment record, F-2.)
+    assert_eq!(e.legacy_records, 3);
     assert_eq!(e.audit_personal_data, "unreadable except legacyRecords");
     assert!(!e.receipt.is_empty());
+    let passkeys = |who: &UserId| {
+        store.passkeys_of(&countersign_domain::conversation::Principal {
+            tenant: tenant.id.clone(),
+            user: who.clone(),
+        })
+    };
+    assert!(passkeys(&alice).is_empty(), "F-2: erased with the person");
+    assert_eq!(passkeys(&bob).len(), 1, "another person's passkey stays");
     assert!(
         store
             .retained(&tenant.id, None, 10)

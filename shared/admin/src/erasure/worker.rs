@@ -227,6 +227,9 @@ async fn erase_rest(
     let user = &job.person;
     let pending = kept.unresolved + kept.held > 0;
     let legacy_records = w.conversations.legacy_records(&tenant.id, user).await?;
+    // F-2: the person's passkeys for this tenant go with them, whatever else is kept (a
+    // passkey is a way in, never evidence).
+    let passkeys = w.conversations.forget_passkeys(&tenant.id, user).await?;
     let record = entry(
         w,
         &job.requested_by,
@@ -239,6 +242,7 @@ async fn erase_rest(
             "unresolved": kept.unresolved,
             "held": kept.held,
             "pending": pending,
+            "passkeysRemoved": passkeys,
         }),
     );
     saved(

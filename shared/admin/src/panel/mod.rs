@@ -49,7 +49,7 @@ use views::{Errors, McpForm, McpPage, ToolChoice};
 use widget_credentials::*;
 
 /// Every route of [`router`]: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 24] = [
+pub const ROUTES: [(&str, &str); 25] = [
     ("GET", "/admin"),
     ("GET", "/admin/language"),
     ("GET", "/admin/settings"),
@@ -74,6 +74,7 @@ pub const ROUTES: [(&str, &str); 24] = [
     ("POST", "/admin/holds"),
     ("POST", "/admin/erasure"),
     ("GET", "/admin/erasure/{job_id}"),
+    ("POST", "/admin/passkeys/revoke"),
 ];
 
 /// The routes of [`certification_router`] (the messages function: it runs the
@@ -114,6 +115,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/holds", post(hold_save))
         .route("/admin/erasure", post(erasure))
         .route("/admin/erasure/{job_id}", get(erasure_job))
+        .route("/admin/passkeys/revoke", post(passkey_revoke))
         .route("/admin/static/{file}", get(static_file))
         .route("/admin/actions", get(unsettled_page))
         .route("/admin/actions/settle", post(settle))

@@ -2,13 +2,78 @@
 
 use super::*;
 
-pub(super) async fn retention_page(session: Session, uri: Uri) -> Response {
-    let notice =
-        (query(&uri).get("done").map(String::as_str) == Some("saved")).then(|| t("Saved."));
-    html(
-        StatusCode::OK,
-        views::retention(&session, notice, &Errors::new(), None),
-    )
+pub(super) async fn retention_page(
+    State(state): State<AdminState>,
+    session: Session,
+    uri: Uri,
+) -> Response {
+    let q = query(&uri);
+    let notice = match q.get("done").map(String::as_str) {
+        Some("saved") => Some(t("Saved.")),
+        Some("revoked") => Some(t("Passkey revoked.")),
+        _ => None,
+    };
+    // F-2: a person's passkeys, when asked for.
+    let person = q.get("passkeys").map(|p| p.trim().to_owned());
+    let Some(person) = person else {
+        return html(
+            StatusCode::OK,
+            views::retention(&session, notice, &Errors::new(), None),
+        );
+    };
+    let Ok(user) = countersign_domain::ids::UserId::parse(&person) else {
+        let errors: Errors = [(
+            "passkeys".to_owned(),
+            t("Give the person's user id, as your site names them.").to_owned(),
+        )]
+        .into();
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::retention(&session, None, &errors, None),
+        );
+    };
+    match crate::passkeys::list(&state, &session.tenant, &user).await {
+        Ok(passkeys) => {
+            let shown = views::PasskeysOf {
+                person: &person,
+                passkeys: &passkeys,
+            };
+            html(
+                StatusCode::OK,
+                views::retention_with(&session, notice, &Errors::new(), None, Some(&shown)),
+            )
+        }
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// F-2: revokes one of a person's passkeys, then shows the person's passkeys again.
+pub(super) async fn passkey_revoke(
+    State(state): State<AdminState>,
+    Guarded { session, form }: Guarded,
+) -> Response {
+    let person = form.get("person").unwrap_or("").trim();
+    let (Ok(user), Some(id)) = (
+        countersign_domain::ids::UserId::parse(person),
+        form.get("id").filter(|i| !i.is_empty() && i.len() <= 1400),
+    ) else {
+        let errors: Errors = [(
+            "passkeys".to_owned(),
+            t("Give the person's user id, as your site names them.").to_owned(),
+        )]
+        .into();
+        return html(
+            StatusCode::BAD_REQUEST,
+            views::retention(&session, None, &errors, None),
+        );
+    };
+    match crate::passkeys::revoke(&state, &session.tenant, &user, id).await {
+        Ok(_) => {
+            let person: String = url::form_urlencoded::byte_serialize(person.as_bytes()).collect();
+            see_other(&format!("/admin/retention?passkeys={person}&done=revoked"))
+        }
+        Err(e) => unavailable(&e),
+    }
 }
 
 /// places or lifts a hold, then redirects.

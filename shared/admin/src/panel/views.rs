@@ -365,11 +365,64 @@ fn erasure_job(j: &crate::erasure::ErasureJobView) -> Markup {
 
 /// the tenant's legal holds, a form to place one, and a person's erasure (with
 /// the last erasure's answer and receipt, when one was just made).
+/// F-2: a person's passkeys, as the retention page shows them.
+#[derive(Debug)]
+pub struct PasskeysOf<'a> {
+    /// The person (the tenant's user id).
+    pub person: &'a str,
+    /// Their passkeys.
+    pub passkeys: &'a [crate::passkeys::PasskeyView],
+}
+
+/// F-2: find a person's passkeys, and revoke one.
+fn passkeys_section(session: &Session, shown: Option<&PasskeysOf<'_>>) -> Markup {
+    html! {
+        h2 { (t("Passkeys")) }
+        p.help #passkeys-help {
+            (t("People enrol a passkey on the confirmation page, after a fresh sign-in through your site, to confirm operations you set to need one. Revoke one that is lost or not theirs: they can enrol a new one the same way. Each revocation is recorded in the audit trail."))
+        }
+        form #findPasskeys method="get" action="/admin/retention" {
+            label for="passkeysOf" { (t("Person (your user id)")) }
+            input #passkeysOf type="text" name="passkeys" required maxlength="256" value=[shown.map(|s| s.person)];
+            button type="submit" { (t("Show passkeys")) }
+        }
+        @if let Some(s) = shown {
+            @if s.passkeys.is_empty() { p #noPasskeys { (t("This person has no passkey.")) } }
+            ul #passkeys {
+                @for p in s.passkeys {
+                    li.passkey data-id=(p.id) {
+                        code { (p.algorithm) } " " (t("enrolled")) " " time { (p.created_at) }
+                        @if let Some(used) = &p.last_used_at { ", " (t("last used")) " " time { (used) } }
+                        " "
+                        form.inline method="post" action="/admin/passkeys/revoke" {
+                            input type="hidden" name="csrf" value=(session.csrf);
+                            input type="hidden" name="person" value=(s.person);
+                            input type="hidden" name="id" value=(p.id);
+                            button.danger type="submit" { (t("Revoke")) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub fn retention(
     session: &Session,
     notice: Option<&str>,
     errors: &Errors,
     job: Option<&crate::erasure::ErasureJobView>,
+) -> Markup {
+    retention_with(session, notice, errors, job, None)
+}
+
+/// The retention page, with a person's passkeys shown.
+pub fn retention_with(
+    session: &Session,
+    notice: Option<&str>,
+    errors: &Errors,
+    job: Option<&crate::erasure::ErasureJobView>,
+    passkeys: Option<&PasskeysOf<'_>>,
 ) -> Markup {
     let holds: Vec<_> = session.tenant.holds.iter().collect();
     page(
@@ -423,6 +476,7 @@ pub fn retention(
                 button.danger type="submit" { (t("Erase")) }
             }
             @if let Some(j) = job { (erasure_job(j)) }
+            (passkeys_section(session, passkeys))
         },
     )
 }

@@ -12,7 +12,8 @@ use super::erasure::person_pk;
 use super::items::*;
 use super::{DynamoStore, unavailable, values};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem};
+use countersign_domain::audit_chain::AuditEntry;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{TenantId, UserId};
 use countersign_domain::ports::{Passkey, Passkeys, StoreError};
@@ -81,20 +82,10 @@ impl Passkeys for DynamoStore {
         tenant: &TenantId,
         user: &UserId,
         passkey: &Passkey,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(passkey_item(tenant, user, passkey)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
-            Ok(_) => Ok(true),
-            Err(e) if condition_failed(&e) => Ok(false),
-            Err(e) => Err(unavailable(e)),
-        }
+        let tx = vec![self.put_new(passkey_item(tenant, user, passkey))?];
+        self.commit_audited(tenant, tx, audit).await
     }
 
     async fn passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<Vec<Passkey>, StoreError> {
@@ -150,20 +141,17 @@ impl Passkeys for DynamoStore {
         tenant: &TenantId,
         user: &UserId,
         id: &str,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
-        let delete = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(passkey_key(tenant, user, id)))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        match delete {
-            Ok(_) => Ok(true),
-            Err(e) if condition_failed(&e) => Ok(false),
-            Err(e) => Err(unavailable(e)),
-        }
+        let delete = super::build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(passkey_key(tenant, user, id)))
+                .condition_expression("attribute_exists(pk)")
+                .build(),
+        )?;
+        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
+        self.commit_audited(tenant, tx, audit).await
     }
 
     async fn forget_passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<usize, StoreError> {

@@ -38,6 +38,7 @@ fn step_up(h: &H) -> StepUp {
         passkeys: h.store.clone(),
         nonces: h.store.clone(),
         clock: h.clock.clone(),
+        ids: h.ids.clone(),
         rp_id: RP.into(),
         origins: vec![ORIGIN.into()],
     }

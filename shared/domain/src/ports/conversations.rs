@@ -319,6 +319,7 @@ pub trait ConversationStore:
     + SettingsFence
     + super::Retention
     + super::PersonIndex
+    + super::Passkeys
 {
 }
 
@@ -329,6 +330,7 @@ impl<
         + SettingsFence
         + super::Retention
         + super::PersonIndex
+        + super::Passkeys
         + ?Sized,
 > ConversationStore for T
 {

@@ -28,13 +28,15 @@ pub struct Passkey {
 /// The passkeys store.
 #[async_trait]
 pub trait Passkeys: Send + Sync {
-    /// Adds `passkey` to `user`'s passkeys for `tenant`; `false` when a credential with its
-    /// id is already there (nothing is replaced: a key once enrolled never changes).
+    /// Adds `passkey` to `user`'s passkeys for `tenant`, with its audit record, in one
+    /// write; `false` (nothing written) when a credential with its id is already there
+    /// (nothing is replaced: a key once enrolled never changes).
     async fn add_passkey(
         &self,
         tenant: &TenantId,
         user: &UserId,
         passkey: &Passkey,
+        audit: &crate::audit_chain::AuditEntry,
     ) -> Result<bool, StoreError>;
 
     /// `user`'s passkeys for `tenant`, oldest first.
@@ -53,12 +55,14 @@ pub trait Passkeys: Send + Sync {
         at: Timestamp,
     ) -> Result<bool, StoreError>;
 
-    /// Removes one passkey; `false` when there was none with that id.
+    /// Removes one passkey, with its audit record, in one write; `false` (nothing written)
+    /// when there was none with that id.
     async fn revoke_passkey(
         &self,
         tenant: &TenantId,
         user: &UserId,
         id: &str,
+        audit: &crate::audit_chain::AuditEntry,
     ) -> Result<bool, StoreError>;
 
     /// removes every passkey of `user` for `tenant` (their erasure); how many.

@@ -22,6 +22,7 @@ impl Passkeys for MemoryStore {
         tenant: &TenantId,
         user: &UserId,
         passkey: &Passkey,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         yield_now().await;
         self.run(
@@ -36,6 +37,7 @@ impl Passkeys for MemoryStore {
                     return Ok(false);
                 }
                 mine.push(passkey.clone());
+                s.audit(tenant, audit);
                 Ok(true)
             },
         )
@@ -84,6 +86,7 @@ impl Passkeys for MemoryStore {
         tenant: &TenantId,
         user: &UserId,
         id: &str,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         yield_now().await;
         self.run(
@@ -95,7 +98,11 @@ impl Passkeys for MemoryStore {
                 };
                 let before = mine.len();
                 mine.retain(|p| p.id != id);
-                Ok(mine.len() < before)
+                let revoked = mine.len() < before;
+                if revoked {
+                    s.audit(tenant, audit);
+                }
+                Ok(revoked)
             },
         )
     }

@@ -113,7 +113,7 @@ impl DynamoStore {
 
     /// Commits `tx` with its configuration audit record appended to the tenant's chain
     /// in the same transaction (issue 5, L-2). `false` when a condition of `tx` failed.
-    async fn commit_audited(
+    pub(in crate::dynamo) async fn commit_audited(
         &self,
         tenant: &TenantId,
         tx: Vec<TransactWriteItem>,
