@@ -125,14 +125,19 @@ async function signIn(tab) {
 
 test("F-4, F-6: after a step-up certification the operation is set to passkey", async () => {
   await provider("/_demo/control", { fault: "require_step_up" });
+  // Sample arguments for the consultations the tenant allows now (the panel's tests
+  // changed them).
+  const samples = {
+    get_user_uploads: {}, get_upload_file_details: { uploadId: "up_t1" }, get_user_sessions: {},
+    get_session_laps: { sessionId: "ses_t1" }, get_user_cars: {}, get_download_status: {}, get_error_diagnosis: { code: "E_TRUNCATED" },
+  };
+  const { body: current } = await admin("GET", "mcp");
+  const allowed = current.allowedTools.filter((t) => t in samples);
+  const personal = ["get_upload_file_details", "get_session_laps"].filter((t) => allowed.includes(t));
   const body = {
     testUser: "countersign-test:u_test",
-    secondTestUser: "countersign-test:u_test2",
-    personalConsultations: ["get_upload_file_details", "get_session_laps"],
-    consultations: {
-      get_user_uploads: {}, get_upload_file_details: { uploadId: "up_t1" }, get_user_sessions: {},
-      get_session_laps: { sessionId: "ses_t1" }, get_user_cars: {}, get_download_status: {}, get_error_diagnosis: { code: "E_TRUNCATED" },
-    },
+    ...(personal.length ? { secondTestUser: "countersign-test:u_test2", personalConsultations: personal } : {}),
+    consultations: Object.fromEntries(allowed.map((t) => [t, samples[t]])),
     actions: { [OPERATION]: { sessionId: "ses_t1", carId: "car_t2" } },
     consent: true,
     stepUp: [OPERATION],

@@ -62,6 +62,9 @@ pub struct Gateway {
     /// The public origin of the confirmation page (`https://host`); `None`: the origin
     /// the request reached (its `Host`).
     pub public_url: Option<String>,
+    /// F-3: where confirmation links point when that is not the API's own origin (the
+    /// local stack's `localhost`, where passkey ceremonies can run); `None`: as above.
+    pub page_url: Option<String>,
 }
 
 /// Security review N11: a person's share of their tenant's gateway calls a minute.
@@ -387,8 +390,9 @@ async fn authenticate(State(gw): State<Arc<Gateway>>, mut req: Request, next: Ne
         Ok(grant) => {
             let caller = confirm::Caller {
                 origin: gw
-                    .public_url
+                    .page_url
                     .clone()
+                    .or_else(|| gw.public_url.clone())
                     .unwrap_or_else(|| origin_of(req.headers())),
                 token_hash: countersign_domain::hash::Sha256Hex::digest(token.as_bytes()),
             };

@@ -111,6 +111,7 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
         registry: builtins::registry()?,
         links: Some(Arc::new(store.clone())),
         public_url: config.public_url.clone(),
+        page_url: None,
         services: Services {
             conversations: Arc::new(store),
             tenants,

@@ -184,7 +184,7 @@ async fn routers(
     // operator named another public origin).
     let mut gateway = countersign_gateway_fn::wiring::from_env(sdk).await?;
     if gateway.public_url.is_none() {
-        gateway.public_url = step_up.origins.first().cloned();
+        gateway.page_url = step_up.origins.first().cloned();
     }
     let gateway = countersign_gateway_fn::router(gateway);
     let config = messages_config(sdk, settings, step_up).await?;

@@ -201,6 +201,7 @@ async fn each_router_serves_exactly_its_declared_routes() {
         budget: None,
         links: None,
         public_url: None,
+        page_url: None,
     };
     let routers = [
         (

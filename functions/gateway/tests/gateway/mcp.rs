@@ -352,6 +352,7 @@ async fn g6_proxied_consultations_reach_the_demo_provider_over_http() {
             budget: None,
             links: None,
             public_url: None,
+            page_url: None,
             integration: Some(Arc::new(IntegrationService::new(
                 fake.clone(),
                 Arc::new(Secrets),

@@ -95,6 +95,7 @@ async fn env(budget: Option<u32>) -> Env {
         integration: Some(integration),
         links: Some(store.clone()),
         public_url: None,
+        page_url: None,
         budget: budget.map(|b| {
             let limiter: Arc<dyn countersign_domain::ports::RateLimiter> = store.clone();
             (limiter, b)

@@ -145,6 +145,7 @@ pub(crate) fn gateway_keyed(
         budget,
         links: None,
         public_url: None,
+        page_url: None,
     }
 }
 
