@@ -173,12 +173,13 @@ test("F-2, F-3, F-5: enrol after a fresh sign-in, confirm with the passkey on th
   assert.match(await tab.locator("#stepup-proves").textContent(), /does not prove the change is right/);
   await tab.locator("#enrol-passkey").click();
   await tab.locator("#confirm-passkey").waitFor();
-  enrolled = (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials;
-  assert.equal(enrolled.length, 1, "one passkey made, for the platform's RP ID");
-  assert.equal(enrolled[0].rpId, "localhost");
   await tab.screenshot({ path: `${ARTIFACTS}/stepup-page.png`, fullPage: true });
   await tab.locator("#confirm-passkey").click();
   await tab.locator('#state[data-state="completed"]').waitFor();
+  // Taken after its use: a copy with an older counter would be refused as a clone.
+  enrolled = (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials;
+  assert.equal(enrolled.length, 1, "one passkey made, for the platform's RP ID");
+  assert.equal(enrolled[0].rpId, "localhost");
   const after = await stats();
   assert.equal(after.executions, before.executions + 1, "executed once");
   assert.equal(after.stepUpsVerified, before.stepUpsVerified + 1, "with a step-up the kit verified");
@@ -214,6 +215,41 @@ test("F-3: without user verification, or an agent pressing Confirm without the a
   // Cancelled from the page: the waiting proposal ends.
   await tab.getByRole("button", { name: "Cancel" }).click();
   await tab.locator('#state[data-state="cancelled"]').waitFor();
+  await tab.close();
+});
+
+test("F-3: a passkey action an MCP client prepared is confirmed on its page link with the person's passkey", async () => {
+  const api = await widget.evaluate(() => document.querySelector('meta[name="countersign-api"]').content.replace(/\/$/, ""));
+  const caseId = await widget.evaluate(() => window.demo.widget.caseId);
+  const jwt = await (await fetch(new URL("token?user=u_alice", SITE))).text();
+  const minted = await fetch(`${api}/api/cases/${caseId}/mcp-token`, {
+    method: "POST", headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" }, body: "{}",
+  });
+  assert.equal(minted.status, 201);
+  const { token } = await minted.json();
+  const rpc = await fetch(`${api}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prepare_action", arguments: { operation: OPERATION, arguments: { sessionId: "ses_a2", carId: "car_a1" } } } }),
+  });
+  const answer = await rpc.json();
+  const data = answer.result?.structuredContent?.data || {};
+  assert.equal(data.status, "pending_confirmation", JSON.stringify(answer));
+  assert.match(data.confirmationUrl, /^http:\/\/localhost:\d+\/confirm\//, "the link is on the platform's passkey origin");
+  const before = await stats();
+  const tab = await ctx.newPage();
+  const cdp = await ctx.newCDPSession(tab);
+  await cdp.send("WebAuthn.enable");
+  const options = { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true };
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", { options });
+  for (const credential of enrolled) await cdp.send("WebAuthn.addCredential", { authenticatorId, credential });
+  await tab.goto(data.confirmationUrl);
+  await signIn(tab);
+  await tab.locator("#confirm-passkey").click();
+  await tab.locator('#state[data-state="completed"]').waitFor();
+  const after = await stats();
+  assert.equal(after.executions, before.executions + 1, "executed once");
+  assert.equal(after.stepUpsVerified, before.stepUpsVerified + 1, "with the step-up the kit verified");
   await tab.close();
 });
 

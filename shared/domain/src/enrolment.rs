@@ -9,19 +9,16 @@
 //! browser could make disagree with it. No attestation statement is asked for or checked:
 //! a passkey proves the same person returns, not which maker built the authenticator.
 
-use crate::stepup::{CredentialKey, StepUpError};
+use crate::stepup::{CredentialKey, StepUpError, check_authenticator_data, check_client_data};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ciborium::Value as Cbor;
-use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 /// The longest credential id WebAuthn allows.
 pub const MAX_CREDENTIAL_ID: usize = 1023;
 
-/// The authenticator data's flags.
-const UP: u8 = 0x01;
-const UV: u8 = 0x04;
+/// The authenticator data's attested-credential flag.
 const AT: u8 = 0x40;
 
 /// What a registration must match.
@@ -60,34 +57,15 @@ pub fn read_registration(
     authenticator_data: &[u8],
     expected: &ExpectedRegistration<'_>,
 ) -> Result<Registered, StepUpError> {
-    let client: Value = serde_json::from_slice(client_data_json)
-        .map_err(|_| StepUpError::Malformed("clientDataJSON is not JSON"))?;
-    if client["type"] != "webauthn.create" {
-        return Err(StepUpError::Type);
-    }
-    if client["challenge"].as_str() != Some(URL_SAFE_NO_PAD.encode(expected.challenge).as_str()) {
-        return Err(StepUpError::Challenge);
-    }
-    let origin = client["origin"].as_str().unwrap_or("");
-    if !expected.origins.iter().any(|o| o == origin) || client["crossOrigin"] == true {
-        return Err(StepUpError::Origin);
-    }
+    check_client_data(
+        client_data_json,
+        "webauthn.create",
+        expected.challenge,
+        expected.origins,
+    )?;
     let data = authenticator_data;
-    if data.len() < 55 {
-        return Err(StepUpError::Malformed(
-            "authenticatorData has no attested credential",
-        ));
-    }
-    if data[..32] != Sha256::digest(expected.rp_id.as_bytes())[..] {
-        return Err(StepUpError::RpId);
-    }
-    let flags = data[32];
-    if flags & UP == 0 {
-        return Err(StepUpError::UserPresence);
-    }
-    if flags & UV == 0 {
-        return Err(StepUpError::UserVerification);
-    }
+    let no_credential = "authenticatorData has no attested credential";
+    let flags = check_authenticator_data(data, 55, no_credential, expected.rp_id)?;
     if flags & AT == 0 {
         return Err(StepUpError::Malformed(
             "authenticatorData has no attested credential",
@@ -194,6 +172,7 @@ pub fn registration_data(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::authenticator::{UP, UV};
     use serde_json::json;
 
     const RP: &str = "confirm.countersign.example";

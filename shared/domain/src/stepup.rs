@@ -44,7 +44,22 @@ pub struct Binding<'a> {
     pub nonce: &'a str,
 }
 
-impl Binding<'_> {
+impl<'a> Binding<'a> {
+    /// The binding a proof's own claims make with `nonce`: what a tenant's verifier (and
+    /// the certification, which forges step-ups) recompute.
+    pub fn of_claims(claims: &'a crate::proof::ProofClaims, nonce: &'a str) -> Self {
+        Self {
+            tenant: &claims.tenant_id,
+            conversation: &claims.conversation_id,
+            action: &claims.action_id,
+            operation: &claims.operation,
+            arguments_hash: &claims.arguments_hash,
+            summary_hash: &claims.summary_hash,
+            presented_message: &claims.presented_message_id,
+            nonce,
+        }
+    }
+
     /// `SHA-256(tag ‖ tenant ‖ conversation ‖ action ‖ operation ‖ argumentsHash ‖
     /// summaryHash ‖ presentedMessageId ‖ nonce)`, each field prefixed by its length in
     /// bytes (4 bytes, big-endian), so no two different bindings hash the same bytes.
@@ -267,32 +282,42 @@ const UP: u8 = 0x01;
 /// The authenticator data's user-verified flag.
 const UV: u8 = 0x04;
 
-/// F-3: checks `assertion` by `key` against `expected`, every check of WebAuthn's
-/// assertion verification; the first that fails is the error.
-pub fn verify_assertion(
-    key: &CredentialKey,
-    assertion: &Assertion,
-    expected: &Expected<'_>,
-) -> Result<Verified, StepUpError> {
-    let client: Value = serde_json::from_slice(&assertion.client_data_json)
+/// The checks a ceremony's client data must pass (WebAuthn §7.1 steps 7–10, §7.2 steps
+/// 11–14): its `type` is `kind`, its challenge `challenge`, its origin one of `origins`, and
+/// it ran top-level (not in a cross-origin frame).
+pub(crate) fn check_client_data(
+    client_data_json: &[u8],
+    kind: &str,
+    challenge: &[u8],
+    origins: &[String],
+) -> Result<(), StepUpError> {
+    let client: Value = serde_json::from_slice(client_data_json)
         .map_err(|_| StepUpError::Malformed("clientDataJSON is not JSON"))?;
-    if client["type"] != "webauthn.get" {
+    if client["type"] != kind {
         return Err(StepUpError::Type);
     }
-    if client["challenge"].as_str() != Some(URL_SAFE_NO_PAD.encode(expected.challenge).as_str()) {
+    if client["challenge"].as_str() != Some(URL_SAFE_NO_PAD.encode(challenge).as_str()) {
         return Err(StepUpError::Challenge);
     }
     let origin = client["origin"].as_str().unwrap_or("");
-    if !expected.origins.iter().any(|o| o == origin) || client["crossOrigin"] == true {
+    if !origins.iter().any(|o| o == origin) || client["crossOrigin"] == true {
         return Err(StepUpError::Origin);
     }
-    let data = &assertion.authenticator_data;
-    if data.len() < 37 {
-        return Err(StepUpError::Malformed(
-            "authenticatorData is shorter than 37 bytes",
-        ));
+    Ok(())
+}
+
+/// The checks the authenticator data's head must pass: `min_len` bytes at least, the RP ID
+/// hash of `rp_id`, user present and user verified. Returns the flags.
+pub(crate) fn check_authenticator_data(
+    data: &[u8],
+    min_len: usize,
+    too_short: &'static str,
+    rp_id: &str,
+) -> Result<u8, StepUpError> {
+    if data.len() < min_len {
+        return Err(StepUpError::Malformed(too_short));
     }
-    if data[..32] != Sha256::digest(expected.rp_id.as_bytes())[..] {
+    if data[..32] != Sha256::digest(rp_id.as_bytes())[..] {
         return Err(StepUpError::RpId);
     }
     let flags = data[32];
@@ -302,6 +327,25 @@ pub fn verify_assertion(
     if flags & UV == 0 {
         return Err(StepUpError::UserVerification);
     }
+    Ok(flags)
+}
+
+/// F-3: checks `assertion` by `key` against `expected`, every check of WebAuthn's
+/// assertion verification; the first that fails is the error.
+pub fn verify_assertion(
+    key: &CredentialKey,
+    assertion: &Assertion,
+    expected: &Expected<'_>,
+) -> Result<Verified, StepUpError> {
+    check_client_data(
+        &assertion.client_data_json,
+        "webauthn.get",
+        &expected.challenge,
+        expected.origins,
+    )?;
+    let data = &assertion.authenticator_data;
+    let too_short = "authenticatorData is shorter than 37 bytes";
+    check_authenticator_data(data, 37, too_short, expected.rp_id)?;
     let mut signed = data.clone();
     signed.extend_from_slice(&Sha256::digest(&assertion.client_data_json));
     if !key.verifies(&signed, &assertion.signature) {
@@ -391,16 +435,7 @@ impl Evidence {
         if pinned.is_some_and(|keys| !keys.contains(&key)) {
             return Err(StepUpError::NotPinned);
         }
-        let binding = Binding {
-            tenant: &claims.tenant_id,
-            conversation: &claims.conversation_id,
-            action: &claims.action_id,
-            operation: &claims.operation,
-            arguments_hash: &claims.arguments_hash,
-            summary_hash: &claims.summary_hash,
-            presented_message: &claims.presented_message_id,
-            nonce: &self.nonce,
-        };
+        let binding = Binding::of_claims(claims, &self.nonce);
         let expected = Expected {
             challenge: binding.challenge(),
             origins,
@@ -756,16 +791,7 @@ mod tests {
 
     /// The evidence of an assertion made over `claims`' own binding with `nonce`.
     fn evidence_for(device: &Device, c: &crate::proof::ProofClaims, nonce: &str) -> Evidence {
-        let binding = Binding {
-            tenant: &c.tenant_id,
-            conversation: &c.conversation_id,
-            action: &c.action_id,
-            operation: &c.operation,
-            arguments_hash: &c.arguments_hash,
-            summary_hash: &c.summary_hash,
-            presented_message: &c.presented_message_id,
-            nonce,
-        };
+        let binding = Binding::of_claims(c, nonce);
         let a = assertion(device, binding.challenge(), get(), UP | UV, 0);
         Evidence::of(b"credential-1", &device.key(), &a, nonce)
     }

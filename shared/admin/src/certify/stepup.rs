@@ -105,22 +105,9 @@ fn nonce() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn binding<'a>(c: &'a ProofClaims, nonce: &'a str) -> Binding<'a> {
-    Binding {
-        tenant: &c.tenant_id,
-        conversation: &c.conversation_id,
-        action: &c.action_id,
-        operation: &c.operation,
-        arguments_hash: &c.arguments_hash,
-        summary_hash: &c.summary_hash,
-        presented_message: &c.presented_message_id,
-        nonce,
-    }
-}
-
 /// The evidence `device` gives over the binding of `c` with `nonce`.
 fn evidence(device: &mut Authenticator, c: &ProofClaims, nonce: &str) -> Evidence {
-    let assertion = device.assert(&binding(c, nonce).challenge());
+    let assertion = device.assert(&Binding::of_claims(c, nonce).challenge());
     Evidence::of(&device.id, &device.public_key(), &assertion, nonce)
 }
 
@@ -182,7 +169,7 @@ impl Run<'_> {
                 let mut thief =
                     Authenticator::es256(TEST_CREDENTIAL_SEED ^ 0xff, &site.rp_id, &device.origin);
                 thief.count = 0;
-                let assertion = thief.assert(&binding(&c, &n).challenge());
+                let assertion = thief.assert(&Binding::of_claims(&c, &n).challenge());
                 Evidence::of(&device.id, &device.public_key(), &assertion, &n)
             }
             "stepup.replayed" => {
@@ -199,7 +186,8 @@ impl Run<'_> {
                 e
             }
             "stepup.type" => {
-                let a = device.assert_as("webauthn.create", &binding(&c, &n).challenge());
+                let a =
+                    device.assert_as("webauthn.create", &Binding::of_claims(&c, &n).challenge());
                 Evidence::of(&device.id, &device.public_key(), &a, &n)
             }
             _ => return Err(()),

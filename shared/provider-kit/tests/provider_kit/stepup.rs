@@ -108,17 +108,7 @@ const GOOD: Ceremony<'static> = Ceremony {
 
 /// The evidence a browser ceremony would give for `c`'s action with `nonce`.
 fn evidence_with(d: &Dev, c: &ProofClaims, nonce: &str, how: Ceremony<'_>) -> Evidence {
-    let challenge = Binding {
-        tenant: &c.tenant_id,
-        conversation: &c.conversation_id,
-        action: &c.action_id,
-        operation: &c.operation,
-        arguments_hash: &c.arguments_hash,
-        summary_hash: &c.summary_hash,
-        presented_message: &c.presented_message_id,
-        nonce,
-    }
-    .challenge();
+    let challenge = Binding::of_claims(c, nonce).challenge();
     let client = serde_json::to_vec(&json!({"type": "webauthn.get",
         "challenge": URL_SAFE_NO_PAD.encode(challenge), "origin": how.origin,
         "crossOrigin": how.cross_origin}))
