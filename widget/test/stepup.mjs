@@ -275,3 +275,24 @@ test("F-2, F-1: the panel shows the policy and the person's passkey (English and
   assert.ok(audit.body.items.some((r) => r.action === "passkey.enrolled"), "the enrolment was audited too");
   await panel.close();
 });
+
+test("F-2: after the administrator revoked it, the person enrols anew through a fresh sign-in (recovery), then removes their own passkey on the page", async () => {
+  await propose("move ses_a2 to car_a3");
+  const { tab } = await openPage();
+  await signIn(tab);
+  // No passkey any more: the sign-in was a fresh one for enrolling again.
+  await tab.locator("#enrol-passkey").click();
+  await tab.locator("#confirm-passkey").waitFor();
+  await tab.locator("#my-passkeys summary").click();
+  assert.equal(await tab.locator("#my-passkeys li.passkey").count(), 1);
+  await tab.locator("#my-passkeys").getByRole("button", { name: "Remove" }).click();
+  // None left: the way back is a fresh sign-in, never the page session alone.
+  await tab.locator("#sign-in-to-enrol").waitFor();
+  assert.equal(await tab.locator("#state").getAttribute("data-state"), "pending_confirmation", "the proposal still waits");
+  await tab.getByRole("button", { name: "Cancel" }).click();
+  await tab.locator('#state[data-state="cancelled"]').waitFor();
+  const audit = await admin("GET", "audit");
+  const byPerson = audit.body.items.filter((r) => r.action === "passkey.revoked" && r.actor === "person");
+  assert.equal(byPerson.length, 1, "the person's own removal is audited");
+  await tab.close();
+});

@@ -51,7 +51,7 @@ use subtle::ConstantTimeEq as _;
 mod stepup;
 
 /// Every route (method, path) the page serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 11] = [
+pub const ROUTES: [(&str, &str); 12] = [
     ("GET", "/confirm/{id}"),
     ("POST", "/confirm/{id}"),
     ("POST", "/confirm/{id}/sign-in"),
@@ -60,6 +60,7 @@ pub const ROUTES: [(&str, &str); 11] = [
     ("POST", "/confirm/{id}/challenge"),
     ("POST", "/confirm/{id}/enrol-challenge"),
     ("POST", "/confirm/{id}/enrol"),
+    ("POST", "/confirm/{id}/passkeys/remove"),
     ("GET", STYLE_PATH),
     ("GET", ICON_PATH),
     ("GET", stepup::SCRIPT_PATH),
@@ -127,6 +128,10 @@ pub fn router(state: PageState) -> Router {
         )
         .route("/confirm/{id}/enrol", axum::routing::post(stepup::enrol))
         .route(
+            "/confirm/{id}/passkeys/remove",
+            axum::routing::post(stepup::remove),
+        )
+        .route(
             stepup::SCRIPT_PATH,
             get(|| async { asset(stepup::SCRIPT, "text/javascript; charset=utf-8") }),
         )
@@ -176,6 +181,10 @@ struct Texts {
     refused_check: &'static str,
     refused_too_many: &'static str,
     back: &'static str,
+    /// F-2: the person's own passkeys.
+    my_passkeys: &'static str,
+    enrolled_on: &'static str,
+    remove_passkey: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -211,6 +220,9 @@ const EN: Texts = Texts {
     refused_check: "The passkey's answer does not match this change. Nothing was changed.",
     refused_too_many: "You have as many passkeys for this company as allowed. Nothing was changed.",
     back: "Back to the change",
+    my_passkeys: "Your passkeys for this company",
+    enrolled_on: "Passkey created",
+    remove_passkey: "Remove",
 };
 
 const PT: Texts = Texts {
@@ -246,6 +258,9 @@ const PT: Texts = Texts {
     refused_check: "A resposta da passkey não corresponde a esta alteração. Nada foi alterado.",
     refused_too_many: "Você já tem o máximo de passkeys permitido para esta empresa. Nada foi alterado.",
     back: "Voltar para a alteração",
+    my_passkeys: "As suas passkeys para esta empresa",
+    enrolled_on: "Passkey criada em",
+    remove_passkey: "Remover",
 };
 
 fn texts(lang: Language) -> &'static Texts {

@@ -46,15 +46,24 @@ pub(super) async fn grant_enrolment(
         .await
 }
 
+/// The marker of a spent grant: a page-session record under its own key, so the page can
+/// tell a used grant (a person who enrolled, then removed that passkey, signs in afresh).
+fn enrol_used_key(id: &str, session: &str) -> Sha256Hex {
+    Sha256Hex::digest(format!("countersign-page-enrol-used\0{id}\0{session}").as_bytes())
+}
+
 /// Whether the session may enrol now (the grant lives and was not used).
 async fn may_enrol(state: &PageState, id: &str, session: &str) -> Result<bool, Response> {
-    let key = enrol_key(id, session);
-    let until = state
-        .links
-        .page_session(&key)
-        .await
-        .map_err(|e| unavailable(&e))?;
-    Ok(until.is_some_and(|u| state.clock.now() < u))
+    let lookup = |key: Sha256Hex| async move {
+        state
+            .links
+            .page_session(&key)
+            .await
+            .map_err(|e| unavailable(&e))
+    };
+    let until = lookup(enrol_key(id, session)).await?;
+    let used = lookup(enrol_used_key(id, session)).await?;
+    Ok(used.is_none() && until.is_some_and(|u| state.clock.now() < u))
 }
 
 /// Spends the session's enrolment grant (`false`: none, expired or used).
@@ -64,11 +73,20 @@ async fn spend_enrolment(state: &PageState, id: &str, session: &str) -> Result<b
     }
     let key = enrol_key(id, session);
     let until = state.clock.now().plus_seconds(ENROL_SECONDS);
-    state
+    let first = state
         .links
         .spend_state(&format!("enrol-{key}"), until)
         .await
-        .map_err(|e| unavailable(&e))
+        .map_err(|e| unavailable(&e))?;
+    if first {
+        // Only the one spending request gets here, so the marker is written once.
+        state
+            .links
+            .open_page_session(&enrol_used_key(id, session), until)
+            .await
+            .map_err(|e| unavailable(&e))?;
+    }
+    Ok(first)
 }
 
 /// The link's proposal, while it is its conversation's active one.
@@ -165,8 +183,54 @@ pub(super) async fn section(
                 input type="hidden" name="csrf" value=(csrf);
                 button type="submit" name="decision" value="cancel" class="cancel" { (t.cancel) }
             }
+            @if !enrolled.is_empty() {
+                details id="my-passkeys" {
+                    summary { (t.my_passkeys) }
+                    ul {
+                        @for p in &enrolled {
+                            li class="passkey" {
+                                (t.enrolled_on) " " time { (p.created_at.to_rfc3339()) }
+                                " "
+                                form class="inline" method="post" action={"/confirm/" (id) "/passkeys/remove"} {
+                                    input type="hidden" name="csrf" value=(csrf);
+                                    input type="hidden" name="credentialId" value=(p.id);
+                                    button type="submit" class="cancel" { (t.remove_passkey) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }))
+}
+
+/// `POST /confirm/{id}/passkeys/remove` (form `credentialId`): the signed-in person removes
+/// one of their own passkeys (audited), then back to the page.
+pub(super) async fn remove(
+    State(state): State<PageState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let link = match link(&state, &id).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let (who, _) = match scripted(&state, &id, &link, &headers, &body).await {
+        Ok(found) => found,
+        Err(r) => return r,
+    };
+    let (Some(step_up), Some(credential)) = (
+        ceremonies(&state),
+        form_value(&body, "credentialId").filter(|c| !c.is_empty() && c.len() <= 1400),
+    ) else {
+        return notice(StatusCode::BAD_REQUEST, Language::En, EN.refused);
+    };
+    match step_up.revoke(&who, &credential).await {
+        Ok(_) => back_to_page(&id),
+        Err(e) => unavailable(&e),
+    }
 }
 
 /// A request of the page's own script: the signed-in person and their session, if the
