@@ -29,11 +29,12 @@ let widget;
 let enrolled = [];
 const consoleErrors = [];
 // Statuses provoked on purpose (the browser logs each as a console error).
-const expected = [/status of 409/];
+const expected = [/status of 409/, /status of 400 \(Bad Request\) @ .*\/admin\/mcp$/];
 
 function watch(p) {
   p.on("console", (m) => {
-    if (m.type() === "error" && !expected.some((e) => e.test(m.text()))) consoleErrors.push(`${m.text()} @ ${p.url()}`);
+    const line = `${m.text()} @ ${p.url()}`;
+    if (m.type() === "error" && !expected.some((e) => e.test(line))) consoleErrors.push(line);
   });
   p.on("pageerror", (e) => consoleErrors.push(`pageerror: ${e.message}`));
 }
@@ -57,6 +58,12 @@ async function provider(path, body) {
 }
 
 const stats = async () => (await provider("/_demo/stats")).stats;
+
+/** The demo tenant's saved action policy, as the API shows it. */
+async function policyNow() {
+  const r = await admin("GET", "mcp");
+  return r.body.actionPolicy;
+}
 
 /** The demo tenant's saved settings with `reassign_session_car`'s step-up set to `stepUp`. */
 async function policy(stepUp) {
@@ -259,6 +266,25 @@ test("F-2, F-1: the panel shows the policy and the person's passkey (English and
   await panel.fill("#key", KEY);
   await Promise.all([panel.waitForURL(`${BASE}/admin/mcp`), panel.click("button[type=submit]")]);
   assert.equal(await panel.locator("#stepUp").inputValue(), OPERATION, "the policy, on the MCP page");
+  // Rollout without lockout: how many people have a passkey, and a warning before an
+  // operation starts to need one (the save waits for the tick).
+  assert.match(await panel.locator("#passkeyHolders").innerText(), /People with a passkey for your company now: 1\./);
+  await panel.goto(`${BASE}/admin/language?to=pt-BR`);
+  await panel.goto(`${BASE}/admin/mcp`);
+  await panel.fill("#stepUp", `${OPERATION}, cancel_session`);
+  await panel.locator("#mcp > button[type=submit]").click();
+  const warning = panel.locator('p.error[data-field="actionPolicy.stepUp.acknowledged"]');
+  await warning.waitFor();
+  assert.match(await warning.innerText(), /Quem não tem passkey terá de criar uma/);
+  assert.equal((await policyNow()).stepUp[OPERATION], "passkey", "nothing saved without the tick");
+  assert.equal((await policyNow()).stepUp.cancel_session, undefined);
+  await panel.check("#stepUpAcknowledged");
+  await panel.locator("#mcp > button[type=submit]").click();
+  // Ticked, the save goes on to the configuration's own rules (cancel_session is no
+  // configured operation), so the warning is gone.
+  await panel.locator('p.error[data-field^="actionPolicy.stepUp"]').first().waitFor();
+  assert.equal(await warning.count(), 0);
+  await panel.goto(`${BASE}/admin/language?to=en`);
   await panel.goto(`${BASE}/admin/retention?passkeys=u_alice`);
   const listed = panel.locator("#passkeys li.passkey");
   assert.equal(await listed.count(), 1);

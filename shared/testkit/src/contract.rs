@@ -1809,6 +1809,11 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
     );
     assert_eq!(mine[0], key("cred-a", 1), "stored as enrolled");
     assert!(store.passkeys(&tenant, &bob).await.unwrap().is_empty());
+    assert_eq!(
+        store.passkey_holders(&tenant).await.unwrap(),
+        1,
+        "people, not passkeys"
+    );
     assert!(
         store
             .passkeys(&other_tenant, &alice)
@@ -1874,6 +1879,8 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
             .await
             .unwrap()
     );
+    assert_eq!(store.passkey_holders(&tenant).await.unwrap(), 1);
+    assert_eq!(store.passkey_holders(&other_tenant).await.unwrap(), 1);
     let page = s.tenants().list_audit(&tenant, None, 10).await.unwrap();
     let actions: Vec<&str> = page.items.iter().map(|e| e.action.as_str()).collect();
     assert_eq!(
@@ -1883,6 +1890,7 @@ pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<
     );
     assert_eq!(store.forget_passkeys(&tenant, &alice).await.unwrap(), 1);
     assert!(store.passkeys(&tenant, &alice).await.unwrap().is_empty());
+    assert_eq!(store.passkey_holders(&tenant).await.unwrap(), 0);
     assert_eq!(
         store.passkeys(&other_tenant, &alice).await.unwrap().len(),
         1,

@@ -78,6 +78,9 @@ pub struct McpView {
     /// withheld until approved); absent when the server's `tools/list` could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_changes: Option<Vec<ToolChange>>,
+    /// F-1: how many of the tenant's people have a passkey now (everyone else must create
+    /// one before they can confirm a `passkey` operation).
+    pub passkey_holders: usize,
 }
 
 /// V-2: an allowed tool changed since the administrator approved it.
@@ -174,8 +177,20 @@ pub async fn view(
             .await
             .map_err(store_down)
     };
-    let (key, published, latest) =
-        tokio::try_join!(verification(state), crate::jwks::published(state), latest)?;
+    let holders = async {
+        state
+            .stores
+            .retention
+            .passkey_holders(&tenant.id)
+            .await
+            .map_err(store_down)
+    };
+    let (key, published, latest, passkey_holders) = tokio::try_join!(
+        verification(state),
+        crate::jwks::published(state),
+        latest,
+        holders
+    )?;
     let action_verification = key.map(|k| ActionVerification {
         key_id: k.key_id,
         algorithm: "RS256".into(),
@@ -232,5 +247,6 @@ pub async fn view(
                 .collect(),
         }),
         action_verification,
+        passkey_holders,
     })
 }

@@ -248,6 +248,18 @@ pub(super) async fn mcp_save(
     Guarded { session, form }: Guarded,
 ) -> Response {
     let values = McpForm::from(&form);
+    if let Some(errors) = unacknowledged_step_up(&state, &session, &values, &form).await {
+        return render_mcp(
+            &state,
+            &session,
+            Some(values),
+            errors,
+            false,
+            None,
+            StatusCode::BAD_REQUEST,
+        )
+        .await;
+    }
     let (token, withheld) =
         match token_to_send(&state, &session, &values, form.get("serviceToken")).await {
             Ok(sent) => sent,
@@ -269,6 +281,37 @@ pub(super) async fn mcp_save(
             PanelError::from(e).answer(page).await
         }
     }
+}
+
+/// F-1 (rollout without lockout): a save that makes an operation need the passkey is
+/// refused, with the warning under the field, until the administrator ticks that they
+/// understand (the page shows how many people have a passkey). The API needs no tick: its
+/// callers read `passkeyHolders` themselves.
+async fn unacknowledged_step_up(
+    state: &AdminState,
+    session: &Session,
+    values: &McpForm,
+    form: &Form,
+) -> Option<Errors> {
+    if form.get("stepUpAcknowledged") == Some("true") {
+        return None;
+    }
+    let stored = mcp::current(state, &session.tenant).await.ok().flatten();
+    let before = stored
+        .as_ref()
+        .map(|s| s.config.action_policy.step_up.clone())
+        .unwrap_or_default();
+    let added = values
+        .step_up
+        .split(',')
+        .map(str::trim)
+        .any(|op| !op.is_empty() && !before.iter().any(|b| b.as_str() == op));
+    added.then(|| {
+        Errors::from([(
+            "actionPolicy.stepUp.acknowledged".to_owned(),
+            t("People without a passkey will have to create one before they can confirm this operation. Tick “I understand” below the field to go ahead.").to_owned(),
+        )])
+    })
 }
 
 /// Shown when the server URL changes and the token field is empty.

@@ -367,6 +367,22 @@ const PORTUGUESE: &[(&str, &str)] = &[
         "Operações (separadas por vírgula)",
     ),
     (
+        "People with a passkey for your company now:",
+        "Pessoas com passkey para a sua empresa agora:",
+    ),
+    (
+        "Everyone else must sign in through your site and create one before they can confirm an operation that needs it.",
+        "Todas as outras precisam entrar pelo seu site e criar uma antes de poder confirmar uma operação que a exija.",
+    ),
+    (
+        "I understand: an operation I add here cannot be confirmed without a passkey",
+        "Entendo: uma operação que eu incluir aqui não pode ser confirmada sem passkey",
+    ),
+    (
+        "People without a passkey will have to create one before they can confirm this operation. Tick “I understand” below the field to go ahead.",
+        "Quem não tem passkey terá de criar uma antes de poder confirmar esta operação. Marque “Entendo” abaixo do campo para continuar.",
+    ),
+    (
         "Operations that need the person's passkey (comma-separated; none by default)",
         "Operações que exigem a passkey da pessoa (separadas por vírgula; nenhuma por padrão)",
     ),

@@ -35,7 +35,7 @@ const DONE_KEPT_SECS: i64 = 30 * 86_400;
 /// Items a backfill page scans.
 const BACKFILL_PAGE: i32 = 1000;
 
-fn digest(tenant: &TenantId, user: &UserId) -> Sha256Hex {
+pub(crate) fn digest(tenant: &TenantId, user: &UserId) -> Sha256Hex {
     Sha256Hex::digest(format!("countersign person\n{tenant}\n{user}"))
 }
 

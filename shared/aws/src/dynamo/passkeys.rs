@@ -4,11 +4,15 @@
 //! | item | pk | sk |
 //! |---|---|---|
 //! | a passkey | `PERSON#<tenant>#<digest of the person>` | `PASSKEY#<SHA-256 of the credential id>` |
+//! | its holder entry | `PASSKEYHOLDERS#<tenant>` | `<digest of the person>#<SHA-256 of the credential id>` |
 //!
+//! The holder entry is written and deleted in the same transaction as its passkey, so the
+//! tenant's count of people with a passkey (F-1, the panel's) is one query of one
+//! partition, keys only.
 //! The sort key holds a digest of the credential id because an id may be up to 1,023
 //! bytes (1,364 in base64url), more than a sort key takes.
 
-use super::erasure::person_pk;
+use super::erasure::{digest, person_pk};
 use super::items::*;
 use super::{DynamoStore, unavailable, values};
 use async_trait::async_trait;
@@ -27,6 +31,21 @@ fn passkey_key(tenant: &TenantId, user: &UserId, id: &str) -> Item {
     key(
         person_pk(tenant, user),
         format!("{PASSKEY_PREFIX}{}", Sha256Hex::digest(id.as_bytes())),
+    )
+}
+
+fn holders_pk(tenant: &TenantId) -> String {
+    format!("PASSKEYHOLDERS#{tenant}")
+}
+
+fn holder_key(tenant: &TenantId, user: &UserId, id: &str) -> Item {
+    key(
+        holders_pk(tenant),
+        format!(
+            "{}#{}",
+            digest(tenant, user),
+            Sha256Hex::digest(id.as_bytes())
+        ),
     )
 }
 
@@ -84,7 +103,10 @@ impl Passkeys for DynamoStore {
         passkey: &Passkey,
         audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
-        let tx = vec![self.put_new(passkey_item(tenant, user, passkey))?];
+        let tx = vec![
+            self.put_new(passkey_item(tenant, user, passkey))?,
+            self.put_new(holder_key(tenant, user, &passkey.id))?,
+        ];
         self.commit_audited(tenant, tx, audit).await
     }
 
@@ -150,8 +172,33 @@ impl Passkeys for DynamoStore {
                 .condition_expression("attribute_exists(pk)")
                 .build(),
         )?;
-        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
+        let holder = super::build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(holder_key(tenant, user, id)))
+                .build(),
+        )?;
+        let tx = vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            TransactWriteItem::builder().delete(holder).build(),
+        ];
         self.commit_audited(tenant, tx, audit).await
+    }
+
+    async fn passkey_holders(&self, tenant: &TenantId) -> Result<usize, StoreError> {
+        let query = self
+            .consistent_query()
+            .key_condition_expression("pk = :pk")
+            .projection_expression("sk")
+            .set_expression_attribute_values(Some(values([(":pk", s(holders_pk(tenant)))])));
+        let people: std::collections::BTreeSet<String> = self
+            .query_all(query)
+            .await?
+            .iter()
+            .filter_map(|i| get_s(i, "sk").ok())
+            .filter_map(|sk| sk.split_once('#').map(|(person, _)| person.to_owned()))
+            .collect();
+        Ok(people.len())
     }
 
     async fn forget_passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<usize, StoreError> {
@@ -163,8 +210,17 @@ impl Passkeys for DynamoStore {
                 (":pk", s(person_pk(tenant, user))),
                 (":prefix", s(PASSKEY_PREFIX)),
             ])));
-        let keys = self.query_all(query).await?;
+        let mut keys = self.query_all(query).await?;
         let count = keys.len();
+        let holders = self
+            .consistent_query()
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .projection_expression("pk, sk")
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(holders_pk(tenant))),
+                (":prefix", s(format!("{}#", digest(tenant, user)))),
+            ])));
+        keys.extend(self.query_all(holders).await?);
         self.delete_keys(keys).await?;
         Ok(count)
     }

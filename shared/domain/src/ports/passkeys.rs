@@ -65,6 +65,10 @@ pub trait Passkeys: Send + Sync {
         audit: &crate::audit_chain::AuditEntry,
     ) -> Result<bool, StoreError>;
 
+    /// F-1: how many of `tenant`'s people have at least one passkey (the panel shows it
+    /// before an operation starts to need one).
+    async fn passkey_holders(&self, tenant: &TenantId) -> Result<usize, StoreError>;
+
     /// removes every passkey of `user` for `tenant` (their erasure); how many.
     async fn forget_passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<usize, StoreError>;
 }

@@ -107,6 +107,16 @@ impl Passkeys for MemoryStore {
         )
     }
 
+    async fn passkey_holders(&self, tenant: &TenantId) -> Result<usize, StoreError> {
+        yield_now().await;
+        self.read("passkey_holders", |s| {
+            s.passkeys
+                .iter()
+                .filter(|((t, _), keys)| t == tenant && !keys.is_empty())
+                .count()
+        })
+    }
+
     async fn forget_passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<usize, StoreError> {
         yield_now().await;
         self.run(

@@ -106,6 +106,14 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             (error_for(p.errors, "actionPolicy.operations"))
             label for="stepUp" { (t("Operations that need the person's passkey (comma-separated; none by default)")) }
             input #stepUp type="text" name="stepUp" value=(f.step_up);
+            p.hint #passkeyHolders {
+                (t("People with a passkey for your company now:")) " " strong { (p.view.passkey_holders) } ". "
+                (t("Everyone else must sign in through your site and create one before they can confirm an operation that needs it."))
+            }
+            div.enable {
+                input #stepUpAcknowledged type="checkbox" name="stepUpAcknowledged" value="true";
+                label for="stepUpAcknowledged" { (t("I understand: an operation I add here cannot be confirmed without a passkey")) }
+            }
             @for (field, message) in p.errors.iter().filter(|(f, _)| f.starts_with("actionPolicy.stepUp")) {
                 p.error role="alert" data-field=(field) { (message) }
             }
