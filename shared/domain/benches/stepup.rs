@@ -1,7 +1,7 @@
 //! Benchmark (not a test): the step-up's server time (F-3, issue 49's "p95 ≤ 5 ms"): the
 //! challenge of an action and the check of one assertion over it, per key kind. Run with
 //! `cargo bench -p countersign-domain --bench stepup`.
-#![allow(clippy::unwrap_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
