@@ -269,6 +269,7 @@ test("F-2, F-1: the panel shows the policy and the person's passkey (English and
   // Rollout without lockout: how many people have a passkey, and a warning before an
   // operation starts to need one (the save waits for the tick).
   assert.match(await panel.locator("#passkeyHolders").innerText(), /People with a passkey for your company now: 1\./);
+  assert.equal(await panel.locator("#stepUpFallback").isChecked(), false, "no fallback to none unless the tenant chooses it");
   await panel.goto(`${BASE}/admin/language?to=pt-BR`);
   await panel.goto(`${BASE}/admin/mcp`);
   await panel.fill("#stepUp", `${OPERATION}, cancel_session`);

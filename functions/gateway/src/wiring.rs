@@ -105,6 +105,7 @@ pub async fn gateway(sdk: &aws_config::SdkConfig, config: &Config) -> anyhow::Re
             signer: Arc::new(settings.signer(sdk)),
             clock: Arc::new(SystemClock),
             ids: Arc::new(UlidIds::default()),
+            passkeys: Some(Arc::new(store.clone())),
         },
     };
     Ok(Gateway {

@@ -576,7 +576,7 @@ fn same_fields(old: &McpConfig, new: &McpConfig) -> bool {
 
 /// The audited fields of a configuration, by name.
 /// How many fields a configuration's audit record compares.
-const AUDITED: usize = 7;
+const AUDITED: usize = 8;
 
 fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); AUDITED] {
     let policy = &c.config.action_policy;
@@ -595,6 +595,10 @@ fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); AUDITED] {
         (
             "actionPolicy.stepUp",
             json!(names(&policy.step_up.iter().collect::<Vec<_>>())),
+        ),
+        (
+            "actionPolicy.stepUpFallback",
+            json!(policy.step_up_fallback),
         ),
         ("approvedTools", Value::Object(approved)),
     ]

@@ -110,6 +110,7 @@ async fn tenant_with_integration(
                 enabled: true,
                 operations: vec![OperationName::parse("reassign_session_car").unwrap()],
                 step_up: Default::default(),
+                step_up_fallback: false,
             },
             audience: None,
             approved: Default::default(),

@@ -73,6 +73,7 @@ impl ActionPreparer for TurnPreparer {
 impl TurnPreparer {
     pub(crate) fn new(
         parts: ChatParts,
+        passkeys: Option<std::sync::Arc<dyn countersign_domain::ports::Passkeys>>,
         integration: Option<Connected>,
         schemas: BTreeMap<String, Value>,
     ) -> Self {
@@ -84,6 +85,7 @@ impl TurnPreparer {
                 signer: parts.signer,
                 clock: parts.clock,
                 ids: parts.ids,
+                passkeys,
             },
             integration,
             schemas,

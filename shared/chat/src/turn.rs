@@ -229,6 +229,7 @@ impl<'a> Turn<'a> {
             .collect();
         let preparer = Arc::new(TurnPreparer::new(
             chat.parts.clone(),
+            chat.step_up.as_ref().map(|s| s.passkeys.clone()),
             connected.clone(),
             schemas,
         ));

@@ -136,6 +136,11 @@ pub struct ActionPolicy {
     /// F-1: the operations whose confirmation needs the person's passkey (`stepUp:
     /// "passkey"`); every other one is `none`.
     pub step_up: std::collections::BTreeSet<OperationName>,
+    /// F-2 (recovery): whether a person who has no passkey for the tenant (never enrolled,
+    /// or lost it) may confirm a `passkey` operation as a `none` one — the tenant's audited
+    /// choice, off by default. Their proof is then a plain one, which a provider that
+    /// requires the step-up for the operation refuses.
+    pub step_up_fallback: bool,
 }
 
 impl ActionPolicy {
@@ -309,7 +314,13 @@ pub const TOP_FIELDS: [&str; 5] = [
     "audience",
 ];
 /// The fields of its `actionPolicy`.
-pub const POLICY_FIELDS: [&str; 4] = ["contractVersion", "enabled", "operations", "stepUp"];
+pub const POLICY_FIELDS: [&str; 5] = [
+    "contractVersion",
+    "enabled",
+    "operations",
+    "stepUp",
+    "stepUpFallback",
+];
 
 fn unknown_fields(obj: &Map<String, Value>, allowed: &[&str], prefix: &str, errs: &mut Errors) {
     for k in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
@@ -440,6 +451,7 @@ fn check_policy(given: Given<PolicyDraft>, errs: &mut Errors) -> ActionPolicy {
         enabled,
         operations,
         step_up,
+        step_up_fallback: matches!(p.step_up_fallback, Given::Value(true)),
     }
 }
 
@@ -595,6 +607,8 @@ pub struct PolicyDraft {
     pub operations: Given<Vec<(usize, String)>>,
     /// `stepUp`: per operation, `none` or `passkey` (F-1); absent: every one `none`.
     pub step_up: Given<Vec<(String, String)>>,
+    /// `stepUpFallback` (F-2): absent is `false`.
+    pub step_up_fallback: Given<bool>,
 }
 
 impl McpConfigDraft {
@@ -677,6 +691,18 @@ impl McpConfigDraft {
                         string_list(v, "actionPolicy.operations", errs)
                     }),
                     step_up: step_up_given(p.get("stepUp"), errs),
+                    step_up_fallback: match p.get("stepUpFallback") {
+                        None | Some(Value::Null) => Given::Absent,
+                        Some(Value::Bool(b)) => Given::Value(*b),
+                        Some(_) => {
+                            let expected = "true or false";
+                            errs.push(
+                                "actionPolicy.stepUpFallback",
+                                ConfigErrorReason::WrongType { expected },
+                            );
+                            Given::Refused
+                        }
+                    },
                 })
             }
             Some(_) => {
@@ -745,7 +771,7 @@ fn required(given: Given<String>, field: &str, errs: &mut Errors) -> Option<Stri
 /// in the order found: the shape is read before the rules, and the first error is the one
 /// an answer names.
 fn in_field_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
-    const ORDER: [&str; 8] = [
+    const ORDER: [&str; 9] = [
         "serverUrl",
         "serviceToken",
         "audience",
@@ -753,11 +779,12 @@ fn in_field_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
         "actionPolicy.enabled",
         "actionPolicy.operations",
         "actionPolicy.stepUp",
+        "actionPolicy.stepUpFallback",
         "allowedTools",
     ];
     let rank = |field: &str| {
         let base = field.split('[').next().unwrap_or(field);
-        let base = if base.starts_with("actionPolicy.stepUp") {
+        let base = if base.starts_with("actionPolicy.stepUp.") {
             "actionPolicy.stepUp"
         } else {
             base
@@ -888,6 +915,7 @@ mod tests {
                 enabled: Given::Value(enabled),
                 operations: listed(ops),
                 step_up: Given::Absent,
+                step_up_fallback: Given::Absent,
             }),
         };
         let body = |url: &str, tools: &[&str], ops: &[&str], enabled: bool| {
@@ -983,6 +1011,26 @@ mod tests {
                 "actionPolicy.stepUp".into(),
                 ConfigErrorReason::WrongType {
                     expected: "an object of operation: none or passkey"
+                }
+            )]
+        );
+    }
+
+    /// F-2: `stepUpFallback` is off unless given as `true`; anything but a boolean is
+    /// refused under its own field.
+    #[test]
+    fn f2_step_up_fallback_is_off_by_default_and_a_boolean() {
+        let c = validate_mcp_config(&good(), UrlPolicy::default()).unwrap();
+        assert!(!c.action_policy.step_up_fallback);
+        let on = with(&["actionPolicy", "stepUpFallback"], json!(true));
+        let c = validate_mcp_config(&on, UrlPolicy::default()).unwrap();
+        assert!(c.action_policy.step_up_fallback);
+        assert_eq!(
+            errors(with(&["actionPolicy", "stepUpFallback"], json!("yes"))),
+            vec![(
+                "actionPolicy.stepUpFallback".into(),
+                ConfigErrorReason::WrongType {
+                    expected: "true or false"
                 }
             )]
         );

@@ -12,8 +12,8 @@ use countersign_domain::config::ActionPolicy;
 use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::OperationName;
 use countersign_domain::ports::{
-    Clock, Conversations, CreateProposalOutcome, Ids, NewMessage, ProofSigner, ProposalLock,
-    SignerError,
+    Clock, Conversations, CreateProposalOutcome, Ids, NewMessage, Passkeys, ProofSigner,
+    ProposalLock, SignerError,
 };
 use countersign_domain::prepare::{PreparedAction as Prepared, parse_prepare_answer};
 use countersign_domain::proposal::{Presentation, Proposal, ProposalState};
@@ -41,6 +41,9 @@ pub struct Preparation {
     pub clock: Arc<dyn Clock>,
     /// Ids.
     pub ids: Arc<dyn Ids>,
+    /// F-2: people's passkeys, read only when the tenant lets people without one fall back
+    /// (`None`: no fallback is possible, every `passkey` operation needs one).
+    pub passkeys: Option<Arc<dyn Passkeys>>,
 }
 
 impl std::fmt::Debug for Preparation {
@@ -144,7 +147,9 @@ impl Preparation {
         let now = self.clock.now();
         let prepared = self.ask_provider(connected, &op, arguments, now).await?;
         let message = self.presentation(ctx, &prepared, now);
-        let proposal = new_proposal(ctx, connected, &prepared, &message, now);
+        let policy = &connected.config.config.action_policy;
+        let needs_passkey = self.needs_passkey(ctx, policy, &op).await;
+        let proposal = new_proposal(ctx, connected, (&prepared, needs_passkey), &message, now);
         self.store(&proposal, &message).await?;
         Ok((
             PreparedAction {
@@ -292,6 +297,28 @@ impl Preparation {
         }
     }
 
+    /// F-1, F-2: whether confirming `op` needs the person's passkey: a `passkey` operation,
+    /// unless the tenant lets people without one fall back and this person has none. A
+    /// store that cannot say keeps the passkey (closed, never open).
+    async fn needs_passkey(
+        &self,
+        ctx: &CallContext,
+        policy: &ActionPolicy,
+        op: &OperationName,
+    ) -> bool {
+        if !policy.needs_passkey(op) {
+            return false;
+        }
+        let Some(passkeys) = self.passkeys.as_ref().filter(|_| policy.step_up_fallback) else {
+            return true;
+        };
+        let who = &ctx.principal;
+        !passkeys
+            .passkeys(&who.tenant, &who.user)
+            .await
+            .is_ok_and(|found| found.is_empty())
+    }
+
     /// Stores the proposal with its presentation (A-14 … A-17 held by the store).
     async fn store(&self, proposal: &Proposal, message: &NewMessage) -> Result<(), ToolError> {
         let outcome = self
@@ -350,7 +377,7 @@ fn allowed_operation(policy: &ActionPolicy, operation: &str) -> Result<Operation
 fn new_proposal(
     ctx: &CallContext,
     connected: &Connected,
-    prepared: &Prepared,
+    (prepared, needs_passkey): (&Prepared, bool),
     message: &NewMessage,
     now: Timestamp,
 ) -> Proposal {
@@ -378,10 +405,7 @@ fn new_proposal(
         secret_version: Some(config.secret_version.clone()),
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: Some(config.config.audience().to_owned()),
-        needs_passkey: config
-            .config
-            .action_policy
-            .needs_passkey(&prepared.operation),
+        needs_passkey,
     }
 }
 

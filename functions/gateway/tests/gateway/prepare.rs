@@ -86,6 +86,7 @@ async fn env(budget: Option<u32>) -> Env {
                     signer: signer.clone(),
                     clock: Arc::new(SystemClock),
                     ids: Arc::new(SeqIds::new(clock)),
+                    passkeys: Some(store.clone() as Arc<dyn countersign_domain::ports::Passkeys>),
                 },
             })),
         },

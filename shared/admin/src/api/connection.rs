@@ -54,10 +54,15 @@ pub struct ActionPolicyInput {
     #[schema(max_items = 50)]
     operations: Vec<String>,
     /// F-1: per operation, `none` (the default) or `passkey` — confirming it then needs
-    /// the person's passkey. Set `passkey` only after a certification that sent step-up
-    /// proofs passed (the certification does not send them yet: such a save is refused).
+    /// the person's passkey. An operation becomes `passkey` only after a passing
+    /// certification of these settings that sent step-up proofs for it (`stepUp` in the
+    /// certification's body); otherwise the save answers 409 `STEP_UP_NOT_CERTIFIED`.
     #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
     step_up: Option<std::collections::BTreeMap<String, String>>,
+    /// F-2 (recovery): whether a person who has no passkey for this tenant may confirm a
+    /// `passkey` operation as a `none` one (a plain proof, which a provider that requires
+    /// the step-up refuses). Off by default.
+    step_up_fallback: Option<bool>,
 }
 
 /// The tenant's MCP configuration (C-5).

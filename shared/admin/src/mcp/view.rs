@@ -41,6 +41,9 @@ pub struct ActionPolicyView {
     pub operations: Vec<String>,
     /// F-1: each operation's step-up, `none` or `passkey`.
     pub step_up: std::collections::BTreeMap<String, String>,
+    /// F-2: whether a person without a passkey may confirm a `passkey` operation as a
+    /// `none` one (off by default).
+    pub step_up_fallback: bool,
 }
 
 /// The configuration as shown: never the service token (C-3).
@@ -245,6 +248,7 @@ pub async fn view(
                     (op.to_string(), level.to_owned())
                 })
                 .collect(),
+            step_up_fallback: c.action_policy.step_up_fallback,
         }),
         action_verification,
         passkey_holders,

@@ -41,6 +41,7 @@ pub(super) fn form_of(stored: Option<&StoredMcpConfig>) -> McpForm {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", "),
+        step_up_fallback: c.action_policy.step_up_fallback,
         enabled: c.action_policy.enabled,
     }
 }
@@ -201,6 +202,7 @@ impl From<&Form> for McpForm {
             allowed_tools: tools,
             operations: form.get("operations").unwrap_or("").trim().to_owned(),
             step_up: form.get("stepUp").unwrap_or("").trim().to_owned(),
+            step_up_fallback: form.get("stepUpFallback") == Some("true"),
             enabled: form.get("enabled") == Some("true"),
         }
     }
@@ -238,6 +240,7 @@ impl McpForm {
                 enabled: Given::Value(self.enabled),
                 operations: listed(operations),
                 step_up: Given::Value(step_up),
+                step_up_fallback: Given::Value(self.step_up_fallback),
             }),
         }
     }

@@ -367,6 +367,10 @@ const PORTUGUESE: &[(&str, &str)] = &[
         "Operações (separadas por vírgula)",
     ),
     (
+        "People who have no passkey (never created one, or lost it) may confirm these operations without one (their proof then carries no step-up)",
+        "Quem não tem passkey (nunca criou ou a perdeu) pode confirmar estas operações sem ela (a prova dela então não leva step-up)",
+    ),
+    (
         "People with a passkey for your company now:",
         "Pessoas com passkey para a sua empresa agora:",
     ),

@@ -1516,4 +1516,33 @@ async fn f1_no_operation_needs_a_passkey_before_a_step_up_certification() {
     let view = mcp::put(&e.state, &e.tenant, &body).await.unwrap();
     let policy = view.action_policy.unwrap();
     assert_eq!(policy.step_up.get("move").map(String::as_str), Some("none"));
+    assert!(!policy.step_up_fallback, "off by default");
+}
+
+/// F-2 (recovery): the tenant's fallback for people without a passkey is an action-settings
+/// change (C-8: the actions version moves) and audited with its old and new value.
+#[tokio::test]
+async fn f2_the_fallback_is_an_audited_action_settings_change() {
+    let e = env().await;
+    let before = mcp::current(&e.state, &e.tenant).await.unwrap().unwrap();
+    let mut body = config("tok-1", false);
+    body["actionPolicy"]["stepUpFallback"] = json!(true);
+    let view = mcp::put(&e.state, &e.tenant, &body).await.unwrap();
+    assert!(view.action_policy.unwrap().step_up_fallback);
+    let after = mcp::current(&e.state, &e.tenant).await.unwrap().unwrap();
+    assert!(after.config.action_policy.step_up_fallback);
+    assert!(after.actions_version > before.actions_version, "C-8");
+    let page = e
+        .state
+        .stores
+        .audit
+        .list_audit(&e.tenant.id, None, 1)
+        .await
+        .unwrap();
+    let changes = &page.items[0].changes;
+    assert_eq!(
+        changes["actionPolicy.stepUpFallback"],
+        json!({"from": false, "to": true}),
+        "{changes}"
+    );
 }

@@ -158,6 +158,7 @@ impl H {
                         .map(|o| OperationName::parse(*o).unwrap())
                         .collect(),
                     step_up: Default::default(),
+                    step_up_fallback: false,
                 },
                 audience: None,
                 approved: Default::default(),
@@ -232,15 +233,29 @@ impl H {
     /// The tenant's settings with `operation` needing the person's passkey (F-1), written as
     /// a save that passed its gate would write them.
     pub async fn passkey_for(&self, operation: &str) {
+        self.change_policy(|p| {
+            p.step_up
+                .insert(countersign_domain::ids::OperationName::parse(operation).unwrap());
+        })
+        .await;
+    }
+
+    /// F-2: the tenant's fallback for people without a passkey, on or off.
+    pub async fn step_up_fallback(&self, on: bool) {
+        self.change_policy(|p| p.step_up_fallback = on).await;
+    }
+
+    /// The tenant's action policy changed by `change`, written as a save that passed its
+    /// gates would write it.
+    async fn change_policy(
+        &self,
+        change: impl FnOnce(&mut countersign_domain::config::ActionPolicy),
+    ) {
         use countersign_domain::ports::{AuditEntry, Clock as _, Ids as _, McpSettings as _};
         let tenant = &self.who.tenant;
         let mut stored = self.store.get_mcp_config(tenant).await.unwrap().unwrap();
         let before = stored.version;
-        stored
-            .config
-            .action_policy
-            .step_up
-            .insert(countersign_domain::ids::OperationName::parse(operation).unwrap());
+        change(&mut stored.config.action_policy);
         stored.version += 1;
         let audit = AuditEntry {
             id: self.ids.audit_id(),

@@ -318,3 +318,57 @@ async fn f2_an_enrolment_is_checked_and_its_nonce_is_single_use() {
     assert!(h.store.passkeys_of(&h.who).is_empty() && h.store.passkeys_of(&other).is_empty());
     let _ = Arc::new(());
 }
+
+/// F-2 (recovery): the tenant's fallback, off by default. On, a person who has no passkey
+/// confirms a passkey operation with a plain reply and a plain proof (the card said so);
+/// once they have one it is needed again; a passkey store that cannot answer keeps it.
+#[tokio::test]
+async fn f2_the_tenants_fallback_lets_only_a_person_without_a_passkey_confirm_plainly() {
+    let mut h = H::new().await;
+    h.chat.step_up = Some(step_up(&h));
+    h.passkey_for("reassign_session_car").await;
+    let (action, presented) = h.propose().await;
+    assert!(h.proposal(&action).needs_passkey, "off by default");
+    h.reply("cancel", &presented).await;
+    h.step_up_fallback(true).await;
+    let (action, presented) = h.propose().await;
+    assert!(
+        !h.proposal(&action).needs_passkey,
+        "no passkey: the fallback"
+    );
+    h.provider.answer(
+        "execute_action",
+        Reply::Result(action_answer(action.as_str(), "completed", Some("Moved."))),
+    );
+    h.reply("confirm", &presented).await;
+    assert_eq!(h.state(&action), ProposalState::Completed);
+    let proof = h
+        .provider
+        .calls()
+        .into_iter()
+        .rev()
+        .find(|c| c.tool == "execute_action")
+        .and_then(|c| c.proof)
+        .unwrap();
+    let header: serde_json::Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(proof.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_ne!(header["typ"], STEPUP_PROOF_TYPE, "a plain proof");
+    // The store cannot say: the passkey stays needed.
+    h.store
+        .faults
+        .once("passkeys", countersign_testkit::Fault::Unavailable);
+    let (action, presented) = h.propose().await;
+    assert!(h.proposal(&action).needs_passkey, "closed when unsure");
+    h.reply("cancel", &presented).await;
+    // With a passkey, it is needed again.
+    enrol(&h, &h.who, &Authenticator::es256(1, RP, ORIGIN)).await;
+    let (action, _) = h.propose().await;
+    assert!(
+        h.proposal(&action).needs_passkey,
+        "a person with a passkey uses it"
+    );
+}

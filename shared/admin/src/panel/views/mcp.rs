@@ -33,6 +33,8 @@ pub struct McpForm {
     pub operations: String,
     /// F-1: the operations that need the person's passkey, comma-separated.
     pub step_up: String,
+    /// F-2: people without a passkey may confirm those operations without one.
+    pub step_up_fallback: bool,
     /// Actions on.
     pub enabled: bool,
 }
@@ -109,6 +111,10 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             p.hint #passkeyHolders {
                 (t("People with a passkey for your company now:")) " " strong { (p.view.passkey_holders) } ". "
                 (t("Everyone else must sign in through your site and create one before they can confirm an operation that needs it."))
+            }
+            div.enable {
+                input #stepUpFallback type="checkbox" name="stepUpFallback" value="true" checked[f.step_up_fallback];
+                label for="stepUpFallback" { (t("People who have no passkey (never created one, or lost it) may confirm these operations without one (their proof then carries no step-up)")) }
             }
             div.enable {
                 input #stepUpAcknowledged type="checkbox" name="stepUpAcknowledged" value="true";

@@ -254,6 +254,9 @@ fn mcp_item(tenant: &TenantId, c: &StoredMcpConfig) -> Item {
             .map(ToString::to_string);
         i.insert("step_up_passkey".into(), list(passkey));
     }
+    if c.config.action_policy.step_up_fallback {
+        i.insert("step_up_fallback".into(), AttributeValue::Bool(true));
+    }
     if let Some(a) = &c.config.audience {
         i.insert("audience".into(), s(a.as_str()));
     }
@@ -321,6 +324,11 @@ fn mcp_from(i: &Item) -> Result<StoredMcpConfig, StoreError> {
                         .map(|o| OperationName::parse(o).map_err(|_| corrupt("step_up_passkey")))
                         .collect::<Result<_, _>>()?,
                 },
+                step_up_fallback: i
+                    .get("step_up_fallback")
+                    .and_then(|v| v.as_bool().ok())
+                    .copied()
+                    .unwrap_or(false),
             },
             audience: opt_s(i, "audience").map(str::to_owned),
             approved: approved_from(i)?,
