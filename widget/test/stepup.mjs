@@ -114,6 +114,11 @@ async function propose(text) {
 async function openPage(authenticator) {
   const [tab] = await Promise.all([ctx.waitForEvent("page"), card().getByRole("button", { name: "Confirm with your passkey" }).click()]);
   await tab.waitForURL(/\/confirm\//);
+  return attach(tab, authenticator);
+}
+
+/** A virtual authenticator (user verification on) attached to `tab`, holding `authenticator`'s credentials. */
+async function attach(tab, authenticator) {
   const cdp = await ctx.newCDPSession(tab);
   await cdp.send("WebAuthn.enable");
   const options = { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true };
@@ -322,4 +327,33 @@ test("F-2: after the administrator revoked it, the person enrols anew through a 
   const byPerson = audit.body.items.filter((r) => r.action === "passkey.revoked" && r.actor === "person");
   assert.equal(byPerson.length, 1, "the person's own removal is audited");
   await tab.close();
+});
+
+test("F-3 (rollout): a site that pins widget 1.2.0 (older than step-up) shows the proposal's instructions with the confirmation page's link; the person enrols and confirms there, once", async () => {
+  const before = await stats();
+  const legacy = await ctx.newPage();
+  await legacy.goto(`${SITE}?widget=1.2.0&poll=300`);
+  await legacy.waitForFunction(() => window.demo && window.demo.ready === true);
+  const shown = legacy.locator("#chat li.proposal");
+  const earlier = await shown.count();
+  await legacy.locator("#chat textarea").fill("move ses_a2 to car_a2");
+  await legacy.locator("#chat textarea").press("Enter");
+  await legacy.waitForFunction((n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li.proposal").length > n, earlier);
+  const instructions = shown.last().locator(".instructions");
+  const text = await instructions.textContent();
+  assert.match(text, /needs your passkey: a typed confirm cannot carry it out/);
+  assert.doesNotMatch(text, /reply: confirm/, "never the typed-confirm instructions");
+  const url = text.match(/https?:\/\/\S+\/confirm\/\S+/)[0];
+  const tab = await ctx.newPage();
+  await attach(tab);
+  await tab.goto(url);
+  await signIn(tab);
+  await tab.locator("#enrol-passkey").click();
+  await tab.locator("#confirm-passkey").click();
+  await tab.locator('#state[data-state="completed"]').waitFor();
+  const after = await stats();
+  assert.equal(after.executions, before.executions + 1, "executed once");
+  assert.equal(after.stepUpsVerified, before.stepUpsVerified + 1, "with the step-up the kit verified");
+  await tab.close();
+  await legacy.close();
 });

@@ -46,8 +46,9 @@ pub(crate) type Slot = Arc<OnceLock<Credential>>;
 #[derive(Clone)]
 struct Site {
     slot: Slot,
-    /// The page, with the API's origin and the widget's integrity filled in.
-    page: Arc<String>,
+    /// The page for each published widget version (S-5: a site may pin an older one;
+    /// `?widget=1.2.0`), with the API's origin and the widget's integrity filled in.
+    pages: Arc<std::collections::BTreeMap<&'static str, String>>,
     /// Its policy: its own files, the widget from the API's origin, calls to the API;
     /// no inline script or style, no eval.
     csp: HeaderValue,
@@ -59,13 +60,19 @@ struct Site {
 
 /// The site's routes (`/`, its script and style, `/token`), for the API at `api`.
 pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
-    let html = PAGE
-        .replace("{{API}}", api)
-        .replace("{{VERSION}}", countersign_chat::assets::WIDGET_VERSION)
-        .replace(
-            "{{INTEGRITY}}",
-            &countersign_chat::assets::integrity(countersign_chat::assets::CLASSIC),
-        );
+    let pages = countersign_chat::assets::VERSIONS
+        .iter()
+        .map(|(version, files)| {
+            let html = PAGE
+                .replace("{{API}}", api)
+                .replace("{{VERSION}}", version)
+                .replace(
+                    "{{INTEGRITY}}",
+                    &countersign_chat::assets::integrity(files[0].1),
+                );
+            (*version, html)
+        })
+        .collect();
     let csp = format!(
         "default-src 'none'; script-src 'self' {api}; style-src 'self'; connect-src 'self' {api}; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     );
@@ -77,7 +84,7 @@ pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let site = Site {
         slot,
-        page: Arc::new(html),
+        pages: Arc::new(pages),
         csp: HeaderValue::from_str(&csp)?,
         api: Arc::new(api.to_owned()),
         people: Arc::new(people),
@@ -96,13 +103,25 @@ pub(crate) fn router(slot: Slot, api: &str) -> anyhow::Result<Router> {
         .with_state(site))
 }
 
-async fn page(State(site): State<Site>) -> Response {
+/// `?widget=`: the widget version the page pins (the current one by default).
+#[derive(Deserialize)]
+struct Pinned {
+    widget: Option<String>,
+}
+
+async fn page(State(site): State<Site>, Query(pinned): Query<Pinned>) -> Response {
+    let version = pinned
+        .widget
+        .unwrap_or_else(|| countersign_chat::assets::WIDGET_VERSION.to_owned());
+    let Some(html) = site.pages.get(version.as_str()) else {
+        return (StatusCode::NOT_FOUND, "no such widget version").into_response();
+    };
     let mut r = (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        site.page.as_str().to_owned(),
+        html.clone(),
     )
         .into_response();
     r.headers_mut()

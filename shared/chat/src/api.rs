@@ -217,8 +217,48 @@ pub struct MessageView {
     pub instructions: Option<String>,
 }
 
+/// How a response words its proposals' instructions: in the case's language, and, for the
+/// one waiting proposal that needs the person's passkey, with a link to the confirmation
+/// page (F-3) instead of "reply: confirm".
+#[derive(Debug, Clone)]
+struct Wording {
+    lang: Language,
+    passkey: Option<(countersign_domain::ids::MessageId, String)>,
+}
+
+impl Wording {
+    /// `lang`, with the passkey link when one of `messages` presents the waiting passkey
+    /// proposal: a link is made only then (one write, off the confirm path).
+    async fn of(
+        chat: &Chat,
+        who: &Principal,
+        case: &CaseId,
+        messages: &[Message],
+        lang: Language,
+    ) -> Self {
+        let presented: Vec<&countersign_domain::ids::MessageId> = messages
+            .iter()
+            .filter(|m| m.kind == MessageKind::Proposal)
+            .map(|m| &m.id)
+            .collect();
+        let passkey = if presented.is_empty() {
+            None
+        } else {
+            chat.step_up_link_for(who, case, &presented).await
+        };
+        Self { lang, passkey }
+    }
+
+    fn instructions(&self, m: &Message) -> Option<String> {
+        (m.kind == MessageKind::Proposal).then(|| match &self.passkey {
+            Some((id, url)) if *id == m.id => texts::passkey_instructions(self.lang, url),
+            _ => texts::confirm_instructions(self.lang).to_owned(),
+        })
+    }
+}
+
 impl MessageView {
-    fn new(m: &Message, lang: Language) -> Self {
+    fn new(m: &Message, wording: &Wording) -> Self {
         Self {
             id: m.id.to_string(),
             role: serde_name(&m.role),
@@ -226,8 +266,7 @@ impl MessageView {
             content: m.content.clone(),
             created_at: m.created_at.to_rfc3339(),
             reply_to_message_id: m.reply_to.as_ref().map(ToString::to_string),
-            instructions: (m.kind == MessageKind::Proposal)
-                .then(|| texts::confirm_instructions(lang).to_owned()),
+            instructions: wording.instructions(m),
         }
     }
 }
@@ -420,7 +459,11 @@ async fn list_messages(
         .chat
         .messages(&who, &case, query.after.as_ref(), limit)
         .await?;
-    let messages = messages.iter().map(|m| MessageView::new(m, lang)).collect();
+    let wording = Wording::of(&state.chat, &who, &case, &messages, lang).await;
+    let messages = messages
+        .iter()
+        .map(|m| MessageView::new(m, &wording))
+        .collect();
     let proposals = Some(proposal_views(&state, &who, &case).await?);
     Ok(Json(Messages {
         messages,
@@ -447,10 +490,8 @@ async fn post_message(
         .chat
         .post(&who, &case, &body.content, reply_to)
         .await?;
-    let messages = out
-        .into_iter()
-        .map(|m| MessageView::new(&m, lang))
-        .collect();
+    let wording = Wording::of(&state.chat, &who, &case, &out, lang).await;
+    let messages = out.iter().map(|m| MessageView::new(m, &wording)).collect();
     // No `proposals` here: reading them would add a query to the confirm path (decision
     // 0007); a widget that needs the states reads them with `GET …/messages`.
     Ok(Json(Messages {
@@ -689,22 +730,28 @@ async fn post_message_stream(
 ) -> Result<Response, ApiError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let chat = state.chat.clone();
+    let asked = (who.clone(), case.clone());
     let task: JoinHandle<Posted> = tokio::spawn(crate::stream::with_sink(Sink(tx), async move {
         chat.post(&who, &case, &body.content, body.reply_to_message_id)
             .await
     }));
+    let (who, case) = asked;
     // Nothing happened yet: a refusal (closed case, spent budget …) is the buffered
     // route's answer, with its status.
     let Some(first) = rx.recv().await else {
         let (out, lang) = finished(task).await?;
+        let wording = Wording::of(&state.chat, &who, &case, &out, lang).await;
         return Ok(ndjson(Body::from(lines_of(
             &out,
-            lang,
+            &wording,
             &HashSet::new(),
             true,
         ))));
     };
     let state = Streaming {
+        chat: state.chat.clone(),
+        who,
+        case,
         pending: Some(first),
         rx,
         task: Some(task),
@@ -727,6 +774,9 @@ async fn finished(task: JoinHandle<Posted>) -> Result<(Vec<NewMessage>, Language
 }
 
 struct Streaming {
+    chat: Arc<Chat>,
+    who: Principal,
+    case: CaseId,
     pending: Option<Event>,
     rx: UnboundedReceiver<Event>,
     task: Option<JoinHandle<Posted>>,
@@ -751,25 +801,32 @@ async fn next_line(
             Event::Stored(m) if m.kind == MessageKind::Proposal => String::new(),
             Event::Stored(m) => {
                 s.seen.insert(m.id.to_string());
-                message_line(&m, Language::En)
+                let plain = Wording {
+                    lang: Language::En,
+                    passkey: None,
+                };
+                message_line(&m, &plain)
             }
         };
         return Some((Ok(line), s));
     }
     let task = s.task.take()?;
     let text = match finished(task).await {
-        Ok((out, lang)) => lines_of(&out, lang, &s.seen, true),
+        Ok((out, lang)) => {
+            let wording = Wording::of(&s.chat, &s.who, &s.case, &out, lang).await;
+            lines_of(&out, &wording, &s.seen, true)
+        }
         Err(e) => line(&json!({"type": "error", "error": e.body().error})),
     };
     Some((Ok(text), s))
 }
 
 /// The lines of `out`'s messages not in `seen`, then the end.
-fn lines_of(out: &[NewMessage], lang: Language, seen: &HashSet<String>, end: bool) -> String {
+fn lines_of(out: &[NewMessage], wording: &Wording, seen: &HashSet<String>, end: bool) -> String {
     let mut text: String = out
         .iter()
         .filter(|m| !seen.contains(m.id.as_str()))
-        .map(|m| message_line(m, lang))
+        .map(|m| message_line(m, wording))
         .collect();
     if end {
         text.push_str(&line(&json!({"type": "end"})));
@@ -777,8 +834,8 @@ fn lines_of(out: &[NewMessage], lang: Language, seen: &HashSet<String>, end: boo
     text
 }
 
-fn message_line(m: &NewMessage, lang: Language) -> String {
-    line(&json!({"type": "message", "message": MessageView::new(m, lang)}))
+fn message_line(m: &NewMessage, wording: &Wording) -> String {
+    line(&json!({"type": "message", "message": MessageView::new(m, wording)}))
 }
 
 fn line(v: &serde_json::Value) -> String {

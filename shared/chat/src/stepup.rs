@@ -346,6 +346,39 @@ impl crate::service::Chat {
         who: &Principal,
         case: &countersign_domain::ids::CaseId,
     ) -> Result<(String, countersign_domain::time::Timestamp), crate::service::ChatError> {
+        self.step_up_link_of(who, case, |_| true).await
+    }
+
+    /// F-3 (rollout without lockout): the link of [`Self::step_up_link`], only when the
+    /// waiting passkey proposal is one `presented` (a message about to be shown), with the
+    /// id of the message that presented it. What a widget older than step-up, which shows
+    /// a proposal's instructions but not the step-up button, gives the person.
+    pub async fn step_up_link_for(
+        &self,
+        who: &Principal,
+        case: &countersign_domain::ids::CaseId,
+        presented: &[&countersign_domain::ids::MessageId],
+    ) -> Option<(countersign_domain::ids::MessageId, String)> {
+        let mut found = None;
+        let link = self
+            .step_up_link_of(who, case, |p| {
+                let shown = presented.contains(&&p.presented.message_id);
+                if shown {
+                    found = Some(p.presented.message_id.clone());
+                }
+                shown
+            })
+            .await
+            .ok()?;
+        Some((found?, link.0))
+    }
+
+    async fn step_up_link_of(
+        &self,
+        who: &Principal,
+        case: &countersign_domain::ids::CaseId,
+        mut wanted: impl FnMut(&countersign_domain::proposal::Proposal) -> bool,
+    ) -> Result<(String, countersign_domain::time::Timestamp), crate::service::ChatError> {
         use crate::service::ChatError;
         use countersign_domain::proposal::ProposalState;
         let view = self.owned(who, case).await?;
@@ -356,6 +389,7 @@ impl crate::service::Chat {
                 p.state == ProposalState::PendingConfirmation
                     && p.needs_passkey
                     && now < p.expires_at
+                    && wanted(p)
             }),
         ) else {
             return Err(ChatError::NoStepUpPending);

@@ -55,6 +55,19 @@ pub fn confirm_instructions(lang: Language) -> &'static str {
     }
 }
 
+/// F-3, F-7: the instructions of a proposal that needs the person's passkey, with a link to
+/// the confirmation page (a typed `confirm` cannot carry it out).
+pub fn passkey_instructions(lang: Language, url: &str) -> String {
+    match lang {
+        Language::En => format!(
+            "This change needs your passkey: a typed confirm cannot carry it out. Confirm it on this page, which opens outside the chat:\n{url}\nTo discard it, reply: cancel\nAny other message discards it."
+        ),
+        Language::Pt => format!(
+            "Esta alteração exige a sua passkey: um confirmar digitado não a realiza. Confirme nesta página, que abre fora do chat:\n{url}\nPara descartá-la, responda: cancelar\nQualquer outra mensagem a descarta."
+        ),
+    }
+}
+
 /// the fixed prefix of a result, per status. Every status has one, so an unexpected
 /// status is still shown for what it is.
 pub fn status_prefix(lang: Language, status: RemoteStatus) -> &'static str {
