@@ -98,6 +98,9 @@ after(async () => {
   assert.deepEqual(consoleErrors, [], "no page logged an error");
 });
 
+/** The credentials of the last test's authenticator (the person's passkey). */
+let kept = [];
+
 const card = () => widget.locator("#chat li.proposal").last();
 
 async function propose(text) {
@@ -345,7 +348,7 @@ test("F-3 (rollout): a site that pins widget 1.2.0 (older than step-up) shows th
   assert.doesNotMatch(text, /reply: confirm/, "never the typed-confirm instructions");
   const url = text.match(/https?:\/\/\S+\/confirm\/\S+/)[0];
   const tab = await ctx.newPage();
-  await attach(tab);
+  const { cdp, authenticatorId } = await attach(tab);
   await tab.goto(url);
   await signIn(tab);
   await tab.locator("#enrol-passkey").click();
@@ -354,6 +357,35 @@ test("F-3 (rollout): a site that pins widget 1.2.0 (older than step-up) shows th
   const after = await stats();
   assert.equal(after.executions, before.executions + 1, "executed once");
   assert.equal(after.stepUpsVerified, before.stepUpsVerified + 1, "with the step-up the kit verified");
+  kept = (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials;
   await tab.close();
   await legacy.close();
+});
+
+test("F-2: a person adds a second passkey with the one they have (an assertion, no new sign-in for it), then confirms with the new one", async () => {
+  const before = await stats();
+  await propose("move ses_a2 to car_a3");
+  const { tab, cdp, authenticatorId } = await openPage({ credentials: kept });
+  await signIn(tab);
+  await tab.locator("#my-passkeys summary").click();
+  await tab.locator("#add-passkey").click();
+  await tab.locator("#enrol-passkey").waitFor();
+  assert.match(await tab.locator("#enrol-explain").innerText(), /create the new passkey/);
+  // The new device: another authenticator, the first one gone.
+  await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId });
+  const options = { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true };
+  await cdp.send("WebAuthn.addVirtualAuthenticator", { options });
+  await tab.locator("#enrol-passkey").click();
+  await tab.locator("#enrol-passkey").waitFor({ state: "detached" });
+  await tab.locator("#my-passkeys summary").click();
+  assert.equal(await tab.locator("#my-passkeys li.passkey").count(), 2, "both passkeys");
+  assert.equal(await tab.locator("#add-passkey").count(), 0, "one addition per page session");
+  assert.equal(await tab.locator("#state").getAttribute("data-state"), "pending_confirmation", "the change waited");
+  await tab.locator("#confirm-passkey").click();
+  await tab.locator('#state[data-state="completed"]').waitFor();
+  const after = await stats();
+  assert.equal(after.executions, before.executions + 1, "executed once, with the new passkey");
+  const audit = await admin("GET", "audit");
+  assert.equal(audit.body.items.filter((r) => r.action === "passkey.enrolled").length >= 2, true);
+  await tab.close();
 });

@@ -47,7 +47,9 @@
       }
     });
   }
-  wire("confirm-passkey", async (form) => {
+  // An assertion by one of the person's passkeys over the ceremony's challenge, posted
+  // with `form` (a confirmation, or the right to add another passkey).
+  const assert = async (form) => {
     const c = await ceremony(form);
     const credential = await navigator.credentials.get({
       publicKey: {
@@ -66,7 +68,9 @@
     f.clientDataJSON.value = b64.encode(r.clientDataJSON);
     f.signature.value = b64.encode(r.signature);
     form.submit();
-  });
+  };
+  wire("confirm-passkey", assert);
+  wire("add-passkey", assert);
   wire("enrol-passkey", async (form) => {
     const c = await ceremony(form);
     const credential = await navigator.credentials.create({

@@ -51,7 +51,7 @@ use subtle::ConstantTimeEq as _;
 mod stepup;
 
 /// Every route (method, path) the page serves: the SAM template is checked against it.
-pub const ROUTES: [(&str, &str); 12] = [
+pub const ROUTES: [(&str, &str); 14] = [
     ("GET", "/confirm/{id}"),
     ("POST", "/confirm/{id}"),
     ("POST", "/confirm/{id}/sign-in"),
@@ -61,6 +61,8 @@ pub const ROUTES: [(&str, &str); 12] = [
     ("POST", "/confirm/{id}/enrol-challenge"),
     ("POST", "/confirm/{id}/enrol"),
     ("POST", "/confirm/{id}/passkeys/remove"),
+    ("POST", "/confirm/{id}/add-challenge"),
+    ("POST", "/confirm/{id}/add"),
     ("GET", STYLE_PATH),
     ("GET", ICON_PATH),
     ("GET", stepup::SCRIPT_PATH),
@@ -132,6 +134,11 @@ pub fn router(state: PageState) -> Router {
             axum::routing::post(stepup::remove),
         )
         .route(
+            "/confirm/{id}/add-challenge",
+            axum::routing::post(stepup::add_challenge),
+        )
+        .route("/confirm/{id}/add", axum::routing::post(stepup::add))
+        .route(
             stepup::SCRIPT_PATH,
             get(|| async { asset(stepup::SCRIPT, "text/javascript; charset=utf-8") }),
         )
@@ -185,6 +192,10 @@ struct Texts {
     my_passkeys: &'static str,
     enrolled_on: &'static str,
     remove_passkey: &'static str,
+    /// F-2: enrolling another passkey with one the person has.
+    add_passkey: &'static str,
+    add_explain: &'static str,
+    enrol_another: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -223,6 +234,9 @@ const EN: Texts = Texts {
     my_passkeys: "Your passkeys for this company",
     enrolled_on: "Passkey created",
     remove_passkey: "Remove",
+    add_passkey: "Add another passkey",
+    add_explain: "Use a passkey you have to allow one more (a new phone or computer); then create it.",
+    enrol_another: "Now create the new passkey: on this device, or choose another device in your browser's prompt. The change keeps waiting.",
 };
 
 const PT: Texts = Texts {
@@ -261,6 +275,9 @@ const PT: Texts = Texts {
     my_passkeys: "As suas passkeys para esta empresa",
     enrolled_on: "Passkey criada em",
     remove_passkey: "Remover",
+    add_passkey: "Adicionar outra passkey",
+    add_explain: "Use uma passkey que você já tem para permitir mais uma (um celular ou computador novo); depois crie-a.",
+    enrol_another: "Agora crie a nova passkey: neste dispositivo, ou escolha outro dispositivo no aviso do navegador. A alteração continua aguardando.",
 };
 
 fn texts(lang: Language) -> &'static Texts {

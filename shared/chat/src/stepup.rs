@@ -121,6 +121,27 @@ fn nonce_key(who: &Principal, purpose: &str, nonce: &str) -> Sha256Hex {
     )
 }
 
+/// F-2: the purpose of a nonce that proves, with an enrolled passkey, the right to enrol
+/// another.
+const ADD: &str = "add";
+
+/// The challenge of an `add` ceremony: tagged, so no action's challenge (nor any other
+/// purpose's) can stand for it, and bound to the person and the nonce.
+fn add_challenge(who: &Principal, nonce: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for part in [
+        "countersign-add-passkey",
+        who.tenant.as_str(),
+        who.user.as_str(),
+        nonce,
+    ] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    h.finalize().into()
+}
+
 fn confirm_purpose(p: &Proposal) -> String {
     format!("confirm:{}", p.action_id)
 }
@@ -210,6 +231,54 @@ impl StepUp {
         answer: &StepUpAnswer,
     ) -> Result<Evidence, StepUpRefused> {
         self.spend(who, &confirm_purpose(p), &answer.nonce).await?;
+        let challenge = binding(p, &answer.nonce).challenge();
+        let passkey = self.check_assertion(who, challenge, answer).await?;
+        let id = URL_SAFE_NO_PAD
+            .decode(&passkey.id)
+            .map_err(|_| StepUpRefused::NotEnrolled)?;
+        Ok(Evidence::of(
+            &id,
+            &passkey.key,
+            &answer.assertion,
+            &answer.nonce,
+        ))
+    }
+
+    /// F-2: begins proving, with a passkey the person already has, that they may enrol
+    /// another: a fresh nonce, the challenge of that purpose (never an action's), and the
+    /// person's credentials to choose from.
+    pub async fn begin_add(&self, who: &Principal) -> Result<Ceremony, StoreError> {
+        let nonce = self.issue(who, ADD).await?;
+        Ok(Ceremony {
+            challenge: URL_SAFE_NO_PAD.encode(add_challenge(who, &nonce)),
+            nonce,
+            rp_id: self.rp_id.clone(),
+            credentials: self.credential_ids(who).await?,
+        })
+    }
+
+    /// F-2: checks `answer` to [`Self::begin_add`]'s ceremony, as [`Self::verify`] checks a
+    /// confirmation (nonce spent, the person's own credential, every assertion check, the
+    /// counter moved once); the caller then lets the page enrol one passkey.
+    pub async fn verify_add(
+        &self,
+        who: &Principal,
+        answer: &StepUpAnswer,
+    ) -> Result<(), StepUpRefused> {
+        self.spend(who, ADD, &answer.nonce).await?;
+        self.check_assertion(who, add_challenge(who, &answer.nonce), answer)
+            .await
+            .map(|_| ())
+    }
+
+    /// The assertion `answer` over `challenge` by one of `who`'s passkeys, checked, and
+    /// its counter moved once: the passkey it used.
+    async fn check_assertion(
+        &self,
+        who: &Principal,
+        challenge: [u8; 32],
+        answer: &StepUpAnswer,
+    ) -> Result<Passkey, StepUpRefused> {
         let passkey = self
             .passkeys
             .passkeys(&who.tenant, &who.user)
@@ -218,7 +287,7 @@ impl StepUp {
             .find(|k| k.id == answer.credential_id)
             .ok_or(StepUpRefused::NotEnrolled)?;
         let expected = Expected {
-            challenge: binding(p, &answer.nonce).challenge(),
+            challenge,
             origins: &self.origins,
             rp_id: &self.rp_id,
             sign_count: Some(passkey.sign_count),
@@ -240,15 +309,7 @@ impl StepUp {
         if !moved {
             return Err(StepUpRefused::Raced);
         }
-        let id = URL_SAFE_NO_PAD
-            .decode(&passkey.id)
-            .map_err(|_| StepUpRefused::NotEnrolled)?;
-        Ok(Evidence::of(
-            &id,
-            &passkey.key,
-            &answer.assertion,
-            &answer.nonce,
-        ))
+        Ok(passkey)
     }
 
     /// F-2: begins enrolling a passkey for `who` (the caller has checked the fresh

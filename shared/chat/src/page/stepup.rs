@@ -52,6 +52,17 @@ fn enrol_used_key(id: &str, session: &str) -> Sha256Hex {
     Sha256Hex::digest(format!("countersign-page-enrol-used\0{id}\0{session}").as_bytes())
 }
 
+/// Whether the session was ever granted an enrolment (one per page session: a second
+/// needs a new sign-in).
+async fn ever_granted(state: &PageState, id: &str, session: &str) -> Result<bool, Response> {
+    let granted = state
+        .links
+        .page_session(&enrol_key(id, session))
+        .await
+        .map_err(|e| unavailable(&e))?;
+    Ok(granted.is_some())
+}
+
 /// Whether the session may enrol now (the grant lives and was not used).
 async fn may_enrol(state: &PageState, id: &str, session: &str) -> Result<bool, Response> {
     let lookup = |key: Sha256Hex| async move {
@@ -147,7 +158,10 @@ pub(super) async fn section(
         .passkeys(&who.tenant, &who.user)
         .await
         .map_err(|e| unavailable(&e))?;
-    let may_enrol = enrolled.is_empty() && may_enrol(state, id, session).await?;
+    let may_enrol = may_enrol(state, id, session).await?;
+    // F-2: with a passkey, another may be enrolled after an assertion by it (once per
+    // page session).
+    let may_add = !enrolled.is_empty() && !may_enrol && !ever_granted(state, id, session).await?;
     debug_assert_eq!(p.action_id, link.action_id);
     Ok(Some(html! {
         section id="stepup" data-failed=(t.passkey_failed) data-unsupported=(t.no_webauthn) {
@@ -163,8 +177,11 @@ pub(super) async fn section(
                     }
                     button id="confirm-passkey" type="button" class="confirm" { (t.confirm_passkey) }
                 }
-            } @else if may_enrol {
-                p id="enrol-explain" { (t.enrol_explain) }
+            }
+            @if may_enrol {
+                p id="enrol-explain" {
+                    @if enrolled.is_empty() { (t.enrol_explain) } @else { (t.enrol_another) }
+                }
                 form id="enrol" method="post" action={"/confirm/" (id) "/enrol"} data-challenge={"/confirm/" (id) "/enrol-challenge"} {
                     input type="hidden" name="csrf" value=(csrf);
                     @for field in ["nonce", "authenticatorData", "clientDataJSON", "transports"] {
@@ -172,7 +189,7 @@ pub(super) async fn section(
                     }
                     button id="enrol-passkey" type="button" class="confirm" { (t.enrol_button) }
                 }
-            } @else {
+            } @else if enrolled.is_empty() {
                 p id="enrol-explain" { (t.enrol_sign_in) }
                 form method="post" action={"/confirm/" (id) "/sign-in"} {
                     input type="hidden" name="purpose" value=(ENROL);
@@ -199,10 +216,85 @@ pub(super) async fn section(
                             }
                         }
                     }
+                    @if may_add {
+                        p id="add-explain" { (t.add_explain) }
+                        form id="add" method="post" action={"/confirm/" (id) "/add"} data-challenge={"/confirm/" (id) "/add-challenge"} {
+                            input type="hidden" name="csrf" value=(csrf);
+                            @for field in ["nonce", "credentialId", "authenticatorData", "clientDataJSON", "signature"] {
+                                input type="hidden" name=(field);
+                            }
+                            button id="add-passkey" type="button" class="button" { (t.add_passkey) }
+                        }
+                    }
                 }
             }
         }
     }))
+}
+
+/// `POST /confirm/{id}/add-challenge`: a fresh ceremony proving, with a passkey the
+/// person has, that they may enrol another (F-2).
+pub(super) async fn add_challenge(
+    State(state): State<PageState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let link = match link(&state, &id).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let (who, _) = match scripted(&state, &id, &link, &headers, &body).await {
+        Ok(found) => found,
+        Err(r) => return r,
+    };
+    let Some(step_up) = ceremonies(&state) else {
+        return notice(StatusCode::CONFLICT, Language::En, EN.needs_passkey);
+    };
+    match step_up.begin_add(&who).await {
+        Ok(ceremony) if !ceremony.credentials.is_empty() => json_answer(&ceremony),
+        Ok(_) => notice(StatusCode::FORBIDDEN, Language::En, EN.enrol_sign_in),
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// `POST /confirm/{id}/add`: the assertion by one of the person's passkeys, checked; the
+/// page session may then enrol one passkey within 5 minutes (as after a fresh sign-in).
+pub(super) async fn add(
+    State(state): State<PageState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let link = match link(&state, &id).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let (who, session) = match scripted(&state, &id, &link, &headers, &body).await {
+        Ok(found) => found,
+        Err(r) => return r,
+    };
+    let lang = match state.conversations.load(&link.tenant, &link.case).await {
+        Ok(Some(v)) => v.language,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable(&e),
+    };
+    let t = texts(lang);
+    let (Some(step_up), Some(answer)) = (ceremonies(&state), answer_in(&body)) else {
+        return notice(StatusCode::BAD_REQUEST, lang, t.refused);
+    };
+    match ever_granted(&state, &id, &session).await {
+        Ok(false) => {}
+        Ok(true) => return notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
+        Err(r) => return r,
+    }
+    if let Err(e) = step_up.verify_add(&who, &answer).await {
+        return refused_step_up(lang, &id, &e);
+    }
+    match grant_enrolment(&state, &id, &session).await {
+        Ok(()) => back_to_page(&id),
+        Err(e) => unavailable(&e),
+    }
 }
 
 /// `POST /confirm/{id}/passkeys/remove` (form `credentialId`): the signed-in person removes

@@ -372,3 +372,78 @@ async fn f2_the_tenants_fallback_lets_only_a_person_without_a_passkey_confirm_pl
         "a person with a passkey uses it"
     );
 }
+
+/// F-2: a passkey the person has proves they may add another — its assertion over the
+/// `add` challenge: never an action's assertion, never another person's nonce, user
+/// verification required, the nonce spent once; then it counts as a use (counter moved).
+#[tokio::test]
+async fn f2_an_enrolled_passkey_proves_the_right_to_add_another() {
+    let (h, action, _) = waiting().await;
+    let mut device = Authenticator::es256(1, RP, ORIGIN);
+    enrol(&h, &h.who, &device).await;
+    let s = h.chat.step_up.as_ref().unwrap();
+    let add = |device: &mut Authenticator, nonce: String, challenge: &str| StepUpAnswer {
+        nonce,
+        credential_id: device.id_text(),
+        assertion: device.assert(&URL_SAFE_NO_PAD.decode(challenge).unwrap()),
+    };
+    // An action's ceremony cannot stand for it (another purpose's nonce).
+    let confirming = answer(&h, &action, &mut device).await;
+    let refused = s.verify_add(&h.who, &confirming).await;
+    assert!(matches!(refused, Err(StepUpRefused::Nonce)), "{refused:?}");
+    // The `add` nonce with an action's challenge signed: the check names the challenge.
+    let begun = s.begin_add(&h.who).await.unwrap();
+    assert_eq!(begun.credentials, vec![device.id_text()]);
+    let action_challenge = s
+        .begin(&h.who, &h.proposal(&action))
+        .await
+        .unwrap()
+        .challenge;
+    let wrong = add(&mut device, begun.nonce.clone(), &action_challenge);
+    let refused = s.verify_add(&h.who, &wrong).await;
+    assert!(
+        matches!(refused, Err(StepUpRefused::Check(StepUpError::Challenge))),
+        "{refused:?}"
+    );
+    // Another person cannot use this person's nonce.
+    let bob = Principal {
+        tenant: h.who.tenant.clone(),
+        user: UserId::parse("u_bob").unwrap(),
+    };
+    let begun = s.begin_add(&h.who).await.unwrap();
+    let theirs = add(&mut device, begun.nonce.clone(), &begun.challenge);
+    assert!(matches!(
+        s.verify_add(&bob, &theirs).await,
+        Err(StepUpRefused::Nonce)
+    ));
+    // Without user verification: refused.
+    let begun = s.begin_add(&h.who).await.unwrap();
+    device.flags = UP;
+    let no_uv = add(&mut device, begun.nonce.clone(), &begun.challenge);
+    device.flags = UP | UV;
+    let refused = s.verify_add(&h.who, &no_uv).await;
+    assert!(
+        matches!(
+            refused,
+            Err(StepUpRefused::Check(StepUpError::UserVerification))
+        ),
+        "{refused:?}"
+    );
+    // Rightly: accepted once, and never again with the same nonce.
+    let begun = s.begin_add(&h.who).await.unwrap();
+    let right = add(&mut device, begun.nonce.clone(), &begun.challenge);
+    s.verify_add(&h.who, &right).await.unwrap();
+    assert!(matches!(
+        s.verify_add(&h.who, &right).await,
+        Err(StepUpRefused::Nonce)
+    ));
+    assert!(
+        h.store.passkeys_of(&h.who)[0].last_used_at.is_some(),
+        "a use"
+    );
+    assert_eq!(
+        h.state(&action),
+        ProposalState::PendingConfirmation,
+        "the change waits"
+    );
+}
