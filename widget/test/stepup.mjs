@@ -11,6 +11,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 
 const BASE = process.env.BASE_URL || "http://127.0.0.1:8700";
 const SITE = process.env.SITE_URL || "http://127.0.0.1:8701/";
@@ -203,7 +204,7 @@ test("F-2, F-3, F-5: enrol after a fresh sign-in, confirm with the passkey on th
   await tab.close();
 });
 
-test("F-3: without user verification, or an agent pressing Confirm without the authenticator, nothing executes and the person sees why", async () => {
+test("F-3: without user verification, with another credential, or an agent pressing Confirm without the authenticator, nothing executes and the person sees why", async () => {
   await propose("move ses_a2 to car_a1");
   const before = await stats();
   const { tab, cdp, authenticatorId } = await openPage({ credentials: enrolled });
@@ -223,6 +224,32 @@ test("F-3: without user verification, or an agent pressing Confirm without the a
     await tab.locator("#confirm-passkey").click();
     await tab.locator("#stepup-error:not([hidden]), #stepup-refused").first().waitFor();
   }
+  await cdp.send("WebAuthn.setUserVerified", { authenticatorId, isUserVerified: true });
+  // Another credential, on the same RP ID but not this person's: its assertion over this
+  // very action, posted with the page's own form, is refused by the platform.
+  await tab.reload();
+  const foreignId = randomBytes(16).toString("base64");
+  const privateKey = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "der" }).toString("base64");
+  const rpId = new URL(tab.url()).hostname;
+  await cdp.send("WebAuthn.addCredential", { authenticatorId, credential: { credentialId: foreignId, isResidentCredential: false, rpId, privateKey, signCount: 0 } });
+  const foreign = await tab.evaluate(async (id) => {
+    const form = document.querySelector("#decide");
+    const c = await (await fetch(form.dataset.challenge, { method: "POST", body: new URLSearchParams({ csrf: form.elements.csrf.value }) })).json();
+    const dec = (t) => Uint8Array.from(atob(t.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((t.length + 3) % 4)), (ch) => ch.charCodeAt(0));
+    const enc = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const cred = await navigator.credentials.get({
+      publicKey: { challenge: dec(c.challenge), rpId: c.rpId, allowCredentials: [{ type: "public-key", id: dec(id) }], userVerification: "required" },
+    });
+    const r = cred.response;
+    const body = new URLSearchParams({
+      csrf: form.elements.csrf.value, decision: "confirm", nonce: c.nonce, credentialId: enc(cred.rawId),
+      authenticatorData: enc(r.authenticatorData), clientDataJSON: enc(r.clientDataJSON), signature: enc(r.signature),
+    });
+    const res = await fetch(form.action, { method: "POST", body });
+    return { status: res.status, text: await res.text() };
+  }, foreignId);
+  assert.equal(foreign.status, 409);
+  assert.match(foreign.text, /not one of yours for this company/);
   await tab.reload();
   assert.equal(await tab.locator("#state").getAttribute("data-state"), "pending_confirmation");
   const after = await stats();

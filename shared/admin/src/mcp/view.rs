@@ -231,26 +231,30 @@ pub async fn view(
         server_url: c.map(|c| c.server_url.to_string()),
         audience: c.map(|c| c.audience.clone()),
         allowed_tools: c.map(|c| names(&c.allowed_tools)),
-        action_policy: c.map(|c| ActionPolicyView {
-            contract_version: 1,
-            enabled: c.action_policy.enabled,
-            operations: names(&c.action_policy.operations),
-            step_up: c
-                .action_policy
-                .operations
-                .iter()
-                .map(|op| {
-                    let level = if c.action_policy.needs_passkey(op) {
-                        "passkey"
-                    } else {
-                        "none"
-                    };
-                    (op.to_string(), level.to_owned())
-                })
-                .collect(),
-            step_up_fallback: c.action_policy.step_up_fallback,
-        }),
+        action_policy: c.map(|c| policy_view(&c.action_policy)),
         action_verification,
         passkey_holders,
     })
+}
+
+/// The action policy as shown: every operation's step-up named (`none` or `passkey`).
+fn policy_view(policy: &countersign_domain::config::ActionPolicy) -> ActionPolicyView {
+    ActionPolicyView {
+        contract_version: 1,
+        enabled: policy.enabled,
+        operations: names(&policy.operations),
+        step_up: policy
+            .operations
+            .iter()
+            .map(|op| {
+                let level = if policy.needs_passkey(op) {
+                    "passkey"
+                } else {
+                    "none"
+                };
+                (op.to_string(), level.to_owned())
+            })
+            .collect(),
+        step_up_fallback: policy.step_up_fallback,
+    }
 }

@@ -200,36 +200,48 @@ pub(super) async fn section(
                 input type="hidden" name="csrf" value=(csrf);
                 button type="submit" name="decision" value="cancel" class="cancel" { (t.cancel) }
             }
-            @if !enrolled.is_empty() {
-                details id="my-passkeys" {
-                    summary { (t.my_passkeys) }
-                    ul {
-                        @for p in &enrolled {
-                            li class="passkey" {
-                                (t.enrolled_on) " " time { (p.created_at.to_rfc3339()) }
-                                " "
-                                form class="inline" method="post" action={"/confirm/" (id) "/passkeys/remove"} {
-                                    input type="hidden" name="csrf" value=(csrf);
-                                    input type="hidden" name="credentialId" value=(p.id);
-                                    button type="submit" class="cancel" { (t.remove_passkey) }
-                                }
-                            }
-                        }
-                    }
-                    @if may_add {
-                        p id="add-explain" { (t.add_explain) }
-                        form id="add" method="post" action={"/confirm/" (id) "/add"} data-challenge={"/confirm/" (id) "/add-challenge"} {
+            @if !enrolled.is_empty() { (my_passkeys(t, id, &csrf, &enrolled, may_add)) }
+        }
+    }))
+}
+
+/// F-2: the person's own passkeys on the page — each removable — and, when allowed, the
+/// way to add another with one of them.
+fn my_passkeys(
+    t: &Texts,
+    id: &str,
+    csrf: &str,
+    enrolled: &[countersign_domain::ports::Passkey],
+    may_add: bool,
+) -> Markup {
+    html! {
+        details id="my-passkeys" {
+            summary { (t.my_passkeys) }
+            ul {
+                @for p in enrolled {
+                    li class="passkey" {
+                        (t.enrolled_on) " " time { (p.created_at.to_rfc3339()) }
+                        " "
+                        form class="inline" method="post" action={"/confirm/" (id) "/passkeys/remove"} {
                             input type="hidden" name="csrf" value=(csrf);
-                            @for field in ["nonce", "credentialId", "authenticatorData", "clientDataJSON", "signature"] {
-                                input type="hidden" name=(field);
-                            }
-                            button id="add-passkey" type="button" class="button" { (t.add_passkey) }
+                            input type="hidden" name="credentialId" value=(p.id);
+                            button type="submit" class="cancel" { (t.remove_passkey) }
                         }
                     }
                 }
             }
+            @if may_add {
+                p id="add-explain" { (t.add_explain) }
+                form id="add" method="post" action={"/confirm/" (id) "/add"} data-challenge={"/confirm/" (id) "/add-challenge"} {
+                    input type="hidden" name="csrf" value=(csrf);
+                    @for field in ["nonce", "credentialId", "authenticatorData", "clientDataJSON", "signature"] {
+                        input type="hidden" name=(field);
+                    }
+                    button id="add-passkey" type="button" class="button" { (t.add_passkey) }
+                }
+            }
         }
-    }))
+    }
 }
 
 /// `POST /confirm/{id}/add-challenge`: a fresh ceremony proving, with a passkey the

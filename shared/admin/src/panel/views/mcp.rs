@@ -106,23 +106,7 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             label for="operations" { (t("Operations (comma-separated)")) }
             input #operations type="text" name="operations" value=(f.operations);
             (error_for(p.errors, "actionPolicy.operations"))
-            label for="stepUp" { (t("Operations that need the person's passkey (comma-separated; none by default)")) }
-            input #stepUp type="text" name="stepUp" value=(f.step_up);
-            p.hint #passkeyHolders {
-                (t("People with a passkey for your company now:")) " " strong { (p.view.passkey_holders) } ". "
-                (t("Everyone else must sign in through your site and create one before they can confirm an operation that needs it."))
-            }
-            div.enable {
-                input #stepUpFallback type="checkbox" name="stepUpFallback" value="true" checked[f.step_up_fallback];
-                label for="stepUpFallback" { (t("People who have no passkey (never created one, or lost it) may confirm these operations without one (their proof then carries no step-up)")) }
-            }
-            div.enable {
-                input #stepUpAcknowledged type="checkbox" name="stepUpAcknowledged" value="true";
-                label for="stepUpAcknowledged" { (t("I understand: an operation I add here cannot be confirmed without a passkey")) }
-            }
-            @for (field, message) in p.errors.iter().filter(|(f, _)| f.starts_with("actionPolicy.stepUp")) {
-                p.error role="alert" data-field=(field) { (message) }
-            }
+            (step_up_fields(p))
             div.enable {
                 input #enabled type="checkbox" name="enabled" value="true" checked[f.enabled]
                     disabled[p.enable_blocked.is_some() && !f.enabled];
@@ -301,4 +285,29 @@ pub fn certification_result(
         p { a href="/admin/mcp#certification" { (t("Back to the Tenant MCP settings")) } }
     };
     page(t("Certification"), Some(session), body)
+}
+
+/// F-1, F-2: the passkey operations, how many people have a passkey, the fallback for
+/// those who have none, and the tick a new passkey operation waits for.
+fn step_up_fields(p: &McpPage<'_>) -> Markup {
+    let f = p.form;
+    html! {
+        label for="stepUp" { (t("Operations that need the person's passkey (comma-separated; none by default)")) }
+        input #stepUp type="text" name="stepUp" value=(f.step_up);
+        p.hint #passkeyHolders {
+            (t("People with a passkey for your company now:")) " " strong { (p.view.passkey_holders) } ". "
+            (t("Everyone else must sign in through your site and create one before they can confirm an operation that needs it."))
+        }
+        div.enable {
+            input #stepUpFallback type="checkbox" name="stepUpFallback" value="true" checked[f.step_up_fallback];
+            label for="stepUpFallback" { (t("People who have no passkey (never created one, or lost it) may confirm these operations without one (their proof then carries no step-up)")) }
+        }
+        div.enable {
+            input #stepUpAcknowledged type="checkbox" name="stepUpAcknowledged" value="true";
+            label for="stepUpAcknowledged" { (t("I understand: an operation I add here cannot be confirmed without a passkey")) }
+        }
+        @for (field, message) in p.errors.iter().filter(|(f, _)| f.starts_with("actionPolicy.stepUp")) {
+            p.error role="alert" data-field=(field) { (message) }
+        }
+    }
 }
