@@ -228,17 +228,28 @@ struct Wording {
 
 impl Wording {
     /// `lang`, with the passkey link when one of `messages` presents the waiting passkey
-    /// proposal: a link is made only then (one write, off the confirm path).
+    /// proposal: a link is made only then (one write, off the confirm path). `known`: the
+    /// case's proposals as a history page read them, so a page whose proposals need no
+    /// passkey (or are settled) costs nothing more.
     async fn of(
         chat: &Chat,
-        who: &Principal,
-        case: &CaseId,
+        (who, case): (&Principal, &CaseId),
         messages: &[Message],
+        known: Option<&[ProposalView]>,
         lang: Language,
     ) -> Self {
+        let waiting = |id: &countersign_domain::ids::MessageId| {
+            known.is_none_or(|views| {
+                views.iter().any(|v| {
+                    v.needs_passkey
+                        && v.state == "pending_confirmation"
+                        && v.message_id == id.as_str()
+                })
+            })
+        };
         let presented: Vec<&countersign_domain::ids::MessageId> = messages
             .iter()
-            .filter(|m| m.kind == MessageKind::Proposal)
+            .filter(|m| m.kind == MessageKind::Proposal && waiting(&m.id))
             .map(|m| &m.id)
             .collect();
         let passkey = if presented.is_empty() {
@@ -459,12 +470,14 @@ async fn list_messages(
         .chat
         .messages(&who, &case, query.after.as_ref(), limit)
         .await?;
-    let wording = Wording::of(&state.chat, &who, &case, &messages, lang).await;
+    let proposals = proposal_views(&state, &who, &case).await?;
+    let asked = (&who, &case);
+    let wording = Wording::of(&state.chat, asked, &messages, Some(&proposals), lang).await;
     let messages = messages
         .iter()
         .map(|m| MessageView::new(m, &wording))
         .collect();
-    let proposals = Some(proposal_views(&state, &who, &case).await?);
+    let proposals = Some(proposals);
     Ok(Json(Messages {
         messages,
         proposals,
@@ -490,7 +503,7 @@ async fn post_message(
         .chat
         .post(&who, &case, &body.content, reply_to)
         .await?;
-    let wording = Wording::of(&state.chat, &who, &case, &out, lang).await;
+    let wording = Wording::of(&state.chat, (&who, &case), &out, None, lang).await;
     let messages = out.iter().map(|m| MessageView::new(m, &wording)).collect();
     // No `proposals` here: reading them would add a query to the confirm path (decision
     // 0007); a widget that needs the states reads them with `GET …/messages`.
@@ -740,7 +753,7 @@ async fn post_message_stream(
     // route's answer, with its status.
     let Some(first) = rx.recv().await else {
         let (out, lang) = finished(task).await?;
-        let wording = Wording::of(&state.chat, &who, &case, &out, lang).await;
+        let wording = Wording::of(&state.chat, (&who, &case), &out, None, lang).await;
         return Ok(ndjson(Body::from(lines_of(
             &out,
             &wording,
@@ -813,7 +826,7 @@ async fn next_line(
     let task = s.task.take()?;
     let text = match finished(task).await {
         Ok((out, lang)) => {
-            let wording = Wording::of(&s.chat, &s.who, &s.case, &out, lang).await;
+            let wording = Wording::of(&s.chat, (&s.who, &s.case), &out, None, lang).await;
             lines_of(&out, &wording, &s.seen, true)
         }
         Err(e) => line(&json!({"type": "error", "error": e.body().error})),

@@ -487,6 +487,15 @@ fn owns(link: &ConfirmationLink, who: &Principal) -> bool {
     who.tenant == link.tenant && who.user == link.user
 }
 
+/// The language of the link's conversation.
+async fn language(state: &PageState, link: &ConfirmationLink) -> Result<Language, Response> {
+    match state.conversations.load(&link.tenant, &link.case).await {
+        Ok(Some(v)) => Ok(v.language),
+        Ok(None) => Err(not_found()),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
 /// `GET /confirm/{id}`.
 async fn show(
     State(state): State<PageState>,
@@ -497,10 +506,9 @@ async fn show(
         Ok(l) => l,
         Err(r) => return r,
     };
-    let lang = match state.conversations.load(&link.tenant, &link.case).await {
-        Ok(Some(v)) => v.language,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+    let lang = match language(&state, &link).await {
+        Ok(l) => l,
+        Err(r) => return r,
     };
     let t = texts(lang);
     let (who, session) = match person(&state, &id, &link, &headers).await {

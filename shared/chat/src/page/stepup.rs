@@ -252,11 +252,7 @@ pub(super) async fn add_challenge(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, _) = match scripted(&state, &id, &link, &headers, &body).await {
+    let (_, who, _) = match scripted_request(&state, &id, &headers, &body).await {
         Ok(found) => found,
         Err(r) => return r,
     };
@@ -278,18 +274,13 @@ pub(super) async fn add(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, session) = match scripted(&state, &id, &link, &headers, &body).await {
+    let (link, who, session) = match scripted_request(&state, &id, &headers, &body).await {
         Ok(found) => found,
         Err(r) => return r,
     };
-    let lang = match state.conversations.load(&link.tenant, &link.case).await {
-        Ok(Some(v)) => v.language,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+    let lang = match language(&state, &link).await {
+        Ok(l) => l,
+        Err(r) => return r,
     };
     let t = texts(lang);
     let (Some(step_up), Some(answer)) = (ceremonies(&state), answer_in(&body)) else {
@@ -317,11 +308,7 @@ pub(super) async fn remove(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, _) = match scripted(&state, &id, &link, &headers, &body).await {
+    let (_, who, _) = match scripted_request(&state, &id, &headers, &body).await {
         Ok(found) => found,
         Err(r) => return r,
     };
@@ -335,6 +322,19 @@ pub(super) async fn remove(
         Ok(_) => back_to_page(&id),
         Err(e) => unavailable(&e),
     }
+}
+
+/// A request of the page's own script for link `id`: the link, the signed-in person and
+/// their session, if the form token and the origin are the page's.
+async fn scripted_request(
+    state: &PageState,
+    id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(ConfirmationLink, Principal, String), Response> {
+    let link = link(state, id).await?;
+    let (who, session) = scripted(state, id, &link, headers, body).await?;
+    Ok((link, who, session))
 }
 
 /// A request of the page's own script: the signed-in person and their session, if the
@@ -373,11 +373,7 @@ pub(super) async fn challenge(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, _) = match scripted(&state, &id, &link, &headers, &body).await {
+    let (link, who, _) = match scripted_request(&state, &id, &headers, &body).await {
         Ok(found) => found,
         Err(r) => return r,
     };
@@ -417,11 +413,7 @@ pub(super) async fn enrol_challenge(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, session) = match scripted(&state, &id, &link, &headers, &body).await {
+    let (_, who, session) = match scripted_request(&state, &id, &headers, &body).await {
         Ok(found) => found,
         Err(r) => return r,
     };
@@ -468,18 +460,13 @@ pub(super) async fn enrol(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, session) = match scripted(&state, &id, &link, &headers, &body).await {
+    let (link, who, session) = match scripted_request(&state, &id, &headers, &body).await {
         Ok(found) => found,
         Err(r) => return r,
     };
-    let lang = match state.conversations.load(&link.tenant, &link.case).await {
-        Ok(Some(v)) => v.language,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+    let lang = match language(&state, &link).await {
+        Ok(l) => l,
+        Err(r) => return r,
     };
     let t = texts(lang);
     let (Some(nonce), Some(client), Some(data)) = (
