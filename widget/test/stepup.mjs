@@ -184,6 +184,8 @@ test("F-1, F-3: the card says a passkey is needed before anything is typed; a ty
 test("F-2, F-3, F-5: enrol after a fresh sign-in, confirm with the passkey on the platform's page; the provider verifies the step-up and executes once", async () => {
   const before = await stats();
   const { tab, cdp, authenticatorId } = await openPage();
+  // Issue 50: the company asking is named before the person signs in.
+  assert.equal(await tab.locator("h1 #company").textContent(), "TrackShare (demo)");
   await signIn(tab);
   // No passkey yet: the sign-in was a fresh one for enrolling (purpose `enrol`).
   assert.match(await tab.locator("#stepup-proves").textContent(), /does not prove the change is right/);
@@ -287,8 +289,17 @@ test("F-3: a passkey action an MCP client prepared is confirmed on its page link
   for (const credential of enrolled) await cdp.send("WebAuthn.addCredential", { authenticatorId, credential });
   await tab.goto(data.confirmationUrl);
   await signIn(tab);
+  // Issue 50: who asks, the expiry in the person's own time (the page's script), no
+  // operation code; usable at 390 px.
+  assert.match(await tab.locator("h1").innerText(), /^TrackShare \(demo\) asks you to confirm a change$/);
+  assert.equal(await tab.locator("#operation").count(), 0);
+  assert.doesNotMatch(await tab.locator("#expires").textContent(), /UTC$/, "shown in local time");
+  await tab.setViewportSize({ width: 390, height: 844 });
+  assert.ok(await tab.evaluate(() => document.documentElement.scrollWidth <= 390), "no sideways scroll at 390 px");
+  await tab.screenshot({ path: `${ARTIFACTS}/confirm-page-390.png`, fullPage: true });
   await tab.locator("#confirm-passkey").click();
   await tab.locator('#state[data-state="completed"]').waitFor();
+  assert.match(await tab.locator("#close-tab").textContent(), /You can close this tab now/);
   const after = await stats();
   assert.equal(after.executions, before.executions + 1, "executed once");
   assert.equal(after.stepUpsVerified, before.stepUpsVerified + 1, "with the step-up the kit verified");

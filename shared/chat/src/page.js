@@ -1,5 +1,6 @@
-// F-2, F-3: the confirmation page's one script — only the passkey ceremonies, which a
-// browser offers to script alone. Everything else on the page is plain forms.
+// The confirmation page's one script: the expiry in local time, and the passkey
+// ceremonies (F-2, F-3), which a browser offers to script alone. Everything else on the
+// page is plain forms; without the script the page still works (the expiry shows in UTC).
 "use strict";
 (function () {
   const b64 = {
@@ -13,6 +14,12 @@
       return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
     },
   };
+  // The expiry in the person's own time zone and language (the server wrote UTC).
+  const expires = document.getElementById("expires");
+  const at = expires && new Date(expires.getAttribute("datetime"));
+  if (at && !Number.isNaN(at.getTime())) {
+    expires.textContent = at.toLocaleString(document.documentElement.lang || undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
   const section = document.getElementById("stepup");
   if (!section) return;
   const error = document.getElementById("stepup-error");

@@ -153,6 +153,10 @@ pub fn router(state: PageState) -> Router {
 /// The page's fixed texts in the case's language.
 struct Texts {
     title: &'static str,
+    /// After the company's name: "TrackShare asks you to confirm a change".
+    asks: &'static str,
+    /// A settled change: the end of the page.
+    close_tab: &'static str,
     not_found: &'static str,
     expired: &'static str,
     sign_in: &'static str,
@@ -160,7 +164,6 @@ struct Texts {
     sign_in_button: &'static str,
     no_sign_in: &'static str,
     someone_else: &'static str,
-    operation: &'static str,
     expires: &'static str,
     instructions: &'static str,
     confirm: &'static str,
@@ -200,6 +203,8 @@ struct Texts {
 
 const EN: Texts = Texts {
     title: "Confirm a change",
+    asks: "asks you to confirm a change",
+    close_tab: "You can close this tab now; the chat shows the outcome too.",
     not_found: "This confirmation link is not valid.",
     expired: "This request has expired. Nothing was done.",
     sign_in: "Sign in to see the change you were asked to confirm.",
@@ -207,8 +212,7 @@ const EN: Texts = Texts {
     sign_in_button: "Sign in",
     no_sign_in: "This company has not set up sign-in for confirmation pages. Confirm in the support chat instead.",
     someone_else: "This confirmation is for someone else. Nothing was done.",
-    operation: "Operation",
-    expires: "Expires",
+    expires: "Expires at",
     instructions: "Check the change above. Confirm carries out exactly this change; Cancel drops it. Nothing changes until Confirm is pressed on this page, signed in as you: press it only if you asked for this change yourself.",
     confirm: "Confirm",
     cancel: "Cancel",
@@ -241,6 +245,8 @@ const EN: Texts = Texts {
 
 const PT: Texts = Texts {
     title: "Confirmar uma alteração",
+    asks: "pede que você confirme uma alteração",
+    close_tab: "Você já pode fechar esta aba; o chat também mostra o resultado.",
     not_found: "Este link de confirmação não é válido.",
     expired: "Este pedido expirou. Nada foi feito.",
     sign_in: "Entre para ver a alteração que pediram que você confirme.",
@@ -248,7 +254,6 @@ const PT: Texts = Texts {
     sign_in_button: "Entrar",
     no_sign_in: "Esta empresa não configurou a entrada para páginas de confirmação. Confirme no chat de suporte.",
     someone_else: "Esta confirmação é de outra pessoa. Nada foi feito.",
-    operation: "Operação",
     expires: "Expira em",
     instructions: "Confira a alteração acima. Confirmar realiza exatamente esta alteração; Cancelar a descarta. Nada muda até que Confirmar seja pressionado nesta página, com a sua entrada: pressione só se foi você quem pediu esta alteração.",
     confirm: "Confirmar",
@@ -313,7 +318,20 @@ fn state_text(lang: Language, state: ProposalState) -> &'static str {
 
 /// A page with the security headers.
 fn page(status: StatusCode, lang: Language, body: Markup) -> Response {
+    branded(status, lang, None, body)
+}
+
+/// A page that names the company asking (issue 50: a person who follows a link must see
+/// who asks before they sign in or confirm), with the security headers.
+fn branded(status: StatusCode, lang: Language, company: Option<&str>, body: Markup) -> Response {
     let t = texts(lang);
+    let heading = html! {
+        @if let Some(name) = company {
+            span id="company" { (name) } " " (t.asks)
+        } @else {
+            (t.title)
+        }
+    };
     let markup = html! {
         (DOCTYPE)
         html lang=(lang.tag()) {
@@ -321,11 +339,11 @@ fn page(status: StatusCode, lang: Language, body: Markup) -> Response {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="referrer" content="same-origin";
-                title { (t.title) }
+                title { (heading.clone()) }
                 link rel="stylesheet" href=(STYLE_PATH);
                 link rel="icon" type="image/svg+xml" href=(ICON_PATH);
             }
-            body { main { h1 { (t.title) } (body) } }
+            body { main { h1 { (heading) } (body) } }
         }
     };
     countersign_http::pages::html(status, markup.into_string(), CSP)
@@ -521,20 +539,9 @@ async fn show(
         }
         Err(r) => return r,
     };
-    let standing = match confirmation::standing(
-        state.conversations.as_ref(),
-        &link,
-        state.clock.now(),
-    )
-    .await
-    {
-        Ok(Some(s)) => s,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
-    };
-    let summary = match confirmation::summary(state.conversations.as_ref(), &link).await {
-        Ok(s) => s.unwrap_or_default(),
-        Err(e) => return unavailable(&e),
+    let (standing, summary) = match what_stands(&state, &link).await {
+        Ok(found) => found,
+        Err(r) => return r,
     };
     // N-6: the page serves the presentation: its first serving starts a replacing
     // proposal's dwell.
@@ -546,11 +553,6 @@ async fn show(
     {
         tracing::warn!(error = %e, "confirmation page: first serving not recorded");
     }
-    let status = if standing.state == ProposalState::Expired {
-        StatusCode::GONE
-    } else {
-        StatusCode::OK
-    };
     // F-3: a passkey operation's answer is the passkey ceremony.
     let passkey = if standing.state == ProposalState::PendingConfirmation {
         match stepup::section(&state, &id, &link, &who, &session, lang).await {
@@ -563,13 +565,47 @@ async fn show(
     let view = View {
         lang,
         id: &id,
-        link: &link,
         summary: &summary,
         standing: &standing,
         csrf: &form_token(&id, &session),
     };
-    let mut res = page(status, lang, proposal_view(&view, passkey));
-    if status == StatusCode::OK {
+    let company = match tenant_of(&state, &link).await {
+        Ok(t) => t.name,
+        Err(r) => return r,
+    };
+    let status = if standing.state == ProposalState::Expired {
+        StatusCode::GONE
+    } else {
+        StatusCode::OK
+    };
+    fresh(branded(
+        status,
+        lang,
+        Some(&company),
+        proposal_view(&view, passkey),
+    ))
+}
+
+/// Where the link's proposal stands, and its summary.
+async fn what_stands(
+    state: &PageState,
+    link: &ConfirmationLink,
+) -> Result<(Standing, String), Response> {
+    let conversations = state.conversations.as_ref();
+    let standing = match confirmation::standing(conversations, link, state.clock.now()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(not_found()),
+        Err(e) => return Err(unavailable(&e)),
+    };
+    match confirmation::summary(conversations, link).await {
+        Ok(s) => Ok((standing, s.unwrap_or_default())),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+/// A page that shows what stands now: never stored by a cache (a gone one may be).
+fn fresh(mut res: Response) -> Response {
+    if res.status() == StatusCode::OK {
         res.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
@@ -580,7 +616,6 @@ async fn show(
 struct View<'a> {
     lang: Language,
     id: &'a str,
-    link: &'a ConfirmationLink,
     summary: &'a str,
     standing: &'a Standing,
     csrf: &'a str,
@@ -590,17 +625,26 @@ fn proposal_view(v: &View<'_>, passkey: Option<Markup>) -> Markup {
     let View {
         lang,
         id,
-        link,
         summary,
         standing,
         csrf,
     } = *v;
     let t = texts(lang);
     let pending = standing.state == ProposalState::PendingConfirmation;
+    // Settled for good: nothing more will happen on this page.
+    let ended = !matches!(
+        standing.state,
+        ProposalState::PendingConfirmation | ProposalState::Executing | ProposalState::Unknown
+    );
     html! {
-        dl {
-            dt { (t.operation) } dd { code id="operation" { (link.operation.as_str()) } }
-            dt { (t.expires) } dd { time id="expires" datetime=(standing.expires_at.to_rfc3339()) { (standing.expires_at.to_rfc3339()) } }
+        @if pending {
+            // The page's script shows it in the person's local time.
+            p id="expiry" {
+                (t.expires) " "
+                time id="expires" datetime=(standing.expires_at.to_rfc3339()) {
+                    (standing.expires_at.to_rfc3339().get(11..16).unwrap_or_default()) " UTC"
+                }
+            }
         }
         pre id="summary" class="summary" { (summary) }
         p id="state" class={"state " (standing.state.as_str())} data-state=(standing.state.as_str()) {
@@ -609,9 +653,11 @@ fn proposal_view(v: &View<'_>, passkey: Option<Markup>) -> Markup {
         @if let Some(result) = &standing.result {
             pre id="result" class="result" { (result) }
         }
+        @if ended {
+            p id="close-tab" class="instructions" { (t.close_tab) }
+        }
         @if let Some(passkey) = passkey {
             (passkey)
-            script src=(stepup::SCRIPT_PATH) {}
         } @else if pending {
             p id="instructions" class="instructions" { (t.instructions) }
             form method="post" action={"/confirm/" (id)} {
@@ -621,6 +667,7 @@ fn proposal_view(v: &View<'_>, passkey: Option<Markup>) -> Markup {
                 button type="submit" name="decision" value="cancel" class="cancel" { (t.cancel) }
             }
         }
+        script src=(stepup::SCRIPT_PATH) {}
     }
 }
 
@@ -629,8 +676,16 @@ async fn sign_in_url(
     state: &PageState,
     link: &ConfirmationLink,
 ) -> Result<Option<String>, Response> {
+    Ok(tenant_of(state, link).await?.sign_in_url)
+}
+
+/// The link's tenant.
+async fn tenant_of(
+    state: &PageState,
+    link: &ConfirmationLink,
+) -> Result<countersign_domain::ports::Tenant, Response> {
     match state.tenants.get_tenant(&link.tenant).await {
-        Ok(Some(t)) => Ok(t.sign_in_url),
+        Ok(Some(t)) => Ok(t),
         Ok(None) => Err(not_found()),
         Err(e) => Err(unavailable(&e)),
     }
@@ -645,10 +700,12 @@ async fn sign_in_step(
     lang: Language,
 ) -> Response {
     let t = texts(lang);
-    let url = match sign_in_url(state, link).await {
-        Ok(Some(u)) => u,
-        Ok(None) => return notice(StatusCode::CONFLICT, lang, t.no_sign_in),
+    let tenant = match tenant_of(state, link).await {
+        Ok(t) => t,
         Err(r) => return r,
+    };
+    let Some(url) = tenant.sign_in_url else {
+        return notice(StatusCode::CONFLICT, lang, t.no_sign_in);
     };
     // F-2: a person who must enrol first signs in afresh for that, once.
     let enrol = stepup::needs_enrolment(state, link).await;
@@ -657,9 +714,10 @@ async fn sign_in_step(
         .as_ref()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    let mut res = page(
+    let mut res = branded(
         StatusCode::OK,
         lang,
+        Some(&tenant.name),
         html! {
             p { (t.sign_in) }
             p id="sign-in-host" { (t.sign_in_at) " " strong { (host) } "." }

@@ -51,7 +51,15 @@ fn audit(h: &H, action: &str) -> AuditEntry {
 /// A tenant with a sign-in hand-off and a widget key; a proposal prepared in the person's
 /// conversation with its page link; the page's router.
 async fn page() -> Page {
-    let h = H::new().await;
+    page_in(None).await
+}
+
+/// [`page`] for a conversation in `language`.
+async fn page_in(language: Option<countersign_domain::texts::Language>) -> Page {
+    let h = match language {
+        Some(l) => H::new().await.in_language(l).await,
+        None => H::new().await,
+    };
     let tenant = h.who.tenant.clone();
     h.store
         .set_sign_in_url(
@@ -296,6 +304,16 @@ fn cookie_value(set_cookies: &[String], name: &str) -> Option<String> {
 async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
     let p = page().await;
     let first = p.send("GET", &p.path(), None, None).await;
+    // Issue 50: the company asking is named before anything else, on both steps.
+    let company =
+        p.h.store
+            .get_tenant(&p.h.who.tenant)
+            .await
+            .unwrap()
+            .unwrap()
+            .name;
+    let asks = format!("<span id=\"company\">{company}</span> asks you to confirm a change");
+    assert!(first.body.contains(&asks), "{}", first.body);
     assert!(
         first.body.contains("<strong>shop.example</strong>"),
         "names where the person signs in: {}",
@@ -324,7 +342,15 @@ async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
     let shown = p.send("GET", &p.path(), Some(&session), None).await;
     assert_eq!(shown.status, StatusCode::OK);
     assert_eq!(shown.csp.as_deref(), Some(CSP));
-    assert!(!shown.body.contains("<script"));
+    assert!(shown.body.contains(&asks));
+    // One script, the page's own (the expiry in local time; the passkey ceremonies).
+    assert_eq!(shown.body.matches("<script").count(), 1);
+    assert!(
+        shown
+            .body
+            .contains("<script src=\"/confirm-page.js\"></script>")
+    );
+    assert!(shown.body.contains("id=\"expires\""));
     // Its stylesheet and icon are its own (no request the page's routes do not serve).
     for asset in [page::STYLE_PATH, page::ICON_PATH] {
         assert!(shown.body.contains(&format!("href=\"{asset}\"")));
@@ -339,7 +365,14 @@ async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
         "{}",
         shown.body
     );
-    assert!(shown.body.contains("reassign_session_car"));
+    assert!(
+        !shown.body.contains("reassign_session_car"),
+        "the operation's code is not shown to the person"
+    );
+    assert!(
+        !shown.body.contains("id=\"close-tab\""),
+        "not while it waits"
+    );
     let csrf = p.form_token(&session).await;
     p.will_complete();
     let done = p
@@ -360,6 +393,11 @@ async fn x3_the_person_signs_in_through_the_tenant_and_confirms_on_the_page() {
         after.body
     );
     assert!(after.body.contains("id=\"result\""));
+    assert!(
+        after.body.contains("You can close this tab now"),
+        "an end state: {}",
+        after.body
+    );
     assert!(
         !after.body.contains("name=\"csrf\""),
         "no form once answered"
@@ -764,4 +802,34 @@ async fn n6_a_captured_hand_off_token_confirms_nothing() {
     assert_eq!(p.executed(), 0, "a captured token executed");
     assert_eq!(p.state(), ProposalState::PendingConfirmation);
     assert_eq!(p.h.signer.signed(), 0);
+}
+
+/// Issue 50: the page speaks the conversation's language: the company asking, the expiry,
+/// and the end state in Portuguese.
+#[tokio::test]
+async fn the_page_names_the_company_and_ends_in_the_conversations_language() {
+    let p = page_in(Some(countersign_domain::texts::Language::Pt)).await;
+    let first = p.send("GET", &p.path(), None, None).await;
+    assert!(
+        first
+            .body
+            .contains("</span> pede que você confirme uma alteração"),
+        "{}",
+        first.body
+    );
+    assert!(first.body.contains("lang=\"pt-BR\""));
+    let session = p.session().await;
+    let shown = p.send("GET", &p.path(), Some(&session), None).await;
+    assert!(shown.body.contains("Expira em"), "{}", shown.body);
+    let csrf = p.form_token(&session).await;
+    let done = p
+        .post(&session, &format!("csrf={csrf}&decision=cancel"), None)
+        .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let after = p.send("GET", &p.path(), Some(&session), None).await;
+    assert!(
+        after.body.contains("Você já pode fechar esta aba"),
+        "{}",
+        after.body
+    );
 }
