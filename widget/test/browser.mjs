@@ -118,6 +118,7 @@ test("W-7: consult and see the answer", async () => {
   const answer = await last(page);
   assert.equal(answer.role, "assistant");
   assert.match(answer.text, /ses_a1/);
+  assert.doesNotMatch(answer.text, /[{}"]/, "issue 50: readable lines, never raw JSON");
   await ctx.close();
 });
 
@@ -350,6 +351,9 @@ test("S-4: the walkthrough in Portuguese: every platform text, confirmar", async
   await page.screenshot({ path: `${ARTIFACTS}/walkthrough-pt.png`, fullPage: true });
   await type(page, "mover ses_a2 para car_a1");
   await press(page, "Confirmar");
+  // Issue 50: the demo's scripted model answers in the conversation's language.
+  await type(page, "olá");
+  assert.match((await last(page)).text, /Este é o assistente roteirizado offline/);
   await ctx.close();
 });
 

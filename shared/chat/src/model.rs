@@ -20,21 +20,85 @@
 //! - anything else → a short help text about these commands (the same for every tenant:
 //!   it names no tenant's business).
 //!
-//! After tool results it answers with one line per result.
+//! After tool results it answers with short readable lines (the envelope's data, a list's
+//! items one per line), never the raw JSON. It speaks the conversation's language (issue
+//! 50): it reads it from the system text, the domain's fixed text per language.
 
 use async_trait::async_trait;
 use countersign_domain::ports::{
     Model, ModelError, ModelMessage, ModelReply, ModelRequest, ModelTool, ToolCall,
 };
+use countersign_domain::texts::{Language, model_system_text};
 use serde_json::{Map, Value, json};
 
 /// What the scripted model says to anything it has no rule for: how to drive it, for
 /// every tenant alike.
 pub const FALLBACK: &str = "This is the offline scripted assistant: it follows fixed commands only. Try `operations`, `status`, `call <tool> <json arguments>` or `say <text>`.";
 
+/// [`FALLBACK`] in Portuguese.
+pub const FALLBACK_PT: &str = "Este é o assistente roteirizado offline: ele segue apenas comandos fixos. Experimente `operations`, `status`, `call <ferramenta> <argumentos json>` ou `say <texto>`.";
+
 /// What it says when a `move` finds no operation to prepare.
 pub const NO_OPERATION: &str =
     "No write operation that takes two values is enabled here, so nothing was prepared.";
+
+/// [`NO_OPERATION`] in Portuguese.
+pub const NO_OPERATION_PT: &str = "Nenhuma operação de escrita que recebe dois valores está habilitada aqui, então nada foi preparado.";
+
+/// The conversation's language, as the chat's system text says it.
+fn language_of(system: &str) -> Language {
+    if system == model_system_text(Language::Pt) {
+        Language::Pt
+    } else {
+        Language::En
+    }
+}
+
+/// A tool's answer as short readable lines: the envelope's `data` (or its error's
+/// message), a list's items one per line as `key: value` pairs; anything that is not JSON
+/// as it came. At most 1,500 characters.
+pub fn readable(content: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(content) else {
+        return content.chars().take(1500).collect();
+    };
+    let body = if v.get("ok") == Some(&Value::Bool(false)) {
+        v.pointer("/error/message").cloned().unwrap_or(v)
+    } else {
+        v.get("data").cloned().unwrap_or(v)
+    };
+    let mut lines = Vec::new();
+    match &body {
+        Value::Array(items) => lines.extend(items.iter().map(|i| format!("- {}", inline(i)))),
+        Value::Object(fields) => {
+            for (key, value) in fields {
+                match value {
+                    Value::Array(items) if !items.is_empty() => {
+                        lines.push(format!("{key}:"));
+                        lines.extend(items.iter().map(|i| format!("- {}", inline(i))));
+                    }
+                    _ => lines.push(format!("{key}: {}", inline(value))),
+                }
+            }
+        }
+        other => lines.push(inline(other)),
+    }
+    lines.join("\n").chars().take(1500).collect()
+}
+
+/// One value on one line.
+fn inline(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "—".to_owned(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", inline(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(a) => a.iter().map(inline).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
 
 /// The deterministic model.
 #[derive(Debug, Default, Clone, Copy)]
@@ -133,6 +197,11 @@ fn first_required(schema: &Value) -> Option<&str> {
 
 /// What the scripted model does with one user message, offered `tools`.
 pub fn decide(message: &str, tools: &[ModelTool]) -> ModelReply {
+    decide_in(Language::En, message, tools)
+}
+
+/// [`decide`], answering in `lang`.
+fn decide_in(lang: Language, message: &str, tools: &[ModelTool]) -> ModelReply {
     let trimmed = message.trim();
     if let Some(rest) = trimmed.strip_prefix("say slowly ") {
         return text(rest);
@@ -156,12 +225,15 @@ pub fn decide(message: &str, tools: &[ModelTool]) -> ModelReply {
         }
         return call(&tool.name, Value::Object(arguments));
     }
-    text(FALLBACK)
+    text(match lang {
+        Language::En => FALLBACK,
+        Language::Pt => FALLBACK_PT,
+    })
 }
 
 /// After `list_operations` answered a `move`: `prepare_action` with the first operation
 /// whose arguments schema requires two values, bound in its order.
-fn prepare_from(operations: &str, (a, b): (&str, &str)) -> ModelReply {
+fn prepare_from(lang: Language, operations: &str, (a, b): (&str, &str)) -> ModelReply {
     let answer: Value = serde_json::from_str(operations).unwrap_or(Value::Null);
     let items = answer["data"]["items"]
         .as_array()
@@ -177,7 +249,10 @@ fn prepare_from(operations: &str, (a, b): (&str, &str)) -> ModelReply {
             "prepare_action",
             json!({"operation": operation, "arguments": {first: a, second: b}}),
         ),
-        None => text(NO_OPERATION),
+        None => text(match lang {
+            Language::En => NO_OPERATION,
+            Language::Pt => NO_OPERATION_PT,
+        }),
     }
 }
 
@@ -186,6 +261,11 @@ fn prepare_from(operations: &str, (a, b): (&str, &str)) -> ModelReply {
 /// otherwise what [`decide`] makes of the last user message. Public so a test double of a
 /// model service can think like it over any wire format.
 pub fn reply_to(messages: &[ModelMessage], tools: &[ModelTool]) -> ModelReply {
+    reply_in(Language::En, messages, tools)
+}
+
+/// [`reply_to`], answering in `lang`.
+fn reply_in(lang: Language, messages: &[ModelMessage], tools: &[ModelTool]) -> ModelReply {
     let results: Vec<(&str, &str)> = messages
         .iter()
         .rev()
@@ -209,18 +289,18 @@ pub fn reply_to(messages: &[ModelMessage], tools: &[ModelTool]) -> ModelReply {
     if let ([(id, operations)], Some(values)) = (results.as_slice(), move_values(last_user.trim()))
         && *id == listed
     {
-        return prepare_from(operations, values);
+        return prepare_from(lang, operations, values);
     }
     if !results.is_empty() {
         let lines = results
             .iter()
             .rev()
-            .map(|(_, r)| format!("Result: {}", r.chars().take(1500).collect::<String>()))
+            .map(|(_, r)| readable(r))
             .collect::<Vec<_>>()
             .join("\n");
         return text(&lines);
     }
-    decide(last_user, tools)
+    decide_in(lang, last_user, tools)
 }
 
 /// Whether the person asked for `say slowly` (the last message is theirs).
@@ -237,7 +317,11 @@ pub const SLOW_WORD: std::time::Duration = std::time::Duration::from_millis(50);
 #[async_trait]
 impl Model for ScriptedModel {
     async fn step(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let reply = reply_to(&request.messages, &request.tools);
+        let reply = reply_in(
+            language_of(&request.system),
+            &request.messages,
+            &request.tools,
+        );
         // `say slowly` takes as long unstreamed: the whole text after the last word.
         if slow(request)
             && let Some(text) = &reply.text
@@ -255,7 +339,11 @@ impl Model for ScriptedModel {
         request: &ModelRequest,
         delta: &(dyn for<'s> Fn(&'s str) + Send + Sync),
     ) -> Result<ModelReply, ModelError> {
-        let reply = reply_to(&request.messages, &request.tools);
+        let reply = reply_in(
+            language_of(&request.system),
+            &request.messages,
+            &request.tools,
+        );
         let slow = slow(request);
         if let Some(text) = &reply.text {
             for piece in text.split_inclusive(char::is_whitespace) {
@@ -399,5 +487,46 @@ mod tests {
         for demo_word in ["session", "car", "upload", "lap"] {
             assert!(!FALLBACK.to_lowercase().contains(demo_word), "{demo_word}");
         }
+    }
+
+    /// Issue 50: a tool's answer is shown as short readable lines, never raw JSON; a
+    /// refusal as its message; text that is not JSON as it came.
+    #[test]
+    fn tool_results_read_as_short_lines() {
+        let listed = r#"{"ok":true,"data":{"items":[{"id":"x1","laps":2},{"id":"x2","laps":null}],"total":2}}"#;
+        assert_eq!(
+            readable(listed),
+            "items:\n- id: x1, laps: 2\n- id: x2, laps: —\ntotal: 2"
+        );
+        let refused = r#"{"ok":false,"error":{"code":"NOT_FOUND","message":"No such thing."}}"#;
+        assert_eq!(readable(refused), "No such thing.");
+        assert_eq!(readable("plain words"), "plain words");
+        let reply = reply_to(
+            &[
+                ModelMessage::User("invoices".into()),
+                ModelMessage::ToolResult {
+                    call_id: "call_get_invoices".into(),
+                    content: listed.into(),
+                },
+            ],
+            &shop(),
+        );
+        assert!(!reply.text.unwrap().contains('{'), "no JSON");
+    }
+
+    /// Issue 50: in a Portuguese conversation (the Portuguese system text) it answers in
+    /// Portuguese.
+    #[tokio::test]
+    async fn it_answers_in_the_conversations_language() {
+        let request = |lang| ModelRequest {
+            system: model_system_text(lang).to_owned(),
+            messages: vec![ModelMessage::User("olá".into())],
+            tools: shop(),
+            max_output_tokens: 64,
+        };
+        let pt = ScriptedModel.step(&request(Language::Pt)).await.unwrap();
+        assert_eq!(pt.text.as_deref(), Some(FALLBACK_PT));
+        let en = ScriptedModel.step(&request(Language::En)).await.unwrap();
+        assert_eq!(en.text.as_deref(), Some(FALLBACK));
     }
 }
