@@ -339,12 +339,13 @@ test("S-4: the walkthrough in Portuguese: every platform text, confirmar", async
   await type(page, "mover ses_a2 para car_a3");
   const proposal = await last(page);
   assert.equal(proposal.kind, "proposal");
+  assert.match(proposal.text, /Mover a sessão em .* do seu carro/, "issue 50: the demo provider's summary in Portuguese");
   assert.match(proposal.text, /Para executar exatamente a ação acima, responda: confirmar/);
   assert.match(proposal.text, /Aguardando sua resposta/);
   await press(page, "Confirmar");
   const all = await rendered(page);
   assert.match(all.at(-2).text, /confirmar$/);
-  assert.match(all.at(-1).text, /^Assistente: Ação concluída\./);
+  assert.match(all.at(-1).text, /^Assistente: Ação concluída\.\s*A sessão foi movida para o novo carro\./);
   assert.match(all.findLast((m) => m.kind === "proposal").text, /Confirmada e executada/);
   await type(page, "confirmar");
   assert.match((await last(page)).text, /Não há proposta aguardando confirmação/);

@@ -47,6 +47,8 @@ pub struct Proposal {
     pub status: ActionStatus,
     /// Result message, once terminal.
     pub message: Option<String>,
+    /// Prepared in Portuguese (`X-MCP-Language: pt…`): its result message is too.
+    pub portuguese: bool,
 }
 
 /// Counters the tests read (`GET /_demo/stats`).
@@ -135,7 +137,7 @@ impl Store {
     /// `prepare_action {operation, arguments}`.
     pub fn prepare(
         &mut self,
-        who: &Identity,
+        (who, portuguese): (&Identity, bool),
         args: &Value,
         now: OffsetDateTime,
         ttl: time::Duration,
@@ -168,7 +170,11 @@ impl Store {
         if session.car_id == car_id {
             return error("the session is already recorded under that car");
         }
-        let summary = summary(user, session, target);
+        let summary = if portuguese {
+            summary_pt(user, session, target)
+        } else {
+            summary(user, session, target)
+        };
         let persisted = json!({"sessionId": session_id, "carId": car_id});
         let from_car = session.car_id.clone();
         let action_id = format!("act_{}", ulid::Ulid::new());
@@ -191,6 +197,7 @@ impl Store {
                 expires_at: now + ttl,
                 status: ActionStatus::PendingConfirmation,
                 message: None,
+                portuguese,
             },
         );
         self.stats.prepared += 1;
@@ -246,10 +253,12 @@ impl Store {
                     s.car_id = p.to_car.clone();
                 }
                 self.stats.executions += 1;
-                (
-                    ActionStatus::Completed,
-                    "The session was moved to the new car.".to_owned(),
-                )
+                let done = if p.portuguese {
+                    "A sessão foi movida para o novo carro."
+                } else {
+                    "The session was moved to the new car."
+                };
+                (ActionStatus::Completed, done.to_owned())
             }
         };
         if let Some(stored) = self.proposals.get_mut(action_id) {
@@ -329,6 +338,23 @@ fn summary(user: &User, session: &Session, target: &Car) -> String {
         .map_or("(unknown car)", |c| c.name);
     format!(
         "Move the session at {} on {} ({} laps) from your car \"{}\" to your car \"{}\". Its lap times will then count for \"{}\".",
+        session.track,
+        session.date,
+        session.laps_ms.len(),
+        from_name,
+        target.name,
+        target.name
+    )
+}
+
+/// [`summary`] in Portuguese, for a conversation the platform says is Portuguese (B-2's
+/// `X-MCP-Language`): the provider writes the words the person countersigns.
+fn summary_pt(user: &User, session: &Session, target: &Car) -> String {
+    let from_name = user
+        .car(&session.car_id)
+        .map_or("(carro desconhecido)", |c| c.name);
+    format!(
+        "Mover a sessão em {} de {} ({} voltas) do seu carro \"{}\" para o seu carro \"{}\". Os tempos de volta passarão a contar para \"{}\".",
         session.track,
         session.date,
         session.laps_ms.len(),

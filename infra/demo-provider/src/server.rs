@@ -271,7 +271,12 @@ impl Demo {
             .unwrap_or(time::Duration::minutes(4));
         Some(match name {
             "prepare_action" => {
-                let answer = lock(&self.store).prepare(&who, args, now, ttl);
+                // B-2: the conversation's language, when the platform says it.
+                let portuguese = hdrs
+                    .get("x-mcp-language")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|l| l.to_ascii_lowercase().starts_with("pt"));
+                let answer = lock(&self.store).prepare((&who, portuguese), args, now, ttl);
                 if lock(&self.faults).unsafe_summary {
                     unsafe_summary(answer)
                 } else {
