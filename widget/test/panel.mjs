@@ -175,6 +175,16 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   await fill(true);
   assert.equal(await page.locator("#verdict").innerText(), "passed");
   assert.equal(await page.locator("tr.failed").count(), 0);
+  // Issue 50: the result is a page of its own: a reload shows it again and never re-runs
+  // the certification (whose consented run executes a write).
+  const executed = async () => (await (await fetch(`${PROVIDER}/_demo/stats`, {
+    headers: { authorization: `Bearer ${process.env.PROVIDER_TOKEN}` },
+  })).json()).stats.executions;
+  const before = await executed();
+  const reloaded = await page.reload();
+  assert.equal(reloaded.status(), 200);
+  assert.equal(await page.locator("#verdict").innerText(), "passed");
+  assert.equal(await executed(), before, "a reload runs nothing");
   // Each check is said in words, not in requirement IDs.
   const table = await page.locator("#run table").innerText();
   assert.doesNotMatch(table, /\b[HVTA]-\d+\b/, "no rule IDs");

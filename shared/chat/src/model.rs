@@ -21,7 +21,7 @@
 //!   it names no tenant's business).
 //!
 //! After tool results it answers with short readable lines (the envelope's data, a list's
-//! items one per line), never the raw JSON. It speaks the conversation's language (issue
+//! items one per line, a refusal as its message and code), never the raw JSON. It speaks the conversation's language (issue
 //! 50): it reads it from the system text, the domain's fixed text per language.
 
 use async_trait::async_trait;
@@ -62,7 +62,14 @@ pub fn readable(content: &str) -> String {
         return content.chars().take(1500).collect();
     };
     let body = if v.get("ok") == Some(&Value::Bool(false)) {
-        v.pointer("/error/message").cloned().unwrap_or(v)
+        // A refusal: its words, and its code (what a developer driving the demo looks up).
+        let message = v.pointer("/error/message").and_then(Value::as_str);
+        let code = v.pointer("/error/code").and_then(Value::as_str);
+        match (message, code) {
+            (Some(m), Some(c)) => Value::String(format!("{m} ({c})")),
+            (Some(m), None) => Value::String(m.to_owned()),
+            _ => v,
+        }
     } else {
         v.get("data").cloned().unwrap_or(v)
     };
@@ -499,7 +506,7 @@ mod tests {
             "items:\n- id: x1, laps: 2\n- id: x2, laps: —\ntotal: 2"
         );
         let refused = r#"{"ok":false,"error":{"code":"NOT_FOUND","message":"No such thing."}}"#;
-        assert_eq!(readable(refused), "No such thing.");
+        assert_eq!(readable(refused), "No such thing. (NOT_FOUND)");
         assert_eq!(readable("plain words"), "plain words");
         let reply = reply_to(
             &[

@@ -22,16 +22,9 @@ pub(super) async fn certification(
         }
     };
     match certify::run(&state, &session.tenant, &request).await {
-        Ok(run) => {
-            let current = match mcp::current(&state, &session.tenant).await {
-                Ok(s) => s.is_some_and(|s| run.certifies(&CertifiedSubject::of(&s))),
-                Err(e) => return unavailable(&e),
-            };
-            html(
-                StatusCode::OK,
-                views::certification_result(&session, Some((&run, current)), &Errors::new()),
-            )
-        }
+        // Issue 50: the result is a page of its own, so a reload shows it again and never
+        // runs the certification (with its consented write) a second time.
+        Ok(_) => see_other("/admin/certification"),
         Err(e) => {
             let page = |errors: Errors, status| async move {
                 html(status, views::certification_result(&session, None, &errors))
@@ -39,6 +32,32 @@ pub(super) async fn certification(
             PanelError::from(e).answer(page).await
         }
     }
+}
+
+/// `GET /admin/certification`: the latest run's result (the Tenant MCP page when there is
+/// none yet).
+pub(super) async fn latest_certification(
+    State(state): State<AdminState>,
+    session: Session,
+) -> Response {
+    let latest = state
+        .stores
+        .certifications
+        .latest_certification(&session.tenant.id)
+        .await;
+    let run = match latest {
+        Ok(Some(run)) => run,
+        Ok(None) => return see_other("/admin/mcp"),
+        Err(e) => return unavailable(&crate::state::store_down(e)),
+    };
+    let current = match mcp::current(&state, &session.tenant).await {
+        Ok(s) => s.is_some_and(|s| run.certifies(&CertifiedSubject::of(&s))),
+        Err(e) => return unavailable(&e),
+    };
+    html(
+        StatusCode::OK,
+        views::certification_result(&session, Some((&run, current)), &Errors::new()),
+    )
 }
 
 /// The run's request from the panel's form; errors by field.

@@ -79,7 +79,10 @@ pub const ROUTES: [(&str, &str); 25] = [
 
 /// The routes of [`certification_router`] (the messages function: it runs the
 /// certification, which signs test proofs).
-pub const CERTIFICATION_ROUTES: [(&str, &str); 1] = [("POST", "/admin/certification")];
+pub const CERTIFICATION_ROUTES: [(&str, &str); 2] = [
+    ("GET", "/admin/certification"),
+    ("POST", "/admin/certification"),
+];
 
 /// The panel's Content-Security-Policy: its own stylesheet and script, forms to itself.
 pub const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
@@ -127,7 +130,10 @@ pub fn router(state: AdminState) -> Router {
 /// The panel's certification form target (the messages function).
 pub fn certification_router(state: AdminState) -> Router {
     Router::new()
-        .route("/admin/certification", post(certification))
+        .route(
+            "/admin/certification",
+            get(latest_certification).post(certification),
+        )
         .layer(axum::middleware::from_fn(i18n::middleware))
         .with_state(state)
 }

@@ -581,10 +581,7 @@ async fn t06(model: ModelWire) {
     assert!(texts(&m).contains("PROVIDER_CONTRACT_VIOLATION"), "{m:?}");
     assert!(!texts(&m).contains('\u{202E}'));
     let text = texts(&s.say(&t, &case, "status", None).await);
-    assert!(
-        text.contains("\"proposal\":null"),
-        "no proposal stored: {text}"
-    );
+    assert!(text.contains("proposal: —"), "no proposal stored: {text}");
     s.finish();
 }
 
