@@ -615,6 +615,75 @@ impl Chat {
     }
 }
 
+/// F-3: the confirmation page's links for a passkey proposal (here, beside the other
+/// use cases, so the ceremonies' module never reaches back into the service).
+impl Chat {
+    /// F-3: a new link to the confirmation page for `case`'s waiting proposal that needs
+    /// the person's passkey (the widget opens it top-level: the ceremony never runs in the
+    /// tenant's page), and when it expires.
+    pub async fn step_up_link(
+        &self,
+        who: &Principal,
+        case: &countersign_domain::ids::CaseId,
+    ) -> Result<(String, countersign_domain::time::Timestamp), ChatError> {
+        self.step_up_link_of(who, case, |_| true).await
+    }
+
+    /// F-3 (rollout without lockout): the link of [`Self::step_up_link`], only when the
+    /// waiting passkey proposal is one `presented` (a message about to be shown), with the
+    /// id of the message that presented it. What a widget older than step-up, which shows
+    /// a proposal's instructions but not the step-up button, gives the person.
+    pub async fn step_up_link_for(
+        &self,
+        who: &Principal,
+        case: &countersign_domain::ids::CaseId,
+        presented: &[&countersign_domain::ids::MessageId],
+    ) -> Option<(countersign_domain::ids::MessageId, String)> {
+        let mut found = None;
+        let link = self
+            .step_up_link_of(who, case, |p| {
+                let shown = presented.contains(&&p.presented.message_id);
+                if shown {
+                    found = Some(p.presented.message_id.clone());
+                }
+                shown
+            })
+            .await
+            .ok()?;
+        Some((found?, link.0))
+    }
+
+    async fn step_up_link_of(
+        &self,
+        who: &Principal,
+        case: &countersign_domain::ids::CaseId,
+        mut wanted: impl FnMut(&countersign_domain::proposal::Proposal) -> bool,
+    ) -> Result<(String, countersign_domain::time::Timestamp), ChatError> {
+        use ChatError;
+        use countersign_domain::proposal::ProposalState;
+        let view = self.owned(who, case).await?;
+        let now = self.parts.clock.now();
+        let (Some(step_up), Some(p)) = (
+            &self.step_up,
+            view.active.filter(|p| {
+                p.state == ProposalState::PendingConfirmation
+                    && p.needs_passkey
+                    && now < p.expires_at
+                    && wanted(p)
+            }),
+        ) else {
+            return Err(ChatError::NoStepUpPending);
+        };
+        let origin = step_up.origins.first().ok_or(ChatError::NoStepUpPending)?;
+        let created =
+            countersign_tools::confirmation::create_link(step_up.nonces.as_ref(), &p).await?;
+        Ok((
+            countersign_tools::confirmation::page_url(origin, &created.id),
+            p.expires_at,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
