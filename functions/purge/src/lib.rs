@@ -182,6 +182,7 @@ mod tests {
                 holds: Default::default(),
                 erasing: Default::default(),
                 purge_cursor: None,
+                appearance: Default::default(),
             };
             store.create_tenant(&t).await.unwrap();
             f.open_case(&store, &t.id).await;

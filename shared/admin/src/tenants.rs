@@ -57,6 +57,7 @@ pub async fn register(
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
         purge_cursor: None,
+        appearance: Default::default(),
     };
     store.create_tenant(&tenant).await?;
     Ok(Registered { tenant, admin_key })
@@ -168,6 +169,26 @@ pub async fn set_sign_in_url(
         .stores
         .tenants
         .set_sign_in_url(&tenant.id, url, &record)
+        .await;
+    setting_saved(outcome)
+}
+
+/// Issue 50: replaces the tenant's appearance (accent, welcome per language), audited as
+/// `tenant.appearance` with both values. The same appearance writes nothing.
+pub async fn set_appearance(
+    state: &crate::AdminState,
+    tenant: &Tenant,
+    appearance: &countersign_domain::appearance::Appearance,
+) -> Result<(), crate::state::AdminError> {
+    if tenant.appearance == *appearance {
+        return Ok(());
+    }
+    let changes = serde_json::json!({"appearance": {"from": tenant.appearance, "to": appearance}});
+    let record = crate::audit::by_admin(state, tenant, "tenant.appearance", changes);
+    let outcome = state
+        .stores
+        .tenants
+        .set_appearance(&tenant.id, appearance, &record)
         .await;
     setting_saved(outcome)
 }

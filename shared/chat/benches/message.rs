@@ -90,6 +90,7 @@ async fn tenant_with_integration(
             holds: countersign_domain::retention::Holds::default(),
             erasing: Default::default(),
             purge_cursor: None,
+            appearance: Default::default(),
         })
         .await
         .unwrap();

@@ -355,6 +355,45 @@ pub struct CaseView {
     /// when this changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_message_id: Option<String>,
+    /// Issue 50: the tenant's accent (`#rrggbb`), on creation and when asked
+    /// (`?include=welcome`); absent when the tenant set none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accent: Option<String>,
+    /// Issue 50: the tenant's welcome in the case's language, on creation and when asked
+    /// (`?include=welcome`); absent when the tenant wrote none (the widget's own applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub welcome: Option<WelcomeView>,
+}
+
+/// What the widget shows before the person's first message (issue 50).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WelcomeView {
+    /// The greeting.
+    pub greeting: String,
+    /// The assistant's name (the widget's title); empty: the widget's default.
+    pub assistant_name: String,
+    /// Up to four prompts the person sends with one click.
+    pub starters: Vec<String>,
+}
+
+impl From<countersign_domain::appearance::Welcome> for WelcomeView {
+    fn from(w: countersign_domain::appearance::Welcome) -> Self {
+        Self {
+            greeting: w.greeting,
+            assistant_name: w.assistant_name,
+            starters: w.starters,
+        }
+    }
+}
+
+/// `GET /api/cases/{id}` query (issue 50).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CaseQuery {
+    /// `welcome`: add the tenant's accent and welcome (a restored widget's first read;
+    /// never the poll's).
+    pub include: Option<String>,
 }
 
 /// `POST /api/cases` body (optional).
@@ -415,12 +454,15 @@ async fn create_case(
     };
     let language = request.language.map(Language::from);
     let (case, language) = state.chat.open_case(&who, language).await?;
+    let (accent, welcome) = state.chat.appearance(&who, language).await?;
     let view = CaseView {
         case_id: case.id.to_string(),
         status: "open".into(),
         created_at: Some(case.created_at.to_rfc3339()),
         language: Some(language.tag().into()),
         last_message_id: None,
+        accent,
+        welcome: welcome.map(WelcomeView::from),
     };
     Ok((StatusCode::CREATED, Json(view)))
 }
@@ -428,15 +470,26 @@ async fn create_case(
 /// The case: open or closed, its language, its newest message (S-2, S-3). What an open
 /// widget polls: two small reads, however long the conversation.
 #[utoipa::path(get, path = "/api/cases/{id}", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id")),
+    params(("id" = String, Path, description = "The case id"), CaseQuery),
     responses((status = 200, body = CaseView), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn get_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
     CasePath(case): CasePath,
+    Query(query): Query<CaseQuery>,
 ) -> Result<Json<CaseView>, ApiError> {
     let summary = state.chat.summary(&who, &case).await?;
+    let (accent, welcome) = match query.include.as_deref() {
+        Some("welcome") => state.chat.appearance(&who, summary.language).await?,
+        Some(_) => {
+            return Err(ApiError::validation(
+                "include",
+                "include may only be `welcome`",
+            ));
+        }
+        None => (None, None),
+    };
     Ok(Json(CaseView {
         case_id: summary.case.id.to_string(),
         status: match summary.case.status {
@@ -447,6 +500,8 @@ async fn get_case(
         created_at: Some(summary.case.created_at.to_rfc3339()),
         language: Some(summary.language.tag().into()),
         last_message_id: summary.last_message.map(|m| m.to_string()),
+        accent,
+        welcome: welcome.map(WelcomeView::from),
     }))
 }
 
@@ -541,6 +596,8 @@ async fn close_case(
         created_at: None,
         language: None,
         last_message_id: None,
+        accent: None,
+        welcome: None,
     }))
 }
 
@@ -642,7 +699,7 @@ async fn step_up_link(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
     paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case, mint_mcp_token, step_up_link),
-    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, CreateCase, LanguageTag, PostMessage, McpTokenRequest, McpToken)),
+    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, WelcomeView, CreateCase, LanguageTag, PostMessage, McpTokenRequest, McpToken)),
     modifiers(&WidgetJwt)
 )]
 struct WidgetApi;

@@ -165,6 +165,26 @@ impl Chat {
         Ok((case, language))
     }
 
+    /// Issue 50: the tenant's accent and its welcome in `language`: what the widget shows
+    /// before the person's first message. One read of the tenant; never on the poll.
+    pub async fn appearance(
+        &self,
+        who: &Principal,
+        language: Language,
+    ) -> Result<
+        (
+            Option<String>,
+            Option<countersign_domain::appearance::Welcome>,
+        ),
+        ChatError,
+    > {
+        let tenant = self.parts.tenants.get_tenant(&who.tenant).await?;
+        Ok(tenant.map_or((None, None), |t| {
+            let welcome = t.appearance.welcome(language).cloned();
+            (t.appearance.accent, welcome)
+        }))
+    }
+
     /// `GET /api/cases/:id` (S-2, S-3): the case's status, language and newest message,
     /// what an open widget polls. Two small reads, whatever the conversation's length.
     pub async fn summary(&self, who: &Principal, case: &CaseId) -> Result<CaseSummary, ChatError> {

@@ -14,6 +14,9 @@
       return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
     },
   };
+  // Issue 50: the tenant's accent (checked when saved; checked again here).
+  const accent = document.documentElement.dataset.accent;
+  if (accent && /^#[0-9a-f]{6}$/.test(accent)) document.documentElement.style.setProperty("--accent", accent);
   // The expiry in the person's own time zone and language (the server wrote UTC).
   const expires = document.getElementById("expires");
   const at = expires && new Date(expires.getAttribute("datetime"));

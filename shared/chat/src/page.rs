@@ -323,10 +323,18 @@ fn page(status: StatusCode, lang: Language, body: Markup) -> Response {
 
 /// A page that names the company asking (issue 50: a person who follows a link must see
 /// who asks before they sign in or confirm), with the security headers.
-fn branded(status: StatusCode, lang: Language, company: Option<&str>, body: Markup) -> Response {
+/// `company`: the tenant's name and accent (issue 50), which the page's script applies
+/// (the CSP allows no inline style, and a script's CSSOM write is not one).
+fn branded(
+    status: StatusCode,
+    lang: Language,
+    company: Option<(&str, Option<&str>)>,
+    body: Markup,
+) -> Response {
     let t = texts(lang);
+    let accent = company.and_then(|(_, accent)| accent);
     let heading = html! {
-        @if let Some(name) = company {
+        @if let Some((name, _)) = company {
             span id="company" { (name) } " " (t.asks)
         } @else {
             (t.title)
@@ -334,7 +342,7 @@ fn branded(status: StatusCode, lang: Language, company: Option<&str>, body: Mark
     };
     let markup = html! {
         (DOCTYPE)
-        html lang=(lang.tag()) {
+        html lang=(lang.tag()) data-accent=[accent] {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
@@ -343,7 +351,10 @@ fn branded(status: StatusCode, lang: Language, company: Option<&str>, body: Mark
                 link rel="stylesheet" href=(STYLE_PATH);
                 link rel="icon" type="image/svg+xml" href=(ICON_PATH);
             }
-            body { main { h1 { (heading) } (body) } }
+            body {
+                main { h1 { (heading) } (body) }
+                @if company.is_some() { script src=(stepup::SCRIPT_PATH) {} }
+            }
         }
     };
     countersign_http::pages::html(status, markup.into_string(), CSP)
@@ -569,8 +580,8 @@ async fn show(
         standing: &standing,
         csrf: &form_token(&id, &session),
     };
-    let company = match tenant_of(&state, &link).await {
-        Ok(t) => t.name,
+    let tenant = match tenant_of(&state, &link).await {
+        Ok(t) => t,
         Err(r) => return r,
     };
     let status = if standing.state == ProposalState::Expired {
@@ -581,7 +592,7 @@ async fn show(
     fresh(branded(
         status,
         lang,
-        Some(&company),
+        Some((&tenant.name, tenant.appearance.accent.as_deref())),
         proposal_view(&view, passkey),
     ))
 }
@@ -667,7 +678,6 @@ fn proposal_view(v: &View<'_>, passkey: Option<Markup>) -> Markup {
                 button type="submit" name="decision" value="cancel" class="cancel" { (t.cancel) }
             }
         }
-        script src=(stepup::SCRIPT_PATH) {}
     }
 }
 
@@ -717,7 +727,7 @@ async fn sign_in_step(
     let mut res = branded(
         StatusCode::OK,
         lang,
-        Some(&tenant.name),
+        Some((&tenant.name, tenant.appearance.accent.as_deref())),
         html! {
             p { (t.sign_in) }
             p id="sign-in-host" { (t.sign_in_at) " " strong { (host) } "." }

@@ -20,6 +20,7 @@
 //! - what the audit trail records of each proposal step (L-1): [`life`]
 //! - ports: [`ports`]
 
+pub mod appearance;
 pub mod audit_chain;
 pub mod authenticator;
 pub mod certification;

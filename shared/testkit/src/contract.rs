@@ -104,6 +104,7 @@ macro_rules! store_contract {
             l2_every_record_is_chained_and_the_trail_verifies,
             s2_the_summary_names_the_newest_message_and_proposals_keep_their_states,
             s4_the_tenants_language_is_set_with_its_audit_record,
+            the_tenants_appearance_is_set_whole_with_its_audit_record,
             u3_a_credential_retires_once_with_its_audit_record,
             x5_a_record_joins_an_open_cases_chain_and_never_a_closed_one,
             r1_a_tenants_conversations_are_listed_with_their_last_activity,
@@ -172,6 +173,7 @@ impl Fixture {
             holds: countersign_domain::retention::Holds::default(),
             erasing: Default::default(),
             purge_cursor: None,
+            appearance: Default::default(),
         }
     }
 
@@ -464,6 +466,7 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
         purge_cursor: None,
+        appearance: Default::default(),
     };
     s.tenants().create_tenant(&tenant).await.unwrap();
     let record = f.audit(
@@ -488,6 +491,78 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
     assert!(matches!(
         s.tenants()
             .set_language(&unknown, Language::Pt, &record)
+            .await
+            .unwrap(),
+        TransitionOutcome::Conflict { .. }
+    ));
+    assert!(
+        s.tenants()
+            .list_audit(&unknown, None, 10)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(s.tenants().get_tenant(&unknown).await.unwrap(), None);
+}
+
+/// Issue 50: the tenant's appearance (accent, welcomes) is replaced whole with its audit
+/// record in one write, and read back as written; an unknown tenant is a conflict and
+/// writes nothing.
+pub async fn the_tenants_appearance_is_set_whole_with_its_audit_record(s: Arc<dyn Subject>) {
+    use countersign_domain::appearance::{Appearance, welcome};
+    let f = Fixture::default();
+    let tenant = countersign_domain::ports::Tenant {
+        id: f.tenant(),
+        name: "Appearance".into(),
+        admin_key_hash: Sha256Hex::digest("tsk_appearance"),
+        language: Language::En,
+        created_at: f.now(),
+        sign_in_url: None,
+        retention_days: None,
+        holds: countersign_domain::retention::Holds::default(),
+        erasing: Default::default(),
+        purge_cursor: None,
+        appearance: Default::default(),
+    };
+    s.tenants().create_tenant(&tenant).await.unwrap();
+    let set = |a: Appearance| {
+        let s = s.clone();
+        let record = f.audit("tenant.appearance", json!({}));
+        let id = tenant.id.clone();
+        async move { s.tenants().set_appearance(&id, &a, &record).await.unwrap() }
+    };
+    let first = Appearance {
+        accent: Some("#0b5d3b".into()),
+        en: welcome("Hi! How can we help?", "Ana", &["Where is my order?"]).unwrap(),
+        pt: welcome(
+            "Olá! Como podemos ajudar?",
+            "Ana",
+            &["Onde está meu pedido?", "Trocar endereço"],
+        )
+        .unwrap(),
+    };
+    assert_eq!(set(first.clone()).await, TransitionOutcome::Applied);
+    let stored = s.tenants().get_tenant(&tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.appearance, first);
+    // Replaced whole: a welcome left out is gone.
+    let second = Appearance {
+        accent: None,
+        en: first.en.clone(),
+        pt: None,
+    };
+    assert_eq!(set(second.clone()).await, TransitionOutcome::Applied);
+    let stored = s.tenants().get_tenant(&tenant.id).await.unwrap().unwrap();
+    assert_eq!(stored.appearance, second);
+    assert_eq!(stored.name, tenant.name);
+    let page = s.tenants().list_audit(&tenant.id, None, 10).await.unwrap();
+    assert_eq!(page.items.len(), 2);
+    assert!(page.items.iter().all(|r| r.action == "tenant.appearance"));
+    let unknown = f.tenant();
+    let record = f.audit("tenant.appearance", json!({}));
+    assert!(matches!(
+        s.tenants()
+            .set_appearance(&unknown, &first, &record)
             .await
             .unwrap(),
         TransitionOutcome::Conflict { .. }

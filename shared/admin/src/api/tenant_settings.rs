@@ -21,6 +21,49 @@ pub struct TenantSettings {
     #[serde(rename = "retentionDays")]
     #[schema(example = 90)]
     pub retention_days: Option<u32>,
+    /// Issue 50: the accent colour of the widget and the confirmation page (`#rrggbb`;
+    /// white text on it stays readable); null until set.
+    #[schema(example = "#0b5d3b")]
+    pub accent: Option<String>,
+    /// Issue 50: what the widget shows before the person's first message, per language;
+    /// a language without one gets the widget's default.
+    pub welcome: WelcomeSettings,
+}
+
+/// The welcome per language (issue 50).
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WelcomeSettings {
+    /// In English conversations.
+    #[serde(default)]
+    pub en: Option<WelcomeFields>,
+    /// In Portuguese conversations.
+    #[serde(default, rename = "pt-BR", alias = "pt")]
+    pub pt: Option<WelcomeFields>,
+}
+
+/// One language's welcome (issue 50). All empty removes it.
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WelcomeFields {
+    /// 1–300 characters ("Hi! How can we help?").
+    pub greeting: String,
+    /// At most 40 characters; empty: the widget's default ("Support").
+    #[serde(default)]
+    pub assistant_name: String,
+    /// Up to four prompts of at most 80 characters the person sends with one click.
+    #[serde(default)]
+    pub starters: Vec<String>,
+}
+
+impl From<&countersign_domain::appearance::Welcome> for WelcomeFields {
+    fn from(w: &countersign_domain::appearance::Welcome) -> Self {
+        Self {
+            greeting: w.greeting.clone(),
+            assistant_name: w.assistant_name.clone(),
+            starters: w.starters.clone(),
+        }
+    }
 }
 
 /// `PUT settings` body: each member absent (or null) is left as it is; at least one is
@@ -42,6 +85,39 @@ pub struct TenantSettingsInput {
     )]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 3650)]
     pub retention_days: Option<i64>,
+    /// Issue 50: the accent (`#rrggbb`); the empty string removes it.
+    #[serde(default)]
+    pub accent: Option<String>,
+    /// Issue 50: the welcome of each language given (the other kept as it is).
+    #[serde(default)]
+    pub welcome: Option<WelcomeSettings>,
+}
+
+/// The tenant's appearance with `body`'s changes, checked whole (issue 50).
+fn appearance_of(
+    tenant: &Tenant,
+    body: &TenantSettingsInput,
+) -> Result<countersign_domain::appearance::Appearance, ApiError> {
+    use countersign_domain::appearance::{parse_accent, welcome};
+    use countersign_domain::texts::Language::En;
+    let mut a = tenant.appearance.clone();
+    if let Some(raw) = &body.accent {
+        a.accent = parse_accent(raw).map_err(|e| ApiError::validation("accent", e.message(En)))?;
+    }
+    let checked = |field: &str, w: &WelcomeFields| {
+        let starters: Vec<&str> = w.starters.iter().map(String::as_str).collect();
+        welcome(&w.greeting, &w.assistant_name, &starters)
+            .map_err(|e| ApiError::validation(field, e.message(En)))
+    };
+    if let Some(w) = &body.welcome {
+        if let Some(en) = &w.en {
+            a.en = checked("welcome.en", en)?;
+        }
+        if let Some(pt) = &w.pt {
+            a.pt = checked("welcome.pt-BR", pt)?;
+        }
+    }
+    Ok(a)
 }
 
 /// A language of the chat's fixed texts (S-4), as a BCP 47 tag.
@@ -61,6 +137,11 @@ pub(super) fn settings_view(tenant: &Tenant) -> TenantSettings {
         language: tenant.language.tag().to_owned(),
         sign_in_url: tenant.sign_in_url.clone(),
         retention_days: tenant.retention_days.map(RetentionDays::days),
+        accent: tenant.appearance.accent.clone(),
+        welcome: WelcomeSettings {
+            en: tenant.appearance.en.as_ref().map(WelcomeFields::from),
+            pt: tenant.appearance.pt.as_ref().map(WelcomeFields::from),
+        },
     }
 }
 
@@ -74,7 +155,8 @@ pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<Tenan
 
 /// Sets the tenant's default language (S-4), audited as `tenant.language`, its sign-in
 /// hand-off URL, audited as `tenant.sign_in_url`, and its retention, audited as
-/// `tenant.retention_days`; every value is checked before anything is saved. New cases take the language; open
+/// `tenant.retention_days`, and its accent and welcome (issue 50), audited as
+/// `tenant.appearance`; every value is checked before anything is saved. New cases take the language; open
 /// cases keep theirs.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
     params(("id" = String, Path, description = "The tenant id")), request_body = TenantSettingsInput,
@@ -85,12 +167,18 @@ pub(super) async fn put_settings(
     TenantAdmin(mut tenant): TenantAdmin,
     Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
 ) -> Result<Json<TenantSettings>, ApiError> {
-    if body.language.is_none() && body.sign_in_url.is_none() && body.retention_days.is_none() {
+    if body.language.is_none()
+        && body.sign_in_url.is_none()
+        && body.retention_days.is_none()
+        && body.accent.is_none()
+        && body.welcome.is_none()
+    {
         return Err(ApiError::validation(
             "language",
-            "name at least one setting to change: language, signInUrl or retentionDays",
+            "name at least one setting to change: language, signInUrl, retentionDays, accent or welcome",
         ));
     }
+    let appearance = appearance_of(&tenant, &body)?;
     let retention = match body.retention_days {
         Some(days) => Some(
             RetentionDays::new(days)
@@ -122,5 +210,7 @@ pub(super) async fn put_settings(
         crate::retention::set_retention_days(&state, &tenant, days).await?;
         tenant.retention_days = Some(days);
     }
+    crate::tenants::set_appearance(&state, &tenant, &appearance).await?;
+    tenant.appearance = appearance;
     Ok(Json(settings_view(&tenant)))
 }

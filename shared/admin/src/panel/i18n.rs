@@ -271,6 +271,30 @@ const PORTUGUESE: &[(&str, &str)] = &[
         "Deixe vazio para que as pessoas confirmem apenas no chat.",
     ),
     ("Retention (days)", "Retenção (dias)"),
+    ("Accent colour", "Cor de destaque"),
+    (
+        "The colour of the widget's header and main buttons and of the confirmation page, written #rrggbb. White text is written on it, so it must be dark enough to read. Empty keeps the default blue; your page may still choose another for its widget.",
+        "A cor do cabeçalho e dos botões principais do widget e da página de confirmação, escrita #rrggbb. Um texto branco é escrito sobre ela, então ela deve ser escura o bastante para ser lida. Vazia mantém o azul padrão; a sua página ainda pode escolher outra para o widget.",
+    ),
+    (
+        "Welcome in English conversations",
+        "Boas-vindas nas conversas em inglês",
+    ),
+    (
+        "Welcome in Portuguese conversations",
+        "Boas-vindas nas conversas em português",
+    ),
+    ("Greeting", "Saudação"),
+    ("Assistant's name", "Nome do assistente"),
+    (
+        "Starter prompts: up to four questions the person can send with one click.",
+        "Sugestões: até quatro perguntas que a pessoa envia com um clique.",
+    ),
+    ("Starter", "Sugestão"),
+    (
+        "The widget shows the greeting and the starters before the person's first message; all empty keeps the widget's own greeting.",
+        "O widget mostra a saudação e as sugestões antes da primeira mensagem da pessoa; tudo vazio mantém a saudação do próprio widget.",
+    ),
     (
         "Retention: a whole number of days from 1 to 3650.",
         "Retenção: um número inteiro de dias de 1 a 3650.",

@@ -16,6 +16,32 @@ pub(super) struct SettingsForm {
     language: countersign_domain::texts::Language,
     sign_in_url: Option<String>,
     retention: Option<countersign_domain::retention::RetentionDays>,
+    appearance: countersign_domain::appearance::Appearance,
+}
+
+/// Issue 50: the accent and both welcomes from the form, each refusal under its field in
+/// the administrator's language.
+fn appearance_form(form: &Form) -> Result<countersign_domain::appearance::Appearance, Errors> {
+    use countersign_domain::appearance::{Appearance, parse_accent, welcome};
+    let lang = super::i18n::lang();
+    let refused = |field: &str, e: countersign_domain::appearance::AppearanceError| -> Errors {
+        [(field.to_owned(), e.message(lang).to_owned())].into()
+    };
+    let accent =
+        parse_accent(form.get("accent").unwrap_or("")).map_err(|e| refused("accent", e))?;
+    let one = |prefix: &str| {
+        let field = |name: &str| form.get(&format!("{prefix}.{name}")).unwrap_or("");
+        let starters: Vec<&str> = (1..=countersign_domain::appearance::MAX_STARTERS)
+            .map(|i| field(&format!("starter{i}")))
+            .collect();
+        welcome(field("greeting"), field("assistantName"), &starters)
+            .map_err(|e| refused(&format!("{prefix}.greeting"), e))
+    };
+    Ok(Appearance {
+        accent,
+        en: one("welcome.en")?,
+        pt: one("welcome.pt")?,
+    })
 }
 
 pub(super) fn settings_form(
@@ -55,10 +81,12 @@ pub(super) fn settings_form(
                 })?,
         ),
     };
+    let appearance = appearance_form(form)?;
     Ok(SettingsForm {
         language,
         sign_in_url,
         retention,
+        appearance,
     })
 }
 
@@ -87,6 +115,9 @@ pub(super) async fn settings_save(
     if let Some(days) = settings.retention
         && let Err(e) = crate::retention::set_retention_days(&state, tenant, days).await
     {
+        return unavailable(&e);
+    }
+    if let Err(e) = crate::tenants::set_appearance(&state, tenant, &settings.appearance).await {
         return unavailable(&e);
     }
     see_other("/admin/settings?done=saved")

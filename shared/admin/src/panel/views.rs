@@ -119,10 +119,46 @@ pub fn settings(session: &Session, notice: Option<&str>, errors: &Errors) -> Mar
                     (t("Its audit records stay, so the trail still verifies, but no longer say which conversation, change or message they were about. "))
                     (t("From 1 to 3650 days; empty keeps the platform's default."))
                 }
+                (appearance_fields(session, errors))
                 button type="submit" { (t("Save")) }
             }
         },
     )
+}
+
+/// Issue 50: the accent and the welcome of each language.
+fn appearance_fields(session: &Session, errors: &Errors) -> Markup {
+    use countersign_domain::appearance::MAX_STARTERS;
+    let a = &session.tenant.appearance;
+    html! {
+        label for="accent" { (t("Accent colour")) }
+        input #accent type="text" name="accent" value=(a.accent.as_deref().unwrap_or(""))
+            placeholder="#2357c6" pattern="#?[0-9A-Fa-f]{6}" aria-describedby="accent-help";
+        (error_for(errors, "accent"))
+        p.help #accent-help {
+            (t("The colour of the widget's header and main buttons and of the confirmation page, written #rrggbb. White text is written on it, so it must be dark enough to read. Empty keeps the default blue; your page may still choose another for its widget."))
+        }
+        @for (prefix, legend, welcome) in [("welcome.en", t("Welcome in English conversations"), a.en.as_ref()), ("welcome.pt", t("Welcome in Portuguese conversations"), a.pt.as_ref())] {
+            fieldset.welcome {
+                legend { (legend) }
+                label for={(prefix) ".greeting"} { (t("Greeting")) }
+                textarea id={(prefix) ".greeting"} name={(prefix) ".greeting"} rows="2" maxlength="300" {
+                    (welcome.map(|w| w.greeting.as_str()).unwrap_or(""))
+                }
+                (error_for(errors, &format!("{prefix}.greeting")))
+                label for={(prefix) ".assistantName"} { (t("Assistant's name")) }
+                input id={(prefix) ".assistantName"} name={(prefix) ".assistantName"} type="text" maxlength="40"
+                    value=(welcome.map(|w| w.assistant_name.as_str()).unwrap_or(""));
+                p.help { (t("Starter prompts: up to four questions the person can send with one click.")) }
+                @for i in 1..=MAX_STARTERS {
+                    label for={(prefix) ".starter" (i)} { (t("Starter")) " " (i) }
+                    input id={(prefix) ".starter" (i)} name={(prefix) ".starter" (i)} type="text" maxlength="80"
+                        value=(welcome.and_then(|w| w.starters.get(i - 1)).map(String::as_str).unwrap_or(""));
+                }
+            }
+        }
+        p.help { (t("The widget shows the greeting and the starters before the person's first message; all empty keeps the widget's own greeting.")) }
+    }
 }
 
 /// The sign-in page.

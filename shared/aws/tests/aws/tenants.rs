@@ -40,6 +40,7 @@ async fn tenants_are_created_listed_and_rekeyed() {
         holds: countersign_domain::retention::Holds::default(),
         erasing: Default::default(),
         purge_cursor: None,
+        appearance: Default::default(),
     };
     store.create_tenant(&t).await.unwrap();
     assert!(

@@ -104,6 +104,7 @@ impl H {
                 holds: countersign_domain::retention::Holds::default(),
                 erasing: Default::default(),
                 purge_cursor: None,
+                appearance: Default::default(),
             })
             .await
             .unwrap();

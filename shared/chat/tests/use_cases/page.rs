@@ -809,7 +809,30 @@ async fn n6_a_captured_hand_off_token_confirms_nothing() {
 #[tokio::test]
 async fn the_page_names_the_company_and_ends_in_the_conversations_language() {
     let p = page_in(Some(countersign_domain::texts::Language::Pt)).await;
+    // The tenant's accent colours both steps (applied by the page's own script).
+    let appearance = countersign_domain::appearance::Appearance {
+        accent: Some("#0b5d3b".into()),
+        ..Default::default()
+    };
+    p.h.store
+        .set_appearance(
+            &p.h.who.tenant,
+            &appearance,
+            &audit(&p.h, "tenant.appearance"),
+        )
+        .await
+        .unwrap();
     let first = p.send("GET", &p.path(), None, None).await;
+    assert!(
+        first.body.contains("data-accent=\"#0b5d3b\""),
+        "{}",
+        first.body
+    );
+    assert!(
+        first.body.contains("<script src=\"/confirm-page.js\""),
+        "{}",
+        first.body
+    );
     assert!(
         first
             .body
@@ -821,6 +844,11 @@ async fn the_page_names_the_company_and_ends_in_the_conversations_language() {
     let session = p.session().await;
     let shown = p.send("GET", &p.path(), Some(&session), None).await;
     assert!(shown.body.contains("Expira em"), "{}", shown.body);
+    assert!(
+        shown.body.contains("data-accent=\"#0b5d3b\""),
+        "{}",
+        shown.body
+    );
     let csrf = p.form_token(&session).await;
     let done = p
         .post(&session, &format!("csrf={csrf}&decision=cancel"), None)

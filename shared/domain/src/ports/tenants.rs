@@ -36,6 +36,8 @@ pub struct Tenant {
     /// where the purge's last run stopped for this tenant when it ran out of time;
     /// the next run resumes there. `None`: the next run starts at the beginning.
     pub purge_cursor: Option<String>,
+    /// Issue 50: its accent and welcome per language; default until the tenant sets them.
+    pub appearance: crate::appearance::Appearance,
 }
 
 /// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
@@ -117,6 +119,15 @@ pub trait Tenants: Send + Sync {
         &self,
         id: &TenantId,
         url: Option<&str>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError>;
+
+    /// Issue 50: replaces the tenant's appearance (accent, welcomes) with its audit record,
+    /// in one write. `Conflict` when the tenant does not exist.
+    async fn set_appearance(
+        &self,
+        id: &TenantId,
+        appearance: &crate::appearance::Appearance,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
 

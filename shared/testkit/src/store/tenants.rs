@@ -102,6 +102,27 @@ impl Tenants for MemoryStore {
         )
     }
 
+    async fn set_appearance(
+        &self,
+        id: &TenantId,
+        appearance: &countersign_domain::appearance::Appearance,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        yield_now().await;
+        self.run(
+            "set_appearance",
+            || TransitionOutcome::Conflict { current: None },
+            |s| {
+                let Some(t) = s.tenants.get_mut(id) else {
+                    return Ok(TransitionOutcome::Conflict { current: None });
+                };
+                t.appearance = appearance.clone();
+                s.audit(id, audit);
+                Ok(TransitionOutcome::Applied)
+            },
+        )
+    }
+
     async fn set_retention_days(
         &self,
         id: &TenantId,

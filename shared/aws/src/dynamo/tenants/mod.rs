@@ -151,7 +151,18 @@ fn tenant_item(t: &Tenant) -> Item {
     if let Some(days) = t.retention_days {
         i.insert("retention_days".into(), n(days.days()));
     }
+    if t.appearance != Default::default() {
+        i.insert(APPEARANCE.into(), s(appearance_json(&t.appearance)));
+    }
     i
+}
+
+/// Issue 50: the tenant's appearance attribute.
+const APPEARANCE: &str = "appearance";
+
+fn appearance_json(a: &countersign_domain::appearance::Appearance) -> String {
+    // A plain struct of strings: serialising it cannot fail.
+    serde_json::to_string(a).unwrap_or_default()
 }
 
 fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
@@ -176,6 +187,11 @@ fn tenant_from(i: &Item) -> Result<Tenant, StoreError> {
         },
         holds: holds_from(i)?,
         purge_cursor: opt_s(i, "purge_cursor").map(str::to_owned),
+        // Issue 50: one JSON attribute, read whole (an absent one is the default).
+        appearance: match opt_s(i, APPEARANCE) {
+            Some(json) => serde_json::from_str(json).map_err(|_| corrupt(APPEARANCE))?,
+            None => Default::default(),
+        },
         erasing: match i.get(ERASING) {
             Some(AttributeValue::Ss(v)) => v
                 .iter()
@@ -472,6 +488,17 @@ impl Tenants for DynamoStore {
             ),
         };
         self.update_tenant_audited(id, expression, vals, audit)
+            .await
+    }
+
+    async fn set_appearance(
+        &self,
+        id: &TenantId,
+        appearance: &countersign_domain::appearance::Appearance,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let vals = values([(":a", s(appearance_json(appearance)))]);
+        self.update_tenant_audited(id, "SET appearance = :a", vals, audit)
             .await
     }
 
