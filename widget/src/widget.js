@@ -8,7 +8,7 @@
 // message of the history this tab has rendered again. A confirmation counts only when
 // it replies to the proposal the person saw.
 
-export const VERSION = "1.3.0";
+export const VERSION = "1.4.0";
 
 /** N-6: how long a replacing proposal's buttons wait after it first appeared. */
 const REPLACED_DWELL_MS = 5000;
@@ -61,6 +61,20 @@ const TEXTS = {
     passkeyLink: "Open the confirmation page",
     passkeyFailed: "The confirmation page could not be opened. Try again.",
     stepUpRequired: "This change needs your passkey: use “Confirm with your passkey” on the card.",
+    // 1.4.0 (issue 50).
+    greeting: "Hi! How can we help you today?",
+    menu: "More options",
+    endAsk: "End this conversation? A change still waiting for your answer is cancelled; the conversation stays readable here.",
+    endYes: "End it",
+    endNo: "Keep talking",
+    endedHere: "This conversation has ended.",
+    startNew: "Start a new conversation",
+    offline: "You are offline. The chat reconnects when your connection is back.",
+    retryIn: (s) => `Too many requests right now. You can try again in ${s} s.`,
+    preparedOutside: "Prepared by an app you connected to this account",
+    nearWord: (word) => `To answer the waiting change, send only the word “${word}” or use its button: this message is sent as an ordinary message. Send it anyway?`,
+    sendAnyway: "Send anyway",
+    edit: "Edit",
   },
   pt: {
     title: "Suporte",
@@ -107,6 +121,19 @@ const TEXTS = {
     passkeyLink: "Abrir a página de confirmação",
     passkeyFailed: "Não foi possível abrir a página de confirmação. Tente novamente.",
     stepUpRequired: "Esta alteração exige a sua passkey: use “Confirmar com a sua passkey” no cartão.",
+    greeting: "Olá! Como podemos ajudar hoje?",
+    menu: "Mais opções",
+    endAsk: "Encerrar esta conversa? Uma alteração que ainda aguarda a sua resposta é cancelada; a conversa continua legível aqui.",
+    endYes: "Encerrar",
+    endNo: "Continuar conversando",
+    endedHere: "Esta conversa foi encerrada.",
+    startNew: "Começar uma nova conversa",
+    offline: "Você está sem conexão. O chat se reconecta quando a conexão voltar.",
+    retryIn: (s) => `Muitas solicitações agora. Você pode tentar novamente em ${s} s.`,
+    preparedOutside: "Preparada por um aplicativo que você conectou a esta conta",
+    nearWord: (word) => `Para responder à alteração que aguarda, envie só a palavra “${word}” ou use o botão dela: esta mensagem vai como uma mensagem comum. Enviar mesmo assim?`,
+    sendAnyway: "Enviar mesmo assim",
+    edit: "Editar",
   },
 };
 
@@ -236,6 +263,33 @@ export function inlines(text) {
   return out;
 }
 
+/** Issue 50: the answer word `content` comes close to without being it (A-24 counts only
+ *  the word alone, any case, surrounding spaces aside): `confirm.`, `confirmed`,
+ *  `confirma`, or the word inside a sentence. Returns that word, or null (also for the
+ *  exact word in any case, which answers as it is). */
+export function nearAnswerWord(content, words) {
+  const text = String(content).trim().toLowerCase();
+  const folded = text.normalize("NFD").replace(/[\u0300-\u036f]/g, "");
+  for (const word of words) {
+    if (text === word) return null;
+  }
+  for (const word of words) {
+    // The first six letters are the root in both languages (confirm/confirmar,
+    // cancel/cancelar), and no everyday word starts with them (configure, cancer do not).
+    const stem = word.slice(0, 6);
+    const tokens = folded.split(/[^a-z]+/).filter(Boolean);
+    if (tokens.some((t) => t.startsWith(stem) && t.length <= word.length + 4)) return word;
+  }
+  return null;
+}
+
+/** Issue 50: `iso` as the person's local hour and minute, in `language`. */
+export function clockTime(iso, language) {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return "";
+  return at.toLocaleTimeString(language === "pt" ? "pt-BR" : "en", { hour: "2-digit", minute: "2-digit" });
+}
+
 /** The body of a message the person sends from this tab (W-3). */
 export function outgoing(content, rendered) {
   const body = { content };
@@ -271,11 +325,20 @@ export function caseKey(apiUrl, token) {
 
 /** An API error with the platform's typed code. */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, retryAfter) {
     super(message || code || `HTTP ${status}`);
     this.status = status;
     this.code = code;
+    // Issue 50: a 429's `Retry-After`, in seconds (null when absent).
+    this.retryAfter = retryAfter || null;
   }
+}
+
+/** The seconds a response's `Retry-After` asks for (delta-seconds form), or null. */
+export function retryAfterSeconds(res) {
+  const v = res && res.headers && res.headers.get ? res.headers.get("Retry-After") : null;
+  const n = v === null || v === undefined ? NaN : Number(v);
+  return Number.isFinite(n) && n >= 0 ? Math.min(Math.ceil(n), 3600) : null;
 }
 
 /** Calls the widget API with a fresh token; on 401 asks `getToken` for a new one once
@@ -301,7 +364,7 @@ export class Client {
     const data = await res.json().catch(() => null);
     if (!res.ok) {
       const e = (data && data.error) || {};
-      throw new ApiError(res.status, e.code || null, e.message || null);
+      throw new ApiError(res.status, e.code || null, e.message || null, retryAfterSeconds(res));
     }
     return data;
   }
@@ -346,7 +409,7 @@ export class Client {
     if (!res.ok) {
       const data = await res.json().catch(() => null);
       const e = (data && data.error) || {};
-      throw new ApiError(res.status, e.code || null, e.message || null);
+      throw new ApiError(res.status, e.code || null, e.message || null, retryAfterSeconds(res));
     }
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
@@ -374,9 +437,10 @@ export class Client {
     if (!ended) throw Object.assign(new Error("the answer's stream ended early"), { cut: true });
   }
 
-  /** The case: `{caseId, status, language, lastMessageId}` (S-2, S-3). */
-  summary(caseId) {
-    return this.request("GET", `/api/cases/${encodeURIComponent(caseId)}`);
+  /** The case: `{caseId, status, language, lastMessageId}` (S-2, S-3); with `welcome`,
+   *  also the tenant's `accent` and `welcome` (issue 50; never on the poll). */
+  summary(caseId, welcome = false) {
+    return this.request("GET", `/api/cases/${encodeURIComponent(caseId)}${welcome ? "?include=welcome" : ""}`);
   }
 }
 
@@ -389,13 +453,29 @@ const STYLE = `
 .cs header { display: flex; align-items: center; justify-content: space-between; gap: 8px; padding: 4px 6px 4px 14px; background: var(--cs-accent, #2357c6); color: #fff; }
 .cs h2 { margin: 0; font-size: 16px; }
 .cs header button { border-color: #fff; background: transparent; color: #fff; }
-.cs ol { list-style: none; margin: 0; padding: 12px; flex: 1; overflow-y: auto; }
+.cs header { position: relative; }
+.cs .menu { position: absolute; right: 6px; top: 100%; z-index: 2; display: flex; flex-direction: column; padding: 4px; background: #fff; border: 1px solid #c9d1dc; border-radius: 8px; box-shadow: 0 4px 12px #0003; }
+.cs .menu button { border: 0; text-align: left; color: #9b2c2c; }
+.cs .ask-end { padding: 10px 12px; background: #fdf2f2; border-bottom: 1px solid #e2c5c5; }
+.cs .ask-end p { margin: 0 0 8px; }
+.cs button.danger { background: #b42318; border-color: #b42318; color: #fff; }
+.cs ol.log { list-style: none; margin: 0; padding: 12px; flex: 1; overflow-y: auto; }
+.cs .welcome { margin: 0 0 10px; padding: 10px; border-radius: 8px; background: #f2f4f7; }
+.cs .welcome p { margin: 0 0 8px; white-space: pre-wrap; }
+.cs .starters { display: flex; flex-wrap: wrap; gap: 6px; }
+.cs .starters button { min-height: 36px; padding: 4px 10px; border-radius: 16px; font-size: 14px; }
+.cs li.ended { list-style: none; margin: 6px 0; padding: 10px; text-align: center; color: #4a5568; border-top: 1px dashed #c9d1dc; }
+.cs li.ended p { margin: 0 0 8px; }
+.cs time.at { display: block; margin-top: 2px; font-size: 12px; color: #5b6678; text-align: right; }
+.cs .attribution { display: inline-block; margin-bottom: 4px; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #e6e9ef; color: #2d3748; }
 .cs li.msg { margin: 0 0 10px; padding: 8px 10px; border-radius: 8px; overflow-wrap: anywhere; max-width: 85%; }
 .cs li.msg > .body { white-space: pre-wrap; }
 .cs li.md > .body { white-space: normal; }
 .cs li.md p { margin: 0 0 6px; white-space: pre-wrap; }
 .cs li.md p:last-child { margin-bottom: 0; }
-.cs li.md ul, .cs li.md ol { margin: 4px 0 6px; padding-left: 20px; }
+.cs li.md ul, .cs li.md ol { margin: 4px 0 6px; padding-left: 22px; }
+.cs li.md ul { list-style: disc; }
+.cs li.md ol { list-style: decimal; }
 .cs li.md pre, .cs li.md code { font: 13px/1.4 ui-monospace, monospace; background: #e6e9ef; border-radius: 4px; }
 .cs li.md pre { padding: 6px 8px; white-space: pre-wrap; }
 .cs li.md code { padding: 0 3px; }
@@ -411,10 +491,10 @@ const STYLE = `
 .cs li.notice { background: #eef2f8; border-left: 4px solid #5a6b85; }
 .cs .state { display: block; margin-top: 6px; font-size: 13px; font-weight: 600; color: #4a5568; }
 .cs .who { position: absolute; left: -9999px; }
-.cs .instructions { display: block; margin-top: 6px; color: #4a5568; }
+.cs .instructions { display: block; margin-top: 6px; color: #4a5568; white-space: pre-line; }
 .cs .replaced { display: block; margin-bottom: 4px; font-size: 13px; font-weight: 600; color: #8a4b08; }
 .cs .actions { display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap; }
-.cs button { font: inherit; min-height: 44px; padding: 6px 14px; border-radius: 6px; border: 1px solid #2357c6; background: #fff; color: #2357c6; cursor: pointer; }
+.cs button { font: inherit; min-height: 44px; padding: 6px 14px; border-radius: 6px; border: 1px solid var(--cs-accent, #2357c6); background: #fff; color: var(--cs-accent, #2357c6); cursor: pointer; }
 .cs .passkey-note { display: block; margin-top: 6px; font-size: .9em; }
 .cs button.primary { background: var(--cs-accent, #2357c6); border-color: var(--cs-accent, #2357c6); color: #fff; }
 .cs button:focus-visible, .cs textarea:focus-visible, .cs a:focus-visible { outline: 3px solid #f0b429; outline-offset: 1px; }
@@ -502,20 +582,32 @@ export class Widget {
       style.textContent = STYLE;
     }
     this.box = el("section", { class: "cs" });
+    // The host page's accent wins over the tenant's (issue 50: from the case, when set).
+    this.themeAccent = Boolean(theme.accent);
     if (theme.accent) this.box.style.setProperty("--cs-accent", theme.accent);
     const header = el("header");
     this.heading = el("h2");
-    this.endButton = el("button", { type: "button", class: "end" });
-    this.endButton.addEventListener("click", () => this.end());
-    header.append(this.heading, this.endButton);
-    this.list = el("ol", { role: "log", "aria-live": "polite", "aria-relevant": "additions", tabindex: "0" });
+    // Issue 50: ending is in a menu and asks first; it is never the bar's main control.
+    this.menuButton = el("button", { type: "button", class: "menu-button", "aria-haspopup": "true", "aria-expanded": "false" }, "⋯");
+    this.menu = el("div", { class: "menu", role: "menu" });
+    this.menu.hidden = true;
+    this.endButton = el("button", { type: "button", class: "end", role: "menuitem" });
+    this.menu.append(this.endButton);
+    this.menuButton.addEventListener("click", () => this.toggleMenu());
+    this.endButton.addEventListener("click", () => this.askEnd());
+    header.append(this.heading, this.menuButton, this.menu);
+    this.endAsk = el("div", { class: "ask-end", role: "alertdialog" });
+    this.endAsk.hidden = true;
+    this.welcomeBox = el("div", { class: "welcome" });
+    this.list = el("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions", tabindex: "0" });
     this.typing = el("div", { class: "typing", role: "status", "aria-live": "polite" });
     this.status = el("div", { class: "status", role: "status", "aria-live": "assertive" });
     this.form = el("form");
     this.input = el("textarea", { rows: "2", maxlength: "4000" });
     this.sendButton = el("button", { type: "submit", class: "primary" });
+    this.sendButton.disabled = true;
     this.form.append(this.input, this.sendButton);
-    this.box.append(header, this.list, this.typing, this.status, this.form);
+    this.box.append(header, this.endAsk, this.list, this.typing, this.status, this.form);
     if (style) this.root.append(style);
     this.root.append(this.box);
     this.label();
@@ -532,12 +624,77 @@ export class Widget {
     if (typeof document !== "undefined" && document.addEventListener) {
       document.addEventListener("visibilitychange", () => this.schedule(document.hidden ? null : 0));
     }
+    // Issue 50: offline says so; back online, a widget without a conversation opens one
+    // and one with a conversation reads it at once.
+    if (typeof globalThis.addEventListener === "function") {
+      globalThis.addEventListener("offline", () => this.say(this.t.offline, null, "info"));
+      globalThis.addEventListener("online", () => {
+        this.say("");
+        if (this.ended) return;
+        if (!this.caseId) this.start();
+        else this.schedule(0);
+      });
+    }
+  }
+
+  toggleMenu(open = this.menu.hidden) {
+    this.menu.hidden = !open;
+    this.menuButton.setAttribute("aria-expanded", String(open));
+    if (open) this.endButton.focus();
+  }
+
+  /** Issue 50: asks before ending; nothing is closed until the person says so. */
+  askEnd() {
+    this.toggleMenu(false);
+    if (!this.caseId || this.busy) return;
+    this.endAsk.textContent = "";
+    const yes = el("button", { type: "button", class: "danger end-yes" }, this.t.endYes);
+    const no = el("button", { type: "button", class: "end-no" }, this.t.endNo);
+    yes.addEventListener("click", () => {
+      this.endAsk.hidden = true;
+      this.end();
+    });
+    no.addEventListener("click", () => {
+      this.endAsk.hidden = true;
+      this.input.focus();
+    });
+    const actions = el("div", { class: "actions" });
+    actions.append(yes, no);
+    this.endAsk.append(el("p", {}, this.t.endAsk), actions);
+    this.endAsk.hidden = false;
+    no.focus();
+  }
+
+  /** Issue 50: the tenant's greeting and starters while nothing was said yet. */
+  renderWelcome() {
+    const w = this.welcome || {};
+    const empty = this.rendered.length === 0 && !this.ended && Boolean(this.caseId);
+    this.welcomeBox.textContent = "";
+    if (!empty) {
+      this.welcomeBox.remove();
+      return;
+    }
+    this.welcomeBox.append(el("p", { class: "greeting" }, w.greeting || this.t.greeting));
+    const starters = (w.starters || []).slice(0, 4);
+    if (starters.length) {
+      const group = el("div", { class: "starters", role: "group" });
+      for (const text of starters) {
+        const b = el("button", { type: "button", class: "starter" }, text);
+        b.addEventListener("click", () => this.send(text).then(() => this.input.focus()));
+        group.append(b);
+      }
+      this.welcomeBox.append(group);
+    }
+    if (this.welcomeBox.parentNode !== this.box) this.box.insertBefore(this.welcomeBox, this.list);
   }
 
   /** Sets the fixed texts of the frame in this.t's language. */
   label() {
-    this.box.setAttribute("aria-label", this.t.title);
-    this.heading.textContent = this.t.title;
+    const title = (this.welcome && this.welcome.assistantName) || this.t.title;
+    this.box.setAttribute("aria-label", title);
+    this.box.setAttribute("lang", this.t === TEXTS.pt ? "pt-BR" : "en");
+    this.heading.textContent = title;
+    this.menuButton.setAttribute("aria-label", this.t.menu);
     this.endButton.textContent = this.t.end;
     this.input.setAttribute("aria-label", this.t.placeholder);
     this.input.setAttribute("placeholder", this.t.placeholder);
@@ -547,10 +704,12 @@ export class Widget {
   /** Follows the case's language unless the host page chose one (S-4). */
   useCase(view) {
     this.caseId = view.caseId;
-    if (!this.chosenLanguage) {
-      this.t = texts(view.language || "en");
-      this.label();
-    }
+    this.ended = false;
+    // Issue 50: the tenant's welcome and accent come with the case (creation, restore).
+    this.welcome = view.welcome || null;
+    if (view.accent && !this.themeAccent) this.box.style.setProperty("--cs-accent", view.accent);
+    if (!this.chosenLanguage) this.t = texts(view.language || "en");
+    this.label();
   }
 
   /** Opens the person's case, or restores the open one with its history (W-4). A restored
@@ -565,7 +724,7 @@ export class Widget {
       if (saved) {
         let view = null;
         try {
-          view = await this.client.summary(saved);
+          view = await this.client.summary(saved, true);
         } catch (e) {
           if (e.status !== 404) throw e;
         }
@@ -573,6 +732,7 @@ export class Widget {
           this.useCase(view);
           const { messages, proposals } = await this.client.history(saved);
           this.show(messages, proposals);
+          this.setBusy(false);
           this.schedule(this.pollMs);
           return;
         }
@@ -580,6 +740,8 @@ export class Widget {
       }
       await this.open(notice);
     } catch (e) {
+      // Issue 50: why, and Try again (after the `Retry-After` a 429 gives); Send stays
+      // disabled meanwhile, never silently dead.
       this.fail(e, this.t.loadFailed, [this.t.retry, () => this.start()]);
     }
   }
@@ -593,6 +755,7 @@ export class Widget {
     this.useCase(created);
     this.reset();
     if (notice) this.say(this.t[notice], null, "info");
+    this.setBusy(false);
     this.schedule(this.pollMs);
   }
 
@@ -603,13 +766,26 @@ export class Widget {
     this.proposals.clear();
     this.rendered = [];
     this.say("");
+    this.renderWelcome();
   }
 
   submitTyped() {
     const content = this.input.value.trim();
-    if (!content || this.busy) return;
+    if (!content || this.busy || !this.caseId) return;
+    // Issue 50: close to an answer word while a proposal waits: said before sending (the
+    // rule, A-24, is unchanged: only the word alone answers). Sending again sends it.
+    const near = this.answerable() ? nearAnswerWord(content, [this.t.confirmWord, this.t.cancelWord]) : null;
+    if (near && this.hinted !== content) {
+      this.hinted = content;
+      this.say(this.t.nearWord(near), [this.t.sendAnyway, () => this.submitTyped()], "info");
+      return;
+    }
+    this.hinted = null;
+    // The box is cleared at once (issue 50); the text comes back if the send failed
+    // before anything was stored and nothing new was typed meanwhile.
+    this.input.value = "";
     this.send(content).then((ok) => {
-      if (ok) this.input.value = "";
+      if (!ok && !this.input.value) this.input.value = content;
     });
   }
 
@@ -620,6 +796,7 @@ export class Widget {
     const body = outgoing(content, this.rendered);
     this.setBusy(true);
     this.say("");
+    this.welcomeBox.remove();
     const pending = el("li", { class: "msg user text sending", "data-kind": "text" });
     pending.append(el("span", { class: "who" }, `${this.t.you}: `), el("span", { class: "body" }, content), el("span", { class: "state" }, this.t.sending));
     this.list.append(pending);
@@ -754,13 +931,33 @@ export class Widget {
     this.setBusy(true);
     try {
       await this.client.request("POST", `/api/cases/${encodeURIComponent(this.caseId)}/close`);
-      await this.open("ended");
+      // Issue 50: the ended transcript stays readable, with a new start below it.
+      this.schedule(null);
+      this.caseId = null;
+      this.ended = true;
+      for (const [id, p] of this.proposals) {
+        if (p.state === "pending_confirmation") this.proposals.set(id, { ...p, state: "cancelled" });
+      }
+      const note = el("li", { class: "ended", role: "status" });
+      const again = el("button", { type: "button", class: "primary start-new" }, this.t.startNew);
+      again.addEventListener("click", () => {
+        this.setBusy(true);
+        this.open(null)
+          .catch((err) => this.fail(err, this.t.loadFailed, [this.t.retry, () => this.start()]))
+          .finally(() => {
+            this.setBusy(false);
+            this.input.focus();
+          });
+      });
+      note.append(el("p", {}, this.t.endedHere), again);
+      this.list.append(note);
+      this.list.scrollTop = this.list.scrollHeight;
+      again.focus();
     } catch (e) {
       if (e.code === "ACTION_IN_PROGRESS") this.say(this.t.endBlocked);
       else this.fail(e, this.t.loadFailed, [this.t.retry, () => this.end()]);
     } finally {
       this.setBusy(false);
-      this.input.focus();
     }
   }
 
@@ -816,24 +1013,56 @@ export class Widget {
   /** Shows a fixed text for `e`, with an action the person may take. */
   fail(e, text, action) {
     if (e && e.status === 401) return this.say(this.t.authFailed);
-    if (e && e.status === 429) return this.say(this.t.rateLimited);
+    if (e && e.status === 429) {
+      // Issue 50: the wait the platform asked for, counted down, then Try again.
+      if (e.retryAfter && action) return this.countdown(e.retryAfter, action);
+      return this.say(this.t.rateLimited, action);
+    }
     return this.say(text, action);
   }
 
+  /** Says how long to wait, then offers `action` (issue 50). */
+  countdown(seconds, action) {
+    clearInterval(this.waiting);
+    let left = seconds;
+    const b = this.say(this.t.retryIn(left), action);
+    b.disabled = true;
+    this.waiting = setInterval(() => {
+      left -= 1;
+      if (!b.isConnected) return clearInterval(this.waiting);
+      if (left > 0) {
+        this.status.firstChild.textContent = this.t.retryIn(left);
+        return;
+      }
+      clearInterval(this.waiting);
+      this.status.firstChild.textContent = this.t.rateLimited;
+      b.disabled = false;
+    }, 1000);
+  }
+
+  /** Shows `text` (errors as an alert, `info` as a status) with an optional action
+   *  button, which it returns. */
   say(text, action, kind) {
-    this.status.textContent = text;
+    if (!action) clearInterval(this.waiting);
+    this.status.textContent = "";
+    this.status.append(document.createTextNode(text));
     this.status.className = kind ? `status ${kind}` : "status";
+    this.status.setAttribute("role", text && kind !== "info" ? "alert" : "status");
     if (action) {
-      const b = el("button", { type: "button" }, action[0]);
+      const b = el("button", { type: "button", class: "retry" }, action[0]);
       b.addEventListener("click", () => action[1]());
       this.status.append(" ", b);
+      return b;
     }
+    return null;
   }
 
   setBusy(busy) {
     this.busy = busy;
-    this.sendButton.disabled = busy;
-    this.endButton.disabled = busy;
+    // Issue 50: no conversation, no Send (a failed open shows why and Try again).
+    this.sendButton.disabled = busy || !this.caseId;
+    this.endButton.disabled = busy || !this.caseId;
+    this.menuButton.disabled = !this.caseId;
     this.tick();
   }
 
@@ -854,6 +1083,7 @@ export class Widget {
       cursor = li;
     }
     this.tick();
+    this.renderWelcome();
     this.list.scrollTop = this.list.scrollHeight;
   }
 
@@ -884,6 +1114,11 @@ export class Widget {
             setTimeout(() => this.tick(), REPLACED_DWELL_MS + 50);
           }
           dwelling = now - Number(li.dataset.shownAt) < REPLACED_DWELL_MS;
+        }
+        // Issue 50: a proposal an app the person connected prepared (the API's stored
+        // `preparedOutside`) says so on its card.
+        if (p && p.preparedOutside && !li.querySelector(".attribution")) {
+          li.insertBefore(el("span", { class: "attribution", role: "note" }, this.t.preparedOutside), li.querySelector(".body"));
         }
         const line = li.querySelector(".state");
         if (state === "pending_confirmation" && p) {
@@ -965,6 +1200,8 @@ export class Widget {
       actions.append(check);
       li.append(actions);
     }
+    // Issue 50: when it was written, in the person's time.
+    if (m.createdAt) li.append(el("time", { class: "at", datetime: m.createdAt }, clockTime(m.createdAt, this.t === TEXTS.pt ? "pt" : "en")));
     return li;
   }
 }

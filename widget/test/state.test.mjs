@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  Client, caseKey, isAnswerable, languageOf, lastAssistantId, mergeMessages, outgoing, parseMarkdown, proposalState, texts, tokenSubject,
+  Client, caseKey, clockTime, isAnswerable, languageOf, lastAssistantId, mergeMessages, nearAnswerWord, outgoing, parseMarkdown, proposalState, retryAfterSeconds, texts, tokenSubject,
 } from "../src/widget.js";
 
 const m = (id, role, kind = "text", content = id) => ({ id, role, kind, content });
@@ -186,4 +186,35 @@ test("W-4: a history longer than one page is read page by page, after the last i
   assert.equal(messages.length, 1203);
   assert.deepEqual(messages.map((x) => x.id), all.map((x) => x.id));
   assert.deepEqual(asked, ["?limit=500", "?limit=500&after=msg_00499", "?limit=500&after=msg_00999"]);
+});
+
+test("issue 50: near an answer word gets a hint; the word alone, any case, never does (A-24 unchanged)", () => {
+  const en = ["confirm", "cancel"];
+  for (const near of ["confirm.", "confirmed", "confirma", "yes, confirm it", "Confirm!", "cancelled", "please cancel"]) {
+    assert.ok(nearAnswerWord(near, en), near);
+  }
+  for (const exact of ["confirm", "Confirm", "CONFIRM", " cancel ", "Cancel"]) assert.equal(nearAnswerWord(exact, en), null, exact);
+  for (const other of ["please configure my account", "where is my order?", "cancer research", "information"]) {
+    assert.equal(nearAnswerWord(other, en), null, other);
+  }
+  const pt = ["confirmar", "cancelar"];
+  assert.equal(nearAnswerWord("confirmo", pt), "confirmar");
+  assert.equal(nearAnswerWord("Pode cancelar.", pt), "cancelar");
+  assert.equal(nearAnswerWord("confirmar", pt), null);
+  assert.equal(nearAnswerWord("CONFIRMAR", pt), null);
+});
+
+test("issue 50: Retry-After in seconds, bounded; absent or a date is none", () => {
+  const res = (v) => ({ headers: new Headers(v === null ? {} : { "Retry-After": v }) });
+  assert.equal(retryAfterSeconds(res("7")), 7);
+  assert.equal(retryAfterSeconds(res("0.2")), 1);
+  assert.equal(retryAfterSeconds(res("99999")), 3600);
+  assert.equal(retryAfterSeconds(res(null)), null);
+  assert.equal(retryAfterSeconds(res("Wed, 21 Oct 2015 07:28:00 GMT")), null);
+});
+
+test("issue 50: a message's time is the person's local hour and minute; a bad time is none", () => {
+  assert.match(clockTime("2026-12-04T09:05:00Z", "en"), /\d{1,2}:05/);
+  assert.match(clockTime("2026-12-04T09:05:00Z", "pt"), /\d{2}:05/);
+  assert.equal(clockTime("not a time", "en"), "");
 });

@@ -118,6 +118,7 @@ fn proposal(ids: &UlidIds, case: &Case) -> (Proposal, Vec<NewMessage>) {
         server_url: None,
         audience: None,
         needs_passkey: false,
+        prepared_outside: false,
     };
     (
         p,

@@ -311,6 +311,10 @@ pub struct ProposalView {
     /// (`POST /api/cases/{id}/step-up`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub needs_passkey: bool,
+    /// Issue 50: present and `true` when an app the person connected (an MCP client)
+    /// prepared it rather than the chat's assistant: the card says so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub prepared_outside: bool,
 }
 
 impl From<&ProposalOutcome> for ProposalView {
@@ -321,6 +325,7 @@ impl From<&ProposalOutcome> for ProposalView {
             expires_at: o.expires_at.to_rfc3339(),
             replaced_earlier: o.replaced,
             needs_passkey: o.needs_passkey,
+            prepared_outside: o.prepared_outside,
         }
     }
 }

@@ -12,15 +12,15 @@ use countersign_http::ApiError;
 use sha2::{Digest, Sha384};
 
 /// The current widget version (the one the README and the guide show).
-pub const WIDGET_VERSION: &str = "1.3.0";
+pub const WIDGET_VERSION: &str = "1.4.0";
 
 /// The path the assets are served under.
 pub const ASSET_PATH: &str = "/widget/{version}/{file}";
 
 /// The current version's classic script (global `CountersignWidget`).
-pub const CLASSIC: &str = include_str!("../../../widget/dist/1.3.0/countersign-widget.min.js");
+pub const CLASSIC: &str = include_str!("../../../widget/dist/1.4.0/countersign-widget.min.js");
 /// The current version's ES module.
-pub const MODULE: &str = include_str!("../../../widget/dist/1.3.0/countersign-widget.min.mjs");
+pub const MODULE: &str = include_str!("../../../widget/dist/1.4.0/countersign-widget.min.mjs");
 
 /// The files of [`WIDGET_VERSION`], by name.
 pub const FILES: [(&str, &str); 2] = [
@@ -30,7 +30,7 @@ pub const FILES: [(&str, &str); 2] = [
 
 /// Every published version and its files, oldest first (S-5). Publishing a version adds a
 /// line here; none is ever removed or changed (a test holds this list to `widget/dist/`).
-pub const VERSIONS: [(&str, [(&str, &str); 2]); 4] = [
+pub const VERSIONS: [(&str, [(&str, &str); 2]); 5] = [
     (
         "1.0.0",
         [
@@ -67,6 +67,19 @@ pub const VERSIONS: [(&str, [(&str, &str); 2]); 4] = [
             (
                 "countersign-widget.min.mjs",
                 include_str!("../../../widget/dist/1.2.0/countersign-widget.min.mjs"),
+            ),
+        ],
+    ),
+    (
+        "1.3.0",
+        [
+            (
+                "countersign-widget.min.js",
+                include_str!("../../../widget/dist/1.3.0/countersign-widget.min.js"),
+            ),
+            (
+                "countersign-widget.min.mjs",
+                include_str!("../../../widget/dist/1.3.0/countersign-widget.min.mjs"),
             ),
         ],
     ),

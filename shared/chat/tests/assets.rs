@@ -68,7 +68,7 @@ fn w1_the_readme_publishes_each_files_integrity() {
 /// Every published file's integrity, frozen when it was published: pages pin these
 /// (Subresource Integrity), so a published file may never change — not even together
 /// with the README and `widget/dist/`. Publishing a new version adds its lines here.
-const PUBLISHED: [(&str, &str); 8] = [
+const PUBLISHED: [(&str, &str); 10] = [
     (
         "/widget/1.0.0/countersign-widget.min.js",
         "sha384-SnTDj6XUaQ/61avxulJGbVqOv7+h/AsGPGOwCW+m2TbVg/+7B3vCpQhMu/L6dabu",
@@ -101,6 +101,8 @@ const PUBLISHED: [(&str, &str); 8] = [
         "/widget/1.3.0/countersign-widget.min.mjs",
         "sha384-DniOp+QnXTqUhV80ZnULR7IlG73kK/LrIgAWHMXgpzeAZMDLLgdxP2x7UKcrgJZL",
     ),
+    ("/widget/1.4.0/countersign-widget.min.js", "SRI_JS"),
+    ("/widget/1.4.0/countersign-widget.min.mjs", "SRI_MJS"),
 ];
 
 /// S-5: every published file is served with the integrity frozen when it was published

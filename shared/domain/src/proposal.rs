@@ -320,6 +320,9 @@ pub struct Proposal {
     /// F-1: its operation needed the person's passkey under the settings it was prepared
     /// with (a change of them voids it, C-8): a typed confirm cannot countersign it.
     pub needs_passkey: bool,
+    /// Issue 50: an app the person connected (an MCP client through the gateway) prepared
+    /// it, not the chat's assistant: its card says so.
+    pub prepared_outside: bool,
 }
 
 impl Proposal {

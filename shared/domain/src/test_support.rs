@@ -78,6 +78,7 @@ impl Fixture {
             server_url: None,
             audience: None,
             needs_passkey: false,
+            prepared_outside: false,
         };
         Self {
             principal,

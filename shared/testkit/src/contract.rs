@@ -230,6 +230,7 @@ impl Fixture {
             server_url: Some("https://mcp.trackshare.example.com/mcp".into()),
             audience: None,
             needs_passkey: false,
+            prepared_outside: false,
         };
         // As production writes it (chat `turn`): the presentation alone, the last assistant
         // message — the confirm instructions are a field of it, never a message after it.

@@ -117,7 +117,7 @@ impl crate::builtins::ActionPreparer for ConnectingPreparer {
                 .retryable(true)
             })?;
         self.preparation
-            .prepare(ctx, connected.as_ref(), operation, arguments)
+            .prepare_by(ctx, connected.as_ref(), (operation, arguments), true)
             .await
             .map(|(data, _)| data)
             .map_err(|f| f.error)
@@ -135,6 +135,20 @@ impl Preparation {
         operation: &str,
         arguments: &Map<String, Value>,
     ) -> Result<(PreparedAction, NewMessage), Failure> {
+        self.prepare_by(ctx, connected, (operation, arguments), false)
+            .await
+    }
+
+    /// [`Self::prepare`], saying whether an app the person connected (`outside`: an MCP
+    /// client through the gateway) asked, rather than the chat's assistant (issue 50: the
+    /// card says so, from the stored proposal).
+    pub async fn prepare_by(
+        &self,
+        ctx: &CallContext,
+        connected: Option<&Connected>,
+        (operation, arguments): (&str, &Map<String, Value>),
+        outside: bool,
+    ) -> Result<(PreparedAction, NewMessage), Failure> {
         let connected = connected.ok_or_else(not_connected)?;
         let op = allowed_operation(&connected.config.config.action_policy, operation)?;
         self.signing_available().await?;
@@ -149,7 +163,8 @@ impl Preparation {
         let message = self.presentation(ctx, &prepared, now);
         let policy = &connected.config.config.action_policy;
         let needs_passkey = self.needs_passkey(ctx, policy, &op).await;
-        let proposal = new_proposal(ctx, connected, (&prepared, needs_passkey), &message, now);
+        let marks = (&prepared, needs_passkey, outside);
+        let proposal = new_proposal(ctx, connected, marks, &message, now);
         self.store(&proposal, &message).await?;
         Ok((
             PreparedAction {
@@ -377,7 +392,7 @@ fn allowed_operation(policy: &ActionPolicy, operation: &str) -> Result<Operation
 fn new_proposal(
     ctx: &CallContext,
     connected: &Connected,
-    (prepared, needs_passkey): (&Prepared, bool),
+    (prepared, needs_passkey, prepared_outside): (&Prepared, bool, bool),
     message: &NewMessage,
     now: Timestamp,
 ) -> Proposal {
@@ -406,6 +421,7 @@ fn new_proposal(
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: Some(config.config.audience().to_owned()),
         needs_passkey,
+        prepared_outside,
     }
 }
 

@@ -193,6 +193,16 @@ async fn x1_b2_prepare_action_through_the_gateway_stores_the_proposal_in_the_tok
             .unwrap();
         assert_eq!(newest.kind, MessageKind::Proposal);
         assert_eq!(newest.content, SUMMARY);
+        // Issue 50: stored as prepared outside the chat (the card's attribution).
+        let stored = e
+            .store
+            .proposal(
+                &g.principal.tenant,
+                &g.case,
+                &ActionId::parse(&action).unwrap(),
+            )
+            .unwrap();
+        assert!(stored.prepared_outside, "{version}");
         // The provider was asked for this person, with the arguments given.
         let calls = e.provider.calls_of("prepare_action");
         assert_eq!(calls.len(), 1);

@@ -414,6 +414,7 @@ async fn c8_configuration_change_invalidates_pending_proposals() {
         server_url: Some(settings.config.server_url.as_str().to_owned()),
         audience: None,
         needs_passkey: false,
+        prepared_outside: false,
     };
     let m = NewMessage {
         id: presented,
@@ -809,4 +810,74 @@ async fn r1_the_tenant_sets_its_retention_and_bad_values_save_nothing() {
         .collect();
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].changes["retentionDays"]["to"], 90);
+}
+
+/// Issue 50: the tenant sets its accent and a welcome per language (audited as
+/// `tenant.appearance`); a pale accent, a fifth starter or a name without a greeting is a
+/// typed 400 that saves nothing, not even the other settings of the same request.
+#[tokio::test]
+async fn the_tenant_sets_its_accent_and_welcome_and_bad_values_save_nothing() {
+    let env = env(false).await;
+    let ids = UlidIds::default();
+    let a = tenants::register(&env.store, &ids, &SystemClock, "Greeter", Language::En)
+        .await
+        .unwrap();
+    let path = format!("/api/admin/tenants/{}/settings", a.tenant.id);
+    let key = a.admin_key.expose();
+    let app = || app(&env, env.secrets.clone());
+    let (s, body) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["accent"], Value::Null);
+    assert_eq!(
+        body["welcome"],
+        serde_json::json!({"en": null, "pt-BR": null})
+    );
+    let good = r##"{"accent": "#0B5D3B", "welcome": {"pt-BR": {"greeting": "Olá! Como podemos ajudar?", "assistantName": "Ana", "starters": ["Onde está meu pedido?", " "]}}}"##;
+    let (s, body) = send(app(), "PUT", &path, Some(key), Some(good.into())).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["accent"], "#0b5d3b");
+    assert_eq!(
+        body["welcome"]["pt-BR"]["starters"],
+        serde_json::json!(["Onde está meu pedido?"])
+    );
+    assert_eq!(body["welcome"]["en"], Value::Null);
+    for (bad, field) in [
+        (r##"{"accent": "#ffff00", "language": "pt-BR"}"##, "accent"),
+        (r##"{"accent": "blue"}"##, "accent"),
+        (
+            r#"{"welcome": {"en": {"greeting": "", "assistantName": "Ana"}}, "language": "pt-BR"}"#,
+            "welcome.en",
+        ),
+        (
+            r#"{"welcome": {"en": {"greeting": "Hi", "starters": ["a","b","c","d","e"]}}}"#,
+            "welcome.en",
+        ),
+        (
+            r#"{"welcome": {"pt-BR": {"greeting": "Oi\u202e"}}}"#,
+            "welcome.pt-BR",
+        ),
+    ] {
+        let (s, body) = send(app(), "PUT", &path, Some(key), Some(bad.into())).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{bad}: {body}");
+        assert!(body.to_string().contains(field), "{bad}: {body}");
+    }
+    let (_, body) = send(app(), "GET", &path, Some(key), None).await;
+    assert_eq!(
+        body["accent"], "#0b5d3b",
+        "nothing saved by a refused change"
+    );
+    assert_eq!(body["welcome"]["pt-BR"]["assistantName"], "Ana");
+    assert_eq!(body["language"], "en", "nothing else either");
+    let trail =
+        countersign_domain::ports::AuditRecords::list_audit(&env.store, &a.tenant.id, None, 50)
+            .await
+            .unwrap();
+    let changes: Vec<_> = trail
+        .items
+        .iter()
+        .filter(|r| r.action == "tenant.appearance")
+        .collect();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].changes["appearance"]["to"]["accent"], "#0b5d3b");
 }

@@ -174,6 +174,7 @@ async fn pending_proposal(
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: None,
         needs_passkey: false,
+        prepared_outside: false,
     };
     let created = store.create_proposal(&p, &[presented]).await.unwrap();
     assert!(matches!(created, CreateProposalOutcome::Applied { .. }));

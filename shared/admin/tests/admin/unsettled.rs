@@ -137,6 +137,7 @@ async fn confirmed(e: &Env, t: &Tenant, action: &str, to: ProposalState) -> (Cas
         server_url: Some(config.config.server_url.as_str().to_owned()),
         audience: None,
         needs_passkey: false,
+        prepared_outside: false,
     };
     e.store
         .create_proposal(&p, std::slice::from_ref(&presented))

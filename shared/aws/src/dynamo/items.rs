@@ -257,6 +257,9 @@ pub(crate) fn proposal_item(p: &Proposal) -> Item {
     if p.needs_passkey {
         i.insert("needs_passkey".into(), AttributeValue::Bool(true));
     }
+    if p.prepared_outside {
+        i.insert("prepared_outside".into(), AttributeValue::Bool(true));
+    }
     i
 }
 
@@ -317,6 +320,8 @@ pub(crate) fn outcome_from(item: &Item) -> Result<ProposalOutcome, StoreError> {
             .get("needs_passkey")
             .and_then(|v| v.as_bool().ok())
             .is_some_and(|b| *b),
+        // Issue 50: absent on proposals the chat prepared (and before it existed).
+        prepared_outside: item.contains_key("prepared_outside"),
     })
 }
 
@@ -359,6 +364,8 @@ pub(crate) fn proposal_from(item: &Item) -> Result<Proposal, StoreError> {
             .and_then(|v| v.as_bool().ok())
             .copied()
             .unwrap_or(false),
+        // Issue 50: absent on proposals the chat prepared (and before it existed).
+        prepared_outside: item.contains_key("prepared_outside"),
     })
 }
 

@@ -19,6 +19,8 @@ async fn a21_a_prepared_proposal_is_presented_literally_and_ends_the_turn() {
     let p = h.proposal(&action);
     assert_eq!(p.state, ProposalState::PendingConfirmation);
     assert_eq!(p.presented.message_id, presented);
+    // Issue 50: the chat's own assistant prepared it: no "an app you connected" label.
+    assert!(!p.prepared_outside);
     let shown = h
         .messages()
         .into_iter()

@@ -52,6 +52,8 @@ pub struct ProposalOutcome {
     /// F-1: it needs the person's passkey (the widget says so on its card before the person
     /// types anything).
     pub needs_passkey: bool,
+    /// Issue 50: an app the person connected prepared it (see [`crate::proposal::Proposal`]).
+    pub prepared_outside: bool,
 }
 
 /// A message to append: a [`Message`] not yet stored. Its id (a ULID) gives its place in

@@ -188,6 +188,7 @@ impl Conversations for MemoryStore {
                             expires_at: p.expires_at,
                             replaced: p.presented.replaced.is_some(),
                             needs_passkey: p.needs_passkey,
+                            prepared_outside: p.prepared_outside,
                         })
                         .collect()
                 })

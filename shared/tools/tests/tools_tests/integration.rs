@@ -125,6 +125,7 @@ impl Env {
             server_url: Some(config.config.server_url.to_string()),
             audience: None,
             needs_passkey: false,
+            prepared_outside: false,
         }
     }
 }

@@ -68,6 +68,7 @@ fn proposal() -> Proposal {
         server_url: None,
         audience: None,
         needs_passkey: false,
+        prepared_outside: false,
     }
 }
 
