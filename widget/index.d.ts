@@ -47,8 +47,12 @@ export interface Widget {
   rendered: Message[];
   /** Sends `content` as the person, replying to the last assistant message rendered. */
   send(content: string): Promise<boolean>;
-  /** Ends the conversation and opens a new one (a proposal still waiting is cancelled). */
+  /** Ends the conversation without asking (a proposal still waiting is cancelled); the
+   *  transcript stays shown with "Start a new conversation" below it (1.4.0; 1.3.0 and
+   *  earlier opened a new one at once). The menu's "End conversation" asks first. */
   end(): Promise<void>;
+  /** True once the conversation shown was ended here (1.4.0). */
+  ended: boolean;
 }
 
 /** Mounts the widget in `host` (an element or a CSS selector) and starts it. */

@@ -42,7 +42,10 @@ echo "widget: browser tests passed; screenshot $artifacts/proposal-and-result.pn
 admin_key=$(sed -n 's/^ADMIN_KEY=//p' "$log")
 demo_token=$(sed -n 's/^DEMO_SERVICE_TOKEN=//p' "$log")
 (cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" \
-  PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" node --test --test-concurrency=1 test/panel.mjs)
+  PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" ARTIFACTS="$artifacts" node --test --test-concurrency=1 test/panel.mjs)
+# Issue 50's screenshot pass at 390 px: the welcome (both languages), a panel refusal in
+# Portuguese (the branded confirmation page's follows in the step-up suite).
+for shot in welcome-390 welcome-pt-390 panel-refusal-pt-390; do test -s "$artifacts/$shot.png"; done
 echo "panel: browser tests passed"
 # F-1 … F-7: the passkey step-up, with a virtual authenticator, after the panel's tests
 # (it certifies and sets the demo tenant's operation to `passkey`, and puts it back).

@@ -454,6 +454,7 @@ const STYLE = `
 .cs h2 { margin: 0; font-size: 16px; }
 .cs header button { border-color: #fff; background: transparent; color: #fff; }
 .cs header { position: relative; }
+.cs [hidden] { display: none !important; }
 .cs .menu { position: absolute; right: 6px; top: 100%; z-index: 2; display: flex; flex-direction: column; padding: 4px; background: #fff; border: 1px solid #c9d1dc; border-radius: 8px; box-shadow: 0 4px 12px #0003; }
 .cs .menu button { border: 0; text-align: left; color: #9b2c2c; }
 .cs .ask-end { padding: 10px 12px; background: #fdf2f2; border-bottom: 1px solid #e2c5c5; }

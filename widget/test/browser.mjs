@@ -48,12 +48,19 @@ async function open(page, query = "") {
   await page.waitForFunction(() => window.demo.ready === true);
 }
 
-/** Messages as rendered: [{id, kind, role, text}] from the shadow DOM. */
+/** Messages as rendered: [{id, kind, role, text, time}] from the shadow DOM (`text`
+ *  without the timestamp, which is `time`). */
 function rendered(page) {
   return page.locator("#chat").evaluate((host) =>
-    [...host.shadowRoot.querySelectorAll("li.msg:not(.sending):not(.draft)")].map((li) => ({
-      id: li.dataset.id, kind: li.dataset.kind, state: li.dataset.state, role: li.classList.contains("user") ? "user" : "assistant", text: li.textContent,
-    })));
+    [...host.shadowRoot.querySelectorAll("li.msg:not(.sending):not(.draft)")].map((li) => {
+      const copy = li.cloneNode(true);
+      const time = copy.querySelector("time.at");
+      if (time) time.remove();
+      return {
+        id: li.dataset.id, kind: li.dataset.kind, state: li.dataset.state, role: li.classList.contains("user") ? "user" : "assistant", text: copy.textContent,
+        time: time ? time.getAttribute("datetime") : null,
+      };
+    }));
 }
 
 const count = (n) => document.querySelector("#chat").shadowRoot.querySelectorAll("li.msg:not(.sending):not(.draft)").length > n;
@@ -155,6 +162,8 @@ test("X-1, X-5: a write prepared by the person's own MCP client appears in the o
   const proposal = await last(page);
   assert.equal(proposal.kind, "proposal");
   assert.match(proposal.text, /Move the session at Spa-Francorchamps/);
+  // Issue 50: the card says an app the person connected prepared it (a stored field).
+  assert.equal(await page.locator("#chat li.proposal").last().locator(".attribution").textContent(), "Prepared by an app you connected to this account");
   await press(page, "Confirm");
   assert.match((await last(page)).text, /Action completed/);
   // Put the car back for the other tests.
@@ -307,11 +316,26 @@ test("S-3: a restored case that was closed starts a new one with a notice; End c
   assert.match(await page.locator("#chat .status").textContent(), /previous conversation has ended/);
   await type(page, "show my cars");
   assert.match((await last(page)).text, /Cayman GT4|car_/);
-  // The person ends it: a new, empty case, and sending works at once.
-  await page.locator("#chat").getByRole("button", { name: "End conversation" }).click();
-  await page.waitForFunction((id) => window.demo.widget.caseId !== id && !window.demo.widget.busy, fresh);
+  // Issue 50: ending is in a menu and asks first; "Keep talking" changes nothing.
+  const chat = page.locator("#chat");
+  const kept = (await rendered(page)).length;
+  await chat.getByRole("button", { name: "More options" }).click();
+  await chat.getByRole("menuitem", { name: "End conversation" }).click();
+  assert.match(await chat.locator(".ask-end").textContent(), /End this conversation\?/);
+  await chat.getByRole("button", { name: "Keep talking" }).click();
+  assert.equal(await page.evaluate(() => window.demo.widget.caseId), fresh);
+  // Ended for real: the transcript stays readable, Send is off, a new start is offered.
+  await chat.getByRole("button", { name: "More options" }).click();
+  await chat.getByRole("menuitem", { name: "End conversation" }).click();
+  await chat.getByRole("button", { name: "End it" }).click();
+  await page.waitForFunction(() => window.demo.widget.ended === true && !window.demo.widget.busy);
+  assert.equal((await rendered(page)).length, kept, "the ended transcript is kept");
+  assert.match(await chat.locator("li.ended").textContent(), /This conversation has ended\./);
+  assert.equal(await chat.getByRole("button", { name: "Send" }).isDisabled(), true);
+  await chat.getByRole("button", { name: "Start a new conversation" }).click();
+  await page.waitForFunction((id) => window.demo.widget.caseId && window.demo.widget.caseId !== id && !window.demo.widget.busy, fresh);
   assert.equal((await rendered(page)).length, 0);
-  assert.match(await page.locator("#chat .status").textContent(), /conversation was ended/);
+  assert.equal(await chat.locator("li.ended").count(), 0);
   await type(page, "show my cars");
   assert.equal((await rendered(page)).at(-1).role, "assistant");
   await ctx.close();
@@ -334,7 +358,13 @@ test("S-2: two tabs of one person see each other's messages without a reload", a
 
 test("S-4: the walkthrough in Portuguese: every platform text, confirmar", async () => {
   const { ctx, page } = await person("?lang=pt-BR");
-  assert.equal(await page.locator("#chat h2").textContent(), "Suporte");
+  // Issue 50: the tenant's Portuguese welcome and assistant's name; the root's language.
+  assert.equal(await page.locator("#chat h2").textContent(), "Suporte TrackShare");
+  assert.equal(await page.locator("#chat section.cs").getAttribute("lang"), "pt-BR");
+  assert.match(await page.locator("#chat .welcome .greeting").textContent(), /Sou o assistente da TrackShare/);
+  await page.setViewportSize({ width: 390, height: 760 });
+  await page.screenshot({ path: `${ARTIFACTS}/welcome-pt-390.png` });
+  await page.setViewportSize({ width: 1280, height: 720 });
   assert.equal(await page.locator("#chat textarea").getAttribute("placeholder"), "Escreva uma mensagem");
   await type(page, "mover ses_a2 para car_a3");
   const proposal = await last(page);
@@ -342,6 +372,14 @@ test("S-4: the walkthrough in Portuguese: every platform text, confirmar", async
   assert.match(proposal.text, /Mover a sessão em .* do seu carro/, "issue 50: the demo provider's summary in Portuguese");
   assert.match(proposal.text, /Para executar exatamente a ação acima, responda: confirmar/);
   assert.match(proposal.text, /Aguardando sua resposta/);
+  // Issue 50: near the word is said before anything is sent; the word alone answers.
+  const waiting = (await rendered(page)).length;
+  await page.locator("#chat textarea").fill("confirmo");
+  await page.locator("#chat textarea").press("Enter");
+  await page.waitForFunction(() => /envie só a palavra “confirmar”/.test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent));
+  assert.equal((await rendered(page)).length, waiting, "nothing was sent");
+  assert.equal(await page.locator("#chat textarea").inputValue(), "confirmo", "the text stays for editing");
+  await page.locator("#chat textarea").fill("");
   await press(page, "Confirmar");
   const all = await rendered(page);
   assert.match(all.at(-2).text, /confirmar$/);
@@ -444,5 +482,124 @@ test("S-1: a stream cut mid-answer loses nothing: the widget reads back what was
   assert.equal(all.filter((m) => m.role === "user" && m.text.includes("say slowly")).length, 1, "the person's message once");
   assert.equal(all.filter((m) => m.role === "assistant" && m.text.includes("c29y")).length, 1, "the answer once");
   assert.equal(await page.locator("#chat li.draft").count(), 0, "no draft left behind");
+  await ctx.close();
+});
+
+test("issue 50: the tenant's welcome: greeting, assistant's name and starters; a starter sends; gone after the first message", async () => {
+  const { ctx, page } = await person("?user=u_bruno");
+  const chat = page.locator("#chat");
+  assert.equal(await chat.locator("h2").textContent(), "TrackShare support");
+  assert.equal(await chat.locator("section.cs").getAttribute("lang"), "en");
+  assert.match(await chat.locator(".welcome .greeting").textContent(), /I'm TrackShare's assistant/);
+  assert.deepEqual(await chat.locator(".starters button").allTextContents(), ["Show my sessions", "Show my cars", "Move ses_a2 to car_a3"]);
+  // The menu's button is not the bar's main control; Send is ready.
+  assert.equal(await chat.getByRole("menuitem", { name: "End conversation" }).isVisible(), false);
+  assert.equal(await chat.locator(".menu-button").getAttribute("aria-expanded"), "false");
+  assert.equal(await chat.getByRole("button", { name: "Send" }).isEnabled(), true);
+  await page.setViewportSize({ width: 390, height: 760 });
+  await page.screenshot({ path: `${ARTIFACTS}/welcome-390.png` });
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `no sideways scroll at 390 px (${width})`);
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await chat.getByRole("button", { name: "Show my cars" }).click();
+  await page.waitForFunction(count, 1);
+  await page.waitForFunction(() => !window.demo.widget.busy);
+  const all = await rendered(page);
+  assert.match(all[0].text, /Show my cars/);
+  assert.match(all.at(-1).text, /car_/);
+  assert.equal(await chat.locator(".welcome").count(), 0);
+  // Restored after a reload (`?include=welcome`): the name stays, the welcome does not
+  // come back over a conversation that has messages.
+  await page.reload();
+  await page.waitForFunction(() => window.demo && window.demo.ready === true);
+  assert.equal(await chat.locator("h2").textContent(), "TrackShare support");
+  assert.equal(await chat.locator(".welcome").count(), 0);
+  await ctx.close();
+});
+
+test("issue 50: a failed open says why, waits the Retry-After, then Try again opens it; Send is off meanwhile", async () => {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().includes("429")) consoleErrors.push(`${m.text()} @ ${page.url()}`);
+  });
+  let refused = 0;
+  await page.route("**/api/cases", (route) => {
+    if (route.request().method() === "POST" && refused === 0) {
+      refused += 1;
+      return route.fulfill({ status: 429, headers: { "Retry-After": "2", "content-type": "application/json", "access-control-allow-origin": "*", "access-control-expose-headers": "Retry-After" }, body: JSON.stringify({ error: { code: "RATE_LIMITED", message: "slow down" } }) });
+    }
+    return route.continue();
+  });
+  await page.goto(DEMO + "?user=u_bruno&fresh=1");
+  const chat = page.locator("#chat");
+  await page.waitForFunction(() => /try again in \d+ s/.test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent));
+  assert.equal(await chat.locator(".status").getAttribute("role"), "alert");
+  assert.equal(await chat.getByRole("button", { name: "Send" }).isDisabled(), true, "no conversation, no Send");
+  const retry = chat.locator(".status button.retry");
+  assert.equal(await retry.isDisabled(), true, "Try again waits the Retry-After");
+  await page.waitForFunction(() => !document.querySelector("#chat").shadowRoot.querySelector(".status button.retry").disabled, null, { timeout: 5000 });
+  await retry.click();
+  await page.waitForFunction(() => window.demo.widget.caseId && !window.demo.widget.busy);
+  assert.equal(await chat.getByRole("button", { name: "Send" }).isEnabled(), true);
+  assert.equal(refused, 1);
+  await type(page, "show my cars");
+  await ctx.close();
+});
+
+test("issue 50: offline is said and the widget recovers when the browser is back online", async () => {
+  const { ctx, page } = await person("?user=u_bruno&poll=300");
+  const chat = page.locator("#chat");
+  await ctx.setOffline(true);
+  await page.waitForFunction(() => /offline/.test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent));
+  await ctx.setOffline(false);
+  await page.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelector(".status").textContent === "");
+  await type(page, "show my cars");
+  assert.match((await last(page)).text, /car_/);
+  assert.equal(await chat.locator(".status").textContent(), "");
+  await ctx.close();
+});
+
+test("issue 50: timestamps, numbered lists, instructions on their own lines, the box cleared on send, Cancel in the accent, the near-confirm hint", async () => {
+  const { ctx, page } = await person("?user=u_mallory");
+  const chat = page.locator("#chat");
+  // The box empties the moment the message is sent, while the answer is still coming.
+  await chat.locator("textarea").fill("say slowly 1. first\n2. second\n3. third");
+  await chat.locator("textarea").press("Enter");
+  await page.waitForFunction(() => window.demo.widget.busy);
+  assert.equal(await chat.locator("textarea").inputValue(), "");
+  await page.waitForFunction(() => !window.demo.widget.busy);
+  const list = chat.locator("li.msg.md").last().locator("ol");
+  assert.deepEqual(await list.locator("li").allTextContents(), ["first", "second", "third"]);
+  assert.equal(await list.evaluate((o) => getComputedStyle(o).listStyleType), "decimal");
+  // Every message has its time, in the person's clock.
+  const all = await rendered(page);
+  assert.ok(all.every((m) => m.time && !Number.isNaN(Date.parse(m.time))), JSON.stringify(all));
+  assert.match(await chat.locator("li.msg time.at").last().textContent(), /^\d{1,2}:\d{2}/);
+  await type(page, "move ses_m1 to car_m2");
+  const card = chat.locator("li.proposal").last();
+  assert.equal(await card.locator(".instructions").evaluate((e) => getComputedStyle(e).whiteSpace), "pre-line");
+  const box = await card.locator(".instructions").boundingBox();
+  assert.ok(box.height > 40, "the instructions take their own lines");
+  const accent = await chat.evaluate((h) => getComputedStyle(h.shadowRoot.querySelector("section.cs")).getPropertyValue("--cs-accent").trim());
+  assert.equal(accent, "#b4442b");
+  assert.equal(await card.getByRole("button", { name: "Cancel" }).evaluate((b) => getComputedStyle(b).color), "rgb(180, 68, 43)");
+  // Near the word: said before sending, nothing sent, the proposal still waits.
+  const waiting = (await rendered(page)).length;
+  for (const near of ["confirm.", "confirmed", "yes, confirm it"]) {
+    await chat.locator("textarea").fill(near);
+    await chat.locator("textarea").press("Enter");
+    await page.waitForFunction(() => /send only the word “confirm”/.test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent));
+    assert.equal((await rendered(page)).length, waiting, `${near}: nothing was sent`);
+  }
+  assert.equal((await last(page)).state, "pending_confirmation");
+  // The word alone, in any case, answers at once with no hint.
+  await chat.locator("textarea").fill("CONFIRM");
+  await chat.locator("textarea").press("Enter");
+  await page.waitForFunction(count, waiting);
+  await page.waitForFunction(() => !window.demo.widget.busy);
+  assert.match((await last(page)).text, /Action completed/);
+  await type(page, "move ses_m1 to car_m1");
+  await press(page, "Confirm");
   await ctx.close();
 });

@@ -14,6 +14,7 @@ const BASE = process.env.BASE_URL || "http://127.0.0.1:8700";
 const SITE = process.env.SITE_URL || "http://127.0.0.1:8701/";
 const KEY = process.env.ADMIN_KEY;
 const PROVIDER = process.env.PROVIDER_URL || "http://127.0.0.1:8790";
+const ARTIFACTS = process.env.ARTIFACTS || "target/widget-artifacts";
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 let browser;
 let ctx;
@@ -364,7 +365,9 @@ test("S-4: the tenant's language, set in the panel, is the widget's and the plat
     watch(site);
     await site.goto(SITE);
     await site.waitForFunction(() => window.demo && window.demo.ready === true);
-    assert.equal(await site.locator("#chat h2").textContent(), "Suporte");
+    // The tenant's Portuguese assistant name (issue 50), the widget's own texts.
+    assert.equal(await site.locator("#chat h2").textContent(), "Suporte TrackShare");
+    assert.equal(await site.locator("#chat textarea").getAttribute("placeholder"), "Escreva uma mensagem");
     const chat = site.locator("#chat textarea");
     await chat.fill("mover ses_a2 para car_a3");
     await chat.press("Enter");
@@ -425,6 +428,60 @@ test("S-4: the panel speaks Portuguese when the administrator chooses it, and re
   await Promise.all([page.waitForURL(`${BASE}/admin/widgets`), page.getByRole("link", { name: "English" }).click()]);
   assert.equal(await page.locator("h1").innerText(), "Widget credentials");
   assert.equal(await page.locator("html").getAttribute("lang"), "en");
+});
+
+test("issue 50: the accent and the welcome, set in the panel in both languages; a refusal is shown under its field in the administrator's language", async () => {
+  await page.goto(`${BASE}/admin/settings`);
+  const original = {};
+  for (const id of ["accent", "welcome.en.greeting", "welcome.en.starter4", "welcome.pt.greeting"]) {
+    original[id] = await page.locator(`[id="${id}"]`).inputValue();
+  }
+  try {
+    // Refused in English, then in Portuguese, each beside its field; nothing saved.
+    await page.fill("#accent", "#ffff00");
+    await page.click("main button[type=submit]");
+    assert.match(await field("accent").innerText(), /Choose a darker accent/);
+    await Promise.all([page.waitForURL(`${BASE}/admin/settings`), page.getByRole("link", { name: "Português" }).click()]);
+    await page.fill("#accent", "#ffff00");
+    await page.fill('[id="welcome.pt.greeting"]', "");
+    await page.fill('[id="welcome.pt.assistantName"]', "Ana");
+    await page.click("main button[type=submit]");
+    assert.match(await field("accent").innerText(), /Escolha uma cor de destaque mais escura/);
+    assert.equal(await page.locator("#accent").inputValue(), "#ffff00", "what was typed stays to be corrected");
+    assert.equal(await page.locator('[id="welcome.pt.assistantName"]').inputValue(), "Ana");
+    await page.setViewportSize({ width: 390, height: 900 });
+    await field("accent").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${ARTIFACTS}/panel-refusal-pt-390.png` });
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await page.fill("#accent", "#0b5d3b");
+    await page.fill('[id="welcome.pt.greeting"]', "");
+    await page.fill('[id="welcome.pt.assistantName"]', "Ana");
+    await page.click("main button[type=submit]");
+    assert.match(await field("welcome.pt.greeting").innerText(), /Escreva uma saudação de 1 a 300 caracteres/);
+    await Promise.all([page.waitForURL(`${BASE}/admin/settings`), page.getByRole("link", { name: "English" }).click()]);
+    assert.equal(await page.locator("#accent").inputValue(), original.accent, "a refused form saved nothing");
+    // Saved: the widget of a page without its own accent takes the tenant's.
+    await page.fill("#accent", "#0b5d3b");
+    await page.fill('[id="welcome.en.greeting"]', "Welcome to TrackShare, tested.");
+    await page.fill('[id="welcome.en.starter4"]', "operations");
+    await Promise.all([page.waitForURL(/done=saved/), page.click("main button[type=submit]")]);
+    assert.equal(await page.locator("#accent").inputValue(), "#0b5d3b");
+    const person = await browser.newContext();
+    const site = await person.newPage();
+    watch(site);
+    await site.goto(`${SITE}?theme=tenant&user=u_bruno`);
+    await site.waitForFunction(() => window.demo && window.demo.ready === true);
+    assert.equal(await site.locator("#chat .welcome .greeting").textContent(), "Welcome to TrackShare, tested.");
+    assert.deepEqual(await site.locator("#chat .starters button").allTextContents(), ["Show my sessions", "Show my cars", "Move ses_a2 to car_a3", "operations"]);
+    assert.equal(await site.locator("#chat header").evaluate((h) => getComputedStyle(h).backgroundColor), "rgb(11, 93, 59)");
+    await person.close();
+  } finally {
+    await page.goto(`${BASE}/admin/settings`);
+    for (const [id, value] of Object.entries(original)) await page.fill(`[id="${id}"]`, value);
+    await Promise.all([page.waitForURL(/done=saved/), page.click("main button[type=submit]")]);
+  }
+  await page.goto(`${BASE}/admin/audit`);
+  assert.match(await page.locator("main").innerText(), /tenant\.appearance/);
 });
 
 /** N-3: reloads the erasure's page until its job is done (the worker runs each second). */

@@ -60,7 +60,8 @@
     language: params.get("lang") || undefined,
     getToken,
     fetch: recordingFetch,
-    theme: { accent: "#b4442b" },
+    // `theme=tenant`: no accent of the page's own, so the tenant's applies (issue 50).
+    theme: params.get("theme") === "tenant" ? undefined : { accent: "#b4442b" },
     pollMs: Number(params.get("poll")) || undefined,
     // `stream=0`: the buffered post (the streaming tests measure both).
     stream: params.get("stream") !== "0",

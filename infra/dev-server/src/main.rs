@@ -251,12 +251,28 @@ async fn connect_demo_tenant(demo: &Demo, service_token: &str) -> anyhow::Result
     let res = http
         .put(format!("{admin}/settings"))
         .bearer_auth(&demo.admin_key)
-        .json(&json!({"signInUrl": format!("{}/sign-in", demo.site)}))
+        .json(&json!({
+            "signInUrl": format!("{}/sign-in", demo.site),
+            // Issue 50: what a person meets first, with starters the scripted model
+            // understands.
+            "welcome": {
+                "en": {
+                    "greeting": "Hi! I'm TrackShare's assistant. Ask about your sessions and cars, or ask for a change: I prepare it, and nothing happens until you confirm it.",
+                    "assistantName": "TrackShare support",
+                    "starters": ["Show my sessions", "Show my cars", "Move ses_a2 to car_a3"]
+                },
+                "pt-BR": {
+                    "greeting": "Olá! Sou o assistente da TrackShare. Peça uma alteração: eu a preparo, e nada acontece até você confirmar.",
+                    "assistantName": "Suporte TrackShare",
+                    "starters": ["Mover ses_a2 para car_a3"]
+                }
+            }
+        }))
         .send()
         .await?;
     anyhow::ensure!(
         res.status().is_success(),
-        "setting the demo sign-in hand-off: HTTP {}",
+        "setting the demo sign-in hand-off and welcome: HTTP {}",
         res.status()
     );
     // The widget credential of the demo site's origin (decision 0025).

@@ -101,8 +101,14 @@ const PUBLISHED: [(&str, &str); 10] = [
         "/widget/1.3.0/countersign-widget.min.mjs",
         "sha384-DniOp+QnXTqUhV80ZnULR7IlG73kK/LrIgAWHMXgpzeAZMDLLgdxP2x7UKcrgJZL",
     ),
-    ("/widget/1.4.0/countersign-widget.min.js", "SRI_JS"),
-    ("/widget/1.4.0/countersign-widget.min.mjs", "SRI_MJS"),
+    (
+        "/widget/1.4.0/countersign-widget.min.js",
+        "sha384-brw0riQJhytCgI1C1JHt661X26sIiBiCvGTnsKrJSFEK2atuz7jSv3VyhNWya2Ld",
+    ),
+    (
+        "/widget/1.4.0/countersign-widget.min.mjs",
+        "sha384-cifwJA0QLQ0nRECwhVspn6nwPvUrIO7SGPpVeuZ01We5ZQyU0QtWfBBAAhGCe2q9",
+    ),
 ];
 
 /// S-5: every published file is served with the integrity frozen when it was published

@@ -98,9 +98,11 @@ pub(super) async fn settings_save(
     let settings = match settings_form(&form, state.url_policy) {
         Ok(s) => s,
         Err(errors) => {
+            // The form again with what was typed, so a refusal costs no retyping.
+            let shown = as_typed(&session, &form);
             return html(
                 StatusCode::BAD_REQUEST,
-                views::settings(&session, None, &errors),
+                views::settings(&shown, None, &errors),
             );
         }
     };
@@ -121,4 +123,27 @@ pub(super) async fn settings_save(
         return unavailable(&e);
     }
     see_other("/admin/settings?done=saved")
+}
+
+/// `session` with the texts of `form` in place of the stored ones, unchecked: only to show
+/// the refused form again as it was typed (never saved).
+fn as_typed(session: &Session, form: &Form) -> Session {
+    use countersign_domain::appearance::{MAX_STARTERS, Welcome};
+    let mut shown = session.clone();
+    let raw = |name: &str| form.get(name).unwrap_or("").to_owned();
+    shown.tenant.sign_in_url = Some(raw("signInUrl")).filter(|u| !u.is_empty());
+    let a = &mut shown.tenant.appearance;
+    a.accent = Some(raw("accent")).filter(|v| !v.is_empty());
+    let welcome = |prefix: &str| {
+        Some(Welcome {
+            greeting: raw(&format!("{prefix}.greeting")),
+            assistant_name: raw(&format!("{prefix}.assistantName")),
+            starters: (1..=MAX_STARTERS)
+                .map(|i| raw(&format!("{prefix}.starter{i}")))
+                .collect(),
+        })
+    };
+    a.en = welcome("welcome.en");
+    a.pt = welcome("welcome.pt");
+    shown
 }
