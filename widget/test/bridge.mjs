@@ -66,7 +66,8 @@ test("B-1, B-5: the administrator connects the bridged retail server, certifies 
   watch(page);
   await page.goto(`${BASE}/admin`);
   await page.fill("#key", KEY);
-  await Promise.all([page.waitForURL(`${BASE}/admin/mcp`), page.click("button[type=submit]")]);
+  await Promise.all([page.waitForURL(`${BASE}/admin`), page.click("button[type=submit]")]);
+  await page.goto(`${BASE}/admin/mcp`);
   // The bridge as the tenant's server: its consultations typed in (V-1 vets them against
   // the bridge's live tools/list, where they are read-only on the tenant's word), its
   // operations, actions off until certified.

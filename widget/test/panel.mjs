@@ -57,7 +57,21 @@ test("U-1: a wrong key is refused; the right one signs in; the key is not kept b
   await page.click("button[type=submit]");
   assert.match(await page.locator("p.error").innerText(), /not valid/);
   await page.fill("#key", KEY);
-  await Promise.all([page.waitForURL(`${BASE}/admin/mcp`), page.click("button[type=submit]")]);
+  await Promise.all([page.waitForURL(`${BASE}/admin`), page.click("button[type=submit]")]);
+  // Issue 50: the landing is the overview: where the tenant stands, and what its server
+  // installs in one copyable block.
+  assert.equal(await page.locator("h1").innerText(), "Overview");
+  assert.match(await page.locator("#overviewActions").innerText(), /^On: people can countersign changes\.$/);
+  assert.match(await page.locator("#overviewCertification").innerText(), /^Passed · /);
+  const install = await page.locator("#installBlock").innerText();
+  assert.match(install, /^issuer: https:\/\/\S+\naudience: http:\/\/127\.0\.0\.1:\d+\/mcp\njwks_url: http:\/\/127\.0\.0\.1:\d+\/\.well-known\/jwks\.json$/);
+  const jwks = await fetch(install.split("jwks_url: ")[1]);
+  assert.equal(jwks.status, 200, "the JWKS URL shown is the one that answers");
+  // The header on one row at 1280 px.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const header = await page.locator("header").boundingBox();
+  assert.ok(header.height < 70, `the header is one row at 1280 px (${header.height} px)`);
+  await page.goto(`${BASE}/admin/mcp`);
   assert.equal(await page.locator("h1").innerText(), "Tenant MCP");
   const cookies = await ctx.cookies(BASE);
   assert.equal(cookies.length, 1);
@@ -176,6 +190,9 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   await fill(true);
   assert.equal(await page.locator("#verdict").innerText(), "passed");
   assert.equal(await page.locator("tr.failed").count(), 0);
+  // Issue 50: the run in one line, and one button to enable actions on what it covers.
+  assert.match(await page.locator("#runSummary").innerText(), /^Passed: \d+ checks passed, 0 failed, \d+ skipped\.$/);
+  assert.equal(await page.getByRole("button", { name: "Enable actions now" }).count(), 1);
   // Issue 50: the result is a page of its own: a reload shows it again and never re-runs
   // the certification (whose consented run executes a write).
   const executed = async () => (await (await fetch(`${PROVIDER}/_demo/stats`, {
@@ -196,9 +213,14 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   // The last inputs are remembered in this browser.
   assert.equal(await page.locator("#testUser").inputValue(), "countersign-test:u_test");
   assert.equal(JSON.parse(await page.locator("#samples").inputValue()).get_session_laps.sessionId, "ses_t1");
-  await page.check("#enabled");
-  await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);
+  await page.goto(`${BASE}/admin/certification`);
+  await Promise.all([page.waitForURL(/done=saved/), page.getByRole("button", { name: "Enable actions now" }).click()]);
   assert.equal(await page.locator("#enabled").isChecked(), true);
+  assert.match(await page.locator("#serverUrl").inputValue(), /^http:\/\/127\.0\.0\.1:\d+\/mcp$/, "the rest of the settings kept");
+  assert.equal(await page.locator("#operations").inputValue(), "reassign_session_car");
+  await page.goto(`${BASE}/admin/certification`);
+  assert.equal(await page.getByRole("button", { name: "Enable actions now" }).count(), 0, "on already: no button");
+  await page.goto(`${BASE}/admin/mcp`);
   // H-4 in the panel: new operations with actions on are refused next to the field.
   await page.fill("#operations", "reassign_session_car, rename_car");
   await page.click("#mcp button[type=submit]");
@@ -514,8 +536,16 @@ test("R-3, R-2: a hold is placed, shown and lifted; a held person is not erased;
   assert.ok((await field("id").count()) > 0);
   // N-3: an erasure is queued, then carried out by the worker; its page reads the job
   // (a reload never asks again). An unknown person's job ends with nothing written.
+  // Issue 50: an erasure asks first, in red; "Keep them" erases nothing.
   await page.fill("#person", "u_never_seen");
-  await Promise.all([page.waitForURL(/\/admin\/erasure\/aud_/), page.click("#erasePerson button[type=submit]")]);
+  await page.click("#erasePerson button[type=submit]");
+  assert.match(await page.locator("#confirmErasureText").innerText(), /Erase u_never_seen\? This cannot be undone/);
+  assert.equal(await page.locator("#confirmErasure button.danger").evaluate((b) => getComputedStyle(b).backgroundColor), "rgb(180, 35, 24)");
+  await Promise.all([page.waitForURL(`${BASE}/admin/retention`), page.getByRole("link", { name: "Keep them" }).click()]);
+  assert.equal(await page.locator("#erasure").count(), 0);
+  await page.fill("#person", "u_never_seen");
+  await page.click("#erasePerson button[type=submit]");
+  await Promise.all([page.waitForURL(/\/admin\/erasure\/aud_/), page.getByRole("button", { name: "Erase this person" }).click()]);
   await untilDone();
   assert.match(await page.locator("#erasureNothing").innerText(), /Nothing is stored/);
   // Lifted, then erased: the answer and its signed receipt, once.
@@ -523,10 +553,19 @@ test("R-3, R-2: a hold is placed, shown and lifted; a held person is not erased;
   await Promise.all([page.waitForURL(/done=saved/), page.locator('li.hold[data-id="u_alice"]').getByRole("button", { name: "Lift" }).click()]);
   assert.equal(await page.locator("#noHolds").count(), 1);
   await page.fill("#person", "u_alice");
-  await Promise.all([page.waitForURL(/\/admin\/erasure\/aud_/), page.click("#erasePerson button[type=submit]")]);
+  await page.click("#erasePerson button[type=submit]");
+  await Promise.all([page.waitForURL(/\/admin\/erasure\/aud_/), page.getByRole("button", { name: "Erase this person" }).click()]);
   await untilDone();
   assert.match(await page.locator("#auditPersonal").innerText(), /^(unreadable|pending)/);
-  assert.match(await page.locator("#receipt").inputValue(), /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  const receipt = await page.locator("#receipt").inputValue();
+  assert.match(receipt, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  // The receipt comes first on the page, with Copy and Download (the same JWS).
+  const [top, holds] = await Promise.all([page.locator("#erasure").boundingBox(), page.locator("#holds-help").boundingBox()]);
+  assert.ok(top.y < holds.y, "the erasure's answer is above the holds");
+  const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#downloadReceipt").click()]);
+  assert.match(download.suggestedFilename(), /^erasure-receipt-aud_\w+\.jws$/);
+  const fs = await import("node:fs/promises");
+  assert.equal(await fs.readFile(await download.path(), "utf8"), receipt);
   await page.goto(`${BASE}/admin/audit`);
   const trail = await page.locator("main").innerText();
   for (const a of ["hold.placed", "hold.lifted", "subject.erased"]) assert.ok(trail.includes(a), `${a} in the trail`);

@@ -3,6 +3,7 @@
 //! audit record; nothing is ever partially saved, and a save that changes nothing writes
 //! nothing.
 
+use crate::state::Said;
 use crate::state::{AdminError, AdminState, secrets_down, store_down};
 use countersign_domain::certification::CertifiedSubject;
 use countersign_domain::config::{
@@ -52,16 +53,38 @@ pub async fn put(state: &AdminState, tenant: &Tenant, body: &Value) -> Result<Mc
 /// A configuration's broken rules as the use cases refuse them (every one, the first
 /// named).
 pub fn refused(errors: Vec<ConfigError>) -> AdminError {
-    let errors: Vec<(String, String)> = errors
-        .iter()
-        .map(|e| (e.field.clone(), e.to_string()))
-        .collect();
-    let (field, message) = errors.first().cloned().unwrap_or_default();
-    AdminError::Invalid {
-        field,
-        message,
-        errors,
-    }
+    use countersign_domain::texts::Language::Pt;
+    AdminError::invalid(
+        errors
+            .iter()
+            .map(|e| {
+                let pt = format!(
+                    "{}: {}",
+                    countersign_domain::config::field_label(&e.field, Pt),
+                    e.reason.message(Pt)
+                );
+                (e.field.clone(), Said::new(e.to_string(), pt))
+            })
+            .collect(),
+    )
+}
+
+/// Issue 50: the tools a server publishes, read with settings not saved yet (the panel's
+/// picker before the first save): the same host check as a save; nothing is stored.
+pub async fn published_tools(
+    state: &AdminState,
+    tenant: &Tenant,
+    config: &McpConfig,
+) -> Result<Vec<ProviderTool>, AdminError> {
+    let config = admissible(state, config.clone()).await?;
+    let ctx = admin_context(
+        state,
+        tenant,
+        &config.server_url,
+        config.service_token.clone(),
+        0,
+    )?;
+    listed(state, &ctx).await
 }
 
 /// The save itself, given a configuration its edge parsed and checked against the rules
@@ -158,12 +181,13 @@ pub async fn approve(
         .iter()
         .any(|t| t.as_str() == name)
     {
-        let message = format!("`{name}` is not one of the allowed tools");
-        return Err(AdminError::Invalid {
-            field: "tool".into(),
-            message: message.clone(),
-            errors: vec![("tool".into(), message)],
-        });
+        return Err(AdminError::invalid_field(
+            "tool",
+            Said::new(
+                format!("`{name}` is not one of the allowed tools"),
+                format!("`{name}` não é uma das ferramentas permitidas"),
+            ),
+        ));
     }
     let token = token_of(state, tenant, Some(&current))
         .await?
@@ -182,9 +206,16 @@ pub async fn approve(
         Some(tool) => vetting::refusal(tool, operations),
     };
     if let Some(why) = refusal {
+        use countersign_domain::texts::Language::Pt;
         return Err(AdminError::NotConsultations(vec![(
             "tool".into(),
-            format!("`{name}` {why}: it can never be approved as a consultation"),
+            Said::new(
+                format!("`{name}` {why}: it can never be approved as a consultation"),
+                format!(
+                    "`{name}` {}: ela nunca pode ser aprovada como consulta",
+                    why.message(Pt)
+                ),
+            ),
         )]));
     }
     let form = published
@@ -343,11 +374,8 @@ pub(crate) fn admin_context(
     token: SecretString,
     config_version: u64,
 ) -> Result<ProviderContext, AdminError> {
-    let user = UserId::parse(ADMIN_CALLER).map_err(|e| AdminError::Invalid {
-        field: String::new(),
-        message: e.to_string(),
-        errors: Vec::new(),
-    })?;
+    let user = UserId::parse(ADMIN_CALLER)
+        .map_err(|e| AdminError::invalid_field("", Said::new(e.to_string(), e.to_string())))?;
     Ok(ProviderContext {
         tenant: tenant.id.clone(),
         user,
@@ -388,8 +416,14 @@ async fn vet(
         refused
             .into_iter()
             .map(|(i, name, why)| {
-                let message = format!("`{name}` {why}: it cannot be a consultation");
-                (format!("allowedTools[{i}]"), message)
+                let said = Said::new(
+                    format!("`{name}` {why}: it cannot be a consultation"),
+                    format!(
+                        "`{name}` {}: ela não pode ser uma consulta",
+                        why.message(countersign_domain::texts::Language::Pt)
+                    ),
+                );
+                (format!("allowedTools[{i}]"), said)
             })
             .collect(),
     ))
@@ -476,12 +510,13 @@ async fn admissible(state: &AdminState, config: McpConfig) -> Result<McpConfig, 
     if let Err(e) =
         countersign_domain::host::check_public(resolver, &config.server_url, policy).await
     {
-        let message = format!("serverUrl: {e}");
-        return Err(AdminError::Invalid {
-            field: "serverUrl".into(),
-            message: message.clone(),
-            errors: vec![("serverUrl".into(), message)],
-        });
+        return Err(AdminError::invalid_field(
+            "serverUrl",
+            Said::new(
+                format!("serverUrl: {e}"),
+                "URL do servidor MCP: o host deve resolver apenas para endereços públicos (D-5)",
+            ),
+        ));
     }
     // C-6: no enabling without a signing key; consultations stay configurable.
     if config.action_policy.enabled && verification(state).await?.is_none() {

@@ -127,12 +127,12 @@ pub enum AdminError {
         /// The first rule broken.
         message: String,
         /// Every broken rule, `(field, message)`.
-        errors: Vec<(String, String)>,
+        errors: Vec<(String, Said)>,
     },
     /// V-1: allowed tools that cannot be consultations, each `(field, message)` naming
     /// the tool and the reason.
     #[error("{}", first_message(.0))]
-    NotConsultations(Vec<(String, String)>),
+    NotConsultations(Vec<(String, Said)>),
     /// V-1: the provider's `tools/list` could not be read at save, so the allowed tools
     /// could not be vetted.
     #[error(
@@ -252,6 +252,58 @@ pub(crate) fn secrets_down(e: countersign_domain::ports::SecretError) -> AdminEr
 }
 
 /// The first message of a list of `(field, message)` errors.
-pub(crate) fn first_message(errors: &[(String, String)]) -> &str {
-    errors.first().map_or("", |(_, m)| m.as_str())
+pub(crate) fn first_message(errors: &[(String, Said)]) -> &str {
+    errors.first().map_or("", |(_, m)| m.en.as_str())
+}
+
+/// A refusal's text in English (the API's, and the English panel's) and in Portuguese (the
+/// Portuguese panel's): issue 50, every refusal in the administrator's language.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Said {
+    /// English.
+    pub en: String,
+    /// Brazilian Portuguese.
+    pub pt: String,
+}
+
+impl Said {
+    /// Both texts.
+    pub fn new(en: impl Into<String>, pt: impl Into<String>) -> Self {
+        Self {
+            en: en.into(),
+            pt: pt.into(),
+        }
+    }
+
+    /// The text in `lang`.
+    #[must_use]
+    pub fn get(&self, lang: countersign_domain::texts::Language) -> &str {
+        match lang {
+            countersign_domain::texts::Language::En => &self.en,
+            countersign_domain::texts::Language::Pt => &self.pt,
+        }
+    }
+}
+
+impl AdminError {
+    /// [`AdminError::Invalid`] naming every broken rule, the first as the field and
+    /// message the API answers.
+    #[must_use]
+    pub fn invalid(errors: Vec<(String, Said)>) -> Self {
+        let (field, message) = errors
+            .first()
+            .map(|(f, m)| (f.clone(), m.en.clone()))
+            .unwrap_or_default();
+        Self::Invalid {
+            field,
+            message,
+            errors,
+        }
+    }
+
+    /// [`AdminError::invalid`] for one field.
+    #[must_use]
+    pub fn invalid_field(field: &str, said: Said) -> Self {
+        Self::invalid(vec![(field.to_owned(), said)])
+    }
 }

@@ -107,12 +107,13 @@ pub async fn settle(
 ) -> Result<ProposalState, AdminError> {
     let reason = reason.trim();
     if reason.is_empty() || reason.chars().count() > MAX_REASON_CHARS {
-        let message = format!("give a reason of 1 to {MAX_REASON_CHARS} characters");
-        return Err(AdminError::Invalid {
-            field: "reason".into(),
-            message: message.clone(),
-            errors: vec![("reason".into(), message)],
-        });
+        return Err(AdminError::invalid_field(
+            "reason",
+            crate::state::Said::new(
+                format!("give a reason of 1 to {MAX_REASON_CHARS} characters"),
+                format!("informe um motivo de 1 a {MAX_REASON_CHARS} caracteres"),
+            ),
+        ));
     }
     let found = list(state, tenant)
         .await?

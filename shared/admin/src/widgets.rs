@@ -1,5 +1,6 @@
 //! Widget credentials (C-9, D-2): create (the secret shown once), list, revoke.
 
+use crate::state::Said;
 use crate::state::{AdminError, AdminState, secrets_down, store_down};
 use countersign_domain::config::widget_secret_name;
 use countersign_domain::ids::WidgetKeyId;
@@ -48,23 +49,29 @@ pub fn origins(raw: &[String]) -> Result<Vec<String>, AdminError> {
     if raw.len() > MAX_ORIGINS {
         errors.push((
             "allowedOrigins".to_owned(),
-            format!("at most {MAX_ORIGINS} origins"),
+            Said::new(
+                format!("at most {MAX_ORIGINS} origins"),
+                format!("no máximo {MAX_ORIGINS} origens"),
+            ),
         ));
     }
     for (i, o) in raw.iter().enumerate() {
         match countersign_domain::config::parse_origin(o) {
             Ok(o) if !out.contains(&o) => out.push(o),
             Ok(_) => {}
-            Err(problem) => errors.push((format!("allowedOrigins[{i}]"), problem.to_owned())),
+            Err(problem) => errors.push((
+                format!("allowedOrigins[{i}]"),
+                Said::new(
+                    problem,
+                    "deve ser uma origem como https://loja.example.com (https, um host, uma porta opcional e nada mais)",
+                ),
+            )),
         }
     }
-    match errors.first() {
-        None => Ok(out),
-        Some((field, message)) => Err(AdminError::Invalid {
-            field: field.clone(),
-            message: message.clone(),
-            errors,
-        }),
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(AdminError::invalid(errors))
     }
 }
 
@@ -105,12 +112,15 @@ pub async fn replace(
     grace_seconds: i64,
 ) -> Result<(WidgetKey, SecretString), AdminError> {
     if !(0..=MAX_GRACE_SECONDS).contains(&grace_seconds) {
-        let message = format!("a grace period is 0 to {MAX_GRACE_SECONDS} seconds (a week)");
-        return Err(AdminError::Invalid {
-            field: "graceSeconds".to_owned(),
-            message: message.clone(),
-            errors: vec![("graceSeconds".to_owned(), message)],
-        });
+        return Err(AdminError::invalid_field(
+            "graceSeconds",
+            Said::new(
+                format!("a grace period is 0 to {MAX_GRACE_SECONDS} seconds (a week)"),
+                format!(
+                    "um período de carência vai de 0 a {MAX_GRACE_SECONDS} segundos (uma semana)"
+                ),
+            ),
+        ));
     }
     let id = WidgetKeyId::parse(key).map_err(|_| AdminError::NoSuchCredential)?;
     let old = state

@@ -279,6 +279,81 @@ impl fmt::Display for ConfigErrorReason {
     }
 }
 
+impl ConfigErrorReason {
+    /// The reason in `lang` (issue 50: the panel speaks the administrator's language; the
+    /// API keeps the English [`fmt::Display`]).
+    #[must_use]
+    pub fn message(&self, lang: crate::texts::Language) -> String {
+        if lang == crate::texts::Language::En {
+            return self.to_string();
+        }
+        match self {
+            Self::Required => "é obrigatório".into(),
+            Self::WrongType { expected } => format!("deve ser do tipo {expected}"),
+            Self::UnknownField => "não é um campo da configuração".into(),
+            Self::InvalidUrl => "deve ser uma URL absoluta, com host".into(),
+            Self::NotHttps => "deve usar https://".into(),
+            Self::UrlHasCredentials => "não pode conter usuário ou senha".into(),
+            Self::UrlHasFragment => "não pode conter um #fragmento".into(),
+            Self::NotPublic => "deve apontar para um host público".into(),
+            Self::TooLong { max } => format!("deve ter no máximo {max} caracteres"),
+            Self::Empty => "não pode ficar vazio".into(),
+            Self::InvalidCharacters => {
+                "só pode conter caracteres ASCII visíveis (sem espaços)".into()
+            }
+            Self::InvalidName { .. } => "não é um nome válido: use letras, dígitos, _, - ou . (até 64 caracteres)".into(),
+            Self::Reserved => "é um nome reservado do protocolo".into(),
+            Self::NameIsOperation => {
+                "também é o nome de uma operação; escritas só se configuram como operações".into()
+            }
+            Self::Duplicate => "aparece mais de uma vez".into(),
+            Self::TooMany { max } => format!("deve ter no máximo {max} itens"),
+            Self::NeedsOne => "deve ter pelo menos um item".into(),
+            Self::ContractVersion => "deve ser 1".into(),
+            Self::EnabledWithoutOperations => {
+                "deve listar pelo menos uma operação quando as ações estão ativadas".into()
+            }
+            Self::NotAnOperation => "não é uma das operações configuradas".into(),
+            Self::StepUpValue => "deve ser none ou passkey".into(),
+            Self::AudienceOtherServer => "deve ser uma URL com o mesmo esquema, host e porta da URL do servidor (uma prova só pode ser endereçada ao servidor deste tenant)".into(),
+        }
+    }
+}
+
+/// A configuration field's name as the panel labels it, in `lang` (issue 50): the API's
+/// path (`allowedTools[2]`) becomes "Consultations, item 3". An unknown path is itself.
+#[must_use]
+pub fn field_label(field: &str, lang: crate::texts::Language) -> String {
+    let pt = lang == crate::texts::Language::Pt;
+    let (path, index) = match field.split_once('[') {
+        Some((path, rest)) => (path, rest.trim_end_matches(']').parse::<usize>().ok()),
+        None => (field, None),
+    };
+    let label = match (path, pt) {
+        ("serverUrl", false) => "MCP server URL",
+        ("serverUrl", true) => "URL do servidor MCP",
+        ("serviceToken", false) => "Service token",
+        ("serviceToken", true) => "Token de serviço",
+        ("allowedTools", false) => "Consultations",
+        ("allowedTools", true) => "Consultas",
+        ("audience", false) => "Audience",
+        ("audience", true) => "Audiência",
+        ("actionPolicy.operations", false) => "Operations",
+        ("actionPolicy.operations", true) => "Operações",
+        ("actionPolicy.enabled", false) => "Actions",
+        ("actionPolicy.enabled", true) => "Ações",
+        ("actionPolicy.contractVersion", false) => "Contract version",
+        ("actionPolicy.contractVersion", true) => "Versão do contrato",
+        ("actionPolicy", false) => "Action policy",
+        ("actionPolicy", true) => "Política de ações",
+        _ => return field.to_owned(),
+    };
+    match index {
+        Some(i) => format!("{label}, item {}", i + 1),
+        None => label.to_owned(),
+    }
+}
+
 /// One invalid field: `{field, message}` in the admin API's 400 answer (C-11).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ConfigError {

@@ -30,15 +30,34 @@ pub enum NotAConsultation {
 
 impl fmt::Display for NotAConsultation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::NotListed => "is not listed by the provider's tools/list",
+        f.write_str(self.message(crate::texts::Language::En))
+    }
+}
+
+impl NotAConsultation {
+    /// Why, in `lang` (issue 50: the panel speaks the administrator's language).
+    #[must_use]
+    pub fn message(self, lang: crate::texts::Language) -> &'static str {
+        if lang == crate::texts::Language::En {
+            return match self {
+                Self::NotListed => "is not listed by the provider's tools/list",
+                Self::NotDeclaredReadOnly => {
+                    "is not declared read-only (its annotations need readOnlyHint: true)"
+                }
+                Self::DeclaredDestructive => "is declared destructive (destructiveHint: true)",
+                Self::IsOperation => "is a configured operation: writes go through confirmation",
+                Self::IsActionTool => "is an actions-protocol or built-in tool name",
+            };
+        }
+        match self {
+            Self::NotListed => "não aparece no tools/list do seu servidor",
             Self::NotDeclaredReadOnly => {
-                "is not declared read-only (its annotations need readOnlyHint: true)"
+                "não se declara somente leitura (as anotações dela precisam de readOnlyHint: true)"
             }
-            Self::DeclaredDestructive => "is declared destructive (destructiveHint: true)",
-            Self::IsOperation => "is a configured operation: writes go through confirmation",
-            Self::IsActionTool => "is an actions-protocol or built-in tool name",
-        })
+            Self::DeclaredDestructive => "se declara destrutiva (destructiveHint: true)",
+            Self::IsOperation => "é uma operação configurada: escritas passam por confirmação",
+            Self::IsActionTool => "tem o nome de uma ferramenta do protocolo de ações ou embutida",
+        }
     }
 }
 

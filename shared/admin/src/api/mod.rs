@@ -54,10 +54,13 @@ pub use widget_credentials::*;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Every `(field, message)` a refusal names, as the error body lists them.
-fn field_errors(errors: Vec<(String, String)>) -> Vec<FieldError> {
+fn field_errors(errors: Vec<(String, crate::state::Said)>) -> Vec<FieldError> {
     errors
         .into_iter()
-        .map(|(field, message)| FieldError { field, message })
+        .map(|(field, message)| FieldError {
+            field,
+            message: message.en,
+        })
         .collect()
 }
 

@@ -30,9 +30,10 @@ pub struct TenantSettings {
     pub welcome: WelcomeSettings,
 }
 
-/// The welcome per language (issue 50).
+/// The welcome per language (issue 50). Read from a JSON object only (serde would take
+/// an array for a struct).
 #[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "ObjectOnly")]
 pub struct WelcomeSettings {
     /// In English conversations.
     #[serde(default)]
@@ -44,7 +45,7 @@ pub struct WelcomeSettings {
 
 /// One language's welcome (issue 50). All empty removes it.
 #[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase", try_from = "ObjectOnly")]
 pub struct WelcomeFields {
     /// 1–300 characters ("Hi! How can we help?").
     pub greeting: String,
@@ -54,6 +55,58 @@ pub struct WelcomeFields {
     /// Up to four prompts of at most 80 characters the person sends with one click.
     #[serde(default)]
     pub starters: Vec<String>,
+}
+
+/// A JSON object, the only shape [`WelcomeSettings`] and [`WelcomeFields`] are read from.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct ObjectOnly(serde_json::Map<String, serde_json::Value>);
+
+/// The same types without the object check, to read the checked object into.
+mod plain {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Settings {
+        #[serde(default)]
+        pub(super) en: Option<super::ObjectOnly>,
+        #[serde(default, rename = "pt-BR", alias = "pt")]
+        pub(super) pt: Option<super::ObjectOnly>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub(super) struct Fields {
+        pub(super) greeting: String,
+        #[serde(default)]
+        pub(super) assistant_name: String,
+        #[serde(default)]
+        pub(super) starters: Vec<String>,
+    }
+}
+
+impl TryFrom<ObjectOnly> for WelcomeSettings {
+    type Error = serde_json::Error;
+    fn try_from(o: ObjectOnly) -> Result<Self, Self::Error> {
+        let p: plain::Settings = serde_json::from_value(serde_json::Value::Object(o.0))?;
+        Ok(Self {
+            en: p.en.map(WelcomeFields::try_from).transpose()?,
+            pt: p.pt.map(WelcomeFields::try_from).transpose()?,
+        })
+    }
+}
+
+impl TryFrom<ObjectOnly> for WelcomeFields {
+    type Error = serde_json::Error;
+    fn try_from(o: ObjectOnly) -> Result<Self, Self::Error> {
+        let p: plain::Fields = serde_json::from_value(serde_json::Value::Object(o.0))?;
+        Ok(Self {
+            greeting: p.greeting,
+            assistant_name: p.assistant_name,
+            starters: p.starters,
+        })
+    }
 }
 
 impl From<&countersign_domain::appearance::Welcome> for WelcomeFields {

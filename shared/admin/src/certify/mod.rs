@@ -26,6 +26,7 @@ pub use forge::{
 };
 
 use crate::mcp;
+use crate::state::Said;
 use crate::state::{AdminError, AdminState, store_down};
 use countersign_domain::certification::{Certification, CertifiedSubject, CheckStatus, Checks};
 use countersign_domain::config::McpConfig;
@@ -182,7 +183,10 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
         if !config.allowed_tools.iter().any(|t| t.as_str() == name) {
             errors.push((
                 format!("consultations.{name}"),
-                format!("`{name}` is not one of the saved allowedTools"),
+                Said::new(
+                    format!("`{name}` is not one of the saved allowedTools"),
+                    format!("`{name}` não é uma das consultas salvas"),
+                ),
             ));
         }
     }
@@ -191,7 +195,10 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
         if !operations.iter().any(|o| o.as_str() == name) {
             errors.push((
                 format!("actions.{name}"),
-                format!("`{name}` is not one of the saved operations"),
+                Said::new(
+                    format!("`{name}` is not one of the saved operations"),
+                    format!("`{name}` não é uma das operações salvas"),
+                ),
             ));
         }
     }
@@ -199,7 +206,10 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
         if !operations.contains(op) {
             errors.push((
                 format!("stepUp.{op}"),
-                format!("`{op}` is not one of the saved operations"),
+                Said::new(
+                    format!("`{op}` is not one of the saved operations"),
+                    format!("`{op}` não é uma das operações salvas"),
+                ),
             ));
         }
     }
@@ -207,7 +217,10 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
         if !request.actions.contains_key(op.as_str()) {
             errors.push((
                 format!("actions.{op}"),
-                format!("give sample arguments for `{op}`: every configured operation is prepared"),
+                Said::new(
+                    format!("give sample arguments for `{op}`: every configured operation is prepared"),
+                    format!("informe argumentos de exemplo para `{op}`: toda operação configurada é preparada"),
+                ),
             ));
         }
     }
@@ -215,14 +228,20 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
         if !request.consultations.contains_key(name) {
             errors.push((
                 format!("personalConsultations.{name}"),
-                format!("`{name}` needs sample arguments in consultations: they name the test person's resource"),
+                Said::new(
+                    format!("`{name}` needs sample arguments in consultations: they name the test person's resource"),
+                    format!("`{name}` precisa de argumentos de exemplo em consultas: eles indicam o recurso da pessoa de teste"),
+                ),
             ));
         }
     }
     if request.second_user.is_some() == request.personal.is_empty() {
         errors.push((
             "secondTestUser".to_owned(),
-            "give a second test person and the consultations they must be refused (personalConsultations) together".to_owned(),
+            Said::new(
+                "give a second test person and the consultations they must be refused (personalConsultations) together",
+                "informe juntas uma segunda pessoa de teste e as consultas que devem ser recusadas a ela (personalConsultations)",
+            ),
         ));
     }
     // N-7: a run acts only for synthetic people the platform marks, never a free id.
@@ -233,9 +252,15 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
         if who.is_some_and(|u| !u.is_test_person()) {
             errors.push((
                 field.to_owned(),
-                format!(
-                    "a test person's id starts with `{}` (route it to a test account in your system)",
-                    UserId::TEST_PREFIX
+                Said::new(
+                    format!(
+                        "a test person's id starts with `{}` (route it to a test account in your system)",
+                        UserId::TEST_PREFIX
+                    ),
+                    format!(
+                        "o id de uma pessoa de teste começa com `{}` (encaminhe-o para uma conta de teste no seu sistema)",
+                        UserId::TEST_PREFIX
+                    ),
                 ),
             ));
         }
@@ -243,16 +268,16 @@ fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), Adm
     if request.second_user.as_ref() == Some(&request.test_user) {
         errors.push((
             "secondTestUser".to_owned(),
-            "the second test person must differ from the first".to_owned(),
+            Said::new(
+                "the second test person must differ from the first",
+                "a segunda pessoa de teste deve ser diferente da primeira",
+            ),
         ));
     }
-    match errors.first().cloned() {
-        None => Ok(()),
-        Some((field, message)) => Err(AdminError::Invalid {
-            field,
-            message,
-            errors,
-        }),
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(AdminError::invalid(errors))
     }
 }
 

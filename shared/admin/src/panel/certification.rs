@@ -17,7 +17,7 @@ pub(super) async fn certification(
         Err(errors) => {
             return html(
                 StatusCode::BAD_REQUEST,
-                views::certification_result(&session, None, &errors),
+                views::certification_result(&session, None, &errors, None),
             );
         }
     };
@@ -27,7 +27,10 @@ pub(super) async fn certification(
         Ok(_) => see_other("/admin/certification"),
         Err(e) => {
             let page = |errors: Errors, status| async move {
-                html(status, views::certification_result(&session, None, &errors))
+                html(
+                    status,
+                    views::certification_result(&session, None, &errors, None),
+                )
             };
             PanelError::from(e).answer(page).await
         }
@@ -50,13 +53,26 @@ pub(super) async fn latest_certification(
         Ok(None) => return see_other("/admin/mcp"),
         Err(e) => return unavailable(&crate::state::store_down(e)),
     };
-    let current = match mcp::current(&state, &session.tenant).await {
-        Ok(s) => s.is_some_and(|s| run.certifies(&CertifiedSubject::of(&s))),
+    let stored = match mcp::current(&state, &session.tenant).await {
+        Ok(s) => s,
         Err(e) => return unavailable(&e),
     };
+    let current = stored
+        .as_ref()
+        .is_some_and(|s| run.certifies(&CertifiedSubject::of(s)));
+    // Issue 50: a passing run over the saved settings, actions still off: one button on.
+    let enable = stored
+        .as_ref()
+        .filter(|s| current && run.passed() && !s.config.action_policy.enabled)
+        .map(|s| form_of(Some(s)));
     html(
         StatusCode::OK,
-        views::certification_result(&session, Some((&run, current)), &Errors::new()),
+        views::certification_result(
+            &session,
+            Some((&run, current)),
+            &Errors::new(),
+            enable.as_ref(),
+        ),
     )
 }
 
@@ -64,7 +80,12 @@ pub(super) async fn latest_certification(
 pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Errors> {
     let mut errors = Errors::new();
     let test_user = UserId::parse(form.get("testUser").unwrap_or("").trim())
-        .map_err(|e| errors.insert("testUser".into(), e.to_string()))
+        .map_err(|_| {
+            errors.insert(
+                "testUser".into(),
+                t("Give the test person's user id, as your site names them.").into(),
+            )
+        })
         .ok();
     let object = |field: &str, errors: &mut Errors| -> Option<Map<String, Value>> {
         let raw = form.get(field).unwrap_or("").trim();
@@ -72,7 +93,7 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
         match serde_json::from_str::<Value>(raw) {
             Ok(Value::Object(m)) => Some(m),
             _ => {
-                errors.insert(field.into(), "must be a JSON object".into());
+                errors.insert(field.into(), t("Write a JSON object here (an argument name and value in braces), or leave it empty.").into());
                 None
             }
         }
@@ -87,7 +108,7 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
             _ => {
                 errors.insert(
                     format!("consultations.{tool}"),
-                    "a tool name with a JSON object of arguments".into(),
+                    t("Each entry is a tool's name with a JSON object of its arguments.").into(),
                 );
             }
         }
@@ -101,7 +122,8 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
             _ => {
                 errors.insert(
                     format!("actions.{op}"),
-                    "an operation name with a JSON object of arguments".into(),
+                    t("Each entry is an operation's name with a JSON object of its arguments.")
+                        .into(),
                 );
             }
         }
@@ -111,7 +133,12 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
         None
     } else {
         UserId::parse(second)
-            .map_err(|e| errors.insert("secondTestUser".into(), e.to_string()))
+            .map_err(|_| {
+                errors.insert(
+                    "secondTestUser".into(),
+                    t("Give the second test person's user id, as your site names them.").into(),
+                )
+            })
             .ok()
     };
     let personal: Vec<String> = form
@@ -148,9 +175,14 @@ fn step_up_operations(
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .filter_map(|t| {
-            countersign_domain::ids::OperationName::parse(t)
-                .map_err(|e| errors.insert("stepUp".into(), e.to_string()))
+        .filter_map(|name| {
+            countersign_domain::ids::OperationName::parse(name)
+                .map_err(|_| {
+                    errors.insert(
+                        "stepUp".into(),
+                        t("Name configured operations, separated by commas.").into(),
+                    )
+                })
                 .ok()
         })
         .collect()

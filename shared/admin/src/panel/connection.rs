@@ -64,52 +64,60 @@ pub(super) fn enable_blocked(
     })
 }
 
-/// The live tools of the saved server, as the consultation picker shows them (H-2: a
-/// write, an operation or an action tool cannot be chosen).
-pub(super) async fn live_tools(
-    state: &AdminState,
-    tenant: &Tenant,
-    stored: &StoredMcpConfig,
-) -> Result<Vec<ToolChoice>, String> {
-    let token = mcp::token_of(state, tenant, Some(stored))
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or("no service token is saved")?;
-    let ctx = mcp::admin_context(
-        state,
-        tenant,
-        &stored.config.server_url,
-        token,
-        stored.version,
-    )
-    .map_err(|e| e.to_string())?;
-    let tools = state
-        .provider
-        .list_tools(&ctx)
-        .await
-        .map_err(|e| format!("your server's tools/list failed: {e}"))?;
-    let config = &stored.config;
-    Ok(tools
+/// `tools` as the consultation picker shows them (H-2: a write, an operation or an action
+/// tool cannot be chosen), `allowed` ticked; the reason a tool is blocked, in the
+/// administrator's language.
+pub(super) fn choices(
+    tools: &[countersign_domain::ports::ProviderTool],
+    allowed: &[String],
+    operations: &[OperationName],
+) -> Vec<ToolChoice> {
+    tools
         .iter()
-        .map(|t| {
-            let name = t.name.as_str();
+        .map(|tool| {
+            let name = tool.name.as_str();
             // V-1: the rule the save and the run time apply.
-            let blocked = vetting::refusal(t, &config.action_policy.operations)
-                .map(|why| format!("{why}: cannot be a consultation"));
+            let blocked = vetting::refusal(tool, operations).map(|why| {
+                format!(
+                    "{}{}",
+                    why.message(i18n::lang()),
+                    t(": cannot be a consultation")
+                )
+            });
+            let description = tool
+                .descriptor
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             ToolChoice {
                 name: name.to_owned(),
-                description: t
-                    .descriptor
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                allowed: blocked.is_none()
-                    && config.allowed_tools.iter().any(|a| a.as_str() == name),
+                warned: never_allowlist(&description),
+                description,
+                allowed: blocked.is_none() && allowed.iter().any(|a| a == name),
                 blocked,
             }
         })
-        .collect())
+        .collect()
+}
+
+/// Issue 50: whether a tool's own description tells tenants never to allow it (a
+/// read-only tool that reaches other people's data, say): the panel echoes the warning.
+pub(super) fn never_allowlist(description: &str) -> bool {
+    let d = description.to_lowercase();
+    d.contains("never allowlist")
+        || d.contains("never allow-list")
+        || d.contains("do not allowlist")
+}
+
+/// Which tools the MCP page shows in its picker.
+pub(super) enum Picker {
+    /// None: the text box of names.
+    Closed,
+    /// The saved server's, as it lists them now.
+    Saved,
+    /// A server's not saved yet (issue 50: tools are loadable before the first save).
+    Preview(Vec<ToolChoice>),
 }
 
 pub(super) async fn mcp_page(
@@ -126,12 +134,17 @@ pub(super) async fn mcp_page(
         )),
         _ => None,
     };
+    let picker = if q.contains_key("tools") {
+        Picker::Saved
+    } else {
+        Picker::Closed
+    };
     render_mcp(
         &state,
         &session,
         None,
         Errors::new(),
-        q.contains_key("tools"),
+        picker,
         notice,
         StatusCode::OK,
     )
@@ -143,8 +156,8 @@ pub(super) async fn render_mcp(
     state: &AdminState,
     session: &Session,
     form: Option<McpForm>,
-    mut errors: Errors,
-    load_tools: bool,
+    errors: Errors,
+    picker: Picker,
     notice: Option<&str>,
     status: StatusCode,
 ) -> Response {
@@ -157,17 +170,57 @@ pub(super) async fn render_mcp(
         Ok(v) => v,
         Err(e) => return unavailable(&e),
     };
-    let tools = match (&stored, load_tools) {
-        (Some(s), true) => match live_tools(state, &session.tenant, s).await {
-            Ok(t) => Some(t),
-            Err(why) => {
-                errors.insert("allowedTools".into(), why);
+    let mut errors = placed(
+        errors,
+        &[
+            "",
+            "serverUrl",
+            "serviceToken",
+            "audience",
+            "allowedTools",
+            "actionPolicy.operations",
+            "actionPolicy.enabled",
+            "actionPolicy.stepUp",
+            "actionPolicy.stepUp.",
+            "actionPolicy.stepUpFallback",
+        ],
+    );
+    let form = form.unwrap_or_else(|| form_of(stored.as_ref()));
+    // One tools/list per page: the view's, reused by the picker and the warnings.
+    let tools = match (picker, &stored) {
+        (Picker::Preview(choices), _) => Some(choices),
+        (Picker::Saved, Some(s)) => match live.as_deref() {
+            Some(list) => Some(choices(
+                list,
+                &form.allowed_tools,
+                &s.config.action_policy.operations,
+            )),
+            None => {
+                errors.insert("allowedTools".into(), t("Your server's tools/list could not be read: check its URL, its service token and that it is up.").into());
                 None
             }
         },
         _ => None,
     };
-    let form = form.unwrap_or_else(|| form_of(stored.as_ref()));
+    // Issue 50: an allowed tool whose own description says never to allow it.
+    let warnings: Vec<(String, String)> = stored
+        .as_ref()
+        .zip(live.as_deref())
+        .map(|(s, list)| {
+            list.iter()
+                .filter(|tool| {
+                    s.config
+                        .allowed_tools
+                        .iter()
+                        .any(|a| a.as_str() == tool.name.as_str())
+                })
+                .filter_map(|tool| {
+                    let d = tool.descriptor.get("description").and_then(Value::as_str)?;
+                    never_allowlist(d).then(|| (tool.name.as_str().to_owned(), d.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let certification = stored
         .as_ref()
         .zip(run.as_ref())
@@ -186,6 +239,7 @@ pub(super) async fn render_mcp(
         certification,
         notice,
         samples: &samples,
+        warnings: &warnings,
     };
     html(status, views::mcp(&page))
 }
@@ -251,13 +305,16 @@ pub(super) async fn mcp_save(
     Guarded { session, form }: Guarded,
 ) -> Response {
     let values = McpForm::from(&form);
+    if form.get("intent") == Some("load") {
+        return preview(&state, &session, values, &form).await;
+    }
     if let Some(errors) = unacknowledged_step_up(&state, &session, &values, &form).await {
         return render_mcp(
             &state,
             &session,
             Some(values),
             errors,
-            false,
+            Picker::Closed,
             None,
             StatusCode::BAD_REQUEST,
         )
@@ -279,7 +336,61 @@ pub(super) async fn mcp_save(
                 if let Some(m) = errors.get_mut("serviceToken").filter(|_| withheld) {
                     NEW_SERVER_NEEDS_TOKEN.clone_into(m);
                 }
-                render_mcp(&state, &session, Some(values), errors, false, None, status).await
+                render_mcp(
+                    &state,
+                    &session,
+                    Some(values),
+                    errors,
+                    Picker::Closed,
+                    None,
+                    status,
+                )
+                .await
+            };
+            PanelError::from(e).answer(page).await
+        }
+    }
+}
+
+/// Issue 50: "Load tools from your server" before anything is saved: the typed URL and
+/// token, checked by the save's rules, read the server's tools/list; nothing is stored.
+async fn preview(state: &AdminState, session: &Session, values: McpForm, form: &Form) -> Response {
+    let token = match token_to_send(state, session, &values, form.get("serviceToken")).await {
+        Ok((token, _)) => token,
+        Err(e) => return unavailable(&e),
+    };
+    let listed = match values.draft(token).validate(state.url_policy) {
+        Ok(config) => mcp::published_tools(state, &session.tenant, &config)
+            .await
+            .map(|list| (list, config.action_policy.operations)),
+        Err(errors) => Err(mcp::refused(errors)),
+    };
+    match listed {
+        Ok((list, operations)) => {
+            let tools = choices(&list, &values.allowed_tools, &operations);
+            let notice = t("Your server's tools are loaded: choose the consultations, then save.");
+            render_mcp(
+                state,
+                session,
+                Some(values),
+                Errors::new(),
+                Picker::Preview(tools),
+                Some(notice),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => {
+            let page = |errors, status| {
+                render_mcp(
+                    state,
+                    session,
+                    Some(values),
+                    errors,
+                    Picker::Closed,
+                    None,
+                    status,
+                )
             };
             PanelError::from(e).answer(page).await
         }
@@ -355,8 +466,9 @@ pub(super) async fn mcp_approve(
     match mcp::approve(&state, &session.tenant, &tool).await {
         Ok(_) => see_other("/admin/mcp?done=approved"),
         Err(e) => {
-            let page =
-                |errors, status| render_mcp(&state, &session, None, errors, false, None, status);
+            let page = |errors, status| {
+                render_mcp(&state, &session, None, errors, Picker::Closed, None, status)
+            };
             PanelError::from(e).answer(page).await
         }
     }
@@ -369,8 +481,9 @@ pub(super) async fn mcp_remove(
     match mcp::delete(&state, &session.tenant).await {
         Ok(()) => see_other("/admin/mcp?done=removed"),
         Err(e) => {
-            let page =
-                |errors, status| render_mcp(&state, &session, None, errors, false, None, status);
+            let page = |errors, status| {
+                render_mcp(&state, &session, None, errors, Picker::Closed, None, status)
+            };
             PanelError::from(e).answer(page).await
         }
     }

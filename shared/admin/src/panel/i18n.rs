@@ -5,9 +5,10 @@
 //!
 //! Texts are looked up by their English wording: [`t`] gives the Portuguese one when the
 //! request's language is Portuguese, and a unit test checks that every `t("…")` in the
-//! panel's sources has one, so a new English text cannot ship untranslated. The detailed
-//! validation messages of the configuration rules (the domain's, shared with the API)
-//! stay in English; the API's `code`s never change.
+//! panel's sources has one, so a new English text cannot ship untranslated. The use
+//! cases' refusals carry both languages (`Said`; the configuration rules' reasons and
+//! field labels come from the domain, decision 0048 as revisited by 0078): the API
+//! answers the English, the panel the administrator's; the API's `code`s never change.
 
 use crate::state::AdminError;
 use axum::extract::Request;
@@ -176,7 +177,8 @@ pub fn error(e: &AdminError) -> String {
         AdminError::Unavailable { .. } => {
             "um serviço da plataforma está indisponível; nada foi alterado".into()
         }
-        // Validation details name fields and rules precisely: kept as written.
+        // Invalid and NotConsultations carry both languages and are placed by field
+        // (`errors_of`); anything else is the English text.
         other => other.to_string(),
     }
 }
@@ -272,6 +274,98 @@ const PORTUGUESE: &[(&str, &str)] = &[
     ),
     ("Retention (days)", "Retenção (dias)"),
     ("Accent colour", "Cor de destaque"),
+    (": cannot be a consultation", ": não pode ser uma consulta"),
+    (
+        "Your server's tools/list could not be read: check its URL, its service token and that it is up.",
+        "Não foi possível ler o tools/list do seu servidor: confira a URL, o token de serviço e se ele está no ar.",
+    ),
+    (
+        "Your server's tools are loaded: choose the consultations, then save.",
+        "As ferramentas do seu servidor foram carregadas: escolha as consultas e salve.",
+    ),
+    (
+        "is allowed, but your server's own description says never to allow it:",
+        "está permitida, mas a descrição do próprio servidor diz para nunca permiti-la:",
+    ),
+    (
+        "Untick it unless you are sure it reaches only the person's own data.",
+        "Desmarque-a, a não ser que tenha certeza de que ela só alcança os dados da própria pessoa.",
+    ),
+    (
+        "Its server says never to allow it.",
+        "O servidor dela diz para nunca permiti-la.",
+    ),
+    ("Passed: ", "Passou: "),
+    ("Failed: ", "Falhou: "),
+    (" checks passed, ", " verificações passaram, "),
+    (" failed, ", " falharam, "),
+    (" skipped.", " foram puladas."),
+    (
+        "This run covers the saved settings: people can start countersigning changes as soon as you enable actions.",
+        "Esta execução cobre as configurações salvas: as pessoas podem começar a confirmar alterações assim que você ativar as ações.",
+    ),
+    ("Enable actions now", "Ativar as ações agora"),
+    ("Overview", "Visão geral"),
+    (
+        "(save your MCP server first)",
+        "(salve antes o seu servidor MCP)",
+    ),
+    ("Your MCP server", "O seu servidor MCP"),
+    ("Not connected yet.", "Ainda não conectado."),
+    (
+        "On: people can countersign changes.",
+        "Ativadas: as pessoas podem confirmar alterações.",
+    ),
+    (
+        "Off: the assistant only consults.",
+        "Desativadas: o assistente só consulta.",
+    ),
+    ("Last certification", "Última certificação"),
+    ("Not run yet.", "Ainda não executada."),
+    ("Passed", "Passou"),
+    ("Failed", "Falhou"),
+    (
+        "it does not cover the saved settings",
+        "ela não cobre as configurações salvas",
+    ),
+    ("See the result", "Ver o resultado"),
+    (
+        "Your server checks each proof against these three values (provider guide, §6 “The proof”).",
+        "O seu servidor confere cada prova com estes três valores (guia do provedor, §6 “The proof”).",
+    ),
+    ("Erase…", "Apagar…"),
+    ("Erase ", "Apagar "),
+    (
+        "? This cannot be undone: every conversation of this person is deleted, and their personal data in the audit trail becomes unreadable. A receipt signed with your audit checkpoint key is made.",
+        "? Isto não pode ser desfeito: todas as conversas desta pessoa são apagadas, e os dados pessoais dela na trilha de auditoria ficam ilegíveis. É gerado um recibo assinado com a sua chave de checkpoint de auditoria.",
+    ),
+    ("Erase this person", "Apagar esta pessoa"),
+    ("Keep them", "Manter a pessoa"),
+    ("Download", "Baixar"),
+    (
+        "Give the test person's user id, as your site names them.",
+        "Informe o id de usuário da pessoa de teste, como o seu site o nomeia.",
+    ),
+    (
+        "Write a JSON object here (an argument name and value in braces), or leave it empty.",
+        "Escreva aqui um objeto JSON (um nome de argumento e o valor entre chaves), ou deixe vazio.",
+    ),
+    (
+        "Each entry is a tool's name with a JSON object of its arguments.",
+        "Cada item é o nome de uma ferramenta com um objeto JSON dos seus argumentos.",
+    ),
+    (
+        "Each entry is an operation's name with a JSON object of its arguments.",
+        "Cada item é o nome de uma operação com um objeto JSON dos seus argumentos.",
+    ),
+    (
+        "Give the second test person's user id, as your site names them.",
+        "Informe o id de usuário da segunda pessoa de teste, como o seu site o nomeia.",
+    ),
+    (
+        "Name configured operations, separated by commas.",
+        "Indique operações configuradas, separadas por vírgulas.",
+    ),
     (
         "The colour of the widget's header and main buttons and of the confirmation page, written #rrggbb. White text is written on it, so it must be dark enough to read. Empty keeps the default blue; your page may still choose another for its widget.",
         "A cor do cabeçalho e dos botões principais do widget e da página de confirmação, escrita #rrggbb. Um texto branco é escrito sobre ela, então ela deve ser escura o bastante para ser lida. Vazia mantém o azul padrão; a sua página ainda pode escolher outra para o widget.",

@@ -293,12 +293,47 @@ fn query(uri: &Uri) -> HashMap<String, String> {
 }
 
 /// An admin error as the fields it names.
+/// Issue 50: `errors` with every field a page does not show (`shown`, or under a shown
+/// prefix ending in `.`) moved to the top (""), so no refusal is invisible.
+fn placed(errors: Errors, shown: &[&str]) -> Errors {
+    let mut out = Errors::new();
+    for (field, message) in errors {
+        let on_page = shown
+            .iter()
+            .any(|s| field == *s || (s.ends_with('.') && field.starts_with(s)));
+        let key = if on_page { field } else { String::new() };
+        out.entry(key)
+            .and_modify(|m: &mut String| {
+                m.push(' ');
+                m.push_str(&message);
+            })
+            .or_insert(message);
+    }
+    out
+}
+
 fn errors_of(e: &AdminError) -> Errors {
     match e {
-        AdminError::Invalid { errors, .. } => errors.iter().cloned().collect(),
+        // Issue 50: in the administrator's language, each under its field; several
+        // entries of one list field (`allowedOrigins[2]`) under that field, together.
+        AdminError::Invalid { errors, .. } => {
+            let mut by_field = Errors::new();
+            for (field, said) in errors {
+                let field = field.split('[').next().unwrap_or_default().to_owned();
+                let text = said.get(i18n::lang());
+                by_field
+                    .entry(field)
+                    .and_modify(|m: &mut String| {
+                        m.push(' ');
+                        m.push_str(text);
+                    })
+                    .or_insert_with(|| text.to_owned());
+            }
+            by_field
+        }
         // V-1: every refused tool, by the tools field.
         AdminError::NotConsultations(errors) => {
-            let all: Vec<&str> = errors.iter().map(|(_, m)| m.as_str()).collect();
+            let all: Vec<&str> = errors.iter().map(|(_, m)| m.get(i18n::lang())).collect();
             [("allowedTools".to_owned(), all.join(" "))].into()
         }
         AdminError::ProviderUnreachable(_) => [("serverUrl".to_owned(), i18n::error(e))].into(),

@@ -123,6 +123,18 @@ pub(super) async fn erasure(
             views::retention(&session, None, &errors, None),
         );
     };
+    // Issue 50: an erasure cannot be undone: the first post shows what it does and asks;
+    // only the confirmation's post (`confirmed=yes`) queues it.
+    let held = session
+        .tenant
+        .holds
+        .contains(&countersign_domain::retention::Hold::Person(user.clone()));
+    if form.get("confirmed") != Some("yes") && !held {
+        return html(
+            StatusCode::OK,
+            views::confirm_erasure(&session, user.as_str()),
+        );
+    }
     match crate::erasure::request(&state, &session.tenant, &user).await {
         Ok(job) => see_other(&format!("/admin/erasure/{}", job.id)),
         Err(ErasureError::Held) => html(
@@ -145,8 +157,18 @@ pub(super) async fn erasure_job(
     State(state): State<AdminState>,
     session: Session,
     Path(job_id): Path<String>,
+    uri: Uri,
 ) -> Response {
+    let download = query(&uri).get("download").map(String::as_str) == Some("receipt");
     match crate::erasure::status(&state, &session.tenant, &job_id).await {
+        // Issue 50: the receipt as a file to keep (`?download=receipt`), once there is one.
+        Ok(Some(job)) if download => match &job.erasure {
+            Some(e) => receipt_file(&job.job_id, &e.receipt),
+            None => html(
+                StatusCode::NOT_FOUND,
+                views::retention(&session, None, &Errors::new(), Some(&job)),
+            ),
+        },
         Ok(Some(job)) => html(
             StatusCode::OK,
             views::retention(&session, None, &Errors::new(), Some(&job)),
@@ -162,4 +184,25 @@ pub(super) async fn erasure_job(
         ),
         Err(e) => unavailable(&e),
     }
+}
+
+/// The erasure's receipt as a download (a JWS, `application/jose`), named by its job.
+fn receipt_file(job: &str, receipt: &str) -> Response {
+    let mut res = receipt.to_owned().into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/jose"),
+    );
+    let name: String = job
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"erasure-receipt-{name}.jws\""
+    )) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    secure_headers(h);
+    res
 }

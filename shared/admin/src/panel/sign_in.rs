@@ -2,11 +2,69 @@
 
 use super::*;
 
-pub(super) async fn home(session: Result<Session, Response>) -> Response {
-    match session {
-        Ok(_) => see_other("/admin/mcp"),
-        Err(_) => html(StatusCode::OK, views::sign_in(None)),
+/// `/admin`: signed in, the overview (issue 50: where the tenant stands, first); else the
+/// sign-in form.
+pub(super) async fn home(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    session: Result<Session, Response>,
+) -> Response {
+    let Ok(session) = session else {
+        return html(StatusCode::OK, views::sign_in(None));
+    };
+    match overview_of(&state, &session, &headers).await {
+        Ok(o) => html(StatusCode::OK, views::overview(&session, &o)),
+        Err(e) => unavailable(&e),
     }
+}
+
+/// What the overview shows: four reads, each of them a page of its own too.
+async fn overview_of(
+    state: &AdminState,
+    session: &Session,
+    headers: &HeaderMap,
+) -> Result<views::Overview, AdminError> {
+    let tenant = &session.tenant;
+    let stored = mcp::current(state, tenant).await?;
+    let latest = state
+        .stores
+        .certifications
+        .latest_certification(&tenant.id)
+        .await
+        .map_err(store_down)?;
+    let certification = latest.map(|run| {
+        let current = stored
+            .as_ref()
+            .is_some_and(|s| run.certifies(&CertifiedSubject::of(s)));
+        (run.passed(), run.at.to_rfc3339(), current)
+    });
+    Ok(views::Overview {
+        server_url: stored
+            .as_ref()
+            .map(|s| s.config.server_url.as_str().to_owned()),
+        audience: stored.as_ref().map(|s| s.config.audience().to_owned()),
+        actions_on: stored
+            .as_ref()
+            .is_some_and(|s| s.config.action_policy.enabled),
+        certification,
+        unsettled: crate::unsettled::list(state, tenant).await?.len(),
+        credentials: crate::widgets::list(state, tenant).await?.len(),
+        issuer: state.issuer.clone(),
+        jwks_url: jwks_url(headers),
+    })
+}
+
+/// The JWKS's full URL as the administrator reaches this host: `https`, or `http` on
+/// loopback (the local run).
+fn jwks_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
+        .unwrap_or("API");
+    let local = host.starts_with("127.0.0.1") || host.starts_with("localhost");
+    let scheme = if local { "http" } else { "https" };
+    format!("{scheme}://{host}{}", crate::jwks::JWKS_PATH)
 }
 
 pub(super) async fn login(
@@ -20,7 +78,7 @@ pub(super) async fn login(
     let form = Form::parse(&body);
     match session::sign_in(&state, form.get("key").unwrap_or("")).await {
         Ok(cookie) => {
-            let mut res = see_other("/admin/mcp");
+            let mut res = see_other("/admin");
             res.headers_mut().insert(header::SET_COOKIE, cookie);
             res
         }

@@ -33,6 +33,7 @@ pub fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                     (language_switch())
                     @if let Some(s) = session {
                         nav aria-label=(t("Sections")) {
+                            a href="/admin" { (t("Overview")) }
                             a href="/admin/mcp" { (t("Tenant MCP")) }
                             a href="/admin/widgets" { (t("Widget credentials")) }
                             a href="/admin/actions" { (t("Unsettled actions")) }
@@ -159,6 +160,79 @@ fn appearance_fields(session: &Session, errors: &Errors) -> Markup {
         }
         p.help { (t("The widget shows the greeting and the starters before the person's first message; all empty keeps the widget's own greeting.")) }
     }
+}
+
+/// Issue 50: the landing page's facts.
+#[derive(Debug)]
+pub struct Overview {
+    /// The saved server, if any.
+    pub server_url: Option<String>,
+    /// The proofs' audience, if a server is saved.
+    pub audience: Option<String>,
+    /// Whether actions are on.
+    pub actions_on: bool,
+    /// The latest certification: passed, when (RFC 3339), and whether it covers the
+    /// saved settings.
+    pub certification: Option<(bool, String, bool)>,
+    /// Unsettled actions now.
+    pub unsettled: usize,
+    /// Widget credentials now.
+    pub credentials: usize,
+    /// The proofs' issuer.
+    pub issuer: String,
+    /// The JWKS's full URL.
+    pub jwks_url: String,
+}
+
+/// Issue 50: where the tenant stands, each fact with the page that changes it, and what
+/// its server installs, in one copyable block.
+pub fn overview(session: &Session, o: &Overview) -> Markup {
+    let install = format!(
+        "issuer: {}\naudience: {}\njwks_url: {}",
+        o.issuer,
+        o.audience
+            .as_deref()
+            .unwrap_or(t("(save your MCP server first)")),
+        o.jwks_url
+    );
+    page(
+        t("Overview"),
+        Some(session),
+        html! {
+            dl #overview {
+                dt { (t("Your MCP server")) }
+                dd #overviewServer {
+                    @if let Some(url) = &o.server_url { code { (url) } } @else { (t("Not connected yet.")) }
+                    " " a href="/admin/mcp" { (t("Tenant MCP")) }
+                }
+                dt { (t("Actions")) }
+                dd #overviewActions {
+                    @if o.actions_on { strong.on { (t("On: people can countersign changes.")) } }
+                    @else { (t("Off: the assistant only consults.")) }
+                }
+                dt { (t("Last certification")) }
+                dd #overviewCertification {
+                    @match &o.certification {
+                        None => { (t("Not run yet.")) }
+                        Some((passed, at, current)) => {
+                            @if *passed { strong.passed { (t("Passed")) } } @else { strong.failed { (t("Failed")) } }
+                            " · " time datetime=(at) { (at) }
+                            @if !current { " · " (t("it does not cover the saved settings")) }
+                            " " a href="/admin/certification" { (t("See the result")) }
+                        }
+                    }
+                }
+                dt { (t("Unsettled actions")) }
+                dd #overviewUnsettled { (o.unsettled) " " a href="/admin/actions" { (t("Unsettled actions")) } }
+                dt { (t("Widget credentials")) }
+                dd #overviewCredentials { (o.credentials) " " a href="/admin/widgets" { (t("Widget credentials")) } }
+            }
+            h2 { (t("Install on your server")) }
+            p.help { (t("Your server checks each proof against these three values (provider guide, §6 “The proof”).")) }
+            pre #installBlock { (install) }
+            button type="button" data-copy="installBlock" { (t("Copy")) }
+        },
+    )
 }
 
 /// The sign-in page.
@@ -394,9 +468,38 @@ fn erasure_job(j: &crate::erasure::ErasureJobView) -> Markup {
                         p { (t("Backups may hold it until ")) (e.backups.until) "." }
                         label for="receipt" { (t("Receipt (JWS)")) }
                         textarea #receipt readonly rows="6" { (e.receipt) }
+                        p.actions {
+                            button type="button" data-copy="receipt" { (t("Copy")) }
+                            " "
+                            a.button #downloadReceipt href={"/admin/erasure/" (j.job_id) "?download=receipt"} download { (t("Download")) }
+                        }
                     }
                 }
     }
+}
+
+/// Issue 50: what erasing `person` does, asked before anything is queued: the red button
+/// posts the same form again with `confirmed=yes`; going back changes nothing.
+pub fn confirm_erasure(session: &Session, person: &str) -> Markup {
+    page(
+        t("Erase a person"),
+        Some(session),
+        html! {
+            section #confirmErasure role="alertdialog" aria-labelledby="confirmErasureText" {
+                p #confirmErasureText {
+                    (t("Erase ")) code { (person) } (t("? This cannot be undone: every conversation of this person is deleted, and their personal data in the audit trail becomes unreadable. A receipt signed with your audit checkpoint key is made."))
+                }
+                form method="post" action="/admin/erasure" {
+                    input type="hidden" name="csrf" value=(session.csrf);
+                    input type="hidden" name="person" value=(person);
+                    input type="hidden" name="confirmed" value="yes";
+                    button.danger type="submit" { (t("Erase this person")) }
+                    " "
+                    a.button.secondary href="/admin/retention" { (t("Keep them")) }
+                }
+            }
+        },
+    )
 }
 
 /// the tenant's legal holds, a form to place one, and a person's erasure (with
@@ -411,7 +514,7 @@ pub struct PasskeysOf<'a> {
 }
 
 /// F-2: find a person's passkeys, and revoke one.
-fn passkeys_section(session: &Session, shown: Option<&PasskeysOf<'_>>) -> Markup {
+fn passkeys_section(session: &Session, shown: Option<&PasskeysOf<'_>>, errors: &Errors) -> Markup {
     html! {
         h2 { (t("Passkeys")) }
         p.help #passkeys-help {
@@ -422,6 +525,7 @@ fn passkeys_section(session: &Session, shown: Option<&PasskeysOf<'_>>) -> Markup
             input #passkeysOf type="text" name="passkeys" required maxlength="256" value=[shown.map(|s| s.person)];
             button type="submit" { (t("Show passkeys")) }
         }
+        (error_for(errors, "passkeys"))
         @if let Some(s) = shown {
             @if s.passkeys.is_empty() { p #noPasskeys { (t("This person has no passkey.")) } }
             ul #passkeys {
@@ -467,6 +571,8 @@ pub fn retention_with(
         html! {
             @if let Some(n) = notice { p.notice role="status" { (n) } }
             (error_for(errors, ""))
+            // Issue 50: an erasure's answer and receipt first, where the eye lands.
+            @if let Some(j) = job { (erasure_job(j)) }
             h2 { (t("Legal holds")) }
             p.help #holds-help {
                 (t("A legal hold keeps a person's conversations (or one conversation) from being deleted: neither the retention purge nor an erasure removes what it covers until you lift it. Placing and lifting a hold is recorded in the audit trail."))
@@ -509,10 +615,9 @@ pub fn retention_with(
                 label for="person" { (t("Person (your user id)")) }
                 input #person type="text" name="person" required maxlength="256";
                 (error_for(errors, "person"))
-                button.danger type="submit" { (t("Erase")) }
+                button.danger type="submit" { (t("Erase…")) }
             }
-            @if let Some(j) = job { (erasure_job(j)) }
-            (passkeys_section(session, passkeys))
+            (passkeys_section(session, passkeys, errors))
         },
     )
 }

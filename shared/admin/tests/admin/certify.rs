@@ -1372,7 +1372,7 @@ async fn n7_the_test_person_must_carry_the_reserved_prefix() {
         assert!(
             errors
                 .iter()
-                .any(|(f, m)| f == field && m.contains("countersign-test:")),
+                .any(|(f, m)| f == field && m.en.contains("countersign-test:")),
             "{errors:?}"
         );
         assert_eq!(e.provider.calls().len(), calls, "nothing ran");

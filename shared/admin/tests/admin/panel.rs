@@ -910,3 +910,266 @@ async fn c7_editing_the_consultations_keeps_actions_on() {
         "C-8: nothing pending is voided"
     );
 }
+
+/// The texts of a page's refusals: every `p.error` element's text.
+fn refusals(body: &str) -> Vec<String> {
+    body.split("<p class=\"error\"")
+        .skip(1)
+        .filter_map(|rest| {
+            let text = rest.split_once('>')?.1.split_once("</p>")?.0;
+            Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+        })
+        .collect()
+}
+
+/// Issue 50: every form of the panel, posted with bad input, answers with a visible
+/// refusal under its field (or at the top) in the administrator's language: the same
+/// bad input in Portuguese reads differently from English, and English words of the
+/// rules' texts do not leak into the Portuguese one.
+#[tokio::test]
+async fn every_form_refuses_bad_input_with_a_message_in_the_administrators_language() {
+    let e = env(false, "Refusals").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let url = "https://mcp.example.com/mcp";
+    let saved = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&mcp_form(&csrf, url, "svc_secret_1")),
+        None,
+    )
+    .await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
+    let c = enc(&csrf);
+    let tools = |list: &str| {
+        mcp_form(&csrf, url, "").replace(
+            "allowedToolsText=get_user_cars%0Aget_user_sessions",
+            &format!("allowedToolsText={list}"),
+        )
+    };
+    let forms: Vec<(&str, String, String)> = vec![
+        (
+            "a wrong admin key",
+            "/admin/login".into(),
+            "key=tsk_wrong".into(),
+        ),
+        (
+            "a retention of 0 days",
+            "/admin/settings".into(),
+            format!("csrf={c}&language=en&retentionDays=0"),
+        ),
+        (
+            "a pale accent",
+            "/admin/settings".into(),
+            format!("csrf={c}&language=en&accent=%23ffff00"),
+        ),
+        (
+            "an ftp server URL",
+            "/admin/mcp".into(),
+            mcp_form(&csrf, "ftp://mcp.example.com/mcp", ""),
+        ),
+        (
+            "an internal server URL",
+            "/admin/mcp".into(),
+            mcp_form(&csrf, "https://10.0.0.1/mcp", ""),
+        ),
+        (
+            "a write tool as a consultation",
+            "/admin/mcp".into(),
+            tools("delete_upload"),
+        ),
+        (
+            "a reserved tool name",
+            "/admin/mcp".into(),
+            tools("execute_action"),
+        ),
+        (
+            "a tool the server does not list",
+            "/admin/mcp".into(),
+            tools("get_nothing"),
+        ),
+        (
+            "approving a destructive tool",
+            "/admin/mcp/approve".into(),
+            format!("csrf={c}&tool=delete_upload"),
+        ),
+        (
+            "an ftp widget origin",
+            "/admin/widgets".into(),
+            format!("csrf={c}&origins=ftp%3A%2F%2Fshop.example.com"),
+        ),
+        (
+            "revoking an unknown credential",
+            "/admin/widgets/wk_01J00000000000000000000000/revoke".into(),
+            format!("csrf={c}"),
+        ),
+        (
+            "a bad grace period",
+            "/admin/widgets/wk_01J00000000000000000000000/replace".into(),
+            format!("csrf={c}&graceSeconds=-5"),
+        ),
+        (
+            "settling without an outcome",
+            "/admin/actions/settle".into(),
+            format!("csrf={c}&caseId=x&actionId=y"),
+        ),
+        (
+            "settling an unknown action",
+            "/admin/actions/settle".into(),
+            format!("csrf={c}&outcome=failed&caseId=x&actionId=y"),
+        ),
+        (
+            "a hold without an id",
+            "/admin/holds".into(),
+            format!("csrf={c}&kind=person&id="),
+        ),
+        (
+            "an erasure without a person",
+            "/admin/erasure".into(),
+            format!("csrf={c}&person="),
+        ),
+        (
+            "revoking a passkey without a person",
+            "/admin/passkeys/revoke".into(),
+            format!("csrf={c}&person=&id=x"),
+        ),
+        (
+            "a certification without a test user",
+            "/admin/certification".into(),
+            format!("csrf={c}&testUser=&consultations=%7B%7D"),
+        ),
+        (
+            "a certification with a bad sample",
+            "/admin/certification".into(),
+            format!("csrf={c}&testUser=u_test&consultations=%5B1%5D"),
+        ),
+    ];
+    let portuguese = format!("{cookie}; countersign-panel-lang=pt-BR");
+    // English words of the rules' texts that must not reach a Portuguese page.
+    let english = [
+        " must ", " is not ", " cannot ", "declared", "reserved", "listed", "Give the", "Choose",
+    ];
+    for (what, path, body) in &forms {
+        let en = send(&e, "POST", path, Some(&cookie), Some(body), None).await;
+        let pt = send(&e, "POST", path, Some(&portuguese), Some(body), None).await;
+        assert!(
+            en.status.is_client_error(),
+            "{what}: {} {}",
+            en.status,
+            en.body
+        );
+        assert_eq!(en.status, pt.status, "{what}");
+        let (en_says, pt_says) = (refusals(&en.body), refusals(&pt.body));
+        assert!(
+            !en_says.is_empty(),
+            "{what}: no visible refusal in English: {}",
+            en.body
+        );
+        assert!(
+            !pt_says.is_empty(),
+            "{what}: no visible refusal in Portuguese: {}",
+            pt.body
+        );
+        assert_ne!(
+            en_says, pt_says,
+            "{what}: the Portuguese refusal is the English one"
+        );
+        for said in &pt_says {
+            for word in english {
+                assert!(
+                    !said.contains(word),
+                    "{what}: English ({word}) in the Portuguese refusal: {said}"
+                );
+            }
+        }
+    }
+}
+
+/// Issue 50: before the first save, "Load tools from your server" reads the typed
+/// server's tools/list and shows the picker (a write shown and blocked, in words); nothing
+/// is stored, not even the token.
+#[tokio::test]
+async fn the_tools_load_before_the_first_save_and_nothing_is_stored() {
+    let e = env(false, "Preview").await;
+    let (cookie, csrf) = sign_in(&e).await;
+    let page = send(&e, "GET", "/admin/mcp", Some(&cookie), None, None).await;
+    assert!(page.body.contains("id=\"previewTools\""), "{}", page.body);
+    let body = format!(
+        "{}&intent=load",
+        mcp_form(&csrf, "https://mcp.example.com/mcp", "svc_secret_1")
+    );
+    let a = send(&e, "POST", "/admin/mcp", Some(&cookie), Some(&body), None).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert!(a.body.contains("id=\"tool-get_user_cars\""), "{}", a.body);
+    assert!(a.body.contains("id=\"tool-delete_upload\""));
+    assert!(
+        a.body
+            .contains("is declared destructive (destructiveHint: true): cannot be a consultation")
+    );
+    assert_eq!(e.store.get_mcp_config(&e.tenant.id).await.unwrap(), None);
+    let name = service_token_secret_name(&e.tenant.id);
+    assert!(
+        e.secrets.get_current(&name).await.unwrap().is_none(),
+        "no token stored"
+    );
+    // A bad URL is refused by the save's own rules, beside the field.
+    let bad = format!(
+        "{}&intent=load",
+        mcp_form(&csrf, "ftp://mcp.example.com/mcp", "svc_secret_1")
+    );
+    let a = send(&e, "POST", "/admin/mcp", Some(&cookie), Some(&bad), None).await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST);
+    assert!(a.body.contains("data-field=\"serverUrl\""), "{}", a.body);
+}
+
+/// Issue 50: a read-only tool whose own description says never to allow it can be saved
+/// (the rule is the provider's annotations), but the page then says so, echoing it.
+#[tokio::test]
+async fn a_tool_its_server_says_never_to_allow_is_saved_with_its_warning_echoed() {
+    let e = env(false, "Warned").await;
+    let mut matching = countersign_testkit::tool("get_matching_sessions");
+    matching.descriptor.insert(
+        "description".into(),
+        "Sessions of anyone on a track. Grants access to others' data: never allowlist it.".into(),
+    );
+    e.provider.publish(vec![
+        countersign_testkit::tool("get_user_cars"),
+        countersign_testkit::tool("get_user_sessions"),
+        matching,
+    ]);
+    let (cookie, csrf) = sign_in(&e).await;
+    let form = mcp_form(&csrf, "https://mcp.example.com/mcp", "svc_secret_1").replace(
+        "allowedToolsText=get_user_cars%0Aget_user_sessions",
+        "allowedToolsText=get_user_cars%0Aget_matching_sessions",
+    );
+    let a = send(&e, "POST", "/admin/mcp", Some(&cookie), Some(&form), None).await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let page = send(
+        &e,
+        "GET",
+        "/admin/mcp?done=saved",
+        Some(&cookie),
+        None,
+        None,
+    )
+    .await;
+    assert!(
+        page.body.contains("data-tool=\"get_matching_sessions\"")
+            && page.body.contains("never allowlist it."),
+        "{}",
+        page.body
+    );
+    let portuguese = format!("{cookie}; countersign-panel-lang=pt-BR");
+    let pt = send(
+        &e,
+        "GET",
+        "/admin/mcp?tools=1",
+        Some(&portuguese),
+        None,
+        None,
+    )
+    .await;
+    assert!(pt.body.contains("diz para nunca permiti-la"), "{}", pt.body);
+    assert!(!page.body.contains("data-tool=\"get_user_cars\""));
+}

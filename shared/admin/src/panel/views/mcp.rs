@@ -18,6 +18,8 @@ pub struct ToolChoice {
     pub allowed: bool,
     /// Why it cannot be a consultation (it writes, or is an action tool), if so.
     pub blocked: Option<String>,
+    /// Issue 50: its own description says never to allow it.
+    pub warned: bool,
 }
 
 /// The values of the Tenant MCP form.
@@ -60,6 +62,8 @@ pub struct McpPage<'a> {
     pub notice: Option<&'a str>,
     /// Sample arguments per allowed consultation, from their input schemas.
     pub samples: &'a str,
+    /// Issue 50: allowed tools whose own description says never to allow them, with it.
+    pub warnings: &'a [(String, String)],
 }
 
 /// Integration settings → Tenant MCP (U-2) and the certification (H-1).
@@ -68,6 +72,11 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
     let configured = p.view.configured;
     let body = html! {
         @if let Some(n) = p.notice { p.notice role="status" { (n) } }
+        @for (name, description) in p.warnings {
+            p.error.warning role="alert" data-tool=(name) {
+                code { (name) } " " (t("is allowed, but your server's own description says never to allow it:")) " “" (description) "” " (t("Untick it unless you are sure it reaches only the person's own data."))
+            }
+        }
         (error_for(p.errors, ""))
         form #mcp method="post" action="/admin/mcp" {
             input type="hidden" name="csrf" value=(p.session.csrf);
@@ -84,12 +93,13 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             fieldset {
                 legend { (t("Consultations the model may call")) }
                 @if let Some(tools) = p.tools {
-                    @for t in tools {
+                    @for tool in tools {
                         div.tool {
-                            input type="checkbox" name="allowedTools" value=(t.name) id=(format!("tool-{}", t.name))
-                                checked[t.allowed] disabled[t.blocked.is_some()];
-                            label for=(format!("tool-{}", t.name)) { code { (t.name) } " — " (t.description) }
-                            @if let Some(why) = &t.blocked { span.blocked { (why) } }
+                            input type="checkbox" name="allowedTools" value=(tool.name) id=(format!("tool-{}", tool.name))
+                                checked[tool.allowed] disabled[tool.blocked.is_some()];
+                            label for=(format!("tool-{}", tool.name)) { code { (tool.name) } " — " (tool.description) }
+                            @if let Some(why) = &tool.blocked { span.blocked { (why) } }
+                            @if tool.warned { span.blocked.warned { (t("Its server says never to allow it.")) } }
                         }
                     }
                 } @else {
@@ -102,6 +112,10 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             }
             @if configured && p.tools.is_none() {
                 p { a #loadTools href="/admin/mcp?tools=1" { (t("Load tools from your server")) } }
+            }
+            @if !configured && p.tools.is_none() {
+                // Issue 50: with the URL and token typed above, before the first save.
+                button #previewTools type="submit" name="intent" value="load" formnovalidate { (t("Load tools from your server")) }
             }
             label for="operations" { (t("Operations (comma-separated)")) }
             input #operations type="text" name="operations" value=(f.operations);
@@ -270,17 +284,55 @@ pub fn run_table(run: &Certification, current: bool) -> Markup {
     }
 }
 
+/// Issue 50: the run in one line: how many checks passed, failed and were skipped.
+fn run_summary(run: &Certification) -> Markup {
+    let count = |s: CheckStatus| run.checks.iter().filter(|c| c.status == s).count();
+    let (passed, failed, skipped) = (
+        count(CheckStatus::Passed),
+        count(CheckStatus::Failed),
+        count(CheckStatus::Skipped),
+    );
+    html! {
+        p #runSummary class=(if run.passed() { "notice" } else { "error" }) {
+            @if run.passed() { (t("Passed: ")) } @else { (t("Failed: ")) }
+            (passed) (t(" checks passed, ")) (failed) (t(" failed, ")) (skipped) (t(" skipped."))
+        }
+    }
+}
+
+/// Issue 50: "Enable actions now" after a passing run over the saved settings: the saved
+/// settings posted again with actions on (the token is kept, as an empty field keeps it).
+fn enable_now(session: &Session, f: &McpForm) -> Markup {
+    html! {
+        form #enableNow method="post" action="/admin/mcp" {
+            input type="hidden" name="csrf" value=(session.csrf);
+            input type="hidden" name="serverUrl" value=(f.server_url);
+            input type="hidden" name="audience" value=(f.audience);
+            @for tool in &f.allowed_tools { input type="hidden" name="allowedTools" value=(tool); }
+            input type="hidden" name="operations" value=(f.operations);
+            input type="hidden" name="stepUp" value=(f.step_up);
+            @if f.step_up_fallback { input type="hidden" name="stepUpFallback" value="true"; }
+            input type="hidden" name="enabled" value="true";
+            p.help { (t("This run covers the saved settings: people can start countersigning changes as soon as you enable actions.")) }
+            button type="submit" { (t("Enable actions now")) }
+        }
+    }
+}
+
 /// The page after a run started from the panel (served by the messages function).
 pub fn certification_result(
     session: &Session,
     run: Option<(&Certification, bool)>,
     errors: &Errors,
+    enable: Option<&McpForm>,
 ) -> Markup {
     let body = html! {
         (error_for(errors, ""))
         @for (field, message) in errors.iter().filter(|(f, _)| !f.is_empty()) {
             p.error role="alert" data-field=(field) { (field) ": " (message) }
         }
+        @if let Some((run, _)) = run { (run_summary(run)) }
+        @if let Some(f) = enable { (enable_now(session, f)) }
         @if let Some((run, current)) = run { (run_table(run, current)) }
         p { a href="/admin/mcp#certification" { (t("Back to the Tenant MCP settings")) } }
     };
