@@ -178,107 +178,110 @@ pub async fn latest(state: &AdminState, tenant: &Tenant) -> Result<Certification
 /// The request must name only allowed consultations, give sample arguments for every
 /// configured operation, and two different test people.
 fn check_request(config: &McpConfig, request: &CertifyRequest) -> Result<(), AdminError> {
-    let mut errors = Vec::new();
-    for name in request.consultations.keys() {
-        if !config.allowed_tools.iter().any(|t| t.as_str() == name) {
-            errors.push((
-                format!("consultations.{name}"),
-                Said::new(
-                    format!("`{name}` is not one of the saved allowedTools"),
-                    format!("`{name}` não é uma das consultas salvas"),
-                ),
-            ));
-        }
-    }
-    let operations = &config.action_policy.operations;
-    for name in request.actions.keys() {
-        if !operations.iter().any(|o| o.as_str() == name) {
-            errors.push((
-                format!("actions.{name}"),
-                Said::new(
-                    format!("`{name}` is not one of the saved operations"),
-                    format!("`{name}` não é uma das operações salvas"),
-                ),
-            ));
-        }
-    }
-    for op in &request.step_up {
-        if !operations.contains(op) {
-            errors.push((
-                format!("stepUp.{op}"),
-                Said::new(
-                    format!("`{op}` is not one of the saved operations"),
-                    format!("`{op}` não é uma das operações salvas"),
-                ),
-            ));
-        }
-    }
-    for op in operations {
-        if !request.actions.contains_key(op.as_str()) {
-            errors.push((
-                format!("actions.{op}"),
-                Said::new(
-                    format!("give sample arguments for `{op}`: every configured operation is prepared"),
-                    format!("informe argumentos de exemplo para `{op}`: toda operação configurada é preparada"),
-                ),
-            ));
-        }
-    }
-    for name in &request.personal {
-        if !request.consultations.contains_key(name) {
-            errors.push((
-                format!("personalConsultations.{name}"),
-                Said::new(
-                    format!("`{name}` needs sample arguments in consultations: they name the test person's resource"),
-                    format!("`{name}` precisa de argumentos de exemplo em consultas: eles indicam o recurso da pessoa de teste"),
-                ),
-            ));
-        }
-    }
-    if request.second_user.is_some() == request.personal.is_empty() {
-        errors.push((
-            "secondTestUser".to_owned(),
-            Said::new(
-                "give a second test person and the consultations they must be refused (personalConsultations) together",
-                "informe juntas uma segunda pessoa de teste e as consultas que devem ser recusadas a ela (personalConsultations)",
-            ),
-        ));
-    }
-    // N-7: a run acts only for synthetic people the platform marks, never a free id.
-    for (field, who) in [
-        ("testUser", Some(&request.test_user)),
-        ("secondTestUser", request.second_user.as_ref()),
-    ] {
-        if who.is_some_and(|u| !u.is_test_person()) {
-            errors.push((
-                field.to_owned(),
-                Said::new(
-                    format!(
-                        "a test person's id starts with `{}` (route it to a test account in your system)",
-                        UserId::TEST_PREFIX
-                    ),
-                    format!(
-                        "o id de uma pessoa de teste começa com `{}` (encaminhe-o para uma conta de teste no seu sistema)",
-                        UserId::TEST_PREFIX
-                    ),
-                ),
-            ));
-        }
-    }
-    if request.second_user.as_ref() == Some(&request.test_user) {
-        errors.push((
-            "secondTestUser".to_owned(),
-            Said::new(
-                "the second test person must differ from the first",
-                "a segunda pessoa de teste deve ser diferente da primeira",
-            ),
-        ));
-    }
+    let mut errors = sample_refusals(config, request);
+    errors.extend(people_refusals(request));
     if errors.is_empty() {
         Ok(())
     } else {
         Err(AdminError::invalid(errors))
     }
+}
+
+/// One refusal of a run's request, in both languages.
+fn refusal(field: String, en: String, pt: String) -> (String, Said) {
+    (field, Said::new(en, pt))
+}
+
+/// The samples must name saved consultations and operations, and cover every operation.
+fn sample_refusals(config: &McpConfig, request: &CertifyRequest) -> Vec<(String, Said)> {
+    let mut errors = Vec::new();
+    let operations = &config.action_policy.operations;
+    for name in request.consultations.keys() {
+        if !config.allowed_tools.iter().any(|t| t.as_str() == name) {
+            errors.push(refusal(
+                format!("consultations.{name}"),
+                format!("`{name}` is not one of the saved allowedTools"),
+                format!("`{name}` não é uma das consultas salvas"),
+            ));
+        }
+    }
+    let unsaved = request
+        .actions
+        .keys()
+        .filter(|name| !operations.iter().any(|o| o.as_str() == name.as_str()))
+        .map(|name| (format!("actions.{name}"), name.clone()))
+        .chain(
+            request
+                .step_up
+                .iter()
+                .filter(|op| !operations.contains(op))
+                .map(|op| (format!("stepUp.{op}"), op.to_string())),
+        );
+    for (field, name) in unsaved {
+        errors.push(refusal(
+            field,
+            format!("`{name}` is not one of the saved operations"),
+            format!("`{name}` não é uma das operações salvas"),
+        ));
+    }
+    for op in operations
+        .iter()
+        .filter(|op| !request.actions.contains_key(op.as_str()))
+    {
+        errors.push(refusal(
+            format!("actions.{op}"),
+            format!("give sample arguments for `{op}`: every configured operation is prepared"),
+            format!(
+                "informe argumentos de exemplo para `{op}`: toda operação configurada é preparada"
+            ),
+        ));
+    }
+    for name in request
+        .personal
+        .iter()
+        .filter(|n| !request.consultations.contains_key(*n))
+    {
+        errors.push(refusal(
+            format!("personalConsultations.{name}"),
+            format!("`{name}` needs sample arguments in consultations: they name the test person's resource"),
+            format!("`{name}` precisa de argumentos de exemplo em consultas: eles indicam o recurso da pessoa de teste"),
+        ));
+    }
+    errors
+}
+
+/// Two different synthetic test people, the second with the consultations they must be
+/// refused (N-7: a run acts only for people the platform marks, never a free id).
+fn people_refusals(request: &CertifyRequest) -> Vec<(String, Said)> {
+    let mut errors = Vec::new();
+    if request.second_user.is_some() == request.personal.is_empty() {
+        errors.push(refusal(
+            "secondTestUser".to_owned(),
+            "give a second test person and the consultations they must be refused (personalConsultations) together".to_owned(),
+            "informe juntas uma segunda pessoa de teste e as consultas que devem ser recusadas a ela (personalConsultations)".to_owned(),
+        ));
+    }
+    for (field, who) in [
+        ("testUser", Some(&request.test_user)),
+        ("secondTestUser", request.second_user.as_ref()),
+    ] {
+        if who.is_some_and(|u| !u.is_test_person()) {
+            let prefix = UserId::TEST_PREFIX;
+            errors.push(refusal(
+                field.to_owned(),
+                format!("a test person's id starts with `{prefix}` (route it to a test account in your system)"),
+                format!("o id de uma pessoa de teste começa com `{prefix}` (encaminhe-o para uma conta de teste no seu sistema)"),
+            ));
+        }
+    }
+    if request.second_user.as_ref() == Some(&request.test_user) {
+        errors.push(refusal(
+            "secondTestUser".to_owned(),
+            "the second test person must differ from the first".to_owned(),
+            "a segunda pessoa de teste deve ser diferente da primeira".to_owned(),
+        ));
+    }
+    errors
 }
 
 struct Run<'a> {

@@ -87,47 +87,7 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
             )
         })
         .ok();
-    let object = |field: &str, errors: &mut Errors| -> Option<Map<String, Value>> {
-        let raw = form.get(field).unwrap_or("").trim();
-        let raw = if raw.is_empty() { "{}" } else { raw };
-        match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(m)) => Some(m),
-            _ => {
-                errors.insert(field.into(), t("Write a JSON object here (an argument name and value in braces), or leave it empty.").into());
-                None
-            }
-        }
-    };
-    let samples = object("consultations", &mut errors);
-    let mut consultations = std::collections::BTreeMap::new();
-    for (tool, args) in samples.unwrap_or_default() {
-        match (ToolName::parse(tool.as_str()), args) {
-            (Ok(_), Value::Object(a)) => {
-                consultations.insert(tool, a);
-            }
-            _ => {
-                errors.insert(
-                    format!("consultations.{tool}"),
-                    t("Each entry is a tool's name with a JSON object of its arguments.").into(),
-                );
-            }
-        }
-    }
-    let mut actions = std::collections::BTreeMap::new();
-    for (op, args) in object("actions", &mut errors).unwrap_or_default() {
-        match (OperationName::parse(op.as_str()), args) {
-            (Ok(_), Value::Object(a)) => {
-                actions.insert(op, a);
-            }
-            _ => {
-                errors.insert(
-                    format!("actions.{op}"),
-                    t("Each entry is an operation's name with a JSON object of its arguments.")
-                        .into(),
-                );
-            }
-        }
-    }
+    let (consultations, actions) = samples(form, &mut errors);
     let second = form.get("secondTestUser").unwrap_or("").trim();
     let second_user = if second.is_empty() {
         None
@@ -163,6 +123,56 @@ pub(super) fn certification_request(form: &Form) -> Result<CertifyRequest, Error
         }),
         _ => Err(errors),
     }
+}
+
+/// Sample arguments by tool or operation name.
+type Samples = std::collections::BTreeMap<String, Map<String, Value>>;
+
+/// The run's sample arguments from the form: consultations and operations, each a JSON
+/// object of names to argument objects; each refusal under its field.
+fn samples(form: &Form, errors: &mut Errors) -> (Samples, Samples) {
+    let object = |field: &str, errors: &mut Errors| -> Option<Map<String, Value>> {
+        let raw = form.get(field).unwrap_or("").trim();
+        let raw = if raw.is_empty() { "{}" } else { raw };
+        match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => {
+                errors.insert(field.into(), t("Write a JSON object here (an argument name and value in braces), or leave it empty.").into());
+                None
+            }
+        }
+    };
+    let samples = object("consultations", errors);
+    let mut consultations = Samples::new();
+    for (tool, args) in samples.unwrap_or_default() {
+        match (ToolName::parse(tool.as_str()), args) {
+            (Ok(_), Value::Object(a)) => {
+                consultations.insert(tool, a);
+            }
+            _ => {
+                errors.insert(
+                    format!("consultations.{tool}"),
+                    t("Each entry is a tool's name with a JSON object of its arguments.").into(),
+                );
+            }
+        }
+    }
+    let mut actions = Samples::new();
+    for (op, args) in object("actions", errors).unwrap_or_default() {
+        match (OperationName::parse(op.as_str()), args) {
+            (Ok(_), Value::Object(a)) => {
+                actions.insert(op, a);
+            }
+            _ => {
+                errors.insert(
+                    format!("actions.{op}"),
+                    t("Each entry is an operation's name with a JSON object of its arguments.")
+                        .into(),
+                );
+            }
+        }
+    }
+    (consultations, actions)
 }
 
 /// F-6: the operations to certify with the passkey step-up (`stepUp`, comma-separated).

@@ -110,6 +110,40 @@ pub(super) fn never_allowlist(description: &str) -> bool {
         || d.contains("do not allowlist")
 }
 
+/// The fields the MCP page shows its refusals under (a refusal of any other goes to the
+/// top).
+const MCP_FIELDS: [&str; 10] = [
+    "",
+    "serverUrl",
+    "serviceToken",
+    "audience",
+    "allowedTools",
+    "actionPolicy.operations",
+    "actionPolicy.enabled",
+    "actionPolicy.stepUp",
+    "actionPolicy.stepUp.",
+    "actionPolicy.stepUpFallback",
+];
+
+/// Issue 50: each allowed tool whose own description says never to allow it, with it.
+fn never_allow_warnings(
+    config: &countersign_domain::config::McpConfig,
+    live: &[countersign_domain::ports::ProviderTool],
+) -> Vec<(String, String)> {
+    live.iter()
+        .filter(|tool| {
+            config
+                .allowed_tools
+                .iter()
+                .any(|a| a.as_str() == tool.name.as_str())
+        })
+        .filter_map(|tool| {
+            let d = tool.descriptor.get("description").and_then(Value::as_str)?;
+            never_allowlist(d).then(|| (tool.name.as_str().to_owned(), d.to_owned()))
+        })
+        .collect()
+}
+
 /// Which tools the MCP page shows in its picker.
 pub(super) enum Picker {
     /// None: the text box of names.
@@ -170,21 +204,7 @@ pub(super) async fn render_mcp(
         Ok(v) => v,
         Err(e) => return unavailable(&e),
     };
-    let mut errors = placed(
-        errors,
-        &[
-            "",
-            "serverUrl",
-            "serviceToken",
-            "audience",
-            "allowedTools",
-            "actionPolicy.operations",
-            "actionPolicy.enabled",
-            "actionPolicy.stepUp",
-            "actionPolicy.stepUp.",
-            "actionPolicy.stepUpFallback",
-        ],
-    );
+    let mut errors = placed(errors, &MCP_FIELDS);
     let form = form.unwrap_or_else(|| form_of(stored.as_ref()));
     // One tools/list per page: the view's, reused by the picker and the warnings.
     let tools = match (picker, &stored) {
@@ -202,24 +222,10 @@ pub(super) async fn render_mcp(
         },
         _ => None,
     };
-    // Issue 50: an allowed tool whose own description says never to allow it.
-    let warnings: Vec<(String, String)> = stored
+    let warnings = stored
         .as_ref()
         .zip(live.as_deref())
-        .map(|(s, list)| {
-            list.iter()
-                .filter(|tool| {
-                    s.config
-                        .allowed_tools
-                        .iter()
-                        .any(|a| a.as_str() == tool.name.as_str())
-                })
-                .filter_map(|tool| {
-                    let d = tool.descriptor.get("description").and_then(Value::as_str)?;
-                    never_allowlist(d).then(|| (tool.name.as_str().to_owned(), d.to_owned()))
-                })
-                .collect()
-        })
+        .map(|(s, list)| never_allow_warnings(&s.config, list))
         .unwrap_or_default();
     let certification = stored
         .as_ref()

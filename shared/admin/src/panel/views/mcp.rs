@@ -90,33 +90,7 @@ pub fn mcp(p: &McpPage<'_>) -> Markup {
             label for="audience" { (t("Proof audience (optional; default: the server URL)")) }
             input #audience type="text" name="audience" value=(f.audience);
             (error_for(p.errors, "audience"))
-            fieldset {
-                legend { (t("Consultations the model may call")) }
-                @if let Some(tools) = p.tools {
-                    @for tool in tools {
-                        div.tool {
-                            input type="checkbox" name="allowedTools" value=(tool.name) id=(format!("tool-{}", tool.name))
-                                checked[tool.allowed] disabled[tool.blocked.is_some()];
-                            label for=(format!("tool-{}", tool.name)) { code { (tool.name) } " — " (tool.description) }
-                            @if let Some(why) = &tool.blocked { span.blocked { (why) } }
-                            @if tool.warned { span.blocked.warned { (t("Its server says never to allow it.")) } }
-                        }
-                    }
-                } @else {
-                    label for="allowedToolsText" { (t("One tool name per line (or load the tools from your server)")) }
-                    textarea #allowedToolsText name="allowedToolsText" rows="6" {
-                        @for t in &f.allowed_tools { (t) "\n" }
-                    }
-                }
-                (error_for(p.errors, "allowedTools"))
-            }
-            @if configured && p.tools.is_none() {
-                p { a #loadTools href="/admin/mcp?tools=1" { (t("Load tools from your server")) } }
-            }
-            @if !configured && p.tools.is_none() {
-                // Issue 50: with the URL and token typed above, before the first save.
-                button #previewTools type="submit" name="intent" value="load" formnovalidate { (t("Load tools from your server")) }
-            }
+            (consultations_fields(p))
             label for="operations" { (t("Operations (comma-separated)")) }
             input #operations type="text" name="operations" value=(f.operations);
             (error_for(p.errors, "actionPolicy.operations"))
@@ -185,6 +159,42 @@ fn tool_changes_section(p: &McpPage<'_>) -> Markup {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The consultations: the live tools' picker, or the names as text; the way to load the
+/// tools (issue 50: before the first save too).
+fn consultations_fields(p: &McpPage<'_>) -> Markup {
+    let f = p.form;
+    let configured = p.view.configured;
+    html! {
+        fieldset {
+            legend { (t("Consultations the model may call")) }
+            @if let Some(tools) = p.tools {
+                @for tool in tools {
+                    div.tool {
+                        input type="checkbox" name="allowedTools" value=(tool.name) id=(format!("tool-{}", tool.name))
+                            checked[tool.allowed] disabled[tool.blocked.is_some()];
+                        label for=(format!("tool-{}", tool.name)) { code { (tool.name) } " — " (tool.description) }
+                        @if let Some(why) = &tool.blocked { span.blocked { (why) } }
+                        @if tool.warned { span.blocked.warned { (t("Its server says never to allow it.")) } }
+                    }
+                }
+            } @else {
+                label for="allowedToolsText" { (t("One tool name per line (or load the tools from your server)")) }
+                textarea #allowedToolsText name="allowedToolsText" rows="6" {
+                    @for t in &f.allowed_tools { (t) "\n" }
+                }
+            }
+            (error_for(p.errors, "allowedTools"))
+        }
+        @if configured && p.tools.is_none() {
+            p { a #loadTools href="/admin/mcp?tools=1" { (t("Load tools from your server")) } }
+        }
+        @if !configured && p.tools.is_none() {
+            // Issue 50: with the URL and token typed above, before the first save.
+            button #previewTools type="submit" name="intent" value="load" formnovalidate { (t("Load tools from your server")) }
         }
     }
 }
