@@ -398,7 +398,15 @@ impl From<countersign_domain::appearance::Welcome> for WelcomeView {
 pub struct CaseQuery {
     /// `welcome`: add the tenant's accent and welcome (a restored widget's first read;
     /// never the poll's).
-    pub include: Option<String>,
+    pub include: Option<CaseInclude>,
+}
+
+/// What `GET /api/cases/{id}` may add to the case (issue 50).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CaseInclude {
+    /// The tenant's accent and welcome in the case's language.
+    Welcome,
 }
 
 /// `POST /api/cases` body (optional).
@@ -476,7 +484,7 @@ async fn create_case(
 /// widget polls: two small reads, however long the conversation.
 #[utoipa::path(get, path = "/api/cases/{id}", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id"), CaseQuery),
-    responses((status = 200, body = CaseView), (status = 401, body = ErrorBody),
+    responses((status = 200, body = CaseView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn get_case(
     State(state): State<AppState>,
@@ -485,14 +493,8 @@ async fn get_case(
     Query(query): Query<CaseQuery>,
 ) -> Result<Json<CaseView>, ApiError> {
     let summary = state.chat.summary(&who, &case).await?;
-    let (accent, welcome) = match query.include.as_deref() {
-        Some("welcome") => state.chat.appearance(&who, summary.language).await?,
-        Some(_) => {
-            return Err(ApiError::validation(
-                "include",
-                "include may only be `welcome`",
-            ));
-        }
+    let (accent, welcome) = match query.include {
+        Some(CaseInclude::Welcome) => state.chat.appearance(&who, summary.language).await?,
         None => (None, None),
     };
     Ok(Json(CaseView {
@@ -704,7 +706,7 @@ async fn step_up_link(
     info(title = "Countersign widget API", version = "1",
         description = "The chat widget's API: cases and messages of one end user, authenticated by a widget JWT the tenant's backend signs (requirement IDs such as A-22 are explained in docs/requirements.md)."),
     paths(create_case, get_case, list_messages, post_message, post_message_stream, close_case, mint_mcp_token, step_up_link),
-    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, WelcomeView, CreateCase, LanguageTag, PostMessage, McpTokenRequest, McpToken)),
+    components(schemas(ErrorBody, Messages, MessageView, ProposalView, CaseView, WelcomeView, CaseInclude, CreateCase, LanguageTag, PostMessage, McpTokenRequest, McpToken)),
     modifiers(&WidgetJwt)
 )]
 struct WidgetApi;
