@@ -603,3 +603,30 @@ test("issue 50: timestamps, numbered lists, instructions on their own lines, the
   await press(page, "Confirm");
   await ctx.close();
 });
+
+test("issue 50 in Portuguese: the menu asks before ending, the transcript stays, the times and the label of an app's proposal", async () => {
+  const { ctx, page } = await person("?lang=pt-BR&poll=300");
+  const chat = page.locator("#chat");
+  const before = (await rendered(page)).length;
+  const answer = await prepareThroughMcp(page);
+  assert.equal(answer.result.structuredContent.data.status, "pending_confirmation", JSON.stringify(answer));
+  await page.waitForFunction(count, before);
+  assert.equal(await chat.locator("li.proposal").last().locator(".attribution").textContent(), "Preparada por um aplicativo que você conectou a esta conta");
+  await press(page, "Confirmar");
+  assert.match((await last(page)).text, /Ação concluída/);
+  assert.match(await chat.locator("li.msg time.at").last().textContent(), /^\d{2}:\d{2}$/);
+  await type(page, "mover ses_a2 para car_a1");
+  await press(page, "Confirmar");
+  const kept = (await rendered(page)).length;
+  await chat.getByRole("button", { name: "Mais opções" }).click();
+  await chat.getByRole("menuitem", { name: "Encerrar conversa" }).click();
+  assert.match(await chat.locator(".ask-end").textContent(), /Encerrar esta conversa\?/);
+  await chat.getByRole("button", { name: "Encerrar", exact: true }).click();
+  await page.waitForFunction(() => window.demo.widget.ended === true && !window.demo.widget.busy);
+  assert.equal((await rendered(page)).length, kept);
+  assert.match(await chat.locator("li.ended").textContent(), /Esta conversa foi encerrada\./);
+  await chat.getByRole("button", { name: "Começar uma nova conversa" }).click();
+  await page.waitForFunction(() => window.demo.widget.caseId && !window.demo.widget.ended && !window.demo.widget.busy);
+  assert.match(await chat.locator(".welcome .greeting").textContent(), /Sou o assistente da TrackShare/);
+  await ctx.close();
+});

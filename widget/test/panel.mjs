@@ -440,6 +440,15 @@ test("S-4: the panel speaks Portuguese when the administrator chooses it, and re
   assert.equal(await other.locator("h1").innerText(), "Trilha de auditoria");
   assert.match(await other.locator("#audit td.who").first().innerText(), /^(Administrador \(chave [0-9a-f]{8}…\)|Operador da plataforma|Plataforma|A pessoa no chat)$/);
   await other.close();
+  // Issue 50: the overview and the erasure's question in Portuguese.
+  await page.goto(`${BASE}/admin`);
+  assert.equal(await page.locator("h1").innerText(), "Visão geral");
+  assert.match(await page.locator("#overviewCertification").innerText(), /^(Passou|Falhou|Ainda não executada)/);
+  await page.goto(`${BASE}/admin/retention`);
+  await page.fill("#person", "u_never_seen_pt");
+  await page.click("#erasePerson button[type=submit]");
+  assert.match(await page.locator("#confirmErasureText").innerText(), /^Apagar u_never_seen_pt\? Isto não pode ser desfeito/);
+  await Promise.all([page.waitForURL(`${BASE}/admin/retention`), page.getByRole("link", { name: "Manter a pessoa" }).click()]);
   // A refusal in Portuguese, beside what caused it.
   await page.goto(`${BASE}/admin/widgets`);
   await page.fill("#origins", "ftp://shop.example.com");
@@ -569,6 +578,19 @@ test("R-3, R-2: a hold is placed, shown and lifted; a held person is not erased;
   await page.goto(`${BASE}/admin/audit`);
   const trail = await page.locator("main").innerText();
   for (const a of ["hold.placed", "hold.lifted", "subject.erased"]) assert.ok(trail.includes(a), `${a} in the trail`);
+});
+
+test("issue 50: every panel page fits a 390 px phone: no sideways scroll (wide tables scroll inside themselves)", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    for (const path of ["/admin", "/admin/mcp", "/admin/widgets", "/admin/actions", "/admin/audit", "/admin/settings", "/admin/retention", "/admin/certification"]) {
+      await page.goto(`${BASE}${path}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 1, `${path}: ${overflow} px of sideways scroll at 390 px`);
+    }
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
 });
 
 test("U-1: sign out ends the session", async () => {

@@ -172,17 +172,14 @@ mod tests {
         let mut ids = Vec::new();
         for (name, days) in [("short", Some(10)), ("long", Some(90)), ("unset", None)] {
             let t = Tenant {
-                id: f.tenant(),
-                name: name.into(),
-                admin_key_hash: Sha256Hex::digest(name),
-                language: Language::En,
-                created_at: f.now(),
-                sign_in_url: None,
                 retention_days: days.map(|d| RetentionDays::new(d).unwrap()),
-                holds: Default::default(),
-                erasing: Default::default(),
-                purge_cursor: None,
-                appearance: Default::default(),
+                ..Tenant::new(
+                    f.tenant(),
+                    name,
+                    Sha256Hex::digest(name),
+                    Language::En,
+                    f.now(),
+                )
             };
             store.create_tenant(&t).await.unwrap();
             f.open_case(&store, &t.id).await;

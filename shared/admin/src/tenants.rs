@@ -46,19 +46,7 @@ pub async fn register(
         return Err(TenantError::InvalidName);
     }
     let (admin_key, admin_key_hash) = keys::generate();
-    let tenant = Tenant {
-        id: ids.tenant_id(),
-        name: name.to_owned(),
-        admin_key_hash,
-        language,
-        created_at: clock.now(),
-        sign_in_url: None,
-        retention_days: None,
-        holds: countersign_domain::retention::Holds::default(),
-        erasing: Default::default(),
-        purge_cursor: None,
-        appearance: Default::default(),
-    };
+    let tenant = Tenant::new(ids.tenant_id(), name, admin_key_hash, language, clock.now());
     store.create_tenant(&tenant).await?;
     Ok(Registered { tenant, admin_key })
 }

@@ -79,19 +79,13 @@ async fn tenant_with_integration(
 ) -> countersign_domain::ids::TenantId {
     let tenant = ids.tenant_id();
     store
-        .create_tenant(&Tenant {
-            id: tenant.clone(),
-            name: "TrackShare".into(),
-            admin_key_hash: Sha256Hex::digest("tsk"),
-            language: Language::En,
-            created_at: clock.now(),
-            sign_in_url: None,
-            retention_days: None,
-            holds: countersign_domain::retention::Holds::default(),
-            erasing: Default::default(),
-            purge_cursor: None,
-            appearance: Default::default(),
-        })
+        .create_tenant(&Tenant::new(
+            tenant.clone(),
+            "TrackShare",
+            Sha256Hex::digest("tsk"),
+            Language::En,
+            clock.now(),
+        ))
         .await
         .unwrap();
     let secret_version = secrets

@@ -162,19 +162,13 @@ impl Fixture {
 
     /// A new tenant called `name`, not stored, with nothing set.
     pub fn tenant_named(&self, name: &str) -> countersign_domain::ports::Tenant {
-        countersign_domain::ports::Tenant {
-            id: self.tenant(),
-            name: name.into(),
-            admin_key_hash: Sha256Hex::digest(format!("tsk_{name}")),
-            language: Language::En,
-            created_at: self.now(),
-            sign_in_url: None,
-            retention_days: None,
-            holds: countersign_domain::retention::Holds::default(),
-            erasing: Default::default(),
-            purge_cursor: None,
-            appearance: Default::default(),
-        }
+        countersign_domain::ports::Tenant::new(
+            self.tenant(),
+            name,
+            Sha256Hex::digest(format!("tsk_{name}")),
+            Language::En,
+            self.now(),
+        )
     }
 
     /// A new message id, after every earlier one.
@@ -456,19 +450,7 @@ pub async fn s2_the_summary_names_the_newest_message_and_proposals_keep_their_st
 /// tenant is a conflict and writes nothing.
 pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Subject>) {
     let f = Fixture::default();
-    let tenant = countersign_domain::ports::Tenant {
-        id: f.tenant(),
-        name: "Language".into(),
-        admin_key_hash: Sha256Hex::digest("tsk_language"),
-        language: Language::En,
-        created_at: f.now(),
-        sign_in_url: None,
-        retention_days: None,
-        holds: countersign_domain::retention::Holds::default(),
-        erasing: Default::default(),
-        purge_cursor: None,
-        appearance: Default::default(),
-    };
+    let tenant = f.tenant_named("Language");
     s.tenants().create_tenant(&tenant).await.unwrap();
     let record = f.audit(
         "tenant.language",
@@ -513,19 +495,7 @@ pub async fn s4_the_tenants_language_is_set_with_its_audit_record(s: Arc<dyn Sub
 pub async fn the_tenants_appearance_is_set_whole_with_its_audit_record(s: Arc<dyn Subject>) {
     use countersign_domain::appearance::{Appearance, welcome};
     let f = Fixture::default();
-    let tenant = countersign_domain::ports::Tenant {
-        id: f.tenant(),
-        name: "Appearance".into(),
-        admin_key_hash: Sha256Hex::digest("tsk_appearance"),
-        language: Language::En,
-        created_at: f.now(),
-        sign_in_url: None,
-        retention_days: None,
-        holds: countersign_domain::retention::Holds::default(),
-        erasing: Default::default(),
-        purge_cursor: None,
-        appearance: Default::default(),
-    };
+    let tenant = f.tenant_named("Appearance");
     s.tenants().create_tenant(&tenant).await.unwrap();
     let set = |a: Appearance| {
         let s = s.clone();

@@ -29,19 +29,13 @@ async fn tenants_are_created_listed_and_rekeyed() {
     let ids = UlidIds::default();
     let env = env().await;
     let store = env.store();
-    let t = Tenant {
-        id: env.tenant(),
-        name: "TrackShare".into(),
-        admin_key_hash: Sha256Hex::digest("tsk_one"),
-        language: Language::Pt,
-        created_at: SystemClock.now(),
-        sign_in_url: None,
-        retention_days: None,
-        holds: countersign_domain::retention::Holds::default(),
-        erasing: Default::default(),
-        purge_cursor: None,
-        appearance: Default::default(),
-    };
+    let t = Tenant::new(
+        env.tenant(),
+        "TrackShare",
+        Sha256Hex::digest("tsk_one"),
+        Language::Pt,
+        SystemClock.now(),
+    );
     store.create_tenant(&t).await.unwrap();
     assert!(
         store.create_tenant(&t).await.is_err(),

@@ -93,19 +93,13 @@ impl H {
         let chat = Chat::new(parts.clone());
         let tenant = ids.tenant_id();
         store
-            .create_tenant(&Tenant {
-                id: tenant.clone(),
-                name: "TrackShare".into(),
-                admin_key_hash: Sha256Hex::digest("tsk_test"),
-                language: Language::En,
-                created_at: clock_now(&clock),
-                sign_in_url: None,
-                retention_days: None,
-                holds: countersign_domain::retention::Holds::default(),
-                erasing: Default::default(),
-                purge_cursor: None,
-                appearance: Default::default(),
-            })
+            .create_tenant(&Tenant::new(
+                tenant.clone(),
+                "TrackShare",
+                Sha256Hex::digest("tsk_test"),
+                Language::En,
+                clock_now(&clock),
+            ))
             .await
             .unwrap();
         let who = Principal {

@@ -40,6 +40,33 @@ pub struct Tenant {
     pub appearance: crate::appearance::Appearance,
 }
 
+impl Tenant {
+    /// A tenant as registered: no setting of its own yet (the deployment's defaults and
+    /// the widget's own welcome apply), no hold, nobody being erased.
+    #[must_use]
+    pub fn new(
+        id: TenantId,
+        name: impl Into<String>,
+        admin_key_hash: crate::hash::Sha256Hex,
+        language: Language,
+        created_at: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            admin_key_hash,
+            language,
+            created_at,
+            sign_in_url: None,
+            retention_days: None,
+            holds: crate::retention::Holds::default(),
+            erasing: std::collections::BTreeSet::new(),
+            purge_cursor: None,
+            appearance: crate::appearance::Appearance::default(),
+        }
+    }
+}
+
 /// A widget credential's public part (C-9, D-2): its id (the widget JWT's `kid`) and
 /// creation time. The secret itself lives in the secret store.
 #[derive(Debug, Clone, PartialEq, Eq)]
