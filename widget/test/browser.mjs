@@ -517,7 +517,10 @@ test("issue 50: the tenant's welcome: greeting, assistant's name and starters; a
   await ctx.close();
 });
 
-test("issue 50: a failed open says why, waits the Retry-After, then Try again opens it; Send is off meanwhile", async () => {
+for (const [lang, query, waitText, send, again] of [
+  ["en", "", "try again in \\d+ s", "Send", "Try again"],
+  ["pt", "&lang=pt-BR", "tentar novamente em \\d+ s", "Enviar", "Tentar novamente"],
+]) test(`issue 50 (${lang}): a failed open says why, waits the Retry-After, then Try again opens it; Send is off meanwhile`, async () => {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
   page.on("console", (m) => {
@@ -531,27 +534,27 @@ test("issue 50: a failed open says why, waits the Retry-After, then Try again op
     }
     return route.continue();
   });
-  await page.goto(DEMO + "?user=u_bruno&fresh=1");
+  await page.goto(DEMO + "?user=u_bruno" + query);
   const chat = page.locator("#chat");
-  await page.waitForFunction(() => /try again in \d+ s/.test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent));
+  await page.waitForFunction((text) => new RegExp(text).test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent), waitText);
   assert.equal(await chat.locator(".status").getAttribute("role"), "alert");
-  assert.equal(await chat.getByRole("button", { name: "Send" }).isDisabled(), true, "no conversation, no Send");
-  const retry = chat.locator(".status button.retry");
+  assert.equal(await chat.getByRole("button", { name: send }).isDisabled(), true, "no conversation, no Send");
+  const retry = chat.getByRole("button", { name: again });
   assert.equal(await retry.isDisabled(), true, "Try again waits the Retry-After");
   await page.waitForFunction(() => !document.querySelector("#chat").shadowRoot.querySelector(".status button.retry").disabled, null, { timeout: 5000 });
   await retry.click();
   await page.waitForFunction(() => window.demo.widget.caseId && !window.demo.widget.busy);
-  assert.equal(await chat.getByRole("button", { name: "Send" }).isEnabled(), true);
+  assert.equal(await chat.getByRole("button", { name: send }).isEnabled(), true);
   assert.equal(refused, 1);
   await type(page, "show my cars");
   await ctx.close();
 });
 
-test("issue 50: offline is said and the widget recovers when the browser is back online", async () => {
-  const { ctx, page } = await person("?user=u_bruno&poll=300");
+for (const [lang, query, offline] of [["en", "", "offline"], ["pt", "&lang=pt-BR", "sem conexão"]]) test(`issue 50 (${lang}): offline is said and the widget recovers when the browser is back online`, async () => {
+  const { ctx, page } = await person("?user=u_bruno&poll=300" + query);
   const chat = page.locator("#chat");
   await ctx.setOffline(true);
-  await page.waitForFunction(() => /offline/.test(document.querySelector("#chat").shadowRoot.querySelector(".status").textContent));
+  await page.waitForFunction((text) => document.querySelector("#chat").shadowRoot.querySelector(".status").textContent.includes(text), offline);
   await ctx.setOffline(false);
   await page.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelector(".status").textContent === "");
   await type(page, "show my cars");

@@ -168,6 +168,8 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   const prefilled = JSON.parse(await page.locator("#samples").inputValue());
   assert.deepEqual(prefilled.get_session_laps, { sessionId: "" });
   assert.deepEqual(prefilled.get_user_cars, {});
+  // Issue 50: each operation's sample starts from the schema the server gives it.
+  assert.deepEqual(JSON.parse(await page.locator("#actionSamples").inputValue()), { reassign_session_car: { sessionId: "", carId: "" } });
   const fill = async (consent) => {
     await page.goto(`${BASE}/admin/mcp`);
     await page.fill("#testUser", "countersign-test:u_test");

@@ -235,6 +235,10 @@ pub(super) async fn render_mcp(
         || "{}".to_owned(),
         |s| samples::consultation_samples(&s.config),
     );
+    let action_samples = stored.as_ref().map_or_else(
+        || "{}".to_owned(),
+        |s| samples::operation_samples(&s.config, live.as_deref()),
+    );
     let page = McpPage {
         session,
         view: &view,
@@ -245,6 +249,7 @@ pub(super) async fn render_mcp(
         certification,
         notice,
         samples: &samples,
+        action_samples: &action_samples,
         warnings: &warnings,
     };
     html(status, views::mcp(&page))

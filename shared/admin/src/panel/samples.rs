@@ -22,6 +22,26 @@ pub(super) fn consultation_samples(config: &McpConfig) -> String {
     serde_json::to_string_pretty(&Value::Object(samples)).unwrap_or_else(|_| "{}".into())
 }
 
+/// Issue 50: sample arguments per configured operation, from the `inputSchema` of the
+/// server's tool named like it (decision 0024, the schema a preparation is checked
+/// against), `{}` for one the server does not describe.
+pub(super) fn operation_samples(
+    config: &McpConfig,
+    live: Option<&[countersign_domain::ports::ProviderTool]>,
+) -> String {
+    let mut samples = Map::new();
+    for op in &config.action_policy.operations {
+        let schema = live
+            .unwrap_or_default()
+            .iter()
+            .find(|t| t.name.as_str() == op.as_str())
+            .and_then(|t| t.descriptor.get("inputSchema"))
+            .unwrap_or(&Value::Null);
+        samples.insert(op.as_str().to_owned(), sample_of(schema));
+    }
+    serde_json::to_string(&Value::Object(samples)).unwrap_or_else(|_| "{}".into())
+}
+
 /// An object with each required property of `schema`.
 fn sample_of(schema: &Value) -> Value {
     let required: Vec<&str> = schema

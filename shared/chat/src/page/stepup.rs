@@ -248,20 +248,15 @@ fn my_passkeys(
 /// person has, that they may enrol another (F-2).
 pub(super) async fn add_challenge(
     State(state): State<PageState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Scripted { who, lang, .. }: Scripted,
 ) -> Response {
-    let (_, who, _) = match scripted_request(&state, &id, &headers, &body).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let t = texts(lang);
     let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, Language::En, EN.needs_passkey);
+        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
     };
     match step_up.begin_add(&who).await {
         Ok(ceremony) if !ceremony.credentials.is_empty() => json_answer(&ceremony),
-        Ok(_) => notice(StatusCode::FORBIDDEN, Language::En, EN.enrol_sign_in),
+        Ok(_) => notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
         Err(e) => unavailable(&e),
     }
 }
@@ -270,18 +265,15 @@ pub(super) async fn add_challenge(
 /// page session may then enrol one passkey within 5 minutes (as after a fresh sign-in).
 pub(super) async fn add(
     State(state): State<PageState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Scripted {
+        id,
+        who,
+        session,
+        lang,
+        body,
+        ..
+    }: Scripted,
 ) -> Response {
-    let (link, who, session) = match scripted_request(&state, &id, &headers, &body).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
-    let lang = match language(&state, &link).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
     let t = texts(lang);
     let (Some(step_up), Some(answer)) = (ceremonies(&state), answer_in(&body)) else {
         return notice(StatusCode::BAD_REQUEST, lang, t.refused);
@@ -304,19 +296,20 @@ pub(super) async fn add(
 /// one of their own passkeys (audited), then back to the page.
 pub(super) async fn remove(
     State(state): State<PageState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Scripted {
+        id,
+        who,
+        lang,
+        body,
+        ..
+    }: Scripted,
 ) -> Response {
-    let (_, who, _) = match scripted_request(&state, &id, &headers, &body).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let t = texts(lang);
     let (Some(step_up), Some(credential)) = (
         ceremonies(&state),
         form_value(&body, "credentialId").filter(|c| !c.is_empty() && c.len() <= 1400),
     ) else {
-        return notice(StatusCode::BAD_REQUEST, Language::En, EN.refused);
+        return notice(StatusCode::BAD_REQUEST, lang, t.refused);
     };
     match step_up.revoke(&who, &credential).await {
         Ok(_) => back_to_page(&id),
@@ -324,38 +317,61 @@ pub(super) async fn remove(
     }
 }
 
-/// A request of the page's own script for link `id`: the link, the signed-in person and
-/// their session, if the form token and the origin are the page's.
-async fn scripted_request(
-    state: &PageState,
-    id: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(ConfirmationLink, Principal, String), Response> {
-    let link = link(state, id).await?;
-    let (who, session) = scripted(state, id, &link, headers, body).await?;
-    Ok((link, who, session))
+/// A request of the page's own script for the link in its path: the link, the signed-in
+/// person, their session and the conversation's language, once the form token and the
+/// origin are the page's (every ceremony handler takes it, so none repeats the check). A
+/// refusal is said in the conversation's language.
+pub(super) struct Scripted {
+    /// The link's id (the path's).
+    id: String,
+    /// The link.
+    link: ConfirmationLink,
+    /// The signed-in person.
+    who: Principal,
+    /// Their page session.
+    session: String,
+    /// The conversation's language.
+    lang: Language,
+    /// The form or JSON the script posted.
+    body: Bytes,
 }
 
-/// A request of the page's own script: the signed-in person and their session, if the
-/// form token and the origin are the page's.
-async fn scripted(
-    state: &PageState,
-    id: &str,
-    link: &ConfirmationLink,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(Principal, String), Response> {
-    let (who, session) = match person(state, id, link, headers).await? {
-        Some(found) => found,
-        None => return Err(notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused)),
-    };
-    let token_ok = form_value(body, "csrf")
-        .is_some_and(|t| bool::from(t.as_bytes().ct_eq(form_token(id, &session).as_bytes())));
-    if !token_ok || !pages::same_origin_strict(headers) {
-        return Err(notice(StatusCode::FORBIDDEN, Language::En, EN.refused));
+impl axum::extract::FromRequest<PageState> for Scripted {
+    type Rejection = Response;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &PageState,
+    ) -> Result<Self, Self::Rejection> {
+        use axum::extract::FromRequestParts as _;
+        let (mut parts, body) = req.into_parts();
+        let Path(id) = Path::<String>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(|_| not_found())?;
+        let headers = parts.headers.clone();
+        let body = Bytes::from_request(axum::extract::Request::from_parts(parts, body), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let link = link(state, &id).await?;
+        let lang = language(state, &link).await?;
+        let refused = |status| notice(status, lang, texts(lang).refused);
+        let (who, session) = person(state, &id, &link, &headers)
+            .await?
+            .ok_or_else(|| refused(StatusCode::UNAUTHORIZED))?;
+        let token_ok = form_value(&body, "csrf")
+            .is_some_and(|t| bool::from(t.as_bytes().ct_eq(form_token(&id, &session).as_bytes())));
+        if !token_ok || !pages::same_origin_strict(&headers) {
+            return Err(refused(StatusCode::FORBIDDEN));
+        }
+        Ok(Self {
+            id,
+            link,
+            who,
+            session,
+            lang,
+            body,
+        })
     }
-    Ok((who, session))
 }
 
 fn json_answer(value: &impl serde::Serialize) -> Response {
@@ -369,21 +385,18 @@ fn json_answer(value: &impl serde::Serialize) -> Response {
 /// `POST /confirm/{id}/challenge`: a fresh ceremony for this link's pending proposal.
 pub(super) async fn challenge(
     State(state): State<PageState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Scripted {
+        link, who, lang, ..
+    }: Scripted,
 ) -> Response {
-    let (link, who, _) = match scripted_request(&state, &id, &headers, &body).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let t = texts(lang);
     let p = match proposal(&state, &link).await {
         Ok(Some(p)) if p.needs_passkey && p.state == ProposalState::PendingConfirmation => p,
-        Ok(_) => return notice(StatusCode::CONFLICT, Language::En, EN.already),
+        Ok(_) => return notice(StatusCode::CONFLICT, lang, t.already),
         Err(r) => return r,
     };
     let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, Language::En, EN.needs_passkey);
+        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
     };
     match step_up.begin(&who, &p).await {
         Ok(ceremony) => json_answer(&ceremony),
@@ -409,21 +422,22 @@ struct Enrolment {
 /// sign-in's 5 minutes.
 pub(super) async fn enrol_challenge(
     State(state): State<PageState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Scripted {
+        id,
+        who,
+        session,
+        lang,
+        ..
+    }: Scripted,
 ) -> Response {
-    let (_, who, session) = match scripted_request(&state, &id, &headers, &body).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let t = texts(lang);
     match may_enrol(&state, &id, &session).await {
         Ok(true) => {}
-        Ok(false) => return notice(StatusCode::FORBIDDEN, Language::En, EN.enrol_sign_in),
+        Ok(false) => return notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
         Err(r) => return r,
     }
     let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, Language::En, EN.needs_passkey);
+        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
     };
     let tenant = match state.tenants.get_tenant(&who.tenant).await {
         Ok(Some(t)) => t,
@@ -456,18 +470,15 @@ fn bytes_field(body: &[u8], name: &str) -> Option<Vec<u8>> {
 /// now offers Confirm with your passkey.
 pub(super) async fn enrol(
     State(state): State<PageState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Scripted {
+        id,
+        who,
+        session,
+        lang,
+        body,
+        ..
+    }: Scripted,
 ) -> Response {
-    let (link, who, session) = match scripted_request(&state, &id, &headers, &body).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
-    let lang = match language(&state, &link).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
     let t = texts(lang);
     let (Some(nonce), Some(client), Some(data)) = (
         form_value(&body, "nonce"),

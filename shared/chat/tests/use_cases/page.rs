@@ -850,6 +850,24 @@ async fn the_page_names_the_company_and_ends_in_the_conversations_language() {
         shown.body
     );
     let csrf = p.form_token(&session).await;
+    // The passkey forms' refusals speak the conversation's language too (a removal
+    // naming no passkey; a post without the form token).
+    let own = format!("http://{HOST}");
+    let remove = format!("{}/passkeys/remove", p.path());
+    for (form, status) in [
+        (format!("csrf={csrf}"), StatusCode::BAD_REQUEST),
+        ("credentialId=x".to_owned(), StatusCode::FORBIDDEN),
+    ] {
+        let refused = p
+            .send("POST", &remove, Some(&session), Some((&form, Some(&own))))
+            .await;
+        assert_eq!(refused.status, status, "{}", refused.body);
+        assert!(
+            refused.body.contains("Este pedido não pôde ser aceito"),
+            "{}",
+            refused.body
+        );
+    }
     let done = p
         .post(&session, &format!("csrf={csrf}&decision=cancel"), None)
         .await;

@@ -64,6 +64,8 @@ pub struct McpPage<'a> {
     pub samples: &'a str,
     /// Issue 50: allowed tools whose own description says never to allow them, with it.
     pub warnings: &'a [(String, String)],
+    /// Issue 50: sample arguments per operation, from the server's schemas.
+    pub action_samples: &'a str,
 }
 
 /// Integration settings → Tenant MCP (U-2) and the certification (H-1).
@@ -255,9 +257,7 @@ fn certification_section(p: &McpPage<'_>) -> Markup {
                 input #personalConsultations type="text" name="personalConsultations";
                 @if !operations.is_empty() {
                     label for="actionSamples" { (t("Sample arguments per operation (JSON object by operation name): every operation is prepared")) }
-                    textarea #actionSamples name="actions" rows="3" {
-                        "{" @for (i, o) in operations.iter().enumerate() { @if i > 0 { ", " } "\"" (o) "\": {}" } "}"
-                    }
+                    textarea #actionSamples name="actions" rows="3" { (p.action_samples) }
                     div.consent {
                         input #consent type="checkbox" name="consent" value="yes";
                         label for="consent" { (t("I consent: this run executes one action per operation for this synthetic person (a real write in my system, with a valid proof).")) }
