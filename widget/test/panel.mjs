@@ -187,6 +187,11 @@ test("H-1, H-4, V-3: run the certification from the panel (consent executes), th
   // Without consent nothing is executed: the execution check is skipped, and the run does not pass.
   await fill(false);
   assert.notEqual(await page.locator("#verdict").innerText(), "passed");
+  // Issue 50: a failed run on the saved settings says it failed, never "run it again"
+  // as if the settings had changed; no Enable button.
+  assert.doesNotMatch(await page.locator("p.verdict").innerText(), /does not cover/);
+  assert.match(await page.locator("#runSummary").innerText(), /^(Failed|Did not pass): \d+ checks passed, \d+ failed, [1-9]\d* skipped\.$/);
+  assert.equal(await page.getByRole("button", { name: "Enable actions now" }).count(), 0);
   assert.equal(await page.locator('tr[data-check="actions.execute.reassign_session_car"] td:nth-child(2)').innerText(), "skipped");
   assert.match(await page.locator('tr[data-check="actions.execute.reassign_session_car"]').innerText(), /did not consent/);
   await fill(true);

@@ -59,7 +59,7 @@ pub(super) async fn latest_certification(
     };
     let current = stored
         .as_ref()
-        .is_some_and(|s| run.certifies(&CertifiedSubject::of(s)));
+        .is_some_and(|s| run.subject.covers(&CertifiedSubject::of(s)));
     // Issue 50: a passing run over the saved settings, actions still off: one button on.
     let enable = stored
         .as_ref()

@@ -57,11 +57,17 @@ pub(super) fn enable_blocked(
             "The platform has no signing key installed: actions cannot be enabled.",
         ));
     }
-    let certified =
-        stored.is_some_and(|s| run.is_some_and(|r| r.certifies(&CertifiedSubject::of(s))));
-    (!certified).then(|| {
-        t("Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings.")
-    })
+    let covering = stored.and_then(|s| run.filter(|r| r.subject.covers(&CertifiedSubject::of(s))));
+    match covering {
+        Some(r) if r.passed() => None,
+        // Issue 50: a failed run on these very settings asks for a fix, not for a save.
+        Some(_) => Some(t(
+            "The latest certification run on these settings failed: fix on your server what it names, then run it again.",
+        )),
+        None => Some(t(
+            "Save the settings, install the key on your server, then run the certification below: actions can be enabled once it passes on the saved settings.",
+        )),
+    }
 }
 
 /// `tools` as the consultation picker shows them (H-2: a write, an operation or an action
@@ -230,7 +236,7 @@ pub(super) async fn render_mcp(
     let certification = stored
         .as_ref()
         .zip(run.as_ref())
-        .map(|(s, r)| (r, r.certifies(&CertifiedSubject::of(s))));
+        .map(|(s, r)| (r, r.subject.covers(&CertifiedSubject::of(s))));
     let samples = stored.as_ref().map_or_else(
         || "{}".to_owned(),
         |s| samples::consultation_samples(&s.config),

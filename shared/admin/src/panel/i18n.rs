@@ -274,6 +274,10 @@ const PORTUGUESE: &[(&str, &str)] = &[
     ),
     ("Retention (days)", "Retenção (dias)"),
     ("Accent colour", "Cor de destaque"),
+    (
+        "The latest certification run on these settings failed: fix on your server what it names, then run it again.",
+        "A última execução da certificação nestas configurações falhou: corrija no seu servidor o que ela aponta e rode-a de novo.",
+    ),
     (": cannot be a consultation", ": não pode ser uma consulta"),
     (
         "Your server's tools/list could not be read: check its URL, its service token and that it is up.",
@@ -297,6 +301,7 @@ const PORTUGUESE: &[(&str, &str)] = &[
     ),
     ("Passed: ", "Passou: "),
     ("Failed: ", "Falhou: "),
+    ("Did not pass: ", "Não passou: "),
     (" checks passed, ", " verificações passaram, "),
     (" failed, ", " falharam, "),
     (" skipped.", " foram puladas."),

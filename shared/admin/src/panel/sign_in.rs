@@ -35,7 +35,7 @@ async fn overview_of(
     let certification = latest.map(|run| {
         let current = stored
             .as_ref()
-            .is_some_and(|s| run.certifies(&CertifiedSubject::of(s)));
+            .is_some_and(|s| run.subject.covers(&CertifiedSubject::of(s)));
         (run.passed(), run.at.to_rfc3339(), current)
     });
     Ok(views::Overview {

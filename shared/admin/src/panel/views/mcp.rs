@@ -304,7 +304,7 @@ fn run_summary(run: &Certification) -> Markup {
     );
     html! {
         p #runSummary class=(if run.passed() { "notice" } else { "error" }) {
-            @if run.passed() { (t("Passed: ")) } @else { (t("Failed: ")) }
+            @if run.passed() { (t("Passed: ")) } @else if failed > 0 { (t("Failed: ")) } @else { (t("Did not pass: ")) }
             (passed) (t(" checks passed, ")) (failed) (t(" failed, ")) (skipped) (t(" skipped."))
         }
     }
