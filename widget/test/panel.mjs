@@ -447,6 +447,13 @@ test("S-4: the panel speaks Portuguese when the administrator chooses it, and re
   assert.equal(await other.locator("h1").innerText(), "Trilha de auditoria");
   assert.match(await other.locator("#audit td.who").first().innerText(), /^(Administrador \(chave [0-9a-f]{8}…\)|Operador da plataforma|Plataforma|A pessoa no chat)$/);
   await other.close();
+  // Issue 50: the certification's summary and the tools' block reasons in Portuguese.
+  await page.goto(`${BASE}/admin/certification`);
+  assert.match(await page.locator("#runSummary").innerText(), /^Passou: \d+ verificações passaram, 0 falharam, 0 foram puladas\.$/);
+  await page.goto(`${BASE}/admin/mcp?tools=1`);
+  const blocked = await page.locator(".tool .blocked").allInnerTexts();
+  assert.ok(blocked.some((b) => /não pode ser uma consulta$/.test(b)), `${blocked}`);
+  assert.ok(blocked.every((b) => !/cannot be a consultation/.test(b)), `${blocked}`);
   // Issue 50: the overview and the erasure's question in Portuguese.
   await page.goto(`${BASE}/admin`);
   assert.equal(await page.locator("h1").innerText(), "Visão geral");
