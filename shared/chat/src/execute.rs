@@ -13,9 +13,7 @@ use countersign_domain::outcome::{
 use countersign_domain::ports::{
     Confirmation, NewMessage, ProviderContext, ProviderError, TransitionOutcome,
 };
-use countersign_domain::proof::{
-    Proof, ProofClaims, ProofContext, ProofError, sign_proof, sign_stepup_proof,
-};
+use countersign_domain::proof::{Proof, ProofClaims, ProofContext, ProofError, sign_proof};
 use countersign_domain::proposal::{Proposal, ProposalState, RemoteStatus, transition};
 use countersign_domain::stepup::Evidence;
 use countersign_domain::texts::{self, Language};
@@ -196,7 +194,9 @@ impl Chat {
         };
         let signer = self.parts.signer.as_ref();
         let signed = match (p.needs_passkey, evidence) {
-            (_, Some(evidence)) => sign_stepup_proof(signer, &claims, evidence).await,
+            (_, Some(evidence)) => {
+                countersign_domain::stepup::sign_stepup_proof(signer, &claims, evidence).await
+            }
             (false, None) => sign_proof(signer, &claims).await,
             // F-1: never a plain proof for a passkey operation.
             (true, None) => {

@@ -162,28 +162,16 @@ pub struct UnsignedProof {
 impl UnsignedProof {
     /// `base64url(header) . base64url(claims)`.
     pub fn new(header: &ProofHeader, claims: &ProofClaims) -> Self {
-        // Serialising these plain structs cannot fail (string keys, no maps with
+        Self::encoded(header, claims)
+    }
+
+    /// `base64url(header) . base64url(claims)` of any header and claim set: the plain
+    /// proof's, or a step-up proof's (F-4).
+    pub fn encoded(header: &ProofHeader, claims: &impl serde::Serialize) -> Self {
+        // Serialising these plain values cannot fail (string keys, no maps with
         // non-string keys, no floats).
         let h = serde_json::to_vec(header).unwrap_or_default();
         let c = serde_json::to_vec(claims).unwrap_or_default();
-        Self {
-            signing_input: format!(
-                "{}.{}",
-                URL_SAFE_NO_PAD.encode(h),
-                URL_SAFE_NO_PAD.encode(c)
-            ),
-        }
-    }
-
-    /// F-4: a step-up proof's header and claim set (the fourteen claims, `stepUp`, `amr`).
-    pub fn stepup(kid: String, claims: &ProofClaims, evidence: &crate::stepup::Evidence) -> Self {
-        let header = ProofHeader {
-            typ: crate::stepup::STEPUP_PROOF_TYPE,
-            ..ProofHeader::new(kid)
-        };
-        let h = serde_json::to_vec(&header).unwrap_or_default();
-        let c =
-            serde_json::to_vec(&crate::stepup::join_claims(claims, evidence)).unwrap_or_default();
         Self {
             signing_input: format!(
                 "{}.{}",
@@ -236,19 +224,6 @@ pub async fn sign_proof(
 ) -> Result<Proof, ProofError> {
     let kid = signer.key_id().await?;
     let unsigned = UnsignedProof::new(&ProofHeader::new(kid.clone()), claims);
-    let signature = signer.sign_rs256(&kid, unsigned.signing_input()).await?;
-    unsigned.finish(&signature)
-}
-
-/// F-4: signs a step-up proof (`typ: support-action-stepup+jwt`): `claims` with the
-/// verified `evidence` of the person's passkey over this very action.
-pub async fn sign_stepup_proof(
-    signer: &dyn ProofSigner,
-    claims: &ProofClaims,
-    evidence: &crate::stepup::Evidence,
-) -> Result<Proof, ProofError> {
-    let kid = signer.key_id().await?;
-    let unsigned = UnsignedProof::stepup(kid.clone(), claims, evidence);
     let signature = signer.sign_rs256(&kid, unsigned.signing_input()).await?;
     unsigned.finish(&signature)
 }

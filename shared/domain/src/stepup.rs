@@ -474,6 +474,24 @@ pub fn split_claims(
     Ok((base, evidence, amr))
 }
 
+/// F-4: signs a step-up proof (`typ: support-action-stepup+jwt`): `claims` (the fourteen)
+/// with `stepUp` and `amr` from the verified `evidence` of the person's passkey over this
+/// very action.
+pub async fn sign_stepup_proof(
+    signer: &dyn crate::ports::signer::ProofSigner,
+    claims: &crate::proof::ProofClaims,
+    evidence: &Evidence,
+) -> Result<crate::proof::Proof, crate::proof::ProofError> {
+    let kid = signer.key_id().await?;
+    let header = crate::proof::ProofHeader {
+        typ: STEPUP_PROOF_TYPE,
+        ..crate::proof::ProofHeader::new(kid.clone())
+    };
+    let unsigned = crate::proof::UnsignedProof::encoded(&header, &join_claims(claims, evidence));
+    let signature = signer.sign_rs256(&kid, unsigned.signing_input()).await?;
+    unsigned.finish(&signature)
+}
+
 /// F-4: a step-up proof's claim set: the fourteen claims, `stepUp` and `amr`.
 pub fn join_claims(base: &crate::proof::ProofClaims, evidence: &Evidence) -> Value {
     let mut claims = serde_json::to_value(base).unwrap_or(Value::Null);

@@ -1788,158 +1788,177 @@ pub async fn r3_a_hold_keeps_conversations_from_the_purge_until_lifted(s: Arc<dy
 /// moves the counter only from the value it read (two concurrent uses of one reading:
 /// exactly one wins), and not on a revoked passkey; the person's erasure removes them all.
 pub async fn f2_passkeys_are_per_person_and_a_use_moves_the_counter_once(s: Arc<dyn Subject>) {
-    use countersign_domain::ports::Passkey;
-    use countersign_domain::stepup::CredentialKey;
-    let f = Fixture::default();
-    let (tenant, other_tenant) = (f.tenant(), f.tenant());
-    let (alice, bob) = (
-        UserId::parse("u_alice").unwrap(),
-        UserId::parse("u_bob").unwrap(),
-    );
-    let store = s.passkeys();
-    let enrolled = f.now();
-    // Each change comes with its audit record; a refused one writes neither.
-    let record = |action: &str, id: &str| AuditEntry {
-        id: f.audit_id(),
-        at: f.now(),
-        actor: "person".into(),
-        action: action.into(),
-        changes: json!({"person": "u_alice", "credentialId": id}),
-    };
-    let key = |id: &str, x: u8| Passkey {
-        id: id.into(),
-        key: CredentialKey::Ed25519 { x: [x; 32] },
-        sign_count: 3,
-        transports: vec!["internal".into(), "hybrid".into()],
-        created_at: enrolled,
-        last_used_at: None,
-    };
-    assert!(
-        store
-            .add_passkey(
-                &tenant,
-                &alice,
-                &key("cred-a", 1),
-                &record("passkey.enrolled", "cred-a")
-            )
+    let p = Passkeys::new(s);
+    p.enrolment_is_per_person_and_never_replaces().await;
+    let used = p.two_uses_of_one_reading_move_the_counter_once().await;
+    p.a_revoked_passkey_is_never_used(used).await;
+    p.each_change_is_audited_and_erasure_is_one_tenants().await;
+}
+
+/// F-2's contract scenario: two tenants, two people, passkeys enrolled at one time.
+struct Passkeys {
+    s: Arc<dyn Subject>,
+    f: Fixture,
+    tenant: TenantId,
+    other_tenant: TenantId,
+    alice: UserId,
+    bob: UserId,
+    enrolled: Timestamp,
+}
+
+impl Passkeys {
+    fn new(s: Arc<dyn Subject>) -> Self {
+        let f = Fixture::default();
+        let (tenant, other_tenant) = (f.tenant(), f.tenant());
+        let enrolled = f.now();
+        Self {
+            s,
+            f,
+            tenant,
+            other_tenant,
+            alice: UserId::parse("u_alice").unwrap(),
+            bob: UserId::parse("u_bob").unwrap(),
+            enrolled,
+        }
+    }
+
+    fn store(&self) -> &dyn countersign_domain::ports::Passkeys {
+        self.s.passkeys()
+    }
+
+    /// Each change comes with its audit record; a refused one writes neither.
+    fn record(&self, action: &str, id: &str) -> AuditEntry {
+        AuditEntry {
+            id: self.f.audit_id(),
+            at: self.f.now(),
+            actor: "person".into(),
+            action: action.into(),
+            changes: json!({"person": "u_alice", "credentialId": id}),
+        }
+    }
+
+    fn key(&self, id: &str, x: u8) -> countersign_domain::ports::Passkey {
+        countersign_domain::ports::Passkey {
+            id: id.into(),
+            key: countersign_domain::stepup::CredentialKey::Ed25519 { x: [x; 32] },
+            sign_count: 3,
+            transports: vec!["internal".into(), "hybrid".into()],
+            created_at: self.enrolled,
+            last_used_at: None,
+        }
+    }
+
+    /// Whether alice's (or `tenant`'s alice's) passkey `id` was enrolled.
+    async fn enrol(&self, tenant: &TenantId, id: &str, x: u8) -> bool {
+        let record = self.record("passkey.enrolled", id);
+        let key = self.key(id, x);
+        self.store()
+            .add_passkey(tenant, &self.alice, &key, &record)
             .await
             .unwrap()
-    );
-    assert!(
-        !store
-            .add_passkey(
-                &tenant,
-                &alice,
-                &key("cred-a", 2),
-                &record("passkey.enrolled", "cred-a")
-            )
-            .await
-            .unwrap(),
-        "an enrolled id is never replaced"
-    );
-    assert!(
-        store
-            .add_passkey(
-                &tenant,
-                &alice,
-                &key("cred-b", 3),
-                &record("passkey.enrolled", "cred-b")
-            )
+    }
+
+    async fn revoke(&self, id: &str) -> bool {
+        let record = self.record("passkey.revoked", id);
+        self.store()
+            .revoke_passkey(&self.tenant, &self.alice, id, &record)
             .await
             .unwrap()
-    );
-    let mine = store.passkeys(&tenant, &alice).await.unwrap();
-    assert_eq!(
-        mine.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
-        ["cred-a", "cred-b"]
-    );
-    assert_eq!(mine[0], key("cred-a", 1), "stored as enrolled");
-    assert!(store.passkeys(&tenant, &bob).await.unwrap().is_empty());
-    assert_eq!(
-        store.passkey_holders(&tenant).await.unwrap(),
-        1,
-        "people, not passkeys"
-    );
-    assert!(
-        store
-            .passkeys(&other_tenant, &alice)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    // Two uses that both read counter 3: one moves it.
-    let now = f.now();
-    let (a, b) = tokio::join!(
-        store.record_passkey_use(&tenant, &alice, "cred-a", 3, 4, now),
-        store.record_passkey_use(&tenant, &alice, "cred-a", 3, 5, now),
-    );
-    assert!(
-        a.unwrap() ^ b.unwrap(),
-        "exactly one use of one reading wins"
-    );
-    let used = &store.passkeys(&tenant, &alice).await.unwrap()[0];
-    assert!(matches!(used.sign_count, 4 | 5) && used.last_used_at == Some(now));
-    assert!(
-        !store
-            .record_passkey_use(&tenant, &bob, "cred-a", used.sign_count, 9, now)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .revoke_passkey(
-                &tenant,
-                &alice,
-                "cred-a",
-                &record("passkey.revoked", "cred-a")
-            )
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .revoke_passkey(
-                &tenant,
-                &alice,
-                "cred-a",
-                &record("passkey.revoked", "cred-a")
-            )
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .record_passkey_use(&tenant, &alice, "cred-a", used.sign_count, 9, now)
-            .await
-            .unwrap(),
-        "a revoked passkey is never used"
-    );
-    assert!(
-        store
-            .add_passkey(
-                &other_tenant,
-                &alice,
-                &key("cred-c", 4),
-                &record("passkey.enrolled", "cred-c")
-            )
-            .await
-            .unwrap()
-    );
-    assert_eq!(store.passkey_holders(&tenant).await.unwrap(), 1);
-    assert_eq!(store.passkey_holders(&other_tenant).await.unwrap(), 1);
-    let page = s.tenants().list_audit(&tenant, None, 10).await.unwrap();
-    let actions: Vec<&str> = page.items.iter().map(|e| e.action.as_str()).collect();
-    assert_eq!(
-        actions,
-        ["passkey.revoked", "passkey.enrolled", "passkey.enrolled"],
-        "one record per change, newest first; none for a refused one"
-    );
-    assert_eq!(store.forget_passkeys(&tenant, &alice).await.unwrap(), 1);
-    assert!(store.passkeys(&tenant, &alice).await.unwrap().is_empty());
-    assert_eq!(store.passkey_holders(&tenant).await.unwrap(), 0);
-    assert_eq!(
-        store.passkeys(&other_tenant, &alice).await.unwrap().len(),
-        1,
-        "one tenant's erasure only"
-    );
+    }
+
+    async fn enrolment_is_per_person_and_never_replaces(&self) {
+        let (store, tenant) = (self.store(), &self.tenant);
+        assert!(self.enrol(tenant, "cred-a", 1).await);
+        assert!(
+            !self.enrol(tenant, "cred-a", 2).await,
+            "an enrolled id is never replaced"
+        );
+        assert!(self.enrol(tenant, "cred-b", 3).await);
+        let mine = store.passkeys(tenant, &self.alice).await.unwrap();
+        assert_eq!(
+            mine.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["cred-a", "cred-b"]
+        );
+        assert_eq!(mine[0], self.key("cred-a", 1), "stored as enrolled");
+        assert!(store.passkeys(tenant, &self.bob).await.unwrap().is_empty());
+        assert_eq!(
+            store.passkey_holders(tenant).await.unwrap(),
+            1,
+            "people, not passkeys"
+        );
+        assert!(
+            store
+                .passkeys(&self.other_tenant, &self.alice)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// Two uses that both read counter 3: one moves it. Returns the passkey as used.
+    async fn two_uses_of_one_reading_move_the_counter_once(
+        &self,
+    ) -> countersign_domain::ports::Passkey {
+        let (store, tenant, alice) = (self.store(), &self.tenant, &self.alice);
+        let now = self.f.now();
+        let (a, b) = tokio::join!(
+            store.record_passkey_use(tenant, alice, "cred-a", 3, 4, now),
+            store.record_passkey_use(tenant, alice, "cred-a", 3, 5, now),
+        );
+        assert!(
+            a.unwrap() ^ b.unwrap(),
+            "exactly one use of one reading wins"
+        );
+        let used = store.passkeys(tenant, alice).await.unwrap()[0].clone();
+        assert!(matches!(used.sign_count, 4 | 5) && used.last_used_at == Some(now));
+        assert!(
+            !store
+                .record_passkey_use(tenant, &self.bob, "cred-a", used.sign_count, 9, now)
+                .await
+                .unwrap()
+        );
+        used
+    }
+
+    async fn a_revoked_passkey_is_never_used(&self, used: countersign_domain::ports::Passkey) {
+        let now = used.last_used_at.unwrap_or(self.enrolled);
+        assert!(self.revoke("cred-a").await);
+        assert!(!self.revoke("cred-a").await);
+        assert!(
+            !self
+                .store()
+                .record_passkey_use(&self.tenant, &self.alice, "cred-a", used.sign_count, 9, now)
+                .await
+                .unwrap(),
+            "a revoked passkey is never used"
+        );
+    }
+
+    async fn each_change_is_audited_and_erasure_is_one_tenants(&self) {
+        let (store, tenant, other) = (self.store(), &self.tenant, &self.other_tenant);
+        assert!(self.enrol(other, "cred-c", 4).await);
+        assert_eq!(store.passkey_holders(tenant).await.unwrap(), 1);
+        assert_eq!(store.passkey_holders(other).await.unwrap(), 1);
+        let page = self.s.tenants().list_audit(tenant, None, 10).await.unwrap();
+        let actions: Vec<&str> = page.items.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(
+            actions,
+            ["passkey.revoked", "passkey.enrolled", "passkey.enrolled"],
+            "one record per change, newest first; none for a refused one"
+        );
+        assert_eq!(store.forget_passkeys(tenant, &self.alice).await.unwrap(), 1);
+        assert!(
+            store
+                .passkeys(tenant, &self.alice)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(store.passkey_holders(tenant).await.unwrap(), 0);
+        assert_eq!(
+            store.passkeys(other, &self.alice).await.unwrap().len(),
+            1,
+            "one tenant's erasure only"
+        );
+    }
 }

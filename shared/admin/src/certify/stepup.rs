@@ -10,7 +10,8 @@ use super::forge::BadProof;
 use countersign_domain::authenticator::{Authenticator, UP, UV};
 use countersign_domain::ports::ProviderContext;
 use countersign_domain::prepare::PreparedAction;
-use countersign_domain::proof::{Proof, ProofClaims, sign_proof, sign_stepup_proof};
+use countersign_domain::proof::{Proof, ProofClaims, sign_proof};
+use countersign_domain::stepup::sign_stepup_proof;
 use countersign_domain::stepup::{Binding, Evidence, Site};
 
 /// The public seed of the platform's test credential.
