@@ -19,7 +19,6 @@ import hmac
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,12 +35,8 @@ ST = sys.argv[1] if len(sys.argv) > 1 else "st"
 MAX_EXAMPLES = os.environ.get("FUZZ_MAX_EXAMPLES", "40")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from localnet import free_port  # noqa: E402
 
 
 def wait_up(url):

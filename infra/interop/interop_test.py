@@ -33,7 +33,6 @@ cancelled on the page: its retry is NOT_CONFIRMED.
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -62,12 +61,8 @@ def check(cond, what):
         failures.append(what)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from localnet import free_port  # noqa: E402
 
 
 def start_stack(env):

@@ -19,6 +19,24 @@ def strip_strings(line):
     return line.split('//', 1)[0]
 
 
+def block_end(lines, j, declarations=False):
+    """The line where the brace block opening at or after line `j` closes, and whether
+    one opened (with `declarations`, a `;` line before any brace ends it: no body)."""
+    d = 0
+    started = False
+    while j < len(lines):
+        s = strip_strings(lines[j])
+        if declarations and not started and ';' in s and '{' not in s:
+            break
+        d += s.count('{') - s.count('}')
+        if '{' in s:
+            started = True
+        if started and d <= 0:
+            break
+        j += 1
+    return j, started
+
+
 def functions(path):
     lines = path.read_text().splitlines()
     out = []
@@ -32,33 +50,12 @@ def functions(path):
             j = i + 1
             while j < len(lines) and not lines[j].strip().startswith('mod '):
                 j += 1
-            d = 0
-            started = False
-            while j < len(lines):
-                s = strip_strings(lines[j])
-                d += s.count('{') - s.count('}')
-                if '{' in s:
-                    started = True
-                if started and d <= 0:
-                    break
-                j += 1
+            j, _ = block_end(lines, j)
             i = j + 1
             continue
         m = FN.match(line)
         if m:
-            d = 0
-            started = False
-            j = i
-            while j < len(lines):
-                s = strip_strings(lines[j])
-                if not started and ';' in s and '{' not in s:
-                    break  # a declaration without a body
-                d += s.count('{') - s.count('}')
-                if '{' in s:
-                    started = True
-                if started and d <= 0:
-                    break
-                j += 1
+            j, started = block_end(lines, i, declarations=True)
             if started:
                 out.append((j - i + 1, m.group(6), i + 1))
         i += 1

@@ -133,16 +133,9 @@ pub async fn verify(
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<Verification, crate::AdminError> {
     crate::lease::one_at_a_time(state, tenant, "verification", HOLD_SECS, async {
-        verify_chains(state, tenant).await
+        Ok(verified_heads(state, tenant).await?.0)
     })
     .await
-}
-
-async fn verify_chains(
-    state: &crate::AdminState,
-    tenant: &countersign_domain::ids::TenantId,
-) -> Result<Verification, crate::AdminError> {
-    Ok(verified_heads(state, tenant).await?.0)
 }
 
 /// The verification and the heads it read.
@@ -157,15 +150,7 @@ async fn verified_heads(
         .await
         .map_err(crate::state::store_down)?;
     let report = countersign_domain::audit_chain::verify_trail(tenant.as_str(), &trail);
-    let heads = trail
-        .heads
-        .iter()
-        .map(|(chain, h)| CheckpointHead {
-            chain: chain.clone(),
-            seq: h.seq,
-            hash: h.hash.clone(),
-        })
-        .collect();
+    let heads = heads_of(&trail);
     let verification = Verification {
         verified: report.broken.is_none(),
         records: report.records,
@@ -180,6 +165,17 @@ async fn verified_heads(
         digest: report.digest,
     };
     Ok((verification, heads))
+}
+
+/// The trail's chain heads, as a checkpoint names them.
+fn heads_of(trail: &countersign_domain::audit_chain::AuditTrail) -> Vec<CheckpointHead> {
+    (trail.heads.iter())
+        .map(|(chain, h)| CheckpointHead {
+            chain: chain.clone(),
+            seq: h.seq,
+            hash: h.hash.clone(),
+        })
+        .collect()
 }
 
 /// One chain's head as a checkpoint covered it.
@@ -299,15 +295,7 @@ pub async fn export(
         }
         records.push(record);
     }
-    let heads: Vec<CheckpointHead> = trail
-        .heads
-        .iter()
-        .map(|(chain, h)| CheckpointHead {
-            chain: chain.clone(),
-            seq: h.seq,
-            hash: h.hash.clone(),
-        })
-        .collect();
+    let heads = heads_of(&trail);
     Ok(serde_json::json!({
         "tenantId": tenant.as_str(),
         "heads": heads,

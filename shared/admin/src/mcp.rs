@@ -108,7 +108,9 @@ pub async fn save_config(
         c.config.action_policy.enabled && !token_changed && same_action_fields(&c.config, &config)
     });
     if config.action_policy.enabled && !unchanged {
-        certified(state, tenant, current.as_ref(), &config, token_changed).await?;
+        certifying_run(state, tenant, current.as_ref(), &config, token_changed)
+            .await?
+            .ok_or(AdminError::CertificationRequired)?;
     }
     let published = vet(
         state,
@@ -301,22 +303,9 @@ async fn step_up_certified(
     let Some(first) = newly.first() else {
         return Ok(());
     };
-    let refused = || AdminError::StepUpNotCertified(first.to_string());
-    let Some(current) = current.filter(|_| !token_changed) else {
-        return Err(refused());
-    };
-    let saving = StoredMcpConfig {
-        config: config.clone(),
-        ..current.clone()
-    };
-    let run = state
-        .stores
-        .certifications
-        .latest_certification(&tenant.id)
-        .await
-        .map_err(store_down)?
-        .filter(|run| run.certifies(&CertifiedSubject::of(&saving)))
-        .ok_or_else(refused)?;
+    let run = certifying_run(state, tenant, current, config, token_changed)
+        .await?
+        .ok_or_else(|| AdminError::StepUpNotCertified(first.to_string()))?;
     let passed = |id: &str| {
         run.checks.iter().any(|c| {
             c.id == id && c.status == countersign_domain::certification::CheckStatus::Passed
@@ -336,30 +325,27 @@ async fn step_up_certified(
     Ok(())
 }
 
-async fn certified(
+/// The latest run, when it certifies `config` saved over `current` (H-4); `None` when it
+/// does not, and always after a new service token (no run has checked it yet).
+async fn certifying_run(
     state: &AdminState,
     tenant: &Tenant,
     current: Option<&StoredMcpConfig>,
     config: &McpConfig,
     token_changed: bool,
-) -> Result<(), AdminError> {
+) -> Result<Option<countersign_domain::certification::Certification>, AdminError> {
     let Some(current) = current.filter(|_| !token_changed) else {
-        return Err(AdminError::CertificationRequired);
+        return Ok(None);
     };
     let saving = StoredMcpConfig {
         config: config.clone(),
         ..current.clone()
     };
-    let run = state
-        .stores
-        .certifications
+    let run = (state.stores.certifications)
         .latest_certification(&tenant.id)
         .await
         .map_err(store_down)?;
-    match run {
-        Some(run) if run.certifies(&CertifiedSubject::of(&saving)) => Ok(()),
-        _ => Err(AdminError::CertificationRequired),
-    }
+    Ok(run.filter(|run| run.certifies(&CertifiedSubject::of(&saving))))
 }
 
 /// Who the platform is when it reads a tenant's server for its administrator (the

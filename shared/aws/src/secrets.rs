@@ -41,39 +41,43 @@ impl SecretsManagerStore {
     }
 }
 
+/// The answer of one call, or `None` when it failed with the one error `expected` names
+/// (a secret that is not there, or already there); any other failure is `Unavailable`.
+fn unless<O, E>(
+    r: Result<O, aws_sdk_secretsmanager::error::SdkError<E>>,
+    expected: impl Fn(&E) -> bool,
+) -> Result<Option<O>, SecretError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match r {
+        Ok(out) => Ok(Some(out)),
+        Err(e) if e.as_service_error().is_some_and(&expected) => Ok(None),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
 #[async_trait]
 impl SecretStore for SecretsManagerStore {
     async fn put(&self, name: &str, value: &SecretString) -> Result<String, SecretError> {
         let id = self.full(name);
         // Two attempts: a concurrent writer may create the secret between our two calls.
         for _ in 0..2 {
-            match self
-                .client
-                .put_secret_value()
+            let put = (self.client.put_secret_value())
                 .secret_id(&id)
                 .secret_string(value.expose())
                 .send()
-                .await
-            {
-                Ok(out) => return Ok(out.version_id.unwrap_or_default()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_resource_not_found_exception()) => {}
-                Err(e) => return Err(unavailable(e)),
+                .await;
+            if let Some(out) = unless(put, |e| e.is_resource_not_found_exception())? {
+                return Ok(out.version_id.unwrap_or_default());
             }
-            match self
-                .client
-                .create_secret()
+            let created = (self.client.create_secret())
                 .name(&id)
                 .secret_string(value.expose())
                 .send()
-                .await
-            {
-                Ok(out) => return Ok(out.version_id.unwrap_or_default()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_resource_exists_exception()) => {}
-                Err(e) => return Err(unavailable(e)),
+                .await;
+            if let Some(out) = unless(created, |e| e.is_resource_exists_exception())? {
+                return Ok(out.version_id.unwrap_or_default());
             }
         }
         Err(SecretError::Unavailable(
@@ -82,25 +86,18 @@ impl SecretStore for SecretsManagerStore {
     }
 
     async fn get_current(&self, name: &str) -> Result<Option<(SecretString, String)>, SecretError> {
-        match self
-            .client
-            .get_secret_value()
+        let got = (self.client.get_secret_value())
             .secret_id(self.full(name))
             .send()
-            .await
-        {
-            Ok(out) => Ok(Some((
-                SecretString::new(out.secret_string.unwrap_or_default()),
-                out.version_id.unwrap_or_default(),
-            ))),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+            .await;
+        Ok(
+            unless(got, |e| e.is_resource_not_found_exception())?.map(|out| {
+                (
+                    SecretString::new(out.secret_string.unwrap_or_default()),
+                    out.version_id.unwrap_or_default(),
+                )
+            }),
+        )
     }
 
     async fn get_version(
@@ -108,44 +105,21 @@ impl SecretStore for SecretsManagerStore {
         name: &str,
         version: &str,
     ) -> Result<Option<SecretString>, SecretError> {
-        match self
-            .client
-            .get_secret_value()
+        let got = (self.client.get_secret_value())
             .secret_id(self.full(name))
             .version_id(version)
             .send()
-            .await
-        {
-            Ok(out) => Ok(Some(SecretString::new(
-                out.secret_string.unwrap_or_default(),
-            ))),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+            .await;
+        Ok(unless(got, |e| e.is_resource_not_found_exception())?
+            .map(|out| SecretString::new(out.secret_string.unwrap_or_default())))
     }
 
     async fn delete(&self, name: &str) -> Result<(), SecretError> {
-        match self
-            .client
-            .delete_secret()
+        let deleted = (self.client.delete_secret())
             .secret_id(self.full(name))
             .force_delete_without_recovery(true)
             .send()
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+            .await;
+        unless(deleted, |e| e.is_resource_not_found_exception()).map(|_| ())
     }
 }

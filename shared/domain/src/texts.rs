@@ -366,63 +366,43 @@ pub fn refusal_notice(lang: Language, refusal: &Refusal) -> &'static str {
     {
         return text;
     }
-    match (lang, refusal) {
-        (Language::En, R::MissingReplyTo) => {
-            "This confirmation cannot be accepted: your chat client did not say which message it answers. The proposal was cancelled; please update the page and ask again."
-        }
-        (Language::En, R::StaleReply | R::NotAfterPresentation) => {
-            "This confirmation answers an earlier message, not the current proposal. The proposal was cancelled; nothing was changed."
-        }
-        (Language::En, R::Expired) => {
-            "The proposal expired before it was confirmed. Nothing was changed; ask again for a new proposal."
-        }
-        (Language::En, R::TooSoonAfterReplacement) => {
-            "This proposal replaced an earlier one only moments before your confirmation, so it was cancelled. Nothing was changed; read what is proposed and ask again if you want it."
-        }
-        (Language::En, R::CaseClosed) => {
-            "This conversation is closed: nothing can be carried out in it."
-        }
-        (Language::En, R::NoPendingProposal | R::NotPending(_)) => {
-            "There is no proposal waiting for confirmation. Nothing was changed."
-        }
-        (
-            Language::En,
-            R::NotAConfirmation
-            | R::NotFromUser
-            | R::WrongConversation
-            | R::WrongPerson
-            | R::ProposalNotOwned,
-        ) => {
-            "This message cannot confirm the proposal. The proposal was cancelled; nothing was changed."
-        }
-        (Language::Pt, R::MissingReplyTo) => {
-            "Esta confirmação não pode ser aceita: seu aplicativo de chat não informou a qual mensagem responde. A proposta foi cancelada; atualize a página e peça novamente."
-        }
-        (Language::Pt, R::StaleReply | R::NotAfterPresentation) => {
-            "Esta confirmação responde a uma mensagem anterior, não à proposta atual. A proposta foi cancelada; nada foi alterado."
-        }
-        (Language::Pt, R::Expired) => {
-            "A proposta expirou antes da confirmação. Nada foi alterado; peça uma nova proposta."
-        }
-        (Language::Pt, R::TooSoonAfterReplacement) => {
-            "Esta proposta substituiu outra poucos instantes antes da sua confirmação, por isso foi cancelada. Nada foi alterado; leia o que é proposto e peça novamente se quiser."
-        }
-        (Language::Pt, R::CaseClosed) => {
-            "Esta conversa está encerrada: nada pode ser executado nela."
-        }
-        (Language::Pt, R::NoPendingProposal | R::NotPending(_)) => {
-            "Não há proposta aguardando confirmação. Nada foi alterado."
-        }
-        (
-            Language::Pt,
-            R::NotAConfirmation
-            | R::NotFromUser
-            | R::WrongConversation
-            | R::WrongPerson
-            | R::ProposalNotOwned,
-        ) => {
-            "Esta mensagem não pode confirmar a proposta. A proposta foi cancelada; nada foi alterado."
-        }
+    let [en, pt] = match refusal {
+        R::MissingReplyTo => [
+            "This confirmation cannot be accepted: your chat client did not say which message it answers. The proposal was cancelled; please update the page and ask again.",
+            "Esta confirmação não pode ser aceita: seu aplicativo de chat não informou a qual mensagem responde. A proposta foi cancelada; atualize a página e peça novamente.",
+        ],
+        R::StaleReply | R::NotAfterPresentation => [
+            "This confirmation answers an earlier message, not the current proposal. The proposal was cancelled; nothing was changed.",
+            "Esta confirmação responde a uma mensagem anterior, não à proposta atual. A proposta foi cancelada; nada foi alterado.",
+        ],
+        R::Expired => [
+            "The proposal expired before it was confirmed. Nothing was changed; ask again for a new proposal.",
+            "A proposta expirou antes da confirmação. Nada foi alterado; peça uma nova proposta.",
+        ],
+        R::TooSoonAfterReplacement => [
+            "This proposal replaced an earlier one only moments before your confirmation, so it was cancelled. Nothing was changed; read what is proposed and ask again if you want it.",
+            "Esta proposta substituiu outra poucos instantes antes da sua confirmação, por isso foi cancelada. Nada foi alterado; leia o que é proposto e peça novamente se quiser.",
+        ],
+        R::CaseClosed => [
+            "This conversation is closed: nothing can be carried out in it.",
+            "Esta conversa está encerrada: nada pode ser executado nela.",
+        ],
+        R::NoPendingProposal | R::NotPending(_) => [
+            "There is no proposal waiting for confirmation. Nothing was changed.",
+            "Não há proposta aguardando confirmação. Nada foi alterado.",
+        ],
+        R::NotAConfirmation
+        | R::NotFromUser
+        | R::WrongConversation
+        | R::WrongPerson
+        | R::ProposalNotOwned => [
+            "This message cannot confirm the proposal. The proposal was cancelled; nothing was changed.",
+            "Esta mensagem não pode confirmar a proposta. A proposta foi cancelada; nada foi alterado.",
+        ],
+    };
+    match lang {
+        Language::En => en,
+        Language::Pt => pt,
     }
 }
 

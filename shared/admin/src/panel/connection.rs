@@ -18,6 +18,15 @@ pub(super) async fn saved(
     Ok((stored, run))
 }
 
+/// The form's text for a list: its items, comma-separated.
+fn comma_list<'a, T: ToString + 'a>(items: impl IntoIterator<Item = &'a T>) -> String {
+    items
+        .into_iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(super) fn form_of(stored: Option<&StoredMcpConfig>) -> McpForm {
     let Some(s) = stored else {
         return McpForm::default();
@@ -27,20 +36,8 @@ pub(super) fn form_of(stored: Option<&StoredMcpConfig>) -> McpForm {
         server_url: c.server_url.to_string(),
         audience: c.audience.clone().unwrap_or_default(),
         allowed_tools: c.allowed_tools.iter().map(ToString::to_string).collect(),
-        operations: c
-            .action_policy
-            .operations
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        step_up: c
-            .action_policy
-            .step_up
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+        operations: comma_list(&c.action_policy.operations),
+        step_up: comma_list(&c.action_policy.step_up),
         step_up_fallback: c.action_policy.step_up_fallback,
         enabled: c.action_policy.enabled,
     }
@@ -166,14 +163,17 @@ pub(super) async fn mcp_page(
     uri: Uri,
 ) -> Response {
     let q = query(&uri);
-    let notice = match q.get("done").map(String::as_str) {
-        Some("saved") => Some(t("Saved.")),
-        Some("removed") => Some(t("The connector was removed; actions stopped.")),
-        Some("approved") => Some(t(
-            "Approved: the tool is offered again as your server lists it now.",
-        )),
-        _ => None,
-    };
+    let notice = done_notice(
+        &q,
+        &[
+            ("saved", t("Saved.")),
+            ("removed", t("The connector was removed; actions stopped.")),
+            (
+                "approved",
+                t("Approved: the tool is offered again as your server lists it now."),
+            ),
+        ],
+    );
     let picker = if q.contains_key("tools") {
         Picker::Saved
     } else {

@@ -292,6 +292,18 @@ fn query(uri: &Uri) -> HashMap<String, String> {
         .collect()
 }
 
+/// The notice a redirect asked for with `?done=<what>`, from the page's own `notices`.
+fn done_notice(
+    q: &HashMap<String, String>,
+    notices: &[(&str, &'static str)],
+) -> Option<&'static str> {
+    let done = q.get("done")?;
+    notices
+        .iter()
+        .find(|(what, _)| what == done)
+        .map(|(_, n)| *n)
+}
+
 /// An admin error as the fields it names.
 /// Issue 50: `errors` with every field a page does not show (`shown`, or under a shown
 /// prefix ending in `.`) moved to the top (""), so no refusal is invisible.

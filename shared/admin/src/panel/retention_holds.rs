@@ -8,11 +8,10 @@ pub(super) async fn retention_page(
     uri: Uri,
 ) -> Response {
     let q = query(&uri);
-    let notice = match q.get("done").map(String::as_str) {
-        Some("saved") => Some(t("Saved.")),
-        Some("revoked") => Some(t("Passkey revoked.")),
-        _ => None,
-    };
+    let notice = done_notice(
+        &q,
+        &[("saved", t("Saved.")), ("revoked", t("Passkey revoked."))],
+    );
     // F-2: a person's passkeys, when asked for.
     let person = q.get("passkeys").map(|p| p.trim().to_owned());
     let Some(person) = person else {

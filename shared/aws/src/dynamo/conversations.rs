@@ -138,15 +138,7 @@ impl Conversations for DynamoStore {
             .await
             .map_err(unavailable)?;
         let item = case_item(case, language);
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.put_fresh(item).await
     }
 
     async fn load(

@@ -74,15 +74,6 @@ impl DynamoStore {
             put.condition_expression("version = :v")
                 .expression_attribute_values(":v", n(read_version))
         };
-        match put.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        DynamoStore::put_if(put).await
     }
 }

@@ -1,8 +1,8 @@
 //! Confirmation links, spent request states and what each MCP client declared:
 //! small items in their own partitions, each removed by the table's TTL once useless.
 
+use super::DynamoStore;
 use super::items::*;
-use super::{DynamoStore, unavailable};
 use async_trait::async_trait;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{ActionId, CaseId, MessageId, OperationName, TenantId, UserId};
@@ -93,22 +93,7 @@ impl ConfirmationLinks for DynamoStore {
     async fn spend_state(&self, state_id: &str, expires_at: Timestamp) -> Result<bool, StoreError> {
         let mut item = key(format!("{STATE_PREFIX}{state_id}"), STATE_SK);
         item.insert(TTL.into(), n(expires_at.unix_seconds() + GRACE_SECONDS));
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)");
-        match put.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        self.put_if_new(item).await
     }
 
     async fn set_url_elicitation(
@@ -135,15 +120,7 @@ impl ConfirmationLinks for DynamoStore {
         item.insert("expires_at".into(), s(expires_at.to_rfc3339()));
         item.insert(TTL.into(), n(expires_at.unix_seconds() + GRACE_SECONDS));
         // A new random id never meets an existing item; the condition keeps it so.
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.put_fresh(item).await
     }
 
     async fn page_session(&self, key_hash: &Sha256Hex) -> Result<Option<Timestamp>, StoreError> {

@@ -251,11 +251,20 @@ impl DynamoStore {
 
     /// A check that `key`'s item does not exist.
     fn absent(&self, key: Item) -> Result<TransactWriteItem, StoreError> {
+        self.check(key, "attribute_not_exists(pk)")
+    }
+
+    /// A check that `key`'s item exists.
+    fn present(&self, key: Item) -> Result<TransactWriteItem, StoreError> {
+        self.check(key, "attribute_exists(pk)")
+    }
+
+    fn check(&self, key: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
         let c = build(
             aws_sdk_dynamodb::types::ConditionCheck::builder()
                 .table_name(&self.table)
                 .set_key(Some(key))
-                .condition_expression("attribute_not_exists(pk)")
+                .condition_expression(condition)
                 .build(),
         )?;
         Ok(TransactWriteItem::builder().condition_check(c).build())
@@ -318,6 +327,42 @@ impl DynamoStore {
             .map(|pk| self.partition_items(pk, prefix));
         let pages = futures::future::try_join_all(queries).await?;
         Ok(pages.into_iter().flatten().collect())
+    }
+
+    /// Puts `item` when no item has its key; `false` when one has (nothing written).
+    async fn put_if_new(&self, item: Item) -> Result<bool, StoreError> {
+        let put = (self.client.put_item())
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)");
+        Self::put_if(put).await
+    }
+
+    /// Sends a conditional put; `false` when its condition failed (nothing written).
+    async fn put_if(
+        put: aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder,
+    ) -> Result<bool, StoreError> {
+        match put.send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    /// Puts `item`, whose key is new (a fresh random id): an existing item is a failure.
+    async fn put_fresh(&self, item: Item) -> Result<(), StoreError> {
+        if self.put_if_new(item).await? {
+            Ok(())
+        } else {
+            Err(StoreError::Unavailable(
+                "an item with this new key exists".into(),
+            ))
+        }
     }
 
     /// An unconditional put of `item`.

@@ -20,7 +20,7 @@ use super::items::*;
 use super::{DynamoStore, Tx, build, failed, unavailable, values};
 use async_trait::async_trait;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
@@ -285,12 +285,9 @@ impl EnvelopeKeys {
                 "wrapped".into(),
                 aws_sdk_dynamodb::types::AttributeValue::B(wrapped.into()),
             );
-            let mut tx = vec![
-                put_new(&self.store, pointer)?,
-                put_new(&self.store, stored)?,
-            ];
+            let mut tx = vec![self.store.put_new(pointer)?, self.store.put_new(stored)?];
             if let Some(required) = &owner.requires {
-                tx.push(exists(&self.store, required.clone())?);
+                tx.push(self.store.present(required.clone())?);
             }
             match self.store.transact(tx).await? {
                 Tx::Committed => {
@@ -335,29 +332,6 @@ impl EnvelopeKeys {
         };
         self.key_of(tenant, &owner).await
     }
-}
-
-/// A check that `key`'s item exists.
-fn exists(store: &DynamoStore, key: Item) -> Result<TransactWriteItem, StoreError> {
-    let check = build(
-        ConditionCheck::builder()
-            .table_name(store.table())
-            .set_key(Some(key))
-            .condition_expression("attribute_exists(pk)")
-            .build(),
-    )?;
-    Ok(TransactWriteItem::builder().condition_check(check).build())
-}
-
-fn put_new(store: &DynamoStore, item: Item) -> Result<TransactWriteItem, StoreError> {
-    let put = build(
-        Put::builder()
-            .table_name(store.table())
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .build(),
-    )?;
-    Ok(TransactWriteItem::builder().put(put).build())
 }
 
 #[async_trait]

@@ -16,14 +16,7 @@ impl SessionStore for DynamoStore {
         item.insert("key_hash".into(), s(session.key_hash.as_str()));
         item.insert("expires_at".into(), s(session.expires_at.to_rfc3339()));
         item.insert(TTL.into(), n(session.expires_at.unix_seconds() + 86_400));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+        self.put_plain(item).await
     }
 
     async fn get_session(&self, id_hash: &Sha256Hex) -> Result<Option<PanelSession>, StoreError> {
