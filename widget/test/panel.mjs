@@ -450,6 +450,11 @@ test("S-4: the panel speaks Portuguese when the administrator chooses it, and re
   // Issue 50: the certification's summary and the tools' block reasons in Portuguese.
   await page.goto(`${BASE}/admin/certification`);
   assert.match(await page.locator("#runSummary").innerText(), /^Passou: \d+ verificações passaram, 0 falharam, 0 foram puladas\.$/);
+  // …and what it saw, check by check (English stays the API's).
+  assert.match(await page.locator('tr[data-check="tools.list"] td').nth(2).innerText(), /^tools\/list respondeu com \d+ ferramentas$/);
+  const saw = await page.locator("#run tbody td:nth-child(3)").allInnerTexts();
+  assert.ok(saw.length > 10, `${saw}`);
+  assert.ok(saw.every((r) => !/\b(was|were|answered|refused|with|the)\b/.test(r.replace(/"[^"]*"|`[^`]*`/g, ""))), `${saw.join("\n")}`);
   await page.goto(`${BASE}/admin/mcp?tools=1`);
   const blocked = await page.locator(".tool .blocked").allInnerTexts();
   assert.ok(blocked.some((b) => /não pode ser uma consulta$/.test(b)), `${blocked}`);

@@ -256,34 +256,8 @@ pub(crate) fn first_message(errors: &[(String, Said)]) -> &str {
     errors.first().map_or("", |(_, m)| m.en.as_str())
 }
 
-/// A refusal's text in English (the API's, and the English panel's) and in Portuguese (the
-/// Portuguese panel's): issue 50, every refusal in the administrator's language.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Said {
-    /// English.
-    pub en: String,
-    /// Brazilian Portuguese.
-    pub pt: String,
-}
-
-impl Said {
-    /// Both texts.
-    pub fn new(en: impl Into<String>, pt: impl Into<String>) -> Self {
-        Self {
-            en: en.into(),
-            pt: pt.into(),
-        }
-    }
-
-    /// The text in `lang`.
-    #[must_use]
-    pub fn get(&self, lang: countersign_domain::texts::Language) -> &str {
-        match lang {
-            countersign_domain::texts::Language::En => &self.en,
-            countersign_domain::texts::Language::Pt => &self.pt,
-        }
-    }
-}
+/// A refusal's text in both languages (issue 50): the domain's.
+pub(crate) use countersign_domain::texts::Said;
 
 impl AdminError {
     /// [`AdminError::Invalid`] naming every broken rule, the first as the field and

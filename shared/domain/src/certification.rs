@@ -8,6 +8,7 @@
 //! equal to the configuration being saved; changing any of those fields voids it.
 
 use crate::config::StoredMcpConfig;
+use crate::texts::{Language, Said};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -79,8 +80,22 @@ pub struct Check {
     pub requirement: String,
     /// The outcome.
     pub status: CheckStatus,
-    /// What was seen, and for a failure what to change.
+    /// What was seen, and for a failure what to change (English: the API's).
     pub reason: String,
+    /// [`Check::reason`] in Portuguese (issue 50: the Portuguese panel's); absent from
+    /// runs stored before it existed, which the panel shows in English.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_pt: Option<String>,
+}
+
+impl Check {
+    /// The reason in `lang` (English when a stored run has no Portuguese).
+    pub fn reason_in(&self, lang: Language) -> &str {
+        match (lang, &self.reason_pt) {
+            (Language::Pt, Some(pt)) => pt,
+            _ => &self.reason,
+        }
+    }
 }
 
 /// A stored run (H-1).
@@ -123,32 +138,33 @@ impl Certification {
 pub struct Checks(Vec<Check>);
 
 impl Checks {
-    fn push(&mut self, id: impl Into<String>, req: &str, status: CheckStatus, reason: String) {
+    fn push(&mut self, id: impl Into<String>, req: &str, status: CheckStatus, reason: Said) {
         self.0.push(Check {
             id: id.into(),
             requirement: req.to_owned(),
             status,
-            reason,
+            reason: reason.en,
+            reason_pt: Some(reason.pt),
         });
     }
 
     /// Records a passed check.
-    pub fn pass(&mut self, id: impl Into<String>, req: &str, reason: impl Into<String>) {
-        self.push(id, req, CheckStatus::Passed, reason.into());
+    pub fn pass(&mut self, id: impl Into<String>, req: &str, reason: Said) {
+        self.push(id, req, CheckStatus::Passed, reason);
     }
 
     /// Records a failed check.
-    pub fn fail(&mut self, id: impl Into<String>, req: &str, reason: impl Into<String>) {
-        self.push(id, req, CheckStatus::Failed, reason.into());
+    pub fn fail(&mut self, id: impl Into<String>, req: &str, reason: Said) {
+        self.push(id, req, CheckStatus::Failed, reason);
     }
 
     /// Records a check not run.
-    pub fn skip(&mut self, id: impl Into<String>, req: &str, reason: impl Into<String>) {
-        self.push(id, req, CheckStatus::Skipped, reason.into());
+    pub fn skip(&mut self, id: impl Into<String>, req: &str, reason: Said) {
+        self.push(id, req, CheckStatus::Skipped, reason);
     }
 
     /// Records `Ok(reason)` as passed and `Err(reason)` as failed; returns whether it passed.
-    pub fn record(&mut self, id: impl Into<String>, req: &str, r: Result<String, String>) -> bool {
+    pub fn record(&mut self, id: impl Into<String>, req: &str, r: Result<Said, Said>) -> bool {
         match r {
             Ok(reason) => {
                 self.pass(id, req, reason);
@@ -194,6 +210,7 @@ mod tests {
                     requirement: "H-3".into(),
                     status: *s,
                     reason: String::new(),
+                    reason_pt: None,
                 })
                 .collect(),
         }

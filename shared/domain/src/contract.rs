@@ -108,6 +108,75 @@ impl ContractViolation {
     }
 }
 
+impl ContractViolation {
+    /// The broken rule in `lang` (issue 50: the Portuguese panel's certification reasons;
+    /// the APIs and the logs keep the English [`fmt::Display`]).
+    #[must_use]
+    pub fn message(&self, lang: crate::texts::Language) -> String {
+        if lang == crate::texts::Language::En {
+            return self.to_string();
+        }
+        match self {
+            Self::ProviderError => "o provedor respondeu com um erro".into(),
+            Self::Payload { error } => error.message(lang),
+            Self::NotAnObject => "a resposta não é um objeto JSON".into(),
+            Self::MissingField { field } => format!("{field} é obrigatório"),
+            Self::WrongType { field, expected } => {
+                format!("{field} deve ser do tipo {expected}")
+            }
+            Self::UnknownField { field } => format!("{field} não é um campo do contrato"),
+            Self::ContractVersion => "contractVersion deve ser 1".into(),
+            Self::Status => "status deve ser pending_confirmation".into(),
+            Self::ActionId => {
+                "actionId deve ter de 1 a 200 caracteres entre letras, dígitos, '_' ou '-'".into()
+            }
+            Self::OperationMismatch { requested } => {
+                format!("operation deve ser igual à operação pedida, {requested}")
+            }
+            Self::ArgumentsHashFormat => {
+                "argumentsHash deve ter 64 caracteres hexadecimais minúsculos".into()
+            }
+            Self::SummaryHashFormat => {
+                "summaryHash deve ter 64 caracteres hexadecimais minúsculos".into()
+            }
+            Self::SummaryHashMismatch => {
+                "summaryHash deve ser o SHA-256 dos bytes UTF-8 exatos do resumo".into()
+            }
+            Self::ActionIdMismatch => "actionId deve ser igual ao da ação consultada".into(),
+            Self::UnknownStatus => "status deve ser um de pending_confirmation, executing, completed, failed, conflict, expired, cancelled".into(),
+            Self::Message { violations } => format!(
+                "message não pode ser mostrada: {}",
+                ViolationList(violations).message(lang)
+            ),
+            Self::Summary { violations } => format!(
+                "o resumo (summary) não pode ser mostrado: {}",
+                ViolationList(violations).message(lang)
+            ),
+            Self::ExpiresAtFormat => {
+                "expiresAt deve ser um instante ISO-8601 em UTC".into()
+            }
+            Self::ExpiresAtNotInFuture => "expiresAt deve estar no futuro".into(),
+            Self::ExpiresAtTooFar { max_seconds } => format!(
+                "expiresAt deve ser no máximo {max_seconds} segundos após a preparação"
+            ),
+        }
+    }
+
+    /// Every broken rule of `violations`, once each, `; `-separated, in both languages.
+    #[must_use]
+    pub fn said(violations: &[Self]) -> crate::texts::Said {
+        let list = |lang| {
+            let mut said: Vec<String> = violations.iter().map(|v| v.message(lang)).collect();
+            said.dedup();
+            said.join("; ")
+        };
+        crate::texts::Said::new(
+            list(crate::texts::Language::En),
+            list(crate::texts::Language::Pt),
+        )
+    }
+}
+
 impl fmt::Display for ContractViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -160,9 +160,57 @@ impl fmt::Display for TextViolation {
     }
 }
 
+impl TextViolation {
+    /// The rule in `lang` (issue 50: the Portuguese panel's certification reasons; the
+    /// APIs keep the English [`fmt::Display`]).
+    #[must_use]
+    pub fn message(&self, lang: crate::texts::Language) -> String {
+        if lang == crate::texts::Language::En {
+            return self.to_string();
+        }
+        let at = |c: &CharFinding| {
+            format!(
+                "U+{:04X} na posição {} ({} ocorrência(s))",
+                c.code_point, c.first_position, c.count
+            )
+        };
+        match self {
+            Self::Empty => "o texto está vazio".into(),
+            Self::Blank => "o texto só tem espaços".into(),
+            Self::TooLong { chars, max } => {
+                format!("o texto tem {chars} caracteres; o máximo é {max}")
+            }
+            Self::ControlCharacter(c) => format!(
+                "caractere de controle {}; só quebra de linha e tabulação são aceitas",
+                at(c)
+            ),
+            Self::DirectionControl(c) => {
+                format!("caractere de controle de direção {}", at(c))
+            }
+            Self::InvisibleCharacter(c) => format!("caractere invisível {}", at(c)),
+            Self::Secret { kind, count } => {
+                format!("o texto contém algo que parece um segredo ({kind:?}, {count} vez(es))")
+            }
+            Self::InternalUrl { host, reason } => {
+                format!("o texto contém um endereço ou URL interno ({host}: {reason:?})")
+            }
+        }
+    }
+}
+
 /// Formats a list of violations as one sentence, `; `-separated.
 #[derive(Debug, Clone, Copy)]
 pub struct ViolationList<'a>(pub &'a [TextViolation]);
+
+impl ViolationList<'_> {
+    /// The list in `lang`, `; `-separated.
+    #[must_use]
+    pub fn message(&self, lang: crate::texts::Language) -> String {
+        (self.0.iter().map(|v| v.message(lang)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
 
 impl fmt::Display for ViolationList<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

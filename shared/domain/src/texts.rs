@@ -43,6 +43,100 @@ impl Language {
     }
 }
 
+/// A text the platform writes for an administrator or a provider engineer, in English (the
+/// APIs', and the English panel's) and in Brazilian Portuguese (the Portuguese panel's):
+/// issue 50, every refusal and every certification reason in the administrator's language.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Said {
+    /// English.
+    pub en: String,
+    /// Brazilian Portuguese.
+    pub pt: String,
+}
+
+impl Said {
+    /// Both texts.
+    pub fn new(en: impl Into<String>, pt: impl Into<String>) -> Self {
+        Self {
+            en: en.into(),
+            pt: pt.into(),
+        }
+    }
+
+    /// Words the platform did not write (the provider's own, a library's), shown as they
+    /// are in both languages: only ever quoted inside a text of [`said!`].
+    pub fn verbatim(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            en: text.clone(),
+            pt: text,
+        }
+    }
+
+    /// The text in `lang`.
+    #[must_use]
+    pub fn get(&self, lang: Language) -> &str {
+        match lang {
+            Language::En => &self.en,
+            Language::Pt => &self.pt,
+        }
+    }
+
+    /// Several texts joined by `sep` in each language.
+    #[must_use]
+    pub fn join(parts: &[Self], sep: &str) -> Self {
+        let pick = |lang| {
+            parts
+                .iter()
+                .map(|p| p.get(lang))
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        Self::new(pick(Language::En), pick(Language::Pt))
+    }
+}
+
+/// A value a [`said!`] text is written with: the same words in both languages (a name, a
+/// number, an id), or a [`Said`] (its own text in each).
+pub trait InBoth {
+    /// The value's words in `lang`.
+    fn in_lang(&self, lang: Language) -> String;
+}
+
+impl<T: std::fmt::Display + ?Sized> InBoth for T {
+    fn in_lang(&self, _: Language) -> String {
+        self.to_string()
+    }
+}
+
+impl InBoth for Said {
+    fn in_lang(&self, lang: Language) -> String {
+        self.get(lang).to_owned()
+    }
+}
+
+/// A [`Said`] from an English and a Portuguese format string; `name = value` arguments are
+/// each written in the text's own language ([`InBoth`]), other `{names}` are captured as
+/// `format!` captures them.
+#[macro_export]
+macro_rules! said {
+    ($en:literal, $pt:literal $(, $name:ident = $val:expr)* $(,)?) => {{
+        #[allow(unused_imports)]
+        use $crate::texts::InBoth as _;
+        $(let $name = &$val;)*
+        $crate::texts::Said::new(
+            {
+                $(let $name = $name.in_lang($crate::texts::Language::En);)*
+                format!($en)
+            },
+            {
+                $(let $name = $name.in_lang($crate::texts::Language::Pt);)*
+                format!($pt)
+            },
+        )
+    }};
+}
+
 /// shown as a separate assistant message right after the literal summary.
 pub fn confirm_instructions(lang: Language) -> &'static str {
     match lang {
@@ -419,6 +513,25 @@ pub fn state_notice(lang: Language, state: ProposalState) -> Option<&'static str
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Issue 50: a [`said!`] text writes a [`Said`] argument in each text's own language,
+    /// and any other value (a name, a number) the same in both.
+    #[test]
+    fn a_said_text_writes_each_argument_in_its_own_language() {
+        let why = crate::said!("it was refused", "foi recusada");
+        let n = 3;
+        let s = crate::said!(
+            "`{name}`: {why} ({n} times)",
+            "`{name}`: {why} ({n} vezes)",
+            name = "get_car",
+            why = why
+        );
+        assert_eq!(s.en, "`get_car`: it was refused (3 times)");
+        assert_eq!(s.pt, "`get_car`: foi recusada (3 vezes)");
+        assert_eq!(s.get(Language::Pt), s.pt);
+        let both = Said::join(&[s, Said::verbatim("x")], "; ");
+        assert_eq!(both.pt, "`get_car`: foi recusada (3 vezes); x");
+    }
 
     /// Issue 27: a reply that finds the proposal no longer pending is told what it became —
     /// a confirmation that lost the race to another one reads "already confirmed", never

@@ -52,6 +52,26 @@ pub enum PayloadError {
     NotAToolResult,
 }
 
+impl PayloadError {
+    /// Why, in `lang` (issue 50; the APIs keep the English [`std::fmt::Display`]).
+    #[must_use]
+    pub fn message(&self, lang: crate::texts::Language) -> String {
+        if lang == crate::texts::Language::En {
+            return self.to_string();
+        }
+        match self {
+            Self::NoPayload => "a resposta não tem structuredContent nem um bloco de texto".into(),
+            Self::NotSingleTextBlock { blocks, texts } => format!(
+                "sem structuredContent a resposta deve ser exatamente um bloco de texto (encontrados {blocks} bloco(s), {texts} de texto)"
+            ),
+            Self::TextNotJson => "o bloco de texto não é JSON válido".into(),
+            Self::NotAToolResult => {
+                "o resultado não é um objeto de resultado de ferramenta MCP".into()
+            }
+        }
+    }
+}
+
 impl ToolResult {
     /// Reads an MCP `CallToolResult` JSON object.
     pub fn from_mcp_json(v: &Value) -> Result<Self, PayloadError> {

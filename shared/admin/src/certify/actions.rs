@@ -15,6 +15,8 @@ use countersign_domain::ports::{Confirmation, ProviderContext, ProviderError, Pr
 use countersign_domain::prepare::{PreparedAction, parse_prepare_answer};
 use countersign_domain::proof::{Proof, sign_proof};
 use countersign_domain::proposal::RemoteStatus;
+use countersign_domain::said;
+use countersign_domain::texts::Said;
 use countersign_domain::tool_result::ToolResult;
 use serde_json::{Map, Value, json};
 use std::time::Instant;
@@ -58,24 +60,31 @@ fn passkey_operations(
 enum Seen {
     Status(RemoteStatus),
     /// No usable answer: why.
-    Unusable(String),
+    Unusable(Said),
 }
 
 impl Run<'_> {
     /// H-3 and V-3.
     pub(super) async fn actions(&mut self, tools: &[ProviderTool], request: &CertifyRequest) {
         let operations = self.config.action_policy.operations.clone();
-        let missing: Vec<String> = ACTION_TOOLS
+        let missing: Vec<Said> = ACTION_TOOLS
             .iter()
             .filter_map(|(tool, args)| action_tool_problem(tools, tool, args))
             .collect();
         let listed = if missing.is_empty() {
-            Ok("prepare_action, execute_action and get_action_status are listed with their arguments".to_owned())
+            Ok(said!(
+                "prepare_action, execute_action and get_action_status are listed with their arguments",
+                "prepare_action, execute_action e get_action_status estão listadas com os seus argumentos"
+            ))
         } else {
-            Err(missing.join("; "))
+            Err(Said::join(&missing, "; "))
         };
         if !self.checks.record("actions.tools", "H-3", listed) {
-            self.skip_actions(&operations, "the action tools are not all listed");
+            let why = said!(
+                "the action tools are not all listed",
+                "nem todas as ferramentas de ação estão listadas"
+            );
+            self.skip_actions(&operations, &why);
             return;
         }
         // V-3: every operation is prepared.
@@ -83,16 +92,22 @@ impl Run<'_> {
         let Some((first_op, first_args, Some((first, first_ctx)))) =
             prepared.iter().find(|(_, _, p)| p.is_some()).cloned()
         else {
-            self.skip_after_prepare(&operations, "no action could be prepared");
+            let why = said!(
+                "no action could be prepared",
+                "nenhuma ação pôde ser preparada"
+            );
+            self.skip_after_prepare(&operations, &why);
             return;
         };
         let status = match self.status(&first_ctx, &first.action_id).await {
-            Seen::Status(RemoteStatus::PendingConfirmation) => {
-                Ok("get_action_status says `pending_confirmation`".to_owned())
-            }
-            Seen::Status(s) => Err(format!(
-                "get_action_status says `{}` for an action only prepared: it must be pending_confirmation",
-                s.as_str()
+            Seen::Status(RemoteStatus::PendingConfirmation) => Ok(said!(
+                "get_action_status says `pending_confirmation`",
+                "get_action_status diz `pending_confirmation`"
+            )),
+            Seen::Status(s) => Err(said!(
+                "get_action_status says `{s}` for an action only prepared: it must be pending_confirmation",
+                "get_action_status diz `{s}` para uma ação apenas preparada: deve ser pending_confirmation",
+                s = s.as_str()
             )),
             Seen::Unusable(why) => Err(why),
         };
@@ -100,8 +115,15 @@ impl Run<'_> {
         let answer = self
             .prepare_raw(&self.wrong_token(), &first_op, &first_args)
             .await;
-        let verdict = refused(answer, "prepare_action with a wrong service token", |_| {
-            "it was answered: check the service token before any work".to_owned()
+        let what = said!(
+            "prepare_action with a wrong service token",
+            "prepare_action com um service token errado"
+        );
+        let verdict = refused(answer, &what, |_| {
+            said!(
+                "it was answered: check the service token before any work",
+                "ela foi respondida: confira o service token antes de qualquer trabalho"
+            )
         });
         self.refusal("actions.wrong_token", "V-3", verdict);
         self.executes(&prepared, (&first_op, &first_args, &first), request)
@@ -143,27 +165,12 @@ impl Run<'_> {
                 }
             }
         }
-        let out_of_time = format!("the run's {} s limit was reached", RUN_LIMIT.as_secs());
-        for (i, (op, _, p)) in prepared.iter().enumerate() {
-            // F-6: a passkey operation's valid execution is its step-up's positive case.
-            let id = if passkey.contains(&i) {
-                format!("stepup.execute.{op}")
-            } else {
-                format!("actions.execute.{op}")
-            };
-            match (p, valid.remove(&i)) {
-                (None, _) => self.checks.skip(id, "V-3", "its preparation did not pass"),
-                (Some(_), _) if !request.consent => self.checks.skip(
-                    id,
-                    "V-3",
-                    "not run: the administrator did not consent to executing one action per operation for the test person; no valid proof was sent",
-                ),
-                (Some(_), Some(verdict)) => {
-                    self.checks.record(id, "V-3", verdict);
-                }
-                (Some(_), None) => self.checks.skip(id, "V-3", out_of_time.clone()),
-            }
-        }
+        let limit = RUN_LIMIT.as_secs();
+        let out_of_time = said!(
+            "the run's {limit} s limit was reached",
+            "o limite de {limit} s da execução foi atingido"
+        );
+        self.record_executes(prepared, &passkey, valid, request.consent, &out_of_time);
         for b in &BAD_PROOFS {
             match bad.remove(b.id) {
                 Some(verdict) => {
@@ -172,12 +179,56 @@ impl Run<'_> {
                 None if !request.consent && b.genuine => self.checks.skip(
                     b.id,
                     "N-7",
-                    "not sent: a proof the platform signs with only one thing wrong is sent only with consent (a verifier that skips that one check would execute it)",
+                    said!(
+                        "not sent: a proof the platform signs with only one thing wrong is sent only with consent (a verifier that skips that one check would execute it)",
+                        "não enviada: uma prova que a plataforma assina com uma única coisa errada só é enviada com consentimento (um verificador que pule essa verificação a executaria)"
+                    ),
                 ),
                 None => self.checks.skip(b.id, "V-3", out_of_time.clone()),
             }
         }
         self.record_step_ups(series, &mut bad, request, &out_of_time);
+    }
+
+    /// The valid executions' checks, in the order of the operations.
+    fn record_executes(
+        &mut self,
+        prepared: &[Prepared],
+        passkey: &[usize],
+        mut valid: std::collections::BTreeMap<usize, Result<Said, Said>>,
+        consent: bool,
+        out_of_time: &Said,
+    ) {
+        for (i, (op, _, p)) in prepared.iter().enumerate() {
+            // F-6: a passkey operation's valid execution is its step-up's positive case.
+            let id = if passkey.contains(&i) {
+                format!("stepup.execute.{op}")
+            } else {
+                format!("actions.execute.{op}")
+            };
+            match (p, valid.remove(&i)) {
+                (None, _) => self.checks.skip(
+                    id,
+                    "V-3",
+                    said!(
+                        "its preparation did not pass",
+                        "a sua preparação não passou"
+                    ),
+                ),
+                (Some(_), _) if !consent => self.checks.skip(
+                    id,
+                    "V-3",
+                    said!(
+                        "not run: the administrator did not consent to executing one action per operation for the test person; no valid proof was sent",
+                        "não executada: o administrador não consentiu em executar uma ação por operação para a pessoa de teste; nenhuma prova válida foi enviada"
+                    ),
+                ),
+                (Some(_), Some(verdict)) => {
+                    self.checks.record(id, "V-3", verdict);
+                }
+                (Some(_), None) => self.checks.skip(id, "V-3", out_of_time.clone()),
+            }
+        }
     }
 
     /// The run's executes in an order the provider cannot predict, a bad proof first and
@@ -216,7 +267,7 @@ impl Run<'_> {
         series: Option<usize>,
         bad: &mut std::collections::BTreeMap<&'static str, Refusal>,
         request: &CertifyRequest,
-        out_of_time: &str,
+        out_of_time: &Said,
     ) {
         if series.is_none() {
             return;
@@ -229,14 +280,20 @@ impl Run<'_> {
                 None if self.state.step_up.is_none() => self.checks.skip(
                     b.id,
                     "F-6",
-                    "not sent: this deployment runs no passkey ceremony (COUNTERSIGN_STEP_UP_ORIGIN is not set)",
+                    said!(
+                        "not sent: this deployment runs no passkey ceremony (COUNTERSIGN_STEP_UP_ORIGIN is not set)",
+                        "não enviada: esta implantação não faz a cerimônia de passkey (COUNTERSIGN_STEP_UP_ORIGIN não está definido)"
+                    ),
                 ),
                 None if !request.consent => self.checks.skip(
                     b.id,
                     "F-6",
-                    "not sent: a step-up proof the platform signs is sent only with consent",
+                    said!(
+                        "not sent: a step-up proof the platform signs is sent only with consent",
+                        "não enviada: uma prova de step-up assinada pela plataforma só é enviada com consentimento"
+                    ),
                 ),
-                None => self.checks.skip(b.id, "F-6", out_of_time),
+                None => self.checks.skip(b.id, "F-6", out_of_time.clone()),
             }
         }
     }
@@ -259,9 +316,10 @@ impl Run<'_> {
             match self.prepare(&ctx, op, &args).await {
                 Ok(p) => {
                     let left = p.expires_at.unix_seconds() - self.state.clock.now().unix_seconds();
-                    let why = format!(
-                        "prepared `{}`: a valid answer expiring in {left} s",
-                        p.action_id
+                    let why = said!(
+                        "prepared `{id}`: a valid answer expiring in {left} s",
+                        "preparada `{id}`: uma resposta válida que expira em {left} s",
+                        id = p.action_id
                     );
                     self.checks.pass(id, "H-3", why);
                     prepared.push((op.clone(), args, Some((p, ctx))));
@@ -276,24 +334,24 @@ impl Run<'_> {
     }
 
     /// Skips every action check after `actions.tools`.
-    fn skip_actions(&mut self, operations: &[OperationName], why: &str) {
+    fn skip_actions(&mut self, operations: &[OperationName], why: &Said) {
         for op in operations {
             self.checks
-                .skip(format!("actions.prepare.{op}"), "H-3", why);
+                .skip(format!("actions.prepare.{op}"), "H-3", why.clone());
         }
         self.skip_after_prepare(operations, why);
     }
 
     /// Skips every action check after the preparations.
-    fn skip_after_prepare(&mut self, operations: &[OperationName], why: &str) {
-        self.checks.skip("actions.status", "H-3", why);
-        self.checks.skip("actions.wrong_token", "V-3", why);
+    fn skip_after_prepare(&mut self, operations: &[OperationName], why: &Said) {
+        self.checks.skip("actions.status", "H-3", why.clone());
+        self.checks.skip("actions.wrong_token", "V-3", why.clone());
         for op in operations {
             self.checks
-                .skip(format!("actions.execute.{op}"), "V-3", why);
+                .skip(format!("actions.execute.{op}"), "V-3", why.clone());
         }
         for bad in &BAD_PROOFS {
-            self.checks.skip(bad.id, "V-3", why);
+            self.checks.skip(bad.id, "V-3", why.clone());
         }
     }
 
@@ -318,26 +376,24 @@ impl Run<'_> {
         ctx: &ProviderContext,
         op: &OperationName,
         args: &Map<String, Value>,
-    ) -> Result<PreparedAction, String> {
-        let raw = self
-            .prepare_raw(ctx, op, args)
-            .await
-            .map_err(|e| format!("prepare_action failed: {}", call_failure(&e)))?;
+    ) -> Result<PreparedAction, Said> {
+        let raw = self.prepare_raw(ctx, op, args).await.map_err(|e| {
+            said!(
+                "prepare_action failed: {e}",
+                "prepare_action falhou: {e}",
+                e = call_failure(&e)
+            )
+        })?;
         if let Some(words) = refusal_text(&raw) {
-            return Err(format!(
-                "prepare_action refused `{op}` ({words}): check the sample arguments and that the test person exists in your system"
+            return Err(said!(
+                "prepare_action refused `{op}` ({words}): check the sample arguments and that the test person exists in your system",
+                "prepare_action recusou `{op}` ({words}): confira os argumentos de exemplo e se a pessoa de teste existe no seu sistema",
+                words = words
             ));
         }
-        let result = ToolResult::from_mcp_json(&raw)
-            .map_err(|_| "prepare_action's answer is not an MCP tool result".to_owned())?;
-        parse_prepare_answer(&result, op, self.state.clock.now()).map_err(|v| {
-            let mut said: Vec<String> = v.iter().map(ToString::to_string).collect();
-            said.dedup();
-            format!(
-                "prepare_action's answer breaks the contract: {}",
-                said.join("; ")
-            )
-        })
+        let result = ToolResult::from_mcp_json(&raw).map_err(|_| not_a_result("prepare_action"))?;
+        parse_prepare_answer(&result, op, self.state.clock.now())
+            .map_err(|v| breaks_contract("prepare_action", &v))
     }
 
     /// What `get_action_status` says about `id` (in the conversation `ctx`).
@@ -353,25 +409,52 @@ impl Run<'_> {
         {
             Ok(raw) => raw,
             Err(e) => {
-                return Seen::Unusable(format!("get_action_status failed: {}", call_failure(&e)));
+                return Seen::Unusable(said!(
+                    "get_action_status failed: {e}",
+                    "get_action_status falhou: {e}",
+                    e = call_failure(&e)
+                ));
             }
         };
         let Ok(result) = ToolResult::from_mcp_json(&raw) else {
-            return Seen::Unusable("get_action_status's answer is not an MCP tool result".into());
+            return Seen::Unusable(not_a_result("get_action_status"));
         };
         match parse_action_answer(&result, id) {
             Ok(ActionAnswer::Reported(r)) => Seen::Status(r.status),
-            Ok(ActionAnswer::ToolError) => Seen::Unusable(
-                "get_action_status answered isError: it must report the action's status".into(),
-            ),
-            Err(v) => {
-                let said: Vec<String> = v.iter().map(ToString::to_string).collect();
-                Seen::Unusable(format!(
-                    "get_action_status's answer breaks the contract: {}",
-                    said.join("; ")
-                ))
-            }
+            Ok(ActionAnswer::ToolError) => Seen::Unusable(said!(
+                "get_action_status answered isError: it must report the action's status",
+                "get_action_status respondeu isError: deve informar o status da ação"
+            )),
+            Err(v) => Seen::Unusable(breaks_contract("get_action_status", &v)),
         }
+    }
+
+    /// The valid proof of `claims` (with the test credential's step-up for a passkey
+    /// operation).
+    async fn valid_proof(
+        &self,
+        claims: &countersign_domain::proof::ProofClaims,
+        step_up: bool,
+    ) -> Result<Proof, Said> {
+        let signed = if step_up {
+            if self.state.step_up.is_none() {
+                return Err(said!(
+                    "this deployment runs no passkey ceremony (COUNTERSIGN_STEP_UP_ORIGIN is not set): a passkey operation cannot be certified",
+                    "esta implantação não faz a cerimônia de passkey (COUNTERSIGN_STEP_UP_ORIGIN não está definido): uma operação com passkey não pode ser certificada"
+                ));
+            }
+            self.stepup_proof(claims).await
+        } else {
+            sign_proof(self.state.signer.as_ref(), claims)
+                .await
+                .map_err(|_| ())
+        };
+        signed.map_err(|()| {
+            said!(
+                "the platform could not sign the proof; try again",
+                "a plataforma não conseguiu assinar a prova; tente novamente"
+            )
+        })
     }
 
     /// V-3: `target` executed with a valid proof must come back `completed`, and
@@ -381,62 +464,67 @@ impl Run<'_> {
         ctx: &ProviderContext,
         target: &PreparedAction,
         step_up: bool,
-    ) -> Result<String, String> {
+    ) -> Result<Said, Said> {
         let now = self.state.clock.now().unix_seconds();
         let claims = self.claims(ctx, target, now);
-        let signed = if step_up {
-            if self.state.step_up.is_none() {
-                return Err("this deployment runs no passkey ceremony (COUNTERSIGN_STEP_UP_ORIGIN is not set): a passkey operation cannot be certified".into());
-            }
-            self.stepup_proof(&claims).await
-        } else {
-            sign_proof(self.state.signer.as_ref(), &claims)
-                .await
-                .map_err(|_| ())
-        };
-        let proof =
-            signed.map_err(|()| "the platform could not sign the proof; try again".to_owned())?;
+        let proof = self.valid_proof(&claims, step_up).await?;
         let id = &target.action_id;
         let answer = self.execute(ctx, id, Some(&proof)).await;
-        let install = format!(
-            "a valid proof was refused: install the platform's public key (or follow its JWKS), and accept iss `{}` and aud `{}` exactly",
-            claims.iss, claims.aud
+        let (iss, aud) = (&claims.iss, &claims.aud);
+        let install = said!(
+            "a valid proof was refused: install the platform's public key (or follow its JWKS), and accept iss `{iss}` and aud `{aud}` exactly",
+            "uma prova válida foi recusada: instale a chave pública da plataforma (ou siga o seu JWKS) e aceite exatamente iss `{iss}` e aud `{aud}`"
         );
         let report = match answer {
             Err(ProviderError::Http { status }) => {
-                return Err(format!("HTTP {status}: {install}"));
+                return Err(said!(
+                    "HTTP {status}: {install}",
+                    "HTTP {status}: {install}",
+                    install = install
+                ));
             }
             Err(e) => {
-                return Err(format!(
-                    "execute_action gave no answer ({}): the outcome is unknown",
-                    call_failure(&e)
+                return Err(said!(
+                    "execute_action gave no answer ({e}): the outcome is unknown",
+                    "execute_action não deu resposta ({e}): o resultado é desconhecido",
+                    e = call_failure(&e)
                 ));
             }
             Ok(raw) => {
                 if let Some(words) = refusal_text(&raw) {
-                    return Err(format!("{words}; {install}"));
+                    return Err(said!(
+                        "{words}; {install}",
+                        "{words}; {install}",
+                        words = words,
+                        install = install
+                    ));
                 }
                 read_report(&raw, id)?
             }
         };
         if report.status != RemoteStatus::Completed {
-            let said = report
-                .message
-                .map(|m| format!(" ({})", m.as_str()))
-                .unwrap_or_default();
-            return Err(format!(
-                "the proof was accepted but the action ended `{}`{said}: give sample arguments the test person can carry out",
-                report.status.as_str()
+            let message = Said::verbatim(
+                (report.message)
+                    .map(|m| format!(" ({})", m.as_str()))
+                    .unwrap_or_default(),
+            );
+            return Err(said!(
+                "the proof was accepted but the action ended `{status}`{message}: give sample arguments the test person can carry out",
+                "a prova foi aceita, mas a ação terminou `{status}`{message}: informe argumentos de exemplo que a pessoa de teste possa executar",
+                status = report.status.as_str(),
+                message = message
             ));
         }
         self.executed.push(id.to_string());
         match self.status(ctx, id).await {
-            Seen::Status(RemoteStatus::Completed) => Ok(format!(
-                "executed `{id}` with a valid proof: completed, and get_action_status agrees"
+            Seen::Status(RemoteStatus::Completed) => Ok(said!(
+                "executed `{id}` with a valid proof: completed, and get_action_status agrees",
+                "`{id}` executada com uma prova válida: completed, e get_action_status concorda"
             )),
-            Seen::Status(s) => Err(format!(
-                "execute_action said `completed` but get_action_status says `{}`",
-                s.as_str()
+            Seen::Status(s) => Err(said!(
+                "execute_action said `completed` but get_action_status says `{s}`",
+                "execute_action disse `completed`, mas get_action_status diz `{s}`",
+                s = s.as_str()
             )),
             Seen::Unusable(why) => Err(why),
         }
@@ -456,13 +544,18 @@ impl Run<'_> {
         let target = match self.prepare(&ctx, op, args).await {
             Ok(t) => t,
             Err(r) => {
-                return Refusal::NoAnswer(format!("could not prepare an action to test with: {r}"));
+                return Refusal::NoAnswer(said!(
+                    "could not prepare an action to test with: {r}",
+                    "não foi possível preparar uma ação para o teste: {r}",
+                    r = r
+                ));
             }
         };
         if target.action_id == other.action_id {
-            return Refusal::Accepted(
-                "prepare_action returned an actionId it had returned before: every preparation needs a new one".into(),
-            );
+            return Refusal::Accepted(said!(
+                "prepare_action returned an actionId it had returned before: every preparation needs a new one",
+                "prepare_action devolveu um actionId que já tinha devolvido: cada preparação precisa de um novo"
+            ));
         }
         let forged = if bad.id.starts_with("stepup.") {
             self.forge_stepup(&ctx, bad.id, &target).await
@@ -470,45 +563,32 @@ impl Run<'_> {
             self.forge(&ctx, bad.id, &target).await
         };
         let Ok(proof) = forged else {
-            return Refusal::NoAnswer(
-                "the platform could not sign the test proof; try again".into(),
-            );
+            return Refusal::NoAnswer(said!(
+                "the platform could not sign the test proof; try again",
+                "a plataforma não conseguiu assinar a prova de teste; tente novamente"
+            ));
         };
         let answer = self.execute(&ctx, &target.action_id, proof.as_ref()).await;
+        let (what, fix) = (bad.what(), bad.fix());
         let execute = refused(
             answer,
-            &format!("given {}, execute_action", bad.what),
+            &said!(
+                "given {what}, execute_action",
+                "com {what}, execute_action",
+                what = what
+            ),
             |raw| match read_report(raw, &target.action_id) {
-                Ok(r) => format!(
-                    "it answered `{}` instead of refusing the proof with isError: {}",
-                    r.status.as_str(),
-                    bad.fix
+                Ok(r) => said!(
+                    "it answered `{status}` instead of refusing the proof with isError: {fix}",
+                    "respondeu `{status}` em vez de recusar a prova com isError: {fix}",
+                    status = r.status.as_str(),
+                    fix = fix
                 ),
-                Err(e) => format!("{e}: {}", bad.fix),
+                Err(e) => said!("{e}: {fix}", "{e}: {fix}", e = e, fix = fix),
             },
         );
         let seen = self.status(&ctx, &target.action_id).await;
-        match (execute, seen) {
-            (Refusal::Accepted(what), _) => Refusal::Accepted(what),
-            (_, Seen::Status(s)) if s != RemoteStatus::PendingConfirmation => {
-                let executed = matches!(s, RemoteStatus::Completed | RemoteStatus::Executing);
-                let what = if executed {
-                    "the action was executed"
-                } else {
-                    "the action must still be pending_confirmation"
-                };
-                Refusal::Accepted(format!(
-                    "given {}, get_action_status says `{}`: {what}: {}",
-                    bad.what,
-                    s.as_str(),
-                    bad.fix
-                ))
-            }
-            (Refusal::NoAnswer(why), _) | (_, Seen::Unusable(why)) => Refusal::NoAnswer(why),
-            (Refusal::Refused(how), Seen::Status(_)) => Refusal::Refused(format!(
-                "{how}; get_action_status says `pending_confirmation`"
-            )),
-        }
+        after_bad_proof(execute, seen, bad)
     }
 
     /// `execute_action` for `id` in `ctx` with `proof` (none: no header at all).
@@ -546,22 +626,69 @@ impl Run<'_> {
     }
 }
 
+/// A bad proof's verdict: its `execute_action` answer, then what `get_action_status` said
+/// after it (the action must still be `pending_confirmation`).
+fn after_bad_proof(execute: Refusal, seen: Seen, bad: &BadProof) -> Refusal {
+    let (what, fix) = (bad.what(), bad.fix());
+    match (execute, seen) {
+        (Refusal::Accepted(what), _) => Refusal::Accepted(what),
+        (_, Seen::Status(s)) if s != RemoteStatus::PendingConfirmation => {
+            let executed = matches!(s, RemoteStatus::Completed | RemoteStatus::Executing);
+            let then = if executed {
+                said!("the action was executed", "a ação foi executada")
+            } else {
+                said!(
+                    "the action must still be pending_confirmation",
+                    "a ação ainda deve estar pending_confirmation"
+                )
+            };
+            Refusal::Accepted(said!(
+                "given {what}, get_action_status says `{s}`: {then}: {fix}",
+                "com {what}, get_action_status diz `{s}`: {then}: {fix}",
+                what = what,
+                s = s.as_str(),
+                then = then,
+                fix = fix
+            ))
+        }
+        (Refusal::NoAnswer(why), _) | (_, Seen::Unusable(why)) => Refusal::NoAnswer(why),
+        (Refusal::Refused(how), Seen::Status(_)) => Refusal::Refused(said!(
+            "{how}; get_action_status says `pending_confirmation`",
+            "{how}; get_action_status diz `pending_confirmation`",
+            how = how
+        )),
+    }
+}
+
 /// An `execute_action` answer read as a status report.
 fn read_report(
     raw: &Value,
     id: &ActionId,
-) -> Result<countersign_domain::outcome::ActionReport, String> {
-    let result = ToolResult::from_mcp_json(raw)
-        .map_err(|_| "execute_action's answer is not an MCP tool result".to_owned())?;
+) -> Result<countersign_domain::outcome::ActionReport, Said> {
+    let result = ToolResult::from_mcp_json(raw).map_err(|_| not_a_result("execute_action"))?;
     match parse_action_answer(&result, id) {
         Ok(ActionAnswer::Reported(r)) => Ok(r),
-        Ok(ActionAnswer::ToolError) => Err("execute_action answered isError".into()),
-        Err(v) => {
-            let said: Vec<String> = v.iter().map(ToString::to_string).collect();
-            Err(format!(
-                "execute_action's answer breaks the contract: {}",
-                said.join("; ")
-            ))
-        }
+        Ok(ActionAnswer::ToolError) => Err(said!(
+            "execute_action answered isError",
+            "execute_action respondeu isError"
+        )),
+        Err(v) => Err(breaks_contract("execute_action", &v)),
     }
+}
+
+/// `tool`'s answer is not a `CallToolResult`.
+fn not_a_result(tool: &str) -> Said {
+    said!(
+        "{tool}'s answer is not an MCP tool result",
+        "a resposta de {tool} não é um resultado de ferramenta MCP"
+    )
+}
+
+/// `tool`'s answer breaks the actions contract: each rule it breaks, once.
+fn breaks_contract(tool: &str, v: &[countersign_domain::contract::ContractViolation]) -> Said {
+    said!(
+        "{tool}'s answer breaks the contract: {rules}",
+        "a resposta de {tool} viola o contrato: {rules}",
+        rules = countersign_domain::contract::ContractViolation::said(v)
+    )
 }

@@ -6,6 +6,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::ports::ProviderContext;
 use countersign_domain::prepare::PreparedAction;
 use countersign_domain::proof::{PROOF_TYPE, Proof, ProofClaims, sign_proof};
+use countersign_domain::texts::Said;
 use serde_json::{Value, json};
 
 /// A key no provider may trust: the run signs its "another key", embedded-`jwk` and `jku`
@@ -37,12 +38,26 @@ pub fn untrusted_jwks() -> Value {
 /// One bad proof of H-3: its check id, what it is, and what the provider must check.
 pub(super) struct BadProof {
     pub(super) id: &'static str,
-    pub(super) what: &'static str,
-    pub(super) fix: &'static str,
+    /// What the proof is, in English and in Portuguese.
+    pub(super) what: [&'static str; 2],
+    /// What the provider must check, likewise.
+    pub(super) fix: [&'static str; 2],
     /// N-7: signed by the platform's own key with only one thing wrong (a claim, the `kid`
     /// or the `typ`): a verifier that skips that one check executes it, so it is sent only
     /// with the administrator's consent. The others carry no platform signature at all.
     pub(super) genuine: bool,
+}
+
+impl BadProof {
+    /// What the proof is.
+    pub(super) fn what(&self) -> Said {
+        Said::new(self.what[0], self.what[1])
+    }
+
+    /// What the provider must check.
+    pub(super) fn fix(&self) -> Said {
+        Said::new(self.fix[0], self.fix[1])
+    }
 }
 
 /// V-3: the bad-proof series. Each is sent on its own fresh preparation; after it the
@@ -51,107 +66,227 @@ pub(super) struct BadProof {
 pub(super) const BAD_PROOFS: [BadProof; 20] = [
     bad(
         "proof.none",
-        "no X-MCP-Confirmation header",
-        "refuse execute_action without a proof",
+        [
+            "no X-MCP-Confirmation header",
+            "nenhum cabeçalho X-MCP-Confirmation",
+        ],
+        [
+            "refuse execute_action without a proof",
+            "recuse execute_action sem uma prova",
+        ],
     ),
     bad(
         "proof.alg_none",
-        "an unsigned proof (alg: none)",
-        "accept only RS256 and always verify the signature",
+        [
+            "an unsigned proof (alg: none)",
+            "uma prova sem assinatura (alg: none)",
+        ],
+        [
+            "accept only RS256 and always verify the signature",
+            "aceite só RS256 e sempre verifique a assinatura",
+        ],
     ),
     bad(
         "proof.hs256_public_key",
-        "an HS256 proof keyed with the platform's public key",
-        "accept only RS256 and always verify the signature",
+        [
+            "an HS256 proof keyed with the platform's public key",
+            "uma prova HS256 cuja chave é a chave pública da plataforma",
+        ],
+        [
+            "accept only RS256 and always verify the signature",
+            "aceite só RS256 e sempre verifique a assinatura",
+        ],
     ),
     bad(
         "proof.other_key",
-        "a proof signed by another key under the platform's kid",
-        "verify the signature with the installed public key",
+        [
+            "a proof signed by another key under the platform's kid",
+            "uma prova assinada por outra chave sob o kid da plataforma",
+        ],
+        [
+            "verify the signature with the installed public key",
+            "verifique a assinatura com a chave pública instalada",
+        ],
     ),
     bad(
         "proof.unknown_kid",
-        "a proof under a kid the platform never published",
-        "accept only the installed kids (or those of the JWKS)",
+        [
+            "a proof under a kid the platform never published",
+            "uma prova sob um kid que a plataforma nunca publicou",
+        ],
+        [
+            "accept only the installed kids (or those of the JWKS)",
+            "aceite só os kids instalados (ou os do JWKS)",
+        ],
     ),
     bad(
         "proof.expired",
-        "a proof that expired 9 minutes ago",
-        "check exp against your clock (at most a few seconds of leeway)",
+        [
+            "a proof that expired 9 minutes ago",
+            "uma prova que expirou há 9 minutos",
+        ],
+        [
+            "check exp against your clock (at most a few seconds of leeway)",
+            "compare exp com o seu relógio (no máximo alguns segundos de tolerância)",
+        ],
     ),
     bad(
         "proof.long_lifetime",
-        "a proof valid for 10 minutes",
-        "refuse a proof whose exp - iat exceeds 60 s",
+        [
+            "a proof valid for 10 minutes",
+            "uma prova válida por 10 minutos",
+        ],
+        [
+            "refuse a proof whose exp - iat exceeds 60 s",
+            "recuse uma prova cujo exp - iat passe de 60 s",
+        ],
     ),
     bad(
         "proof.wrong_iss",
-        "a proof from another issuer (iss)",
-        "require iss to equal the platform's issuer exactly",
+        [
+            "a proof from another issuer (iss)",
+            "uma prova de outro emissor (iss)",
+        ],
+        [
+            "require iss to equal the platform's issuer exactly",
+            "exija que iss seja exatamente o emissor da plataforma",
+        ],
     ),
     bad(
         "proof.wrong_aud",
-        "a proof addressed to another provider (aud)",
-        "require aud to equal your audience exactly (a string, not an array)",
+        [
+            "a proof addressed to another provider (aud)",
+            "uma prova endereçada a outro provedor (aud)",
+        ],
+        [
+            "require aud to equal your audience exactly (a string, not an array)",
+            "exija que aud seja exatamente a sua audiência (uma string, não um array)",
+        ],
     ),
     bad(
         "proof.wrong_typ",
-        "a proof whose typ is not support-action+jwt",
-        "require typ support-action+jwt",
+        [
+            "a proof whose typ is not support-action+jwt",
+            "uma prova cujo typ não é support-action+jwt",
+        ],
+        [
+            "require typ support-action+jwt",
+            "exija typ support-action+jwt",
+        ],
     ),
     bad(
         "proof.wrong_sub",
-        "a proof for another person (sub)",
-        "require sub to equal X-MCP-User-Id",
+        [
+            "a proof for another person (sub)",
+            "uma prova para outra pessoa (sub)",
+        ],
+        [
+            "require sub to equal X-MCP-User-Id",
+            "exija que sub seja igual a X-MCP-User-Id",
+        ],
     ),
     bad(
         "proof.wrong_tenant",
-        "a proof for another tenant (tenantId)",
-        "require tenantId to equal X-MCP-Tenant-Id",
+        [
+            "a proof for another tenant (tenantId)",
+            "uma prova para outro tenant (tenantId)",
+        ],
+        [
+            "require tenantId to equal X-MCP-Tenant-Id",
+            "exija que tenantId seja igual a X-MCP-Tenant-Id",
+        ],
     ),
     bad(
         "proof.wrong_conversation",
-        "a proof for another conversation (conversationId)",
-        "require conversationId to equal X-MCP-Conversation-Id",
+        [
+            "a proof for another conversation (conversationId)",
+            "uma prova para outra conversa (conversationId)",
+        ],
+        [
+            "require conversationId to equal X-MCP-Conversation-Id",
+            "exija que conversationId seja igual a X-MCP-Conversation-Id",
+        ],
     ),
     bad(
         "proof.wrong_action_id",
-        "a proof bound to another actionId",
-        "require the proof's actionId to equal the requested one",
+        [
+            "a proof bound to another actionId",
+            "uma prova vinculada a outro actionId",
+        ],
+        [
+            "require the proof's actionId to equal the requested one",
+            "exija que o actionId da prova seja igual ao pedido",
+        ],
     ),
     bad(
         "proof.wrong_operation",
-        "a proof for another operation",
-        "require operation to equal the stored action's",
+        [
+            "a proof for another operation",
+            "uma prova para outra operação",
+        ],
+        [
+            "require operation to equal the stored action's",
+            "exija que operation seja igual à da ação armazenada",
+        ],
     ),
     bad(
         "proof.wrong_arguments_hash",
-        "a proof for other arguments (argumentsHash)",
-        "require argumentsHash to equal the stored action's",
+        [
+            "a proof for other arguments (argumentsHash)",
+            "uma prova para outros argumentos (argumentsHash)",
+        ],
+        [
+            "require argumentsHash to equal the stored action's",
+            "exija que argumentsHash seja igual ao da ação armazenada",
+        ],
     ),
     bad(
         "proof.wrong_summary_hash",
-        "a proof for another summary (summaryHash)",
-        "require summaryHash to equal the stored action's",
+        [
+            "a proof for another summary (summaryHash)",
+            "uma prova para outro resumo (summaryHash)",
+        ],
+        [
+            "require summaryHash to equal the stored action's",
+            "exija que summaryHash seja igual ao da ação armazenada",
+        ],
     ),
     bad(
         "proof.embedded_jwk",
-        "a proof carrying its own key in a jwk header",
-        "refuse any jwk, jku, x5u or x5c header and use only the installed key",
+        [
+            "a proof carrying its own key in a jwk header",
+            "uma prova que traz a sua própria chave num cabeçalho jwk",
+        ],
+        [
+            "refuse any jwk, jku, x5u or x5c header and use only the installed key",
+            "recuse qualquer cabeçalho jwk, jku, x5u ou x5c e use só a chave instalada",
+        ],
     ),
     bad(
         "proof.jku",
-        "a proof pointing at a key URL (jku header)",
-        "refuse any jwk, jku, x5u or x5c header and use only the installed key",
+        [
+            "a proof pointing at a key URL (jku header)",
+            "uma prova que aponta para uma URL de chave (cabeçalho jku)",
+        ],
+        [
+            "refuse any jwk, jku, x5u or x5c header and use only the installed key",
+            "recuse qualquer cabeçalho jwk, jku, x5u ou x5c e use só a chave instalada",
+        ],
     ),
     bad(
         "proof.x5u",
-        "a proof pointing at a certificate URL (x5u header)",
-        "refuse any jwk, jku, x5u or x5c header and use only the installed key",
+        [
+            "a proof pointing at a certificate URL (x5u header)",
+            "uma prova que aponta para uma URL de certificado (cabeçalho x5u)",
+        ],
+        [
+            "refuse any jwk, jku, x5u or x5c header and use only the installed key",
+            "recuse qualquer cabeçalho jwk, jku, x5u ou x5c e use só a chave instalada",
+        ],
     ),
 ];
 
-const fn bad(id: &'static str, what: &'static str, fix: &'static str) -> BadProof {
+const fn bad(id: &'static str, what: [&'static str; 2], fix: [&'static str; 2]) -> BadProof {
     let genuine = !matches!(
         id.as_bytes(),
         b"proof.none"

@@ -4,62 +4,99 @@
 use countersign_domain::config::McpConfig;
 use countersign_domain::ports::{ProviderError, ProviderTool};
 use countersign_domain::text::SafeText;
-use countersign_domain::vetting;
+use countersign_domain::texts::{Language, Said};
+use countersign_domain::{said, vetting};
 use serde_json::Value;
 
 /// Why a provider call gave no usable answer, for a reason.
-pub(super) fn call_failure(e: &ProviderError) -> String {
+pub(super) fn call_failure(e: &ProviderError) -> Said {
     match e {
-        ProviderError::Unreachable(_) => "your server could not be reached".into(),
-        ProviderError::Timeout => "your server did not answer in time".into(),
-        ProviderError::Interrupted => "the connection dropped before the whole answer".into(),
-        other => other.to_string(),
+        ProviderError::Unreachable(_) => said!(
+            "your server could not be reached",
+            "não foi possível alcançar o seu servidor"
+        ),
+        ProviderError::Timeout => said!(
+            "your server did not answer in time",
+            "o seu servidor não respondeu a tempo"
+        ),
+        ProviderError::Interrupted => said!(
+            "the connection dropped before the whole answer",
+            "a conexão caiu antes da resposta completa"
+        ),
+        ProviderError::Http { status } => said!(
+            "the provider answered HTTP {status}",
+            "o provedor respondeu HTTP {status}"
+        ),
+        ProviderError::Malformed(_) => said!(
+            "the provider's answer is malformed",
+            "a resposta do provedor está malformada"
+        ),
+        ProviderError::Protocol { code } => said!(
+            "the provider answered a protocol error {code}",
+            "o provedor respondeu um erro de protocolo {code}"
+        ),
     }
 }
 
 /// H-2: a consultation is listed with an `outputSchema` and is not a write.
-pub(super) fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<String, String> {
+pub(super) fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<Said, Said> {
     let name = tool.name.as_str();
     let mut problems = Vec::new();
     if tool.output_schema.is_none() {
-        problems.push(format!("`{name}` declares no outputSchema: declare one, and answer structuredContent that matches it"));
+        problems.push(said!(
+            "`{name}` declares no outputSchema: declare one, and answer structuredContent that matches it",
+            "`{name}` não declara outputSchema: declare um e responda structuredContent de acordo com ele"
+        ));
     }
     // H-2 by V-1's rule, the one the save and the run time apply.
     if let Some(why) = vetting::refusal(tool, &config.action_policy.operations) {
-        problems.push(format!(
-            "`{name}` {why}: a consultation must only read; remove it from allowedTools"
+        problems.push(said!(
+            "`{name}` {why}: a consultation must only read; remove it from allowedTools",
+            "`{name}`: {why}; uma consulta só pode ler: remova-a de allowedTools",
+            why = Said::new(why.message(Language::En), why.message(Language::Pt))
         ));
     }
     if problems.is_empty() {
-        Ok(format!(
-            "`{name}` is listed, read-only, with an outputSchema"
+        Ok(said!(
+            "`{name}` is listed, read-only, with an outputSchema",
+            "`{name}` está listada, só de leitura, com um outputSchema"
         ))
     } else {
-        Err(problems.join("; "))
+        Err(Said::join(&problems, "; "))
     }
 }
 
 /// Whether a consultation's answer is a result whose `structuredContent` matches the
 /// tool's `outputSchema`.
-pub(super) fn conforms(tool: &ProviderTool, raw: &Value) -> Result<(), String> {
-    let obj = raw
-        .as_object()
-        .ok_or("the answer is not a CallToolResult object")?;
+pub(super) fn conforms(tool: &ProviderTool, raw: &Value) -> Result<(), Said> {
+    let obj = raw.as_object().ok_or_else(|| {
+        said!(
+            "the answer is not a CallToolResult object",
+            "a resposta não é um objeto CallToolResult"
+        )
+    })?;
     if let Some(words) = refusal_text(raw) {
-        return Err(format!(
-            "the call answered isError ({words}): check the sample arguments and that the test person exists in your system"
+        return Err(said!(
+            "the call answered isError ({words}): check the sample arguments and that the test person exists in your system",
+            "a chamada respondeu isError ({words}): confira os argumentos de exemplo e se a pessoa de teste existe no seu sistema",
+            words = words
         ));
     }
     let Some(schema) = &tool.output_schema else {
-        return Err("no outputSchema".into());
+        return Err(said!("no outputSchema", "sem outputSchema"));
     };
     let Some(sc) = obj.get("structuredContent") else {
-        return Err(
-            "the answer has no structuredContent although the tool declares an outputSchema".into(),
-        );
+        return Err(said!(
+            "the answer has no structuredContent although the tool declares an outputSchema",
+            "a resposta não tem structuredContent, embora a ferramenta declare um outputSchema"
+        ));
     };
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|_| "the tool's outputSchema is not a valid JSON Schema".to_owned())?;
+    let validator = jsonschema::validator_for(schema).map_err(|_| {
+        said!(
+            "the tool's outputSchema is not a valid JSON Schema",
+            "o outputSchema da ferramenta não é um JSON Schema válido"
+        )
+    })?;
     let problems: Vec<String> = validator
         .iter_errors(sc)
         .take(3)
@@ -71,9 +108,11 @@ pub(super) fn conforms(tool: &ProviderTool, raw: &Value) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "structuredContent does not match the outputSchema: {}",
-            problems.join("; ")
+        // The validator's own words (a library's, in English) are quoted as they are.
+        Err(said!(
+            "structuredContent does not match the outputSchema: {problems}",
+            "structuredContent não corresponde ao outputSchema; o validador diz (em inglês): {problems}",
+            problems = Said::verbatim(problems.join("; "))
         ))
     }
 }
@@ -83,9 +122,12 @@ pub(super) fn action_tool_problem(
     tools: &[ProviderTool],
     name: &str,
     args: &[&str],
-) -> Option<String> {
+) -> Option<Said> {
     let Some(tool) = tools.iter().find(|t| t.name.as_str() == name) else {
-        return Some(format!("`{name}` is not in tools/list"));
+        return Some(said!(
+            "`{name}` is not in tools/list",
+            "`{name}` não está em tools/list"
+        ));
     };
     let properties = tool
         .descriptor
@@ -98,9 +140,10 @@ pub(super) fn action_tool_problem(
         .filter(|a| properties.is_none_or(|p| !p.contains_key(*a)))
         .collect();
     (!missing.is_empty()).then(|| {
-        format!(
-            "`{name}`'s inputSchema does not declare {}",
-            missing.join(", ")
+        let missing = missing.join(", ");
+        said!(
+            "`{name}`'s inputSchema does not declare {missing}",
+            "o inputSchema de `{name}` não declara {missing}"
         )
     })
 }
@@ -109,7 +152,7 @@ pub(super) fn action_tool_problem(
 /// only when it passes the rules a summary must pass (no control or invisible characters,
 /// no internal address, nothing shaped like a secret) and cut to 300 characters; `None`
 /// when `raw` is not an error.
-pub(super) fn refusal_text(raw: &Value) -> Option<String> {
+pub(super) fn refusal_text(raw: &Value) -> Option<Said> {
     if raw.get("isError").and_then(Value::as_bool) != Some(true) {
         return None;
     }
@@ -122,12 +165,22 @@ pub(super) fn refusal_text(raw: &Value) -> Option<String> {
     Some(match SafeText::check(text) {
         Ok(_) if text.chars().count() > 300 => {
             let cut: String = text.chars().take(300).collect();
-            format!("your server said: \"{cut}…\"")
+            said!(
+                "your server said: \"{cut}…\"",
+                "o seu servidor disse: \"{cut}…\""
+            )
         }
-        Ok(_) => format!("your server said: \"{text}\""),
-        Err(v) => format!(
-            "its text is not shown: {}",
-            countersign_domain::text::ViolationList(&v)
+        Ok(_) => said!(
+            "your server said: \"{text}\"",
+            "o seu servidor disse: \"{text}\""
         ),
+        Err(v) => {
+            let list = countersign_domain::text::ViolationList(&v);
+            said!(
+                "its text is not shown: {list}",
+                "o texto não é mostrado: {list}",
+                list = Said::new(list.message(Language::En), list.message(Language::Pt))
+            )
+        }
     })
 }

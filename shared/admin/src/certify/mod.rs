@@ -32,6 +32,7 @@ use countersign_domain::certification::{Certification, CertifiedSubject, CheckSt
 use countersign_domain::config::McpConfig;
 use countersign_domain::ids::{OperationName, UserId};
 use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool, Tenant};
+use countersign_domain::said;
 use countersign_domain::secret::SecretString;
 use judge::{call_failure, conforms, listed, refusal_text};
 use serde_json::{Map, Value, json};
@@ -302,11 +303,11 @@ struct Run<'a> {
 /// How a check that the provider must refuse something ended.
 enum Refusal {
     /// Refused: how.
-    Refused(String),
+    Refused(Said),
     /// Not refused: what it answered.
-    Accepted(String),
+    Accepted(Said),
     /// No answer to judge (skipped, never a pass).
-    NoAnswer(String),
+    NoAnswer(Said),
 }
 
 impl Run<'_> {
@@ -348,19 +349,21 @@ impl Run<'_> {
     async fn all(&mut self, request: &CertifyRequest) {
         let tools = match self.timed(self.provider.list_tools(&self.ctx)).await {
             Ok(tools) => {
-                self.checks.pass(
-                    "tools.list",
-                    "H-2",
-                    format!("tools/list answered with {} tools", tools.len()),
+                let n = tools.len();
+                let why = said!(
+                    "tools/list answered with {n} tools",
+                    "tools/list respondeu com {n} ferramentas"
                 );
+                self.checks.pass("tools.list", "H-2", why);
                 tools
             }
             Err(e) => {
-                self.checks.fail(
-                    "tools.list",
-                    "H-2",
-                    format!("tools/list failed: {}", call_failure(&e)),
+                let why = said!(
+                    "tools/list failed: {e}",
+                    "tools/list falhou: {e}",
+                    e = call_failure(&e)
                 );
+                self.checks.fail("tools.list", "H-2", why);
                 return;
             }
         };
@@ -387,22 +390,27 @@ impl Run<'_> {
     async fn consultation(&mut self, tools: &[ProviderTool], name: &str, request: &CertifyRequest) {
         let id = |what: &str| format!("consultation.{name}.{what}");
         let Some(tool) = tools.iter().find(|t| t.name.as_str() == name) else {
-            let reason =
-                format!("`{name}` is not in tools/list: publish it or remove it from allowedTools");
+            let reason = said!(
+                "`{name}` is not in tools/list: publish it or remove it from allowedTools",
+                "`{name}` não está em tools/list: publique-a ou remova-a de allowedTools"
+            );
             self.checks.fail(id("listed"), "H-2", reason);
-            self.checks.skip(id("call"), "H-2", "not listed");
+            let why = said!("not listed", "não listada");
+            self.checks.skip(id("call"), "H-2", why);
             return;
         };
         let ok = self
             .checks
             .record(id("listed"), "H-2", listed(tool, self.config));
         if !ok {
-            self.checks.skip(id("call"), "H-2", "fix the listing first");
+            let why = said!("fix the listing first", "corrija a listagem primeiro");
+            self.checks.skip(id("call"), "H-2", why);
             return;
         }
         let Some(sample) = request.consultations.get(name) else {
-            let reason = format!(
-                "no sample arguments were given for `{name}` (consultations.{name} in the request)"
+            let reason = said!(
+                "no sample arguments were given for `{name}` (consultations.{name} in the request)",
+                "nenhum argumento de exemplo foi informado para `{name}` (consultations.{name} no pedido)"
             );
             self.checks.fail(id("call"), "H-2", reason);
             return;
@@ -413,22 +421,32 @@ impl Run<'_> {
             .await;
         let took = started.elapsed().as_millis();
         let first = match answer {
-            Err(e) => Err(format!("the call failed: {}", call_failure(&e))),
+            Err(e) => Err(said!(
+                "the call failed: {e}",
+                "a chamada falhou: {e}",
+                e = call_failure(&e)
+            )),
             Ok(raw) => conforms(tool, &raw).map(|()| raw),
         };
         let first = match first {
             Ok(raw) => {
-                let why = format!("answered in {took} ms, matching its outputSchema");
+                let why = said!(
+                    "answered in {took} ms, matching its outputSchema",
+                    "respondeu em {took} ms, de acordo com o seu outputSchema"
+                );
                 self.checks.pass(id("call"), "H-2", why);
                 raw
             }
             Err(why) => {
                 self.checks.fail(id("call"), "H-2", why);
-                let skip = "the sample call did not pass";
-                self.checks.skip(id("wrong_token"), "V-4", skip);
+                let skip = said!(
+                    "the sample call did not pass",
+                    "a chamada de exemplo não passou"
+                );
                 if request.personal.iter().any(|p| p == name) {
-                    self.checks.skip(id("other_person"), "V-4", skip);
+                    self.checks.skip(id("other_person"), "V-4", skip.clone());
                 }
+                self.checks.skip(id("wrong_token"), "V-4", skip);
                 return;
             }
         };
@@ -449,9 +467,15 @@ impl Run<'_> {
         let answer = self
             .timed(self.provider.call_tool(&ctx, name, sample, None))
             .await;
-        let verdict = refused(answer, "the same call with a wrong service token", |_| {
-            "it was answered: check the service token on every call, consultations included"
-                .to_owned()
+        let what = said!(
+            "the same call with a wrong service token",
+            "a mesma chamada com um service token errado"
+        );
+        let verdict = refused(answer, &what, |_| {
+            said!(
+                "it was answered: check the service token on every call, consultations included",
+                "ela foi respondida: confira o service token em toda chamada, inclusive nas consultas"
+            )
         });
         self.refusal(&id("wrong_token"), "V-4", verdict);
         let personal = request.personal.iter().any(|p| p == name);
@@ -469,18 +493,24 @@ impl Run<'_> {
         // or changes one field of it is still theirs.
         let verdict = match answer {
             Ok(raw) if refusal_text(&raw).is_none() && !leaked(first, &raw, sample) => {
-                Refusal::Refused(format!(
-                    "`{second}` was answered with other data than `{}` for the same arguments, none of it `{}`'s",
-                    self.ctx.user, self.ctx.user
+                Refusal::Refused(said!(
+                    "`{second}` was answered with other data than `{first}` for the same arguments, none of it `{first}`'s",
+                    "`{second}` recebeu outros dados que não os de `{first}` para os mesmos argumentos, nenhum deles de `{first}`",
+                    first = self.ctx.user
                 ))
             }
             other => refused(
                 other,
-                &format!("`{second}` asking for `{}`'s resource", self.ctx.user),
+                &said!(
+                    "`{second}` asking for `{first}`'s resource",
+                    "`{second}` pedindo o recurso de `{first}`",
+                    first = self.ctx.user
+                ),
                 |_| {
-                    format!(
-                        "`{second}` was answered with `{}`'s data: check that what is asked for belongs to X-MCP-User-Id",
-                        self.ctx.user
+                    said!(
+                        "`{second}` was answered with `{first}`'s data: check that what is asked for belongs to X-MCP-User-Id",
+                        "`{second}` recebeu os dados de `{first}`: confira se o que é pedido pertence a X-MCP-User-Id",
+                        first = self.ctx.user
                     )
                 },
             ),
@@ -539,17 +569,36 @@ fn leaked(first: &Value, second: &Value, sample: &Map<String, Value>) -> bool {
 /// cannot be judged.
 fn refused(
     answer: Result<Value, ProviderError>,
-    what: &str,
-    accepted: impl FnOnce(&Value) -> String,
+    what: &Said,
+    accepted: impl FnOnce(&Value) -> Said,
 ) -> Refusal {
     match answer {
         Err(ProviderError::Http { status }) if (400..500).contains(&status) => {
-            Refusal::Refused(format!("{what} was refused (HTTP {status})"))
+            Refusal::Refused(said!(
+                "{what} was refused (HTTP {status})",
+                "{what}: recusada (HTTP {status})",
+                what = what
+            ))
         }
-        Err(e) => Refusal::NoAnswer(format!("{what} got no answer: {}", call_failure(&e))),
+        Err(e) => Refusal::NoAnswer(said!(
+            "{what} got no answer: {e}",
+            "{what}: sem resposta: {e}",
+            what = what,
+            e = call_failure(&e)
+        )),
         Ok(raw) => match refusal_text(&raw) {
-            Some(words) => Refusal::Refused(format!("{what} was refused with isError ({words})")),
-            None => Refusal::Accepted(format!("{what} was not refused: {}", accepted(&raw))),
+            Some(words) => Refusal::Refused(said!(
+                "{what} was refused with isError ({words})",
+                "{what}: recusada com isError ({words})",
+                what = what,
+                words = words
+            )),
+            None => Refusal::Accepted(said!(
+                "{what} was not refused: {why}",
+                "{what}: não foi recusada: {why}",
+                what = what,
+                why = accepted(&raw)
+            )),
         },
     }
 }

@@ -20,7 +20,7 @@ const TEST_CREDENTIAL_SEED: u8 = 0x5e;
 /// The test credential's id.
 pub(super) const TEST_CREDENTIAL_ID: &[u8] = b"countersign-certification-test-credential";
 
-const fn bad(id: &'static str, what: &'static str, fix: &'static str) -> BadProof {
+const fn bad(id: &'static str, what: [&'static str; 2], fix: [&'static str; 2]) -> BadProof {
     BadProof {
         id,
         what,
@@ -33,58 +33,124 @@ const fn bad(id: &'static str, what: &'static str, fix: &'static str) -> BadProo
 pub(super) const BAD_STEP_UPS: [BadProof; 11] = [
     bad(
         "stepup.none",
-        "a valid proof without a step-up for a passkey operation",
-        "require a step-up for this operation (provider kit: `require_step_up`)",
+        [
+            "a valid proof without a step-up for a passkey operation",
+            "uma prova válida sem step-up para uma operação com passkey",
+        ],
+        [
+            "require a step-up for this operation (provider kit: `require_step_up`)",
+            "exija um step-up para esta operação (provider kit: `require_step_up`)",
+        ],
     ),
     bad(
         "stepup.other_action",
-        "a step-up whose challenge is another action's",
-        "recompute the challenge from the proof's own claims and compare it with the client data's",
+        [
+            "a step-up whose challenge is another action's",
+            "um step-up cujo challenge é o de outra ação",
+        ],
+        [
+            "recompute the challenge from the proof's own claims and compare it with the client data's",
+            "recalcule o challenge a partir das claims da própria prova e compare-o com o do client data",
+        ],
     ),
     bad(
         "stepup.other_summary",
-        "a step-up over another summary hash",
-        "recompute the challenge from the proof's own claims (summaryHash included)",
+        [
+            "a step-up over another summary hash",
+            "um step-up sobre outro hash de resumo",
+        ],
+        [
+            "recompute the challenge from the proof's own claims (summaryHash included)",
+            "recalcule o challenge a partir das claims da própria prova (incluindo summaryHash)",
+        ],
     ),
     bad(
         "stepup.uv_off",
-        "a step-up without user verification (UV off)",
-        "require the UV flag in the authenticator data",
+        [
+            "a step-up without user verification (UV off)",
+            "um step-up sem verificação do usuário (UV desligado)",
+        ],
+        [
+            "require the UV flag in the authenticator data",
+            "exija a flag UV nos dados do autenticador",
+        ],
     ),
     bad(
         "stepup.up_off",
-        "a step-up without user presence (UP off)",
-        "require the UP flag in the authenticator data",
+        [
+            "a step-up without user presence (UP off)",
+            "um step-up sem presença do usuário (UP desligado)",
+        ],
+        [
+            "require the UP flag in the authenticator data",
+            "exija a flag UP nos dados do autenticador",
+        ],
     ),
     bad(
         "stepup.origin",
-        "a step-up made on another origin",
-        "accept only actionVerification.stepUpOrigins as the client data's origin",
+        [
+            "a step-up made on another origin",
+            "um step-up feito em outra origem",
+        ],
+        [
+            "accept only actionVerification.stepUpOrigins as the client data's origin",
+            "aceite como origem do client data só actionVerification.stepUpOrigins",
+        ],
     ),
     bad(
         "stepup.rp_id",
-        "a step-up made for another RP ID",
-        "compare the authenticator data's RP ID hash with SHA-256(actionVerification.stepUpRpId)",
+        [
+            "a step-up made for another RP ID",
+            "um step-up feito para outro RP ID",
+        ],
+        [
+            "compare the authenticator data's RP ID hash with SHA-256(actionVerification.stepUpRpId)",
+            "compare o hash do RP ID nos dados do autenticador com SHA-256(actionVerification.stepUpRpId)",
+        ],
     ),
     bad(
         "stepup.other_credential",
-        "a step-up signed by another credential than the one it names",
-        "verify the assertion's signature with the credential key the step-up carries",
+        [
+            "a step-up signed by another credential than the one it names",
+            "um step-up assinado por outra credencial que não a que ele nomeia",
+        ],
+        [
+            "verify the assertion's signature with the credential key the step-up carries",
+            "verifique a assinatura da asserção com a chave da credencial que o step-up traz",
+        ],
     ),
     bad(
         "stepup.replayed",
-        "a step-up taken from another action's proof",
-        "recompute the challenge from this proof's claims: another action's assertion never matches",
+        [
+            "a step-up taken from another action's proof",
+            "um step-up tirado da prova de outra ação",
+        ],
+        [
+            "recompute the challenge from this proof's claims: another action's assertion never matches",
+            "recalcule o challenge a partir das claims desta prova: a asserção de outra ação nunca corresponde",
+        ],
     ),
     bad(
         "stepup.signature",
-        "a step-up whose signature is over other data",
-        "verify the signature over authenticatorData ‖ SHA-256(clientDataJSON)",
+        [
+            "a step-up whose signature is over other data",
+            "um step-up cuja assinatura cobre outros dados",
+        ],
+        [
+            "verify the signature over authenticatorData ‖ SHA-256(clientDataJSON)",
+            "verifique a assinatura sobre authenticatorData ‖ SHA-256(clientDataJSON)",
+        ],
     ),
     bad(
         "stepup.type",
-        "a step-up made of a passkey creation (webauthn.create), not an assertion",
-        "require the client data's type to be webauthn.get",
+        [
+            "a step-up made of a passkey creation (webauthn.create), not an assertion",
+            "um step-up feito de uma criação de passkey (webauthn.create), não de uma asserção",
+        ],
+        [
+            "require the client data's type to be webauthn.get",
+            "exija que o type do client data seja webauthn.get",
+        ],
     ),
 ];
 

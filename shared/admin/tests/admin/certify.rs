@@ -1094,6 +1094,124 @@ async fn a_refused_preparation_shows_the_providers_words_and_skips_what_depends_
     );
 }
 
+/// Issue 50: what a check saw, in Portuguese words, without the words quoted from the
+/// provider (`"…"`), the names in backticks, and what a library says after "(em inglês):".
+fn portuguese_problem(c: &countersign_domain::certification::Check) -> Option<String> {
+    let Some(pt) = c.reason_pt.as_deref() else {
+        return Some("no Portuguese".into());
+    };
+    if pt == c.reason {
+        return Some("the same as the English".into());
+    }
+    let mut bare = String::new();
+    let (mut quoted, mut named) = (false, false);
+    for ch in pt.split("(em inglês):").next().unwrap_or("").chars() {
+        match ch {
+            '"' if !named => quoted = !quoted,
+            '`' if !quoted => named = !named,
+            _ if !quoted && !named => bare.push(ch),
+            _ => {}
+        }
+    }
+    const ENGLISH: [&str; 16] = [
+        "the", "was", "were", "must", "with", "answered", "refused", "not", "and", "is", "check",
+        "your", "its", "from", "for", "said",
+    ];
+    let english: Vec<&str> = bare
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| ENGLISH.contains(w))
+        .collect();
+    (!english.is_empty()).then(|| format!("English words {english:?}"))
+}
+
+/// Issue 50: every reason a run writes, passed, failed or skipped, has its Portuguese (the
+/// Portuguese panel's "O que vimos"), in Portuguese words; the English (the API's) is
+/// unchanged. Runs against a conforming provider and against every way of getting it
+/// wrong this file scripts, so most of the reasons a run can write are written.
+#[tokio::test]
+async fn issue_50_every_reason_a_run_writes_is_in_portuguese_too() {
+    let mut runs = Vec::new();
+    for lax in [
+        Lax::default(),
+        Lax {
+            no_key: true,
+            ..Lax::default()
+        },
+        Lax {
+            skip_verification: true,
+            ..Lax::default()
+        },
+        Lax {
+            failed_for_bad: true,
+            ..Lax::default()
+        },
+        Lax {
+            skip_token: true,
+            ..Lax::default()
+        },
+    ] {
+        let e = env_with(lax).await;
+        runs.push(certify::run(&e.state, &e.tenant, &request()).await.unwrap());
+    }
+    let e = env().await;
+    let no_consent = CertifyRequest {
+        consent: false,
+        ..request()
+    };
+    runs.push(
+        certify::run(&e.state, &e.tenant, &no_consent)
+            .await
+            .unwrap(),
+    );
+    // A schema-less write offered as a consultation, and no action tools.
+    e.provider
+        .publish(vec![tool("get_cars", None, Some(false))]);
+    runs.push(certify::run(&e.state, &e.tenant, &request()).await.unwrap());
+    // A consultation answering off its schema; a preparation refused in internal words.
+    e.provider.publish(vec![
+        tool("get_cars", Some(cars_schema()), Some(true)),
+        action_tool("prepare_action", &["operation", "arguments"]),
+        action_tool("execute_action", &["actionId"]),
+        action_tool("get_action_status", &["actionId"]),
+    ]);
+    e.provider.answer_with("get_cars", |_| {
+        Reply::Result(json!({"content": [], "structuredContent": {"cars": "none"}}))
+    });
+    e.provider.answer_with("prepare_action", |_| {
+        Reply::Result(json!({"content": [{"type": "text", "text": "see http://10.0.0.7/admin"}], "isError": true}))
+    });
+    runs.push(certify::run(&e.state, &e.tenant, &request()).await.unwrap());
+    // A preparation that breaks the contract.
+    let expires = e.clock.now().plus_seconds(240).to_rfc3339();
+    e.provider.answer_with("prepare_action", move |_| {
+        let mut answer = prepare_answer("act_x", "move", "Move it.", &expires);
+        answer["structuredContent"]["summaryHash"] = json!("nope");
+        Reply::Result(answer)
+    });
+    runs.push(certify::run(&e.state, &e.tenant, &request()).await.unwrap());
+
+    let mut seen = BTreeSet::new();
+    let mut problems = Vec::new();
+    for c in runs.iter().flat_map(|r| &r.checks) {
+        seen.insert((c.id.clone(), c.status == CheckStatus::Passed));
+        if let Some(p) = portuguese_problem(c) {
+            problems.push(format!(
+                "{} ({:?}): {p}\n  en: {}\n  pt: {:?}",
+                c.id, c.status, c.reason, c.reason_pt
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The runs wrote many different reasons: passes, failures and skips of most checks.
+    assert!(seen.len() > 45, "{seen:?}");
+    let statuses: BTreeSet<_> = runs
+        .iter()
+        .flat_map(|r| &r.checks)
+        .map(|c| format!("{:?}", c.status))
+        .collect();
+    assert_eq!(statuses.len(), 3, "{statuses:?}");
+}
+
 /// Bad input: sample arguments missing for an operation, an unknown operation, a second
 /// person without the consultations to check (or equal to the first): typed errors,
 /// nothing run.

@@ -285,7 +285,7 @@ pub fn run_table(run: &Certification, current: bool) -> Markup {
                     @for c in &run.checks {
                         @let status = match c.status { CheckStatus::Passed => "passed", CheckStatus::Failed => "failed", CheckStatus::Skipped => "skipped" };
                         tr class=(status) data-check=(c.id) {
-                            td { (crate::panel::samples::describe_check(&c.id)) } td { (t(status)) } td { (c.reason) }
+                            td { (crate::panel::samples::describe_check(&c.id)) } td { (t(status)) } td { (c.reason_in(crate::panel::i18n::lang())) }
                         }
                     }
                 }
