@@ -67,7 +67,32 @@ test("B-1, B-5: the administrator connects the bridged retail server, certifies 
   await page.goto(`${BASE}/admin`);
   await page.fill("#key", KEY);
   await Promise.all([page.waitForURL(`${BASE}/admin`), page.click("button[type=submit]")]);
+  // Issue 50: a new server's tools load before the first save, from the URL and token
+  // typed, in the administrator's language; nothing is saved by loading them. (The demo
+  // server is removed first: a tenant that has no server yet.)
   await page.goto(`${BASE}/admin/mcp`);
+  await page.check("#confirmRemove");
+  await Promise.all([page.waitForURL(/done=removed/), page.click("#remove button[type=submit]")]);
+  for (const [lang, button, loaded] of [
+    ["English", "Load tools from your server", "Your server's tools are loaded: choose the consultations, then save."],
+    ["Português", "Carregar as ferramentas do seu servidor", "As ferramentas do seu servidor foram carregadas: escolha as consultas e salve."],
+  ]) {
+    await page.goto(`${BASE}/admin/mcp`);
+    if (await page.getByRole("link", { name: lang, exact: true }).count()) {
+      await Promise.all([page.waitForURL(`${BASE}/admin/mcp`), page.getByRole("link", { name: lang, exact: true }).click()]);
+    }
+    await page.fill("#serverUrl", BRIDGE);
+    await page.fill("#serviceToken", TOKEN);
+    await page.fill("#operations", WRITES.join(", "));
+    await page.getByRole("button", { name: button }).click();
+    await page.waitForSelector(`#tool-${CONSULTATIONS[0]}`);
+    assert.equal(await page.locator("p.notice").innerText(), loaded);
+    for (const t of CONSULTATIONS) assert.equal(await page.locator(`#tool-${t}`).count(), 1, `${t} offered`);
+    for (const t of WRITES) assert.equal(await page.locator(`#tool-${t}`).count(), 0, `${t} is not offered`);
+    await page.goto(`${BASE}/admin/mcp`);
+    assert.equal(await page.getByRole("button", { name: button }).count(), 1, "nothing was saved");
+  }
+  await Promise.all([page.waitForURL(`${BASE}/admin/mcp`), page.getByRole("link", { name: "English", exact: true }).click()]);
   // The bridge as the tenant's server: its consultations typed in (V-1 vets them against
   // the bridge's live tools/list, where they are read-only on the tenant's word), its
   // operations, actions off until certified.
@@ -77,7 +102,8 @@ test("B-1, B-5: the administrator connects the bridged retail server, certifies 
   await page.fill("#allowedToolsText", CONSULTATIONS.join("\n"));
   await page.fill("#operations", WRITES.join(", "));
   await page.uncheck("#enabled");
-  await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]")]);
+  // Save, not the preview's Load button (a first save has both).
+  await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]:not([name=intent])")]);
   // The loaded tools: every consultation chosen, none of the server's writes offered.
   await Promise.all([page.waitForURL(/tools=1/), page.click("#loadTools")]);
   for (const t of CONSULTATIONS) assert.equal(await page.locator(`#tool-${t}`).isChecked(), true, t);

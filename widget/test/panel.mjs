@@ -455,6 +455,15 @@ test("S-4: the panel speaks Portuguese when the administrator chooses it, and re
   const saw = await page.locator("#run tbody td:nth-child(3)").allInnerTexts();
   assert.ok(saw.length > 10, `${saw}`);
   assert.ok(saw.every((r) => !/\b(was|were|answered|refused|with|the)\b/.test(r.replace(/"[^"]*"|`[^`]*`/g, ""))), `${saw.join("\n")}`);
+  // "Enable actions now" in Portuguese: actions switched off, the run still covers the
+  // saved settings, one button turns them back on.
+  await page.goto(`${BASE}/admin/mcp`);
+  await page.uncheck("#enabled");
+  await Promise.all([page.waitForURL(/done=saved/), page.click("#mcp button[type=submit]:not([name=intent])")]);
+  await page.goto(`${BASE}/admin/certification`);
+  await Promise.all([page.waitForURL(/done=saved/), page.getByRole("button", { name: "Ativar as ações agora" }).click()]);
+  assert.equal(await page.locator("p.notice").innerText(), "Salvo.");
+  assert.equal(await page.locator("#enabled").isChecked(), true);
   await page.goto(`${BASE}/admin/mcp?tools=1`);
   const blocked = await page.locator(".tool .blocked").allInnerTexts();
   assert.ok(blocked.some((b) => /não pode ser uma consulta$/.test(b)), `${blocked}`);

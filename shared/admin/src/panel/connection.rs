@@ -369,6 +369,10 @@ pub(super) async fn mcp_save(
     }
 }
 
+/// A consultation name the preview validates with while none is chosen yet (never saved,
+/// never called: the preview only lists the server's tools).
+const PREVIEW_PLACEHOLDER: &str = "countersign-tools-preview";
+
 /// Issue 50: "Load tools from your server" before anything is saved: the typed URL and
 /// token, checked by the save's rules, read the server's tools/list; nothing is stored.
 async fn preview(state: &AdminState, session: &Session, values: McpForm, form: &Form) -> Response {
@@ -376,7 +380,14 @@ async fn preview(state: &AdminState, session: &Session, values: McpForm, form: &
         Ok((token, _)) => token,
         Err(e) => return unavailable(&e),
     };
-    let listed = match values.draft(token).validate(state.url_policy) {
+    // The consultations are what the list is loaded to choose, and whether actions are on
+    // does not change how the server is reached: neither is asked for yet.
+    let mut reach = values.clone();
+    if reach.allowed_tools.is_empty() {
+        reach.allowed_tools = vec![PREVIEW_PLACEHOLDER.to_owned()];
+    }
+    reach.enabled = false;
+    let listed = match reach.draft(token).validate(state.url_policy) {
         Ok(config) => mcp::published_tools(state, &session.tenant, &config)
             .await
             .map(|list| (list, config.action_policy.operations)),

@@ -1107,6 +1107,28 @@ async fn the_tools_load_before_the_first_save_and_nothing_is_stored() {
         a.body
             .contains("is declared destructive (destructiveHint: true): cannot be a consultation")
     );
+    // The first time, nothing is chosen yet: the tools load all the same (the onboarding
+    // review's "a first save needs a consultation before the tools can be loaded").
+    let nothing_chosen = body.replace(
+        "allowedToolsText=get_user_cars%0Aget_user_sessions",
+        "allowedToolsText=",
+    );
+    assert_ne!(nothing_chosen, body);
+    let a = send(
+        &e,
+        "POST",
+        "/admin/mcp",
+        Some(&cookie),
+        Some(&nothing_chosen),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert!(a.body.contains("id=\"tool-get_user_cars\""), "{}", a.body);
+    assert!(
+        !a.body.contains("countersign-tools-preview"),
+        "the placeholder is never shown"
+    );
     assert_eq!(e.store.get_mcp_config(&e.tenant.id).await.unwrap(), None);
     let name = service_token_secret_name(&e.tenant.id);
     assert!(
