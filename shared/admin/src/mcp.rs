@@ -21,11 +21,13 @@ use countersign_domain::secret::SecretString;
 use countersign_domain::texts::{self, Language};
 use countersign_domain::vetting;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+mod changes;
 mod view;
+use changes::{config_changes, same_action_fields, same_fields};
 pub use view::{ActionPolicyView, ActionVerification, McpView, ToolChange, live_tools, view};
-use view::{names, verification};
+use view::verification;
 
 /// The tenant's stored configuration, if any.
 pub async fn current(
@@ -578,79 +580,4 @@ async fn invalidate_pending(
         }
         Err(e) => Err(AdminError::Unfinished(Box::new(e))),
     }
-}
-
-/// C-8: whether the action-relevant fields are equal (URL, policy, audience; the token
-/// is compared apart).
-fn same_action_fields(old: &McpConfig, new: &McpConfig) -> bool {
-    old.server_url == new.server_url
-        && old.action_policy == new.action_policy
-        && old.audience == new.audience
-}
-
-/// Whether every stored field is equal (the token is compared apart).
-fn same_fields(old: &McpConfig, new: &McpConfig) -> bool {
-    same_action_fields(old, new)
-        && old.allowed_tools == new.allowed_tools
-        && old.approved == new.approved
-}
-
-/// The audited fields of a configuration, by name.
-/// How many fields a configuration's audit record compares.
-const AUDITED: usize = 8;
-
-fn audited_fields(c: &StoredMcpConfig) -> [(&'static str, Value); AUDITED] {
-    let policy = &c.config.action_policy;
-    let approved: serde_json::Map<String, Value> = c
-        .config
-        .approved
-        .iter()
-        .map(|(tool, form)| (tool.clone(), json!(pinning::fingerprint(form))))
-        .collect();
-    [
-        ("serverUrl", json!(c.config.server_url.as_str())),
-        ("audience", json!(c.config.audience)),
-        ("allowedTools", json!(names(&c.config.allowed_tools))),
-        ("actionPolicy.enabled", json!(policy.enabled)),
-        ("actionPolicy.operations", json!(names(&policy.operations))),
-        (
-            "actionPolicy.stepUp",
-            json!(names(&policy.step_up.iter().collect::<Vec<_>>())),
-        ),
-        (
-            "actionPolicy.stepUpFallback",
-            json!(policy.step_up_fallback),
-        ),
-        ("approvedTools", Value::Object(approved)),
-    ]
-}
-
-/// What a PUT or DELETE changed: each changed field with its old and new value, the
-/// service token only as `{"changed": true}`, and the versions.
-fn config_changes(
-    old: Option<&StoredMcpConfig>,
-    new: Option<&StoredMcpConfig>,
-    token_changed: bool,
-) -> Value {
-    let before = old.map(audited_fields);
-    let after = new.map(audited_fields);
-    let mut changes = serde_json::Map::new();
-    for i in 0..AUDITED {
-        let field = |f: &Option<[(&'static str, Value); AUDITED]>| f.as_ref().map(|f| f[i].clone());
-        let (from, to) = (field(&before), field(&after));
-        let name = from.as_ref().or(to.as_ref()).map_or("", |(n, _)| *n);
-        let (from, to) = (
-            from.map_or(Value::Null, |f| f.1),
-            to.map_or(Value::Null, |f| f.1),
-        );
-        if from != to {
-            changes.insert(name.to_owned(), json!({"from": from, "to": to}));
-        }
-    }
-    if token_changed {
-        changes.insert("serviceToken".into(), json!({"changed": true}));
-    }
-    let versions = json!({"from": old.map(|c| c.version), "to": new.map(|c| c.version)});
-    changes.insert("version".into(), versions);
-    Value::Object(changes)
 }

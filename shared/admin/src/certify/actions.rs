@@ -6,19 +6,18 @@
 //! conversation, or of a run, is caught.
 
 use super::forge::{BAD_PROOFS, BadProof};
+use super::judge::{Seen, after_bad_proof, read_report};
 use super::judge::{action_tool_problem, call_failure, refusal_text};
 use super::stepup::BAD_STEP_UPS;
 use super::{ACTION_TOOLS, CertifyRequest, RUN_LIMIT, Refusal, Run, refused};
-use countersign_domain::ids::{ActionId, OperationName};
-use countersign_domain::outcome::{ActionAnswer, parse_action_answer};
-use countersign_domain::ports::{Confirmation, ProviderContext, ProviderError, ProviderTool};
-use countersign_domain::prepare::{PreparedAction, parse_prepare_answer};
+use countersign_domain::ids::OperationName;
+use countersign_domain::ports::{ProviderContext, ProviderError, ProviderTool};
+use countersign_domain::prepare::PreparedAction;
 use countersign_domain::proof::{Proof, sign_proof};
 use countersign_domain::proposal::RemoteStatus;
 use countersign_domain::said;
 use countersign_domain::texts::Said;
-use countersign_domain::tool_result::ToolResult;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::time::Instant;
 
 /// An operation, its sample arguments, and its preparation (with the conversation it was
@@ -54,13 +53,6 @@ fn passkey_operations(
         })
         .map(|(i, _)| i)
         .collect()
-}
-
-/// What `get_action_status` said about an action.
-enum Seen {
-    Status(RemoteStatus),
-    /// No usable answer: why.
-    Unusable(Said),
 }
 
 impl Run<'_> {
@@ -355,80 +347,6 @@ impl Run<'_> {
         }
     }
 
-    /// `prepare_action` for `op` with `args` in `ctx`, unread.
-    async fn prepare_raw(
-        &self,
-        ctx: &ProviderContext,
-        op: &OperationName,
-        args: &Map<String, Value>,
-    ) -> Result<Value, ProviderError> {
-        let mut call = Map::new();
-        call.insert("operation".into(), json!(op.as_str()));
-        call.insert("arguments".into(), Value::Object(args.clone()));
-        self.timed(self.provider.call_tool(ctx, "prepare_action", &call, None))
-            .await
-    }
-
-    /// A fresh preparation, read against; a refusal is reported in
-    /// the provider's own words.
-    async fn prepare(
-        &self,
-        ctx: &ProviderContext,
-        op: &OperationName,
-        args: &Map<String, Value>,
-    ) -> Result<PreparedAction, Said> {
-        let raw = self.prepare_raw(ctx, op, args).await.map_err(|e| {
-            said!(
-                "prepare_action failed: {e}",
-                "prepare_action falhou: {e}",
-                e = call_failure(&e)
-            )
-        })?;
-        if let Some(words) = refusal_text(&raw) {
-            return Err(said!(
-                "prepare_action refused `{op}` ({words}): check the sample arguments and that the test person exists in your system",
-                "prepare_action recusou `{op}` ({words}): confira os argumentos de exemplo e se a pessoa de teste existe no seu sistema",
-                words = words
-            ));
-        }
-        let result = ToolResult::from_mcp_json(&raw).map_err(|_| not_a_result("prepare_action"))?;
-        parse_prepare_answer(&result, op, self.state.clock.now())
-            .map_err(|v| breaks_contract("prepare_action", &v))
-    }
-
-    /// What `get_action_status` says about `id` (in the conversation `ctx`).
-    async fn status(&self, ctx: &ProviderContext, id: &ActionId) -> Seen {
-        let mut args = Map::new();
-        args.insert("actionId".into(), json!(id.as_str()));
-        let raw = match self
-            .timed(
-                self.provider
-                    .call_tool(ctx, "get_action_status", &args, None),
-            )
-            .await
-        {
-            Ok(raw) => raw,
-            Err(e) => {
-                return Seen::Unusable(said!(
-                    "get_action_status failed: {e}",
-                    "get_action_status falhou: {e}",
-                    e = call_failure(&e)
-                ));
-            }
-        };
-        let Ok(result) = ToolResult::from_mcp_json(&raw) else {
-            return Seen::Unusable(not_a_result("get_action_status"));
-        };
-        match parse_action_answer(&result, id) {
-            Ok(ActionAnswer::Reported(r)) => Seen::Status(r.status),
-            Ok(ActionAnswer::ToolError) => Seen::Unusable(said!(
-                "get_action_status answered isError: it must report the action's status",
-                "get_action_status respondeu isError: deve informar o status da ação"
-            )),
-            Err(v) => Seen::Unusable(breaks_contract("get_action_status", &v)),
-        }
-    }
-
     /// The valid proof of `claims` (with the test credential's step-up for a passkey
     /// operation).
     async fn valid_proof(
@@ -590,105 +508,4 @@ impl Run<'_> {
         let seen = self.status(&ctx, &target.action_id).await;
         after_bad_proof(execute, seen, bad)
     }
-
-    /// `execute_action` for `id` in `ctx` with `proof` (none: no header at all).
-    async fn execute(
-        &self,
-        ctx: &ProviderContext,
-        id: &ActionId,
-        proof: Option<&Proof>,
-    ) -> Result<Value, ProviderError> {
-        let mut args = Map::new();
-        args.insert("actionId".into(), json!(id.as_str()));
-        let Some(proof) = proof else {
-            return self
-                .timed(self.provider.call_tool(ctx, "execute_action", &args, None))
-                .await;
-        };
-        let opened = self.timed(self.provider.open(ctx)).await?;
-        let confirmation = Confirmation {
-            opened: &opened,
-            proof,
-        };
-        self.timed(
-            self.provider
-                .call_tool(ctx, "execute_action", &args, Some(confirmation)),
-        )
-        .await
-    }
-
-    /// N-7: the run's context in a conversation of its own.
-    fn fresh(&self) -> ProviderContext {
-        ProviderContext {
-            conversation: self.state.ids.case_id(),
-            ..self.ctx.clone()
-        }
-    }
-}
-
-/// A bad proof's verdict: its `execute_action` answer, then what `get_action_status` said
-/// after it (the action must still be `pending_confirmation`).
-fn after_bad_proof(execute: Refusal, seen: Seen, bad: &BadProof) -> Refusal {
-    let (what, fix) = (bad.what(), bad.fix());
-    match (execute, seen) {
-        (Refusal::Accepted(what), _) => Refusal::Accepted(what),
-        (_, Seen::Status(s)) if s != RemoteStatus::PendingConfirmation => {
-            let executed = matches!(s, RemoteStatus::Completed | RemoteStatus::Executing);
-            let then = if executed {
-                said!("the action was executed", "a ação foi executada")
-            } else {
-                said!(
-                    "the action must still be pending_confirmation",
-                    "a ação ainda deve estar pending_confirmation"
-                )
-            };
-            Refusal::Accepted(said!(
-                "given {what}, get_action_status says `{s}`: {then}: {fix}",
-                "com {what}, get_action_status diz `{s}`: {then}: {fix}",
-                what = what,
-                s = s.as_str(),
-                then = then,
-                fix = fix
-            ))
-        }
-        (Refusal::NoAnswer(why), _) | (_, Seen::Unusable(why)) => Refusal::NoAnswer(why),
-        (Refusal::Refused(how), Seen::Status(_)) => Refusal::Refused(said!(
-            "{how}; get_action_status says `pending_confirmation`",
-            "{how}; get_action_status diz `pending_confirmation`",
-            how = how
-        )),
-    }
-}
-
-/// An `execute_action` answer read as a status report.
-fn read_report(
-    raw: &Value,
-    id: &ActionId,
-) -> Result<countersign_domain::outcome::ActionReport, Said> {
-    let result = ToolResult::from_mcp_json(raw).map_err(|_| not_a_result("execute_action"))?;
-    match parse_action_answer(&result, id) {
-        Ok(ActionAnswer::Reported(r)) => Ok(r),
-        Ok(ActionAnswer::ToolError) => Err(said!(
-            "execute_action answered isError",
-            "execute_action respondeu isError"
-        )),
-        Err(v) => Err(breaks_contract("execute_action", &v)),
-    }
-}
-
-/// `tool`'s answer is not a `CallToolResult`.
-fn not_a_result(tool: &str) -> Said {
-    said!(
-        "{tool}'s answer is not an MCP tool result",
-        "a resposta de {tool} não é um resultado de ferramenta MCP"
-    )
-}
-
-/// `tool`'s answer breaks the actions contract: each rule it breaks, once.
-fn breaks_contract(tool: &str, v: &[countersign_domain::contract::ContractViolation]) -> Said {
-    said!(
-        "{tool}'s answer breaks the contract: {rules}",
-        "a resposta de {tool} viola o contrato: {rules}",
-        rules = countersign_domain::contract::ContractViolation::said(v)
-    )
 }

@@ -1,12 +1,17 @@
 //! How a run reads the provider's answers: what each one says, in words a provider
 //! engineer can act on.
 
+use super::forge::BadProof;
 use countersign_domain::config::McpConfig;
+use countersign_domain::ids::ActionId;
+use countersign_domain::outcome::{ActionAnswer, parse_action_answer};
 use countersign_domain::ports::{ProviderError, ProviderTool};
+use countersign_domain::proposal::RemoteStatus;
 use countersign_domain::text::SafeText;
 use countersign_domain::texts::{Language, Said};
+use countersign_domain::tool_result::ToolResult;
 use countersign_domain::{said, vetting};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 /// Why a provider call gave no usable answer, for a reason.
 pub(super) fn call_failure(e: &ProviderError) -> Said {
@@ -183,4 +188,175 @@ pub(super) fn refusal_text(raw: &Value) -> Option<Said> {
             )
         }
     })
+}
+
+/// How a check that the provider must refuse something ended.
+pub(super) enum Refusal {
+    /// Refused: how.
+    Refused(Said),
+    /// Not refused: what it answered.
+    Accepted(Said),
+    /// No answer to judge (skipped, never a pass).
+    NoAnswer(Said),
+}
+
+/// What `get_action_status` said about an action.
+pub(super) enum Seen {
+    Status(RemoteStatus),
+    /// No usable answer: why.
+    Unusable(Said),
+}
+
+/// N-7: whether `second` carries the first person's data: the same `structuredContent`, or
+/// at least half (and at least one)
+/// of the distinctive values of `first`'s answer — its strings of 3 or more characters and
+/// its numbers of 3 or more digits, leaving out what the request itself named (`sample`) —
+/// appear among `second`'s values.
+pub(super) fn leaked(first: &Value, second: &Value, sample: &Map<String, Value>) -> bool {
+    fn leaves(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::String(s) if s.chars().count() >= 3 => {
+                out.insert(s.clone());
+            }
+            Value::Number(n) if n.to_string().chars().filter(char::is_ascii_digit).count() >= 3 => {
+                out.insert(n.to_string());
+            }
+            Value::Array(a) => a.iter().for_each(|v| leaves(v, out)),
+            Value::Object(o) => o.values().for_each(|v| leaves(v, out)),
+            _ => {}
+        }
+    }
+    let data = |raw: &Value| {
+        let mut out = std::collections::BTreeSet::new();
+        leaves(
+            raw.get("structuredContent").unwrap_or(&Value::Null),
+            &mut out,
+        );
+        for c in raw["content"].as_array().into_iter().flatten() {
+            if let Some(text) = c["text"].as_str() {
+                match serde_json::from_str::<Value>(text) {
+                    Ok(v) => leaves(&v, &mut out),
+                    Err(_) => leaves(&json!(text), &mut out),
+                }
+            }
+        }
+        out
+    };
+    let mut asked = std::collections::BTreeSet::new();
+    leaves(&Value::Object(sample.clone()), &mut asked);
+    let theirs: Vec<String> = data(first).difference(&asked).cloned().collect();
+    let seen = data(second);
+    let found = theirs.iter().filter(|v| seen.contains(*v)).count();
+    let same = first.get("structuredContent").is_some()
+        && first.get("structuredContent") == second.get("structuredContent");
+    same || (found > 0 && found * 2 >= theirs.len())
+}
+
+/// Whether a call the provider must refuse was refused: an HTTP 4xx or an `isError`
+/// answer is a refusal; a normal answer is not (`accepted` says what to fix); no answer
+/// cannot be judged.
+pub(super) fn refused(
+    answer: Result<Value, ProviderError>,
+    what: &Said,
+    accepted: impl FnOnce(&Value) -> Said,
+) -> Refusal {
+    match answer {
+        Err(ProviderError::Http { status }) if (400..500).contains(&status) => {
+            Refusal::Refused(said!(
+                "{what} was refused (HTTP {status})",
+                "{what}: recusada (HTTP {status})",
+                what = what
+            ))
+        }
+        Err(e) => Refusal::NoAnswer(said!(
+            "{what} got no answer: {e}",
+            "{what}: sem resposta: {e}",
+            what = what,
+            e = call_failure(&e)
+        )),
+        Ok(raw) => match refusal_text(&raw) {
+            Some(words) => Refusal::Refused(said!(
+                "{what} was refused with isError ({words})",
+                "{what}: recusada com isError ({words})",
+                what = what,
+                words = words
+            )),
+            None => Refusal::Accepted(said!(
+                "{what} was not refused: {why}",
+                "{what}: não foi recusada: {why}",
+                what = what,
+                why = accepted(&raw)
+            )),
+        },
+    }
+}
+
+/// A bad proof's verdict: its `execute_action` answer, then what `get_action_status` said
+/// after it (the action must still be `pending_confirmation`).
+pub(super) fn after_bad_proof(execute: Refusal, seen: Seen, bad: &BadProof) -> Refusal {
+    let (what, fix) = (bad.what(), bad.fix());
+    match (execute, seen) {
+        (Refusal::Accepted(what), _) => Refusal::Accepted(what),
+        (_, Seen::Status(s)) if s != RemoteStatus::PendingConfirmation => {
+            let executed = matches!(s, RemoteStatus::Completed | RemoteStatus::Executing);
+            let then = if executed {
+                said!("the action was executed", "a ação foi executada")
+            } else {
+                said!(
+                    "the action must still be pending_confirmation",
+                    "a ação ainda deve estar pending_confirmation"
+                )
+            };
+            Refusal::Accepted(said!(
+                "given {what}, get_action_status says `{s}`: {then}: {fix}",
+                "com {what}, get_action_status diz `{s}`: {then}: {fix}",
+                what = what,
+                s = s.as_str(),
+                then = then,
+                fix = fix
+            ))
+        }
+        (Refusal::NoAnswer(why), _) | (_, Seen::Unusable(why)) => Refusal::NoAnswer(why),
+        (Refusal::Refused(how), Seen::Status(_)) => Refusal::Refused(said!(
+            "{how}; get_action_status says `pending_confirmation`",
+            "{how}; get_action_status diz `pending_confirmation`",
+            how = how
+        )),
+    }
+}
+
+/// An `execute_action` answer read as a status report.
+pub(super) fn read_report(
+    raw: &Value,
+    id: &ActionId,
+) -> Result<countersign_domain::outcome::ActionReport, Said> {
+    let result = ToolResult::from_mcp_json(raw).map_err(|_| not_a_result("execute_action"))?;
+    match parse_action_answer(&result, id) {
+        Ok(ActionAnswer::Reported(r)) => Ok(r),
+        Ok(ActionAnswer::ToolError) => Err(said!(
+            "execute_action answered isError",
+            "execute_action respondeu isError"
+        )),
+        Err(v) => Err(breaks_contract("execute_action", &v)),
+    }
+}
+
+/// `tool`'s answer is not a `CallToolResult`.
+pub(super) fn not_a_result(tool: &str) -> Said {
+    said!(
+        "{tool}'s answer is not an MCP tool result",
+        "a resposta de {tool} não é um resultado de ferramenta MCP"
+    )
+}
+
+/// `tool`'s answer breaks the actions contract: each rule it breaks, once.
+pub(super) fn breaks_contract(
+    tool: &str,
+    v: &[countersign_domain::contract::ContractViolation],
+) -> Said {
+    said!(
+        "{tool}'s answer breaks the contract: {rules}",
+        "a resposta de {tool} viola o contrato: {rules}",
+        rules = countersign_domain::contract::ContractViolation::said(v)
+    )
 }

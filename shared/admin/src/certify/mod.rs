@@ -17,6 +17,7 @@
 //! with the reason; skipped is never a pass. Decisions 0026 and 0035.
 
 mod actions;
+mod calls;
 mod forge;
 mod judge;
 mod stepup;
@@ -34,7 +35,7 @@ use countersign_domain::ids::{OperationName, UserId};
 use countersign_domain::ports::{Provider, ProviderContext, ProviderError, ProviderTool, Tenant};
 use countersign_domain::said;
 use countersign_domain::secret::SecretString;
-use judge::{call_failure, conforms, listed, refusal_text};
+use judge::{Refusal, call_failure, conforms, leaked, listed, refusal_text, refused};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -300,16 +301,6 @@ struct Run<'a> {
     key_urls: Option<String>,
 }
 
-/// How a check that the provider must refuse something ended.
-enum Refusal {
-    /// Refused: how.
-    Refused(Said),
-    /// Not refused: what it answered.
-    Accepted(Said),
-    /// No answer to judge (skipped, never a pass).
-    NoAnswer(Said),
-}
-
 impl Run<'_> {
     /// Notes `jti` as sent.
     fn sent(&self, jti: String) -> String {
@@ -516,89 +507,5 @@ impl Run<'_> {
             ),
         };
         self.refusal(&id("other_person"), "V-4", verdict);
-    }
-}
-
-/// N-7: whether `second` carries the first person's data: the same `structuredContent`, or
-/// at least half (and at least one)
-/// of the distinctive values of `first`'s answer — its strings of 3 or more characters and
-/// its numbers of 3 or more digits, leaving out what the request itself named (`sample`) —
-/// appear among `second`'s values.
-fn leaked(first: &Value, second: &Value, sample: &Map<String, Value>) -> bool {
-    fn leaves(v: &Value, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            Value::String(s) if s.chars().count() >= 3 => {
-                out.insert(s.clone());
-            }
-            Value::Number(n) if n.to_string().chars().filter(char::is_ascii_digit).count() >= 3 => {
-                out.insert(n.to_string());
-            }
-            Value::Array(a) => a.iter().for_each(|v| leaves(v, out)),
-            Value::Object(o) => o.values().for_each(|v| leaves(v, out)),
-            _ => {}
-        }
-    }
-    let data = |raw: &Value| {
-        let mut out = std::collections::BTreeSet::new();
-        leaves(
-            raw.get("structuredContent").unwrap_or(&Value::Null),
-            &mut out,
-        );
-        for c in raw["content"].as_array().into_iter().flatten() {
-            if let Some(text) = c["text"].as_str() {
-                match serde_json::from_str::<Value>(text) {
-                    Ok(v) => leaves(&v, &mut out),
-                    Err(_) => leaves(&json!(text), &mut out),
-                }
-            }
-        }
-        out
-    };
-    let mut asked = std::collections::BTreeSet::new();
-    leaves(&Value::Object(sample.clone()), &mut asked);
-    let theirs: Vec<String> = data(first).difference(&asked).cloned().collect();
-    let seen = data(second);
-    let found = theirs.iter().filter(|v| seen.contains(*v)).count();
-    let same = first.get("structuredContent").is_some()
-        && first.get("structuredContent") == second.get("structuredContent");
-    same || (found > 0 && found * 2 >= theirs.len())
-}
-
-/// Whether a call the provider must refuse was refused: an HTTP 4xx or an `isError`
-/// answer is a refusal; a normal answer is not (`accepted` says what to fix); no answer
-/// cannot be judged.
-fn refused(
-    answer: Result<Value, ProviderError>,
-    what: &Said,
-    accepted: impl FnOnce(&Value) -> Said,
-) -> Refusal {
-    match answer {
-        Err(ProviderError::Http { status }) if (400..500).contains(&status) => {
-            Refusal::Refused(said!(
-                "{what} was refused (HTTP {status})",
-                "{what}: recusada (HTTP {status})",
-                what = what
-            ))
-        }
-        Err(e) => Refusal::NoAnswer(said!(
-            "{what} got no answer: {e}",
-            "{what}: sem resposta: {e}",
-            what = what,
-            e = call_failure(&e)
-        )),
-        Ok(raw) => match refusal_text(&raw) {
-            Some(words) => Refusal::Refused(said!(
-                "{what} was refused with isError ({words})",
-                "{what}: recusada com isError ({words})",
-                what = what,
-                words = words
-            )),
-            None => Refusal::Accepted(said!(
-                "{what} was not refused: {why}",
-                "{what}: não foi recusada: {why}",
-                what = what,
-                why = accepted(&raw)
-            )),
-        },
     }
 }
