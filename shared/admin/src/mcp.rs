@@ -26,8 +26,8 @@ use serde_json::Value;
 mod changes;
 mod view;
 use changes::{config_changes, same_action_fields, same_fields};
-pub use view::{ActionPolicyView, ActionVerification, McpView, ToolChange, live_tools, view};
 use view::verification;
+pub use view::{ActionPolicyView, ActionVerification, McpView, ToolChange, live_tools, view};
 
 /// The tenant's stored configuration, if any.
 pub async fn current(

@@ -7,8 +7,8 @@
 //! length bound; the accent must keep white text on it readable (WCAG AA, 4.5:1), because
 //! the widget's header and primary buttons write white on it.
 
+use crate::language::Language;
 use crate::text::SafeText;
-use crate::texts::Language;
 use serde::{Deserialize, Serialize};
 
 /// At most this many starter prompts per language.

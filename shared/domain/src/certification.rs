@@ -8,7 +8,7 @@
 //! equal to the configuration being saved; changing any of those fields voids it.
 
 use crate::config::StoredMcpConfig;
-use crate::texts::{Language, Said};
+use crate::language::{Language, Said};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 

@@ -283,8 +283,8 @@ impl ConfigErrorReason {
     /// The reason in `lang` (issue 50: the panel speaks the administrator's language; the
     /// API keeps the English [`fmt::Display`]).
     #[must_use]
-    pub fn message(&self, lang: crate::texts::Language) -> String {
-        if lang == crate::texts::Language::En {
+    pub fn message(&self, lang: crate::language::Language) -> String {
+        if lang == crate::language::Language::En {
             return self.to_string();
         }
         match self {
@@ -323,8 +323,8 @@ impl ConfigErrorReason {
 /// A configuration field's name as the panel labels it, in `lang` (issue 50): the API's
 /// path (`allowedTools[2]`) becomes "Consultations, item 3". An unknown path is itself.
 #[must_use]
-pub fn field_label(field: &str, lang: crate::texts::Language) -> String {
-    let pt = lang == crate::texts::Language::Pt;
+pub fn field_label(field: &str, lang: crate::language::Language) -> String {
+    let pt = lang == crate::language::Language::Pt;
     let (path, index) = match field.split_once('[') {
         Some((path, rest)) => (path, rest.trim_end_matches(']').parse::<usize>().ok()),
         None => (field, None),

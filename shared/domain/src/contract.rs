@@ -112,8 +112,8 @@ impl ContractViolation {
     /// The broken rule in `lang` (issue 50: the Portuguese panel's certification reasons;
     /// the APIs and the logs keep the English [`fmt::Display`]).
     #[must_use]
-    pub fn message(&self, lang: crate::texts::Language) -> String {
-        if lang == crate::texts::Language::En {
+    pub fn message(&self, lang: crate::language::Language) -> String {
+        if lang == crate::language::Language::En {
             return self.to_string();
         }
         match self {
@@ -164,15 +164,15 @@ impl ContractViolation {
 
     /// Every broken rule of `violations`, once each, `; `-separated, in both languages.
     #[must_use]
-    pub fn said(violations: &[Self]) -> crate::texts::Said {
+    pub fn said(violations: &[Self]) -> crate::language::Said {
         let list = |lang| {
             let mut said: Vec<String> = violations.iter().map(|v| v.message(lang)).collect();
             said.dedup();
             said.join("; ")
         };
-        crate::texts::Said::new(
-            list(crate::texts::Language::En),
-            list(crate::texts::Language::Pt),
+        crate::language::Said::new(
+            list(crate::language::Language::En),
+            list(crate::language::Language::Pt),
         )
     }
 }

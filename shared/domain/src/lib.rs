@@ -35,6 +35,7 @@ pub mod ids;
 pub mod jwk;
 pub mod key_policy;
 pub mod keyring;
+pub mod language;
 pub mod life;
 pub mod net;
 pub mod outcome;

@@ -164,8 +164,8 @@ impl TextViolation {
     /// The rule in `lang` (issue 50: the Portuguese panel's certification reasons; the
     /// APIs keep the English [`fmt::Display`]).
     #[must_use]
-    pub fn message(&self, lang: crate::texts::Language) -> String {
-        if lang == crate::texts::Language::En {
+    pub fn message(&self, lang: crate::language::Language) -> String {
+        if lang == crate::language::Language::En {
             return self.to_string();
         }
         let at = |c: &CharFinding| {
@@ -205,7 +205,7 @@ pub struct ViolationList<'a>(pub &'a [TextViolation]);
 impl ViolationList<'_> {
     /// The list in `lang`, `; `-separated.
     #[must_use]
-    pub fn message(&self, lang: crate::texts::Language) -> String {
+    pub fn message(&self, lang: crate::language::Language) -> String {
         (self.0.iter().map(|v| v.message(lang)))
             .collect::<Vec<_>>()
             .join("; ")

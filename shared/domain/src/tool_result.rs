@@ -55,8 +55,8 @@ pub enum PayloadError {
 impl PayloadError {
     /// Why, in `lang` (issue 50; the APIs keep the English [`std::fmt::Display`]).
     #[must_use]
-    pub fn message(&self, lang: crate::texts::Language) -> String {
-        if lang == crate::texts::Language::En {
+    pub fn message(&self, lang: crate::language::Language) -> String {
+        if lang == crate::language::Language::En {
             return self.to_string();
         }
         match self {

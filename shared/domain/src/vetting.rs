@@ -30,15 +30,15 @@ pub enum NotAConsultation {
 
 impl fmt::Display for NotAConsultation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message(crate::texts::Language::En))
+        f.write_str(self.message(crate::language::Language::En))
     }
 }
 
 impl NotAConsultation {
     /// Why, in `lang` (issue 50: the panel speaks the administrator's language).
     #[must_use]
-    pub fn message(self, lang: crate::texts::Language) -> &'static str {
-        if lang == crate::texts::Language::En {
+    pub fn message(self, lang: crate::language::Language) -> &'static str {
+        if lang == crate::language::Language::En {
             return match self {
                 Self::NotListed => "is not listed by the provider's tools/list",
                 Self::NotDeclaredReadOnly => {

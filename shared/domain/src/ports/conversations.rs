@@ -4,8 +4,8 @@ use super::store::{StoreError, TransitionOutcome};
 use crate::audit_chain::AuditEntry;
 use crate::conversation::{Case, Message};
 use crate::ids::{ActionId, CaseId, MessageId, TenantId};
+use crate::language::Language;
 use crate::proposal::{Proposal, ProposalState};
-use crate::texts::Language;
 use crate::time::Timestamp;
 use async_trait::async_trait;
 

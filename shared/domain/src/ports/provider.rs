@@ -25,7 +25,7 @@ pub struct ProviderContext {
     pub config_version: u64,
     /// `X-MCP-Language` (B-2): the person's language, when the call is for a person whose
     /// conversation has one; the tenant's for the administrator's and the certification's.
-    pub language: Option<crate::texts::Language>,
+    pub language: Option<crate::language::Language>,
 }
 
 /// A tool as the provider's `tools/list` publishes it.

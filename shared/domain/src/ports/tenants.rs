@@ -5,7 +5,7 @@ use super::store::{StoreError, TransitionOutcome};
 use crate::audit_chain::{AuditEntry, AuditTrail, ChainLink};
 use crate::config::StoredMcpConfig;
 use crate::ids::{TenantId, WidgetKeyId};
-use crate::texts::Language;
+use crate::language::Language;
 use crate::time::Timestamp;
 use async_trait::async_trait;
 
@@ -136,7 +136,7 @@ pub trait Tenants: Send + Sync {
     async fn set_language(
         &self,
         id: &TenantId,
-        language: crate::texts::Language,
+        language: crate::language::Language,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError>;
 
