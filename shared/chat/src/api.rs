@@ -466,16 +466,15 @@ async fn create_case(
         countersign_http::parse_json(&body)?
     };
     let language = request.language.map(Language::from);
-    let (case, language) = state.chat.open_case(&who, language).await?;
-    let (accent, welcome) = state.chat.appearance(&who, language).await?;
+    let opened = state.chat.open_case(&who, language).await?;
     let view = CaseView {
-        case_id: case.id.to_string(),
+        case_id: opened.case.id.to_string(),
         status: "open".into(),
-        created_at: Some(case.created_at.to_rfc3339()),
-        language: Some(language.tag().into()),
+        created_at: Some(opened.case.created_at.to_rfc3339()),
+        language: Some(opened.language.tag().into()),
         last_message_id: None,
-        accent,
-        welcome: welcome.map(WelcomeView::from),
+        accent: opened.accent,
+        welcome: opened.welcome.map(WelcomeView::from),
     };
     Ok((StatusCode::CREATED, Json(view)))
 }

@@ -9,6 +9,7 @@
 //! model turn in `turn`.
 
 use crate::turn;
+use countersign_domain::appearance::Welcome;
 use countersign_domain::confirmation::{Refusal, Reply, classify};
 use countersign_domain::conversation::{Case, CaseStatus, Message, MessageKind, Principal, Role};
 use countersign_domain::ids::{CaseId, MessageId};
@@ -129,28 +130,23 @@ impl Chat {
 
     /// A new open case for this person, in the tenant's language.
     pub async fn create_case(&self, who: &Principal) -> Result<Case, ChatError> {
-        self.open_case(who, None).await.map(|(case, _)| case)
+        self.open_case(who, None).await.map(|opened| opened.case)
     }
 
     /// `POST /api/cases` with the person's language (S-4): `None` takes the tenant's.
-    /// Returns the case and the language of its fixed texts.
+    /// Returns the case, the language of its fixed texts and what the widget shows before
+    /// the person's first message, from one read of the tenant.
     pub async fn open_case(
         &self,
         who: &Principal,
         language: Option<Language>,
-    ) -> Result<(Case, Language), ChatError> {
+    ) -> Result<OpenedCase, ChatError> {
         self.spend_person(who, "cases").await?;
+        let tenant = self.parts.tenants.get_tenant(&who.tenant).await?;
         // S-4: the host page may choose the person's language; else the tenant's default.
-        let language = match language {
-            Some(chosen) => chosen,
-            None => self
-                .parts
-                .tenants
-                .get_tenant(&who.tenant)
-                .await?
-                .map(|t| t.language)
-                .unwrap_or_default(),
-        };
+        let language = language
+            .or(tenant.as_ref().map(|t| t.language))
+            .unwrap_or_default();
         let case = Case {
             id: self.parts.ids.case_id(),
             tenant: who.tenant.clone(),
@@ -162,7 +158,13 @@ impl Chat {
             .conversations
             .create_case(&case, language)
             .await?;
-        Ok((case, language))
+        let (accent, welcome) = appearance_of(tenant.as_ref(), language);
+        Ok(OpenedCase {
+            case,
+            language,
+            accent,
+            welcome,
+        })
     }
 
     /// Issue 50: the tenant's accent and its welcome in `language`: what the widget shows
@@ -171,18 +173,9 @@ impl Chat {
         &self,
         who: &Principal,
         language: Language,
-    ) -> Result<
-        (
-            Option<String>,
-            Option<countersign_domain::appearance::Welcome>,
-        ),
-        ChatError,
-    > {
+    ) -> Result<(Option<String>, Option<Welcome>), ChatError> {
         let tenant = self.parts.tenants.get_tenant(&who.tenant).await?;
-        Ok(tenant.map_or((None, None), |t| {
-            let welcome = t.appearance.welcome(language).cloned();
-            (t.appearance.accent, welcome)
-        }))
+        Ok(appearance_of(tenant.as_ref(), language))
     }
 
     /// `GET /api/cases/:id` (S-2, S-3): the case's status, language and newest message,
@@ -702,6 +695,33 @@ impl Chat {
             p.expires_at,
         ))
     }
+}
+
+/// A case just opened (`POST /api/cases`, issue 50): the case, the language of its fixed
+/// texts, and the tenant's accent and welcome in that language.
+#[derive(Debug, Clone)]
+pub struct OpenedCase {
+    /// The new case.
+    pub case: Case,
+    /// The language of its fixed texts (S-4).
+    pub language: Language,
+    /// The tenant's accent, if it set one.
+    pub accent: Option<String>,
+    /// The tenant's welcome in `language`, if it set one.
+    pub welcome: Option<Welcome>,
+}
+
+/// The accent and the welcome in `language` of `tenant` (none for an unknown tenant).
+fn appearance_of(
+    tenant: Option<&countersign_domain::ports::Tenant>,
+    language: Language,
+) -> (Option<String>, Option<Welcome>) {
+    tenant.map_or((None, None), |t| {
+        (
+            t.appearance.accent.clone(),
+            t.appearance.welcome(language).cloned(),
+        )
+    })
 }
 
 #[cfg(test)]

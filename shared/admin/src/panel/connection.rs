@@ -179,28 +179,49 @@ pub(super) async fn mcp_page(
     } else {
         Picker::Closed
     };
-    render_mcp(
-        &state,
-        &session,
-        None,
-        Errors::new(),
+    let shown = Shown {
+        form: None,
+        errors: Errors::new(),
         picker,
         notice,
-        StatusCode::OK,
-    )
-    .await
+    };
+    render_mcp(&state, &session, shown, StatusCode::OK).await
 }
 
 /// The Tenant MCP page, with `form` (else the saved values) and `errors`.
-pub(super) async fn render_mcp(
-    state: &AdminState,
-    session: &Session,
+/// What the Tenant MCP page shows besides the saved settings: the form as typed (`None`:
+/// the saved one), its refusals, the tools picker and a notice.
+pub(super) struct Shown<'a> {
     form: Option<McpForm>,
     errors: Errors,
     picker: Picker,
-    notice: Option<&str>,
+    notice: Option<&'a str>,
+}
+
+impl Shown<'_> {
+    /// The form as typed, refused with `errors`.
+    fn refused(form: Option<McpForm>, errors: Errors) -> Self {
+        Self {
+            form,
+            errors,
+            picker: Picker::Closed,
+            notice: None,
+        }
+    }
+}
+
+pub(super) async fn render_mcp(
+    state: &AdminState,
+    session: &Session,
+    shown: Shown<'_>,
     status: StatusCode,
 ) -> Response {
+    let Shown {
+        form,
+        errors,
+        picker,
+        notice,
+    } = shown;
     let (stored, run) = match saved(state, &session.tenant).await {
         Ok(s) => s,
         Err(e) => return unavailable(&e),
@@ -326,16 +347,8 @@ pub(super) async fn mcp_save(
         return preview(&state, &session, values, &form).await;
     }
     if let Some(errors) = unacknowledged_step_up(&state, &session, &values, &form).await {
-        return render_mcp(
-            &state,
-            &session,
-            Some(values),
-            errors,
-            Picker::Closed,
-            None,
-            StatusCode::BAD_REQUEST,
-        )
-        .await;
+        let shown = Shown::refused(Some(values), errors);
+        return render_mcp(&state, &session, shown, StatusCode::BAD_REQUEST).await;
     }
     let (token, withheld) =
         match token_to_send(&state, &session, &values, form.get("serviceToken")).await {
@@ -356,10 +369,7 @@ pub(super) async fn mcp_save(
                 render_mcp(
                     &state,
                     &session,
-                    Some(values),
-                    errors,
-                    Picker::Closed,
-                    None,
+                    Shown::refused(Some(values), errors),
                     status,
                 )
                 .await
@@ -397,28 +407,17 @@ async fn preview(state: &AdminState, session: &Session, values: McpForm, form: &
         Ok((list, operations)) => {
             let tools = choices(&list, &values.allowed_tools, &operations);
             let notice = t("Your server's tools are loaded: choose the consultations, then save.");
-            render_mcp(
-                state,
-                session,
-                Some(values),
-                Errors::new(),
-                Picker::Preview(tools),
-                Some(notice),
-                StatusCode::OK,
-            )
-            .await
+            let shown = Shown {
+                form: Some(values),
+                errors: Errors::new(),
+                picker: Picker::Preview(tools),
+                notice: Some(notice),
+            };
+            render_mcp(state, session, shown, StatusCode::OK).await
         }
         Err(e) => {
             let page = |errors, status| {
-                render_mcp(
-                    state,
-                    session,
-                    Some(values),
-                    errors,
-                    Picker::Closed,
-                    None,
-                    status,
-                )
+                render_mcp(state, session, Shown::refused(Some(values), errors), status)
             };
             PanelError::from(e).answer(page).await
         }
@@ -494,9 +493,8 @@ pub(super) async fn mcp_approve(
     match mcp::approve(&state, &session.tenant, &tool).await {
         Ok(_) => see_other("/admin/mcp?done=approved"),
         Err(e) => {
-            let page = |errors, status| {
-                render_mcp(&state, &session, None, errors, Picker::Closed, None, status)
-            };
+            let page =
+                |errors, status| render_mcp(&state, &session, Shown::refused(None, errors), status);
             PanelError::from(e).answer(page).await
         }
     }
@@ -509,9 +507,8 @@ pub(super) async fn mcp_remove(
     match mcp::delete(&state, &session.tenant).await {
         Ok(()) => see_other("/admin/mcp?done=removed"),
         Err(e) => {
-            let page = |errors, status| {
-                render_mcp(&state, &session, None, errors, Picker::Closed, None, status)
-            };
+            let page =
+                |errors, status| render_mcp(&state, &session, Shown::refused(None, errors), status);
             PanelError::from(e).answer(page).await
         }
     }

@@ -315,13 +315,13 @@ impl H {
 
     /// The same harness in a new conversation opened in `language` (S-4).
     pub async fn in_language(self, language: Language) -> Self {
-        let (case, _) = self
+        let opened = self
             .chat
             .open_case(&self.who, Some(language))
             .await
             .unwrap();
         Self {
-            case: case.id,
+            case: opened.case.id,
             ..self
         }
     }
