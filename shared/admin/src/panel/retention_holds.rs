@@ -2,6 +2,12 @@
 
 use super::*;
 
+/// The Retention page refusing what was typed in `field`, with `why`.
+fn refused(session: &Session, status: StatusCode, field: &str, why: &str) -> Response {
+    let errors: Errors = [(field.to_owned(), why.to_owned())].into();
+    html(status, views::retention(session, None, &errors, None))
+}
+
 pub(super) async fn retention_page(
     State(state): State<AdminState>,
     session: Session,
@@ -21,14 +27,11 @@ pub(super) async fn retention_page(
         );
     };
     let Ok(user) = countersign_domain::ids::UserId::parse(&person) else {
-        let errors: Errors = [(
-            "passkeys".to_owned(),
-            t("Give the person's user id, as your site names them.").to_owned(),
-        )]
-        .into();
-        return html(
+        return refused(
+            &session,
             StatusCode::BAD_REQUEST,
-            views::retention(&session, None, &errors, None),
+            "passkeys",
+            t("Give the person's user id, as your site names them."),
         );
     };
     match crate::passkeys::list(&state, &session.tenant, &user).await {
@@ -56,14 +59,11 @@ pub(super) async fn passkey_revoke(
         countersign_domain::ids::UserId::parse(person),
         form.get("id").filter(|i| !i.is_empty() && i.len() <= 1400),
     ) else {
-        let errors: Errors = [(
-            "passkeys".to_owned(),
-            t("Give the person's user id, as your site names them.").to_owned(),
-        )]
-        .into();
-        return html(
+        return refused(
+            &session,
             StatusCode::BAD_REQUEST,
-            views::retention(&session, None, &errors, None),
+            "passkeys",
+            t("Give the person's user id, as your site names them."),
         );
     };
     match crate::passkeys::revoke(&state, &session.tenant, &user, id).await {
@@ -89,14 +89,11 @@ pub(super) async fn hold_save(
         _ => None,
     };
     let Some(hold) = hold else {
-        let errors: Errors = [(
-            "id".to_owned(),
-            t("Give a person's user id, or a conversation id (case_…).").to_owned(),
-        )]
-        .into();
-        return html(
+        return refused(
+            &session,
             StatusCode::BAD_REQUEST,
-            views::retention(&session, None, &errors, None),
+            "id",
+            t("Give a person's user id, or a conversation id (case_…)."),
         );
     };
     let on = form.get("held") != Some("false");
@@ -113,14 +110,10 @@ pub(super) async fn erasure(
     Guarded { session, form }: Guarded,
 ) -> Response {
     use crate::erasure::ErasureError;
-    let field = |text: &str| -> Errors { [("person".to_owned(), text.to_owned())].into() };
     let Ok(user) = countersign_domain::ids::UserId::parse(form.get("person").unwrap_or("").trim())
     else {
-        let errors = field(t("Give the person's user id, as your site names them."));
-        return html(
-            StatusCode::BAD_REQUEST,
-            views::retention(&session, None, &errors, None),
-        );
+        let why = t("Give the person's user id, as your site names them.");
+        return refused(&session, StatusCode::BAD_REQUEST, "person", why);
     };
     // Issue 50: an erasure cannot be undone: the first post shows what it does and asks;
     // only the confirmation's post (`confirmed=yes`) queues it.
@@ -136,16 +129,11 @@ pub(super) async fn erasure(
     }
     match crate::erasure::request(&state, &session.tenant, &user).await {
         Ok(job) => see_other(&format!("/admin/erasure/{}", job.id)),
-        Err(ErasureError::Held) => html(
+        Err(ErasureError::Held) => refused(
+            &session,
             StatusCode::CONFLICT,
-            views::retention(
-                &session,
-                None,
-                &field(t(
-                    "A legal hold is on this person; lift it before erasing them.",
-                )),
-                None,
-            ),
+            "person",
+            t("A legal hold is on this person; lift it before erasing them."),
         ),
         Err(ErasureError::Admin(e)) => unavailable(&e),
     }
