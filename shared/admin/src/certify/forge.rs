@@ -68,7 +68,7 @@ pub(super) const BAD_PROOFS: [BadProof; 20] = [
         "proof.none",
         [
             "no X-MCP-Confirmation header",
-            "nenhum cabeçalho X-MCP-Confirmation",
+            "o cabeçalho X-MCP-Confirmation ausente",
         ],
         [
             "refuse execute_action without a proof",
