@@ -17,6 +17,7 @@ use countersign_domain::ports::{
     ProviderContext, ProviderError, SignerError, StoredMcpConfig, Tenant, TransitionOutcome,
     VerificationKey,
 };
+use countersign_domain::said;
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::{self, Language};
 use countersign_domain::vetting;
@@ -187,9 +188,9 @@ pub async fn approve(
     {
         return Err(AdminError::invalid_field(
             "tool",
-            Said::new(
-                format!("`{name}` is not one of the allowed tools"),
-                format!("`{name}` não é uma das ferramentas permitidas"),
+            said!(
+                "`{name}` is not one of the allowed tools",
+                "`{name}` não é uma das ferramentas permitidas"
             ),
         ));
     }
@@ -210,15 +211,12 @@ pub async fn approve(
         Some(tool) => vetting::refusal(tool, operations),
     };
     if let Some(why) = refusal {
-        use countersign_domain::texts::Language::Pt;
         return Err(AdminError::NotConsultations(vec![(
             "tool".into(),
-            Said::new(
-                format!("`{name}` {why}: it can never be approved as a consultation"),
-                format!(
-                    "`{name}` {}: ela nunca pode ser aprovada como consulta",
-                    why.message(Pt)
-                ),
+            said!(
+                "`{name}` {why}: it can never be approved as a consultation",
+                "`{name}` {why}: ela nunca pode ser aprovada como consulta",
+                why = Said::each(|lang| why.message(lang))
             ),
         )]));
     }
@@ -404,12 +402,10 @@ async fn vet(
         refused
             .into_iter()
             .map(|(i, name, why)| {
-                let said = Said::new(
-                    format!("`{name}` {why}: it cannot be a consultation"),
-                    format!(
-                        "`{name}` {}: ela não pode ser uma consulta",
-                        why.message(countersign_domain::texts::Language::Pt)
-                    ),
+                let said = said!(
+                    "`{name}` {why}: it cannot be a consultation",
+                    "`{name}` {why}: ela não pode ser uma consulta",
+                    why = Said::each(|lang| why.message(lang))
                 );
                 (format!("allowedTools[{i}]"), said)
             })

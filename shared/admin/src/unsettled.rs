@@ -109,9 +109,9 @@ pub async fn settle(
     if reason.is_empty() || reason.chars().count() > MAX_REASON_CHARS {
         return Err(AdminError::invalid_field(
             "reason",
-            crate::state::Said::new(
-                format!("give a reason of 1 to {MAX_REASON_CHARS} characters"),
-                format!("informe um motivo de 1 a {MAX_REASON_CHARS} caracteres"),
+            countersign_domain::said!(
+                "give a reason of 1 to {MAX_REASON_CHARS} characters",
+                "informe um motivo de 1 a {MAX_REASON_CHARS} caracteres"
             ),
         ));
     }

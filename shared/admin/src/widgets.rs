@@ -5,6 +5,7 @@ use crate::state::{AdminError, AdminState, secrets_down, store_down};
 use countersign_domain::config::widget_secret_name;
 use countersign_domain::ids::WidgetKeyId;
 use countersign_domain::ports::{Tenant, TransitionOutcome, WidgetKey};
+use countersign_domain::said;
 use countersign_domain::secret::SecretString;
 use serde_json::json;
 
@@ -49,9 +50,9 @@ pub fn origins(raw: &[String]) -> Result<Vec<String>, AdminError> {
     if raw.len() > MAX_ORIGINS {
         errors.push((
             "allowedOrigins".to_owned(),
-            Said::new(
-                format!("at most {MAX_ORIGINS} origins"),
-                format!("no máximo {MAX_ORIGINS} origens"),
+            said!(
+                "at most {MAX_ORIGINS} origins",
+                "no máximo {MAX_ORIGINS} origens"
             ),
         ));
     }
@@ -114,11 +115,9 @@ pub async fn replace(
     if !(0..=MAX_GRACE_SECONDS).contains(&grace_seconds) {
         return Err(AdminError::invalid_field(
             "graceSeconds",
-            Said::new(
-                format!("a grace period is 0 to {MAX_GRACE_SECONDS} seconds (a week)"),
-                format!(
-                    "um período de carência vai de 0 a {MAX_GRACE_SECONDS} segundos (uma semana)"
-                ),
+            said!(
+                "a grace period is 0 to {MAX_GRACE_SECONDS} seconds (a week)",
+                "um período de carência vai de 0 a {MAX_GRACE_SECONDS} segundos (uma semana)"
             ),
         ));
     }

@@ -323,19 +323,19 @@ fn page(status: StatusCode, lang: Language, body: Markup) -> Response {
 
 /// A page that names the company asking (issue 50: a person who follows a link must see
 /// who asks before they sign in or confirm), with the security headers.
-/// `company`: the tenant's name and accent (issue 50), which the page's script applies
-/// (the CSP allows no inline style, and a script's CSSOM write is not one).
+/// `company`: the tenant, whose name heads the page and whose accent (issue 50) the page's
+/// script applies (the CSP allows no inline style, and a script's CSSOM write is not one).
 fn branded(
     status: StatusCode,
     lang: Language,
-    company: Option<(&str, Option<&str>)>,
+    company: Option<&countersign_domain::ports::Tenant>,
     body: Markup,
 ) -> Response {
     let t = texts(lang);
-    let accent = company.and_then(|(_, accent)| accent);
+    let accent = company.and_then(|c| c.appearance.accent.as_deref());
     let heading = html! {
-        @if let Some((name, _)) = company {
-            span id="company" { (name) } " " (t.asks)
+        @if let Some(company) = company {
+            span id="company" { (company.name) } " " (t.asks)
         } @else {
             (t.title)
         }
@@ -592,7 +592,7 @@ async fn show(
     fresh(branded(
         status,
         lang,
-        Some((&tenant.name, tenant.appearance.accent.as_deref())),
+        Some(&tenant),
         proposal_view(&view, passkey),
     ))
 }
@@ -714,7 +714,7 @@ async fn sign_in_step(
         Ok(t) => t,
         Err(r) => return r,
     };
-    let Some(url) = tenant.sign_in_url else {
+    let Some(url) = tenant.sign_in_url.clone() else {
         return notice(StatusCode::CONFLICT, lang, t.no_sign_in);
     };
     // F-2: a person who must enrol first signs in afresh for that, once.
@@ -727,7 +727,7 @@ async fn sign_in_step(
     let mut res = branded(
         StatusCode::OK,
         lang,
-        Some((&tenant.name, tenant.appearance.accent.as_deref())),
+        Some(&tenant),
         html! {
             p { (t.sign_in) }
             p id="sign-in-host" { (t.sign_in_at) " " strong { (host) } "." }

@@ -59,6 +59,11 @@ impl Said {
         }
     }
 
+    /// The text `of` writes in each language (a rule's `message(lang)`).
+    pub fn each<S: Into<String>>(of: impl Fn(Language) -> S) -> Self {
+        Self::new(of(Language::En), of(Language::Pt))
+    }
+
     /// Words the platform did not write (the provider's own, a library's), shown as they
     /// are in both languages: only ever quoted inside a text of [`said!`].
     pub fn verbatim(text: impl Into<String>) -> Self {

@@ -8,7 +8,7 @@ use countersign_domain::outcome::{ActionAnswer, parse_action_answer};
 use countersign_domain::ports::{ProviderError, ProviderTool};
 use countersign_domain::proposal::RemoteStatus;
 use countersign_domain::text::SafeText;
-use countersign_domain::texts::{Language, Said};
+use countersign_domain::texts::Said;
 use countersign_domain::tool_result::ToolResult;
 use countersign_domain::{said, vetting};
 use serde_json::{Map, Value, json};
@@ -58,7 +58,7 @@ pub(super) fn listed(tool: &ProviderTool, config: &McpConfig) -> Result<Said, Sa
         problems.push(said!(
             "`{name}` {why}: a consultation must only read; remove it from allowedTools",
             "`{name}`: {why}; uma consulta só pode ler: remova-a de allowedTools",
-            why = Said::new(why.message(Language::En), why.message(Language::Pt))
+            why = Said::each(|lang| why.message(lang))
         ));
     }
     if problems.is_empty() {
@@ -184,7 +184,7 @@ pub(super) fn refusal_text(raw: &Value) -> Option<Said> {
             said!(
                 "its text is not shown: {list}",
                 "o texto não é mostrado: {list}",
-                list = Said::new(list.message(Language::En), list.message(Language::Pt))
+                list = Said::each(|lang| list.message(lang))
             )
         }
     })

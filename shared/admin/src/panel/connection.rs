@@ -87,12 +87,7 @@ pub(super) fn choices(
                     t(": cannot be a consultation")
                 )
             });
-            let description = tool
-                .descriptor
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+            let description = tool.description().to_owned();
             ToolChoice {
                 name: name.to_owned(),
                 warned: never_allowlist(&description),
@@ -140,10 +135,8 @@ fn never_allow_warnings(
                 .iter()
                 .any(|a| a.as_str() == tool.name.as_str())
         })
-        .filter_map(|tool| {
-            let d = tool.descriptor.get("description").and_then(Value::as_str)?;
-            never_allowlist(d).then(|| (tool.name.as_str().to_owned(), d.to_owned()))
-        })
+        .filter(|tool| never_allowlist(tool.description()))
+        .map(|tool| (tool.name.as_str().to_owned(), tool.description().to_owned()))
         .collect()
 }
 

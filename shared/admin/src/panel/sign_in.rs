@@ -50,21 +50,13 @@ async fn overview_of(
         unsettled: crate::unsettled::list(state, tenant).await?.len(),
         credentials: crate::widgets::list(state, tenant).await?.len(),
         issuer: state.issuer.clone(),
-        jwks_url: jwks_url(headers),
+        // The JWKS as the administrator reaches this host (https; http on loopback).
+        jwks_url: format!(
+            "{}{}",
+            countersign_http::pages::origin_of(headers),
+            crate::jwks::JWKS_PATH
+        ),
     })
-}
-
-/// The JWKS's full URL as the administrator reaches this host: `https`, or `http` on
-/// loopback (the local run).
-fn jwks_url(headers: &HeaderMap) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
-        .unwrap_or("API");
-    let local = host.starts_with("127.0.0.1") || host.starts_with("localhost");
-    let scheme = if local { "http" } else { "https" };
-    format!("{scheme}://{host}{}", crate::jwks::JWKS_PATH)
 }
 
 pub(super) async fn login(

@@ -799,17 +799,25 @@ async fn r1_the_tenant_sets_its_retention_and_bad_values_save_nothing() {
         "nothing saved by a refused change"
     );
     assert_eq!(body["language"], "en", "nothing else either");
-    let trail =
-        countersign_domain::ports::AuditRecords::list_audit(&env.store, &a.tenant.id, None, 50)
-            .await
-            .unwrap();
-    let changes: Vec<_> = trail
-        .items
-        .iter()
-        .filter(|r| r.action == "tenant.retention_days")
-        .collect();
+    let changes = audited(&env, &a.tenant.id, "tenant.retention_days").await;
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].changes["retentionDays"]["to"], 90);
+}
+
+/// The tenant's audit records of `action` (of its latest 50).
+async fn audited(
+    env: &Env,
+    tenant: &countersign_domain::ids::TenantId,
+    action: &str,
+) -> Vec<countersign_domain::ports::AuditEntry> {
+    let trail = countersign_domain::ports::AuditRecords::list_audit(&env.store, tenant, None, 50)
+        .await
+        .unwrap();
+    trail
+        .items
+        .into_iter()
+        .filter(|r| r.action == action)
+        .collect()
 }
 
 /// Issue 50: the tenant sets its accent and a welcome per language (audited as
@@ -869,15 +877,7 @@ async fn the_tenant_sets_its_accent_and_welcome_and_bad_values_save_nothing() {
     );
     assert_eq!(body["welcome"]["pt-BR"]["assistantName"], "Ana");
     assert_eq!(body["language"], "en", "nothing else either");
-    let trail =
-        countersign_domain::ports::AuditRecords::list_audit(&env.store, &a.tenant.id, None, 50)
-            .await
-            .unwrap();
-    let changes: Vec<_> = trail
-        .items
-        .iter()
-        .filter(|r| r.action == "tenant.appearance")
-        .collect();
+    let changes = audited(&env, &a.tenant.id, "tenant.appearance").await;
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].changes["appearance"]["to"]["accent"], "#0b5d3b");
 }

@@ -39,6 +39,16 @@ pub struct ProviderTool {
     pub output_schema: Option<Value>,
 }
 
+impl ProviderTool {
+    /// Its `description`, as published (empty when it has none).
+    pub fn description(&self) -> &str {
+        self.descriptor
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
 /// A provider call failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
