@@ -60,6 +60,26 @@ impl Action {
             self.status
         }
     }
+
+    /// Where a claim at `now` moves this pending action: `executing`, or `expired` when
+    /// its proof came after its expiry.
+    pub(crate) fn claimed_status(&self, now: i64) -> ActionStatus {
+        if now >= self.expires_at {
+            ActionStatus::Expired
+        } else {
+            ActionStatus::Executing
+        }
+    }
+
+    /// [`Store::claim`]'s answer once the store has moved this action to `status` (what
+    /// [`Action::claimed_status`] chose).
+    pub(crate) fn into_claim(self, status: ActionStatus) -> Claim {
+        let action = Action { status, ..self };
+        match status {
+            ActionStatus::Expired => Claim::Expired(action),
+            _ => Claim::Claimed(action),
+        }
+    }
 }
 
 /// What [`Store::claim`] found.

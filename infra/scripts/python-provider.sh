@@ -11,7 +11,6 @@ cd "$root"
 infra/scripts/install.sh recipes
 target=${CARGO_TARGET_DIR:-$root/target}
 [ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port) demo_port=$(free_port) site_port=$(free_port) py_port=$(free_port)
 issuer="https://support.example.com/mcp-actions"
 token="svc_py_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"

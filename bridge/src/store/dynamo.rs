@@ -25,7 +25,7 @@
 use super::{Action, Claim, Store, StoreError, status_parse, status_str};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, CancellationReason, KeySchemaElement,
@@ -51,6 +51,29 @@ pub struct DynamoStore {
 
 fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError(e.to_string())
+}
+
+/// An SDK failure, with its cause's details.
+fn sdk_err<E: std::error::Error>(e: E) -> StoreError {
+    err(aws_sdk_dynamodb::error::DisplayErrorContext(e))
+}
+
+/// A conditional write's answer: `true` written, `false` its condition failed (nothing
+/// written); any other failure is an error.
+fn written<T, E>(sent: Result<T, SdkError<E>>) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match sent {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error().and_then(ProvideErrorMetadata::code)
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(sdk_err(e)),
+    }
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -184,7 +207,7 @@ impl DynamoStore {
             .billing_mode(BillingMode::PayPerRequest)
             .send()
             .await
-            .map_err(|e| err(aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            .map_err(sdk_err)?;
         Ok(())
     }
 
@@ -197,7 +220,7 @@ impl DynamoStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| err(aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            .map_err(sdk_err)?;
         Ok(out.item)
     }
 
@@ -214,9 +237,9 @@ impl DynamoStore {
                 TransactWriteItemsError::TransactionCanceledException(c) => {
                     Ok(Tx::Cancelled(c.cancellation_reasons().to_vec()))
                 }
-                other => Err(err(aws_sdk_dynamodb::error::DisplayErrorContext(other))),
+                other => Err(sdk_err(other)),
             },
-            Err(e) => Err(err(aws_sdk_dynamodb::error::DisplayErrorContext(e))),
+            Err(e) => Err(sdk_err(e)),
         }
     }
 
@@ -337,11 +360,7 @@ impl Store for DynamoStore {
         if action.status != ActionStatus::PendingConfirmation {
             return Ok(Claim::NotPending(action));
         }
-        let next = if now >= action.expires_at {
-            ActionStatus::Expired
-        } else {
-            ActionStatus::Executing
-        };
+        let next = action.claimed_status(now);
         let mut proof: Item = HashMap::new();
         proof.insert("pk".into(), s(jti_pk(jti)));
         proof.insert("ttl".into(), n(jti_exp + JTI_GRACE));
@@ -350,16 +369,7 @@ impl Store for DynamoStore {
             self.leave_pending(tenant_id, action_id, next)?,
         ];
         match self.transact(items).await? {
-            Tx::Committed => {
-                let action = Action {
-                    status: next,
-                    ..action
-                };
-                Ok(match next {
-                    ActionStatus::Expired => Claim::Expired(action),
-                    _ => Claim::Claimed(action),
-                })
-            }
+            Tx::Committed => Ok(action.into_claim(next)),
             Tx::Cancelled(reasons) if failed(&reasons, 0) => Ok(Claim::Replayed),
             // Moved out of pending by someone else between the read and the claim.
             Tx::Cancelled(_) => match self.get(tenant_id, action_id).await? {
@@ -391,16 +401,7 @@ impl Store for DynamoStore {
                 .expression_attribute_values(":m", s(m)),
             None => update.update_expression("SET #s = :to REMOVE message"),
         };
-        match update.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(err(aws_sdk_dynamodb::error::DisplayErrorContext(e))),
-        }
+        written(update.send().await)
     }
 
     async fn mark_in_doubt(
@@ -421,44 +422,29 @@ impl Store for DynamoStore {
             .expression_attribute_values(":m", s(message))
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(err(aws_sdk_dynamodb::error::DisplayErrorContext(e))),
-        }
+        // Not written: no longer executing, so nothing is in doubt.
+        written(sent)?;
+        Ok(())
     }
 
     async fn in_doubt(&self) -> Result<Vec<Action>, StoreError> {
         // A scan: `settle check` is an operator's occasional command, and a bridge's
         // table holds its actions only (no index kept for this alone).
+        let mut items = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("begins_with(pk, :a) AND #s = :executing")
+            .expression_attribute_names("#s", "status")
+            .expression_attribute_values(":a", s("A#"))
+            .expression_attribute_values(":executing", s(status_str(ActionStatus::Executing)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
         let mut found = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("begins_with(pk, :a) AND #s = :executing")
-                .expression_attribute_names("#s", "status")
-                .expression_attribute_values(":a", s("A#"))
-                .expression_attribute_values(":executing", s(status_str(ActionStatus::Executing)))
-                .set_exclusive_start_key(start.take())
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(|e| err(aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
-            for item in page.items() {
-                found.push(action_of(item)?);
-            }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
-            }
+        while let Some(item) = items.try_next().await.map_err(sdk_err)? {
+            found.push(action_of(&item)?);
         }
         found.sort_by_key(|a| a.prepared_at);
         Ok(found)

@@ -207,21 +207,10 @@ fn claim_in(
     if fresh == 0 {
         return Ok(Claim::Replayed);
     }
-    let next = if now >= action.expires_at {
-        ActionStatus::Expired
-    } else {
-        ActionStatus::Executing
-    };
+    let next = action.claimed_status(now);
     set_status(&tx, tenant_id, action_id, next)?;
     tx.commit()?;
-    let action = Action {
-        status: next,
-        ..action
-    };
-    Ok(match next {
-        ActionStatus::Expired => Claim::Expired(action),
-        _ => Claim::Claimed(action),
-    })
+    Ok(action.into_claim(next))
 }
 
 #[async_trait]

@@ -4,36 +4,31 @@
 
 use countersign_domain::ports::SecretStore;
 use countersign_domain::secret::SecretString;
-use countersign_tools::access::{self, Verifier};
+use countersign_tools::access::{LazyKey, Verifier};
 use countersign_tools::request_state::StateKey;
 use std::sync::Arc;
-use tokio::sync::OnceCell;
 
 /// Why the key could not be had.
 pub use countersign_tools::access::KeyError as TokenKeyError;
 
 /// Where the key comes from.
+#[derive(Debug)]
 pub struct TokenKey {
-    source: Option<(Arc<dyn SecretStore>, String)>,
     /// The key, prepared once, with the tokens it verified (issue 26), and the
     /// request-state key derived from it.
-    cell: OnceCell<(Verifier, StateKey)>,
+    keys: LazyKey<(Verifier, StateKey)>,
 }
 
-impl std::fmt::Debug for TokenKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenKey")
-            .field("loaded", &self.cell.initialized())
-            .finish_non_exhaustive()
-    }
+/// What the gateway keeps of the key: its verifier and the request-state key.
+fn prepare(key: SecretString) -> (Verifier, StateKey) {
+    (Verifier::new(&key), StateKey::derive(&key))
 }
 
 impl TokenKey {
     /// A key known up front (tests, tools).
     pub fn fixed(key: SecretString) -> Self {
         Self {
-            source: None,
-            cell: OnceCell::new_with(Some((Verifier::new(&key), StateKey::derive(&key)))),
+            keys: LazyKey::fixed(prepare(key)),
         }
     }
 
@@ -41,30 +36,17 @@ impl TokenKey {
     /// failed read is not kept: the next request tries again.
     pub fn lazy(secrets: Arc<dyn SecretStore>, name: &str) -> Self {
         Self {
-            source: Some((secrets, name.to_owned())),
-            cell: OnceCell::new(),
+            keys: LazyKey::lazy(secrets, name),
         }
     }
 
     /// The key's verifier.
     pub async fn get(&self) -> Result<&Verifier, TokenKeyError> {
-        Ok(&self.keys().await?.0)
+        Ok(&self.keys.get(prepare).await?.0)
     }
 
     /// The request-state key.
     pub async fn state_key(&self) -> Result<&StateKey, TokenKeyError> {
-        Ok(&self.keys().await?.1)
-    }
-
-    async fn keys(&self) -> Result<&(Verifier, StateKey), TokenKeyError> {
-        self.cell
-            .get_or_try_init(|| async {
-                let Some((secrets, name)) = &self.source else {
-                    return Err(TokenKeyError::Missing);
-                };
-                let key = access::read_key(secrets.as_ref(), name).await?;
-                Ok((Verifier::new(&key), StateKey::derive(&key)))
-            })
-            .await
+        Ok(&self.keys.get(prepare).await?.1)
     }
 }

@@ -192,20 +192,34 @@ async fn jwks(
     }
 }
 
-/// A person of a synthetic tenant opens a conversation and sends `message`: the answer
-/// must hold the assistant's reply.
+/// The synthetic person's (`jwt`) post to `url`, with the JSON `body` if any; `Err` when
+/// nothing answered.
+async fn post_as(
+    http: &reqwest::Client,
+    url: String,
+    jwt: &str,
+    body: Option<Value>,
+) -> Result<reqwest::Response, String> {
+    let mut post = http.post(url).bearer_auth(jwt);
+    if let Some(body) = body {
+        post = post.json(&body);
+    }
+    post.send().await.map_err(|e| format!("no answer: {e}"))
+}
+
+/// The JSON body of a `201 Created` answer; otherwise why not, naming the request
+/// (`asked`) or what it made (`made`).
+async fn created(res: reqwest::Response, asked: &str, made: &str) -> Result<Value, String> {
+    if res.status().as_u16() != 201 {
+        return Err(format!("{asked} answered {}", res.status().as_u16()));
+    }
+    res.json().await.map_err(|_| format!("{made} is not JSON"))
+}
+
 /// Opens a case for the synthetic person; its id.
 async fn open_case(http: &reqwest::Client, base: &str, jwt: &str) -> Result<String, String> {
-    let res = http
-        .post(format!("{base}/api/cases"))
-        .bearer_auth(jwt)
-        .send()
-        .await
-        .map_err(|e| format!("no answer: {e}"))?;
-    if res.status().as_u16() != 201 {
-        return Err(format!("opening a case answered {}", res.status().as_u16()));
-    }
-    let case: Value = res.json().await.map_err(|_| "the case is not JSON")?;
+    let res = post_as(http, format!("{base}/api/cases"), jwt, None).await?;
+    let case = created(res, "opening a case", "the case").await?;
     Ok(case["caseId"].as_str().ok_or("no caseId")?.to_owned())
 }
 
@@ -213,13 +227,9 @@ async fn open_case(http: &reqwest::Client, base: &str, jwt: &str) -> Result<Stri
 /// then the end.
 async fn streamed(http: &reqwest::Client, base: &str, stream_url: &str, jwt: &str) -> Seen {
     let id = open_case(http, base, jwt).await?;
-    let res = http
-        .post(format!("{stream_url}/api/cases/{id}/messages/stream"))
-        .bearer_auth(jwt)
-        .json(&json!({"content": "say checking the stream"}))
-        .send()
-        .await
-        .map_err(|e| format!("no answer: {e}"))?;
+    let url = format!("{stream_url}/api/cases/{id}/messages/stream");
+    let body = json!({"content": "say checking the stream"});
+    let res = post_as(http, url, jwt, Some(body)).await?;
     let status = res.status().as_u16();
     let ndjson = res
         .headers()
@@ -250,17 +260,9 @@ async fn streamed(http: &reqwest::Client, base: &str, stream_url: &str, jwt: &st
 /// for it, `prepare_action` among them.
 async fn mcp_token(http: &reqwest::Client, base: &str, jwt: &str) -> Seen {
     let id = open_case(http, base, jwt).await?;
-    let res = http
-        .post(format!("{base}/api/cases/{id}/mcp-token"))
-        .bearer_auth(jwt)
-        .json(&json!({"ttlSeconds": 60}))
-        .send()
-        .await
-        .map_err(|e| format!("no answer: {e}"))?;
-    if res.status().as_u16() != 201 {
-        return Err(format!("minting answered {}", res.status().as_u16()));
-    }
-    let minted: Value = res.json().await.map_err(|_| "the token is not JSON")?;
+    let url = format!("{base}/api/cases/{id}/mcp-token");
+    let res = post_as(http, url, jwt, Some(json!({"ttlSeconds": 60}))).await?;
+    let minted = created(res, "minting", "the token").await?;
     let token = minted["token"].as_str().ok_or("no token")?;
     let res = http
         .post(format!("{base}/mcp"))
@@ -286,15 +288,12 @@ async fn mcp_token(http: &reqwest::Client, base: &str, jwt: &str) -> Seen {
     }
 }
 
+/// A person of a synthetic tenant opens a conversation and sends `message`: the answer
+/// must hold the assistant's reply.
 async fn conversation(http: &reqwest::Client, base: &str, jwt: &str, message: &str) -> Seen {
     let id = open_case(http, base, jwt).await?;
-    let res = http
-        .post(format!("{base}/api/cases/{id}/messages"))
-        .bearer_auth(jwt)
-        .json(&json!({"content": message}))
-        .send()
-        .await
-        .map_err(|e| format!("no answer: {e}"))?;
+    let url = format!("{base}/api/cases/{id}/messages");
+    let res = post_as(http, url, jwt, Some(json!({"content": message}))).await?;
     let status = res.status().as_u16();
     let body: Value = res.json().await.unwrap_or(Value::Null);
     let reply = body["messages"]

@@ -51,6 +51,13 @@ pub struct Proposal {
     pub portuguese: bool,
 }
 
+impl Proposal {
+    /// Its recorded status, as `execute_action` and `get_action_status` answer it.
+    fn status_answer(&self) -> CallToolResult {
+        StatusAnswer::new(&self.action_id, self.status, self.message.clone()).to_call_tool_result()
+    }
+}
+
 /// Counters the tests read (`GET /_demo/stats`).
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -113,6 +120,11 @@ impl Store {
             .ok_or_else(|| error("unknown user"))
     }
 
+    /// `who`'s proposal `action_id`: another person's is no such action.
+    fn proposal_of(&self, who: &Identity, action_id: &str) -> Option<&Proposal> {
+        self.proposals.get(action_id).filter(|p| p.identity == *who)
+    }
+
     /// Marks a pending proposal past its expiry as expired.
     fn refresh(&mut self, action_id: &str, now: OffsetDateTime) {
         if let Some(p) = self.proposals.get_mut(action_id)
@@ -170,11 +182,7 @@ impl Store {
         if session.car_id == car_id {
             return error("the session is already recorded under that car");
         }
-        let summary = if portuguese {
-            summary_pt(user, session, target)
-        } else {
-            summary(user, session, target)
-        };
+        let summary = summary(user, session, target, portuguese);
         let persisted = json!({"sessionId": session_id, "carId": car_id});
         let from_car = session.car_id.clone();
         let action_id = format!("act_{}", ulid::Ulid::new());
@@ -207,10 +215,7 @@ impl Store {
     /// The proposal's binding for proof verification, if it is this person's.
     pub fn binding(&mut self, who: &Identity, action_id: &str) -> Option<Binding> {
         self.stats.execute_calls += 1;
-        let p = self
-            .proposals
-            .get(action_id)
-            .filter(|p| p.identity == *who)?;
+        let p = self.proposal_of(who, action_id)?;
         Some(Binding {
             operation: OPERATION.into(),
             arguments_hash: p.arguments_hash.clone(),
@@ -227,18 +232,12 @@ impl Store {
         now: OffsetDateTime,
     ) -> CallToolResult {
         self.refresh(action_id, now);
-        let Some(p) = self
-            .proposals
-            .get(action_id)
-            .filter(|p| p.identity == *who)
-            .cloned()
-        else {
+        let Some(p) = self.proposal_of(who, action_id).cloned() else {
             return error("no such action");
         };
         if p.status != ActionStatus::PendingConfirmation {
             // Repeated execute, superseded or expired: the recorded status, no write.
-            return StatusAnswer::new(&p.action_id, p.status, p.message.clone())
-                .to_call_tool_result();
+            return p.status_answer();
         }
         let (status, message) = match self.recheck(&p) {
             Err(why) => (ActionStatus::Conflict, why.to_owned()),
@@ -301,12 +300,8 @@ impl Store {
         now: OffsetDateTime,
     ) -> CallToolResult {
         self.refresh(action_id, now);
-        match self.proposals.get(action_id).filter(|p| p.identity == *who) {
-            Some(p) => {
-                StatusAnswer::new(&p.action_id, p.status, p.message.clone()).to_call_tool_result()
-            }
-            None => error("no such action"),
-        }
+        self.proposal_of(who, action_id)
+            .map_or_else(|| error("no such action"), Proposal::status_answer)
     }
 
     /// The direct write (present, never to be allowlisted).
@@ -331,35 +326,22 @@ impl Store {
     }
 }
 
-/// The proposal's summary: what the person will see and countersign, in full.
-fn summary(user: &User, session: &Session, target: &Car) -> String {
-    let from_name = user
-        .car(&session.car_id)
-        .map_or("(unknown car)", |c| c.name);
-    format!(
-        "Move the session at {} on {} ({} laps) from your car \"{}\" to your car \"{}\". Its lap times will then count for \"{}\".",
-        session.track,
-        session.date,
-        session.laps_ms.len(),
-        from_name,
-        target.name,
-        target.name
-    )
-}
-
-/// [`summary`] in Portuguese, for a conversation the platform says is Portuguese (B-2's
-/// `X-MCP-Language`): the provider writes the words the person countersigns.
-fn summary_pt(user: &User, session: &Session, target: &Car) -> String {
-    let from_name = user
-        .car(&session.car_id)
-        .map_or("(carro desconhecido)", |c| c.name);
-    format!(
-        "Mover a sessão em {} de {} ({} voltas) do seu carro \"{}\" para o seu carro \"{}\". Os tempos de volta passarão a contar para \"{}\".",
-        session.track,
-        session.date,
-        session.laps_ms.len(),
-        from_name,
-        target.name,
-        target.name
-    )
+/// The proposal's summary: what the person will see and countersign, in full. In
+/// Portuguese for a conversation the platform says is Portuguese (B-2's `X-MCP-Language`):
+/// the provider writes the words the person countersigns.
+fn summary(user: &User, session: &Session, target: &Car, portuguese: bool) -> String {
+    let (track, date) = (session.track, session.date);
+    let (laps, to) = (session.laps_ms.len(), target.name);
+    let from = user.car(&session.car_id).map(|c| c.name);
+    if portuguese {
+        let from = from.unwrap_or("(carro desconhecido)");
+        format!(
+            "Mover a sessão em {track} de {date} ({laps} voltas) do seu carro \"{from}\" para o seu carro \"{to}\". Os tempos de volta passarão a contar para \"{to}\"."
+        )
+    } else {
+        let from = from.unwrap_or("(unknown car)");
+        format!(
+            "Move the session at {track} on {date} ({laps} laps) from your car \"{from}\" to your car \"{to}\". Its lap times will then count for \"{to}\"."
+        )
+    }
 }

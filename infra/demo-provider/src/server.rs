@@ -19,6 +19,7 @@ use rmcp::model::{
     ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -632,6 +633,18 @@ fn change_session_car(store: &mut Store, session: &str) -> bool {
     })
 }
 
+/// `/mcp`, answered by `handler`, its sessions kept by `sessions`.
+fn mcp_router<M: SessionManager>(
+    handler: Handler,
+    sessions: M,
+    cfg: StreamableHttpServerConfig,
+) -> axum::Router<Arc<Demo>> {
+    axum::Router::new().nest_service(
+        "/mcp",
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), cfg),
+    )
+}
+
 /// The router and its shared state.
 pub fn router(config: DemoConfig) -> (axum::Router, Arc<Demo>) {
     let demo = Arc::new(Demo {
@@ -654,26 +667,12 @@ pub fn router(config: DemoConfig) -> (axum::Router, Arc<Demo>) {
             .with_legacy_session_mode(true)
             .with_json_response(false)
             .with_sse_keep_alive(None);
-        axum::Router::new().nest_service(
-            "/mcp",
-            StreamableHttpService::new(
-                move || Ok(handler.clone()),
-                Arc::new(LocalSessionManager::default()),
-                cfg,
-            ),
-        )
+        mcp_router(handler, LocalSessionManager::default(), cfg)
     } else {
         let cfg = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true);
-        axum::Router::new().nest_service(
-            "/mcp",
-            StreamableHttpService::new(
-                move || Ok(handler.clone()),
-                Arc::new(NeverSessionManager::default()),
-                cfg,
-            ),
-        )
+        mcp_router(handler, NeverSessionManager::default(), cfg)
     };
     let app = mcp
         .layer(middleware::from_fn_with_state(demo.clone(), apply_faults))

@@ -2,6 +2,7 @@
 //! by `X-MCP-User-Id`; another person's resource is "not found", never shown.
 
 use crate::data::{Data, User, diagnosis};
+use countersign_provider_kit::contract::PREPARE_FIELDS;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
@@ -206,16 +207,7 @@ fn writes() -> Vec<Value> {
             ),
             object(
                 json!({"contractVersion": {"const": 1}, "actionId": string(), "status": string(), "operation": string(), "summary": string(), "argumentsHash": string(), "summaryHash": string(), "expiresAt": string()}),
-                &[
-                    "contractVersion",
-                    "actionId",
-                    "status",
-                    "operation",
-                    "summary",
-                    "argumentsHash",
-                    "summaryHash",
-                    "expiresAt",
-                ],
+                &PREPARE_FIELDS,
             ),
             false,
         ),

@@ -167,6 +167,21 @@ impl<S: Send + Sync> FromRequestParts<S> for CasePath {
     }
 }
 
+/// What every route of one case can answer besides its own: 401 without a valid widget
+/// token ([`WidgetPrincipal`]), 404 for no such case or another person's ([`CasePath`]),
+/// 503 when a platform service fails. The variants carry no doc comments on purpose:
+/// utoipa would make them the responses' descriptions, which are empty.
+#[derive(utoipa::IntoResponses)]
+#[expect(dead_code, reason = "the OpenAPI document's only")]
+enum CaseErrors {
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
 /// `POST /api/cases/{id}/messages` body.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -458,13 +473,7 @@ async fn create_case(
         ));
     }
     // The body is optional: absent (the widget 1.0.0 sends none) or `null`.
-    let absent = body.iter().all(u8::is_ascii_whitespace)
-        || serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|v| v.is_null());
-    let request: CreateCase = if absent {
-        CreateCase::default()
-    } else {
-        countersign_http::parse_json(&body)?
-    };
+    let request: CreateCase = countersign_http::parse_optional_json(&body)?;
     let language = request.language.map(Language::from);
     let opened = state.chat.open_case(&who, language).await?;
     let view = CaseView {
@@ -483,8 +492,7 @@ async fn create_case(
 /// widget polls: two small reads, however long the conversation.
 #[utoipa::path(get, path = "/api/cases/{id}", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id"), CaseQuery),
-    responses((status = 200, body = CaseView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = CaseView), (status = 400, body = ErrorBody), CaseErrors))]
 async fn get_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -514,19 +522,14 @@ async fn get_case(
 /// The case's messages, oldest first, after a cursor.
 #[utoipa::path(get, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id"), ListQuery),
-    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), CaseErrors))]
 async fn list_messages(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
     CasePath(case): CasePath,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Messages>, ApiError> {
-    let limit = query.limit.unwrap_or(PAGE_DEFAULT);
-    if !(1..=PAGE_MAX).contains(&limit) {
-        let message = format!("limit must be an integer from 1 to {PAGE_MAX}");
-        return Err(ApiError::validation("limit", message));
-    }
+    let limit = countersign_http::page_limit(query.limit, PAGE_DEFAULT, PAGE_MAX)?;
     let (messages, lang) = state
         .chat
         .messages(&who, &case, query.after.as_ref(), limit)
@@ -548,11 +551,11 @@ async fn list_messages(
 /// One message from the person, and everything it caused (the person's message first).
 #[utoipa::path(post, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
-    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+    responses((status = 200, body = Messages), (status = 400, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "The company's budget of answered messages is spent for now, or this person sent too many messages in the last minute (V-7); nothing was stored. `Retry-After` gives the seconds to wait.",
             headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
-        (status = 503, body = ErrorBody)))]
+        CaseErrors))]
 async fn post_message(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -588,8 +591,7 @@ async fn proposal_views(
 /// Closes the case; a pending proposal is cancelled with it.
 #[utoipa::path(post, path = "/api/cases/{id}/close", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id")),
-    responses((status = 200, body = CaseView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = CaseView), (status = 409, body = ErrorBody), CaseErrors))]
 async fn close_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -636,9 +638,8 @@ pub struct McpToken {
 #[utoipa::path(post, path = "/api/cases/{id}/mcp-token", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id")),
     request_body(content = Option<McpTokenRequest>, content_type = "application/json"),
-    responses((status = 201, body = McpToken), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 429, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
+    responses((status = 201, body = McpToken), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 429, body = ErrorBody), CaseErrors))]
 async fn mint_mcp_token(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -646,13 +647,7 @@ async fn mint_mcp_token(
     body: axum::body::Bytes,
 ) -> Result<axum::response::Response, ApiError> {
     // The body is optional: absent, or `null`.
-    let absent = body.iter().all(u8::is_ascii_whitespace)
-        || serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|v| v.is_null());
-    let request: McpTokenRequest = if absent {
-        McpTokenRequest::default()
-    } else {
-        countersign_http::parse_json(&body)?
-    };
+    let request: McpTokenRequest = countersign_http::parse_optional_json(&body)?;
     let ttl = request
         .ttl_seconds
         .unwrap_or(countersign_tools::access::MAX_TTL_SECONDS);
@@ -663,8 +658,7 @@ async fn mint_mcp_token(
         mcp_path: "/mcp".into(),
     };
     // A bearer credential: no cache may keep it.
-    let no_store = [(header::CACHE_CONTROL, "no-store")];
-    Ok((StatusCode::CREATED, no_store, axum::Json(body)).into_response())
+    Ok(created_no_store(body))
 }
 
 /// F-3: where the person confirms a passkey operation.
@@ -683,20 +677,23 @@ pub struct StepUpLink {
 /// tenant's sign-in first.
 #[utoipa::path(post, path = "/api/cases/{id}/step-up", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id")),
-    responses((status = 201, body = StepUpLink), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 201, body = StepUpLink), (status = 409, body = ErrorBody), CaseErrors))]
 async fn step_up_link(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
     CasePath(case): CasePath,
 ) -> Result<Response, ApiError> {
     let (url, expires_at) = state.chat.step_up_link(&who, &case).await?;
-    let no_store = [(axum::http::header::CACHE_CONTROL, "no-store")];
-    let body = StepUpLink {
+    Ok(created_no_store(StepUpLink {
         url,
         expires_at: expires_at.to_rfc3339(),
-    };
-    Ok((StatusCode::CREATED, no_store, axum::Json(body)).into_response())
+    }))
+}
+
+/// 201 with a body no cache may keep (a credential or a one-person link).
+fn created_no_store(body: impl Serialize) -> Response {
+    let no_store = [(header::CACHE_CONTROL, "no-store")];
+    (StatusCode::CREATED, no_store, axum::Json(body)).into_response()
 }
 
 /// The widget API's OpenAPI document.
@@ -714,15 +711,12 @@ struct WidgetJwt;
 
 impl utoipa::Modify for WidgetJwt {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-        let scheme = HttpBuilder::new()
-            .scheme(HttpAuthScheme::Bearer)
-            .bearer_format("JWT")
-            .description(Some("A widget JWT (HS256) minted by the tenant's backend."))
-            .build();
-        if let Some(c) = openapi.components.as_mut() {
-            c.add_security_scheme("widgetJwt", SecurityScheme::Http(scheme));
-        }
+        countersign_http::add_bearer_scheme(
+            openapi,
+            "widgetJwt",
+            Some("JWT"),
+            "A widget JWT (HS256) minted by the tenant's backend.",
+        );
     }
 }
 
@@ -793,11 +787,10 @@ type Posted = Result<(Vec<NewMessage>, Language), crate::ChatError>;
     params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
     responses((status = 200, content_type = "application/x-ndjson", body = String,
             description = "One JSON event a line: {\"type\":\"delta\",\"text\"}, {\"type\":\"message\",\"message\"}, {\"type\":\"end\"} or {\"type\":\"error\",\"error\"}."),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "As for the buffered post; nothing was stored.",
             headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
-        (status = 503, body = ErrorBody)))]
+        CaseErrors))]
 async fn post_message_stream(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,

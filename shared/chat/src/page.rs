@@ -31,7 +31,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::conversation::Principal;
@@ -118,26 +118,17 @@ impl std::fmt::Debug for PageState {
 pub fn router(state: PageState) -> Router {
     Router::new()
         .route("/confirm/{id}", get(show).post(decide))
-        .route("/confirm/{id}/sign-in", axum::routing::post(begin_sign_in))
+        .route("/confirm/{id}/sign-in", post(begin_sign_in))
         .route("/confirm/{id}/return", get(old_return).post(signed_in))
-        .route(
-            "/confirm/{id}/challenge",
-            axum::routing::post(stepup::challenge),
-        )
+        .route("/confirm/{id}/challenge", post(stepup::challenge))
         .route(
             "/confirm/{id}/enrol-challenge",
-            axum::routing::post(stepup::enrol_challenge),
+            post(stepup::enrol_challenge),
         )
-        .route("/confirm/{id}/enrol", axum::routing::post(stepup::enrol))
-        .route(
-            "/confirm/{id}/passkeys/remove",
-            axum::routing::post(stepup::remove),
-        )
-        .route(
-            "/confirm/{id}/add-challenge",
-            axum::routing::post(stepup::add_challenge),
-        )
-        .route("/confirm/{id}/add", axum::routing::post(stepup::add))
+        .route("/confirm/{id}/enrol", post(stepup::enrol))
+        .route("/confirm/{id}/passkeys/remove", post(stepup::remove))
+        .route("/confirm/{id}/add-challenge", post(stepup::add_challenge))
+        .route("/confirm/{id}/add", post(stepup::add))
         .route(
             stepup::SCRIPT_PATH,
             get(|| async { asset(stepup::SCRIPT, "text/javascript; charset=utf-8") }),
@@ -530,30 +521,17 @@ async fn show(
     State(state): State<PageState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let lang = match language(&state, &link).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
+) -> Result<Response, Response> {
+    let link = link(&state, &id).await?;
+    let lang = language(&state, &link).await?;
     let t = texts(lang);
-    let (who, session) = match person(&state, &id, &link, &headers).await {
-        Ok(Some(found)) => found,
-        Ok(None) => {
-            if state.clock.now() >= link.expires_at {
-                return notice(StatusCode::GONE, lang, t.expired);
-            }
-            return sign_in_step(&state, &id, &link, lang).await;
+    let Some((who, session)) = person(&state, &id, &link, &headers).await? else {
+        if state.clock.now() >= link.expires_at {
+            return Err(notice(StatusCode::GONE, lang, t.expired));
         }
-        Err(r) => return r,
+        return sign_in_step(&state, &id, &link, lang).await;
     };
-    let (standing, summary) = match what_stands(&state, &link).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (standing, summary) = what_stands(&state, &link).await?;
     // N-6: the page serves the presentation: its first serving starts a replacing
     // proposal's dwell.
     if standing.state == ProposalState::PendingConfirmation
@@ -566,10 +544,7 @@ async fn show(
     }
     // F-3: a passkey operation's answer is the passkey ceremony.
     let passkey = if standing.state == ProposalState::PendingConfirmation {
-        match stepup::section(&state, &id, &link, &who, &session, lang).await {
-            Ok(s) => s,
-            Err(r) => return r,
-        }
+        stepup::section(&state, &id, &link, &who, &session, lang).await?
     } else {
         None
     };
@@ -580,21 +555,18 @@ async fn show(
         standing: &standing,
         csrf: &form_token(&id, &session),
     };
-    let tenant = match tenant_of(&state, &link).await {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
+    let tenant = tenant_of(&state, &link).await?;
     let status = if standing.state == ProposalState::Expired {
         StatusCode::GONE
     } else {
         StatusCode::OK
     };
-    fresh(branded(
+    Ok(fresh(branded(
         status,
         lang,
         Some(&tenant),
         proposal_view(&view, passkey),
-    ))
+    )))
 }
 
 /// Where the link's proposal stands, and its summary.
@@ -708,14 +680,11 @@ async fn sign_in_step(
     id: &str,
     link: &ConfirmationLink,
     lang: Language,
-) -> Response {
+) -> Result<Response, Response> {
     let t = texts(lang);
-    let tenant = match tenant_of(state, link).await {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
+    let tenant = tenant_of(state, link).await?;
     let Some(url) = tenant.sign_in_url.clone() else {
-        return notice(StatusCode::CONFLICT, lang, t.no_sign_in);
+        return Err(notice(StatusCode::CONFLICT, lang, t.no_sign_in));
     };
     // F-2: a person who must enrol first signs in afresh for that, once.
     let enrol = stepup::needs_enrolment(state, link).await;
@@ -750,7 +719,7 @@ async fn sign_in_step(
         res.headers_mut()
             .insert(header::CONTENT_SECURITY_POLICY, csp);
     }
-    res
+    Ok(res)
 }
 
 /// `POST /confirm/{id}/sign-in`: a fresh nonce in this browser's cookie, and on to the
@@ -760,18 +729,14 @@ async fn begin_sign_in(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
+) -> Result<Response, Response> {
+    let link = link(&state, &id).await?;
     if !pages::same_origin_strict(&headers) {
-        return notice(StatusCode::FORBIDDEN, Language::En, EN.refused);
+        return Err(notice(StatusCode::FORBIDDEN, Language::En, EN.refused));
     }
-    let (sign_in_url, origin) = match (sign_in_url(&state, &link).await, origin_of(&headers)) {
-        (Ok(Some(url)), Some(origin)) => (url, origin),
-        (Err(r), _) => return r,
-        _ => return notice(StatusCode::CONFLICT, Language::En, EN.no_sign_in),
+    let (sign_in_url, origin) = match (sign_in_url(&state, &link).await?, origin_of(&headers)) {
+        (Some(url), Some(origin)) => (url, origin),
+        _ => return Err(notice(StatusCode::CONFLICT, Language::En, EN.no_sign_in)),
     };
     let nonce = random_id();
     let return_to = format!("{origin}/confirm/{id}/return");
@@ -787,24 +752,24 @@ async fn begin_sign_in(
         "{sign_in_url}{separator}return_to={}&nonce={nonce}&response_mode=form_post{purpose}",
         url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect::<String>()
     );
-    let mut res = (StatusCode::SEE_OTHER, [(header::LOCATION, href)]).into_response();
-    secure_headers(res.headers_mut());
+    let mut res = see_other(href);
     res.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(&state, &headers, &id, NONCE_COOKIE, &nonce, 600),
     );
+    Ok(res)
+}
+
+/// A 303 to `location`, with the page's headers.
+fn see_other(location: String) -> Response {
+    let mut res = (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response();
+    secure_headers(res.headers_mut());
     res
 }
 
 /// A 303 to the page's own clean URL.
 fn back_to_page(id: &str) -> Response {
-    let mut res = (
-        StatusCode::SEE_OTHER,
-        [(header::LOCATION, format!("/confirm/{id}"))],
-    )
-        .into_response();
-    secure_headers(res.headers_mut());
-    res
+    see_other(format!("/confirm/{id}"))
 }
 
 /// `GET /confirm/{id}/return`: the hand-off before N-6 (a token in the URL) opens nothing;
@@ -822,19 +787,14 @@ async fn signed_in(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
+) -> Result<Response, Response> {
+    let link = link(&state, &id).await?;
     let refused = || notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused);
-    let Some(token) = form_value(&body, "token") else {
-        return refused();
-    };
+    let token = form_value(&body, "token").ok_or_else(refused)?;
     let hand_off = match state.auth.authenticate_hand_off(&token).await {
         Ok(found) => found,
-        Err(AuthError::Unavailable) => return unavailable(&"identity service"),
-        Err(_) => return refused(),
+        Err(AuthError::Unavailable) => return Err(unavailable(&"identity service")),
+        Err(_) => return Err(refused()),
     };
     let (who, nonce) = (&hand_off.who, &hand_off.nonce);
     // N-6: spent on its first presentation, whether or not this browser began the sign-in:
@@ -847,34 +807,32 @@ async fn signed_in(
         .clock
         .now()
         .plus_seconds(crate::widget::HAND_OFF_MAX_SECONDS + 60);
-    match state.links.spend_state(&spend, expires).await {
-        Ok(true) => {}
-        Ok(false) => return refused(),
-        Err(e) => return unavailable(&e),
-    }
+    let first = state
+        .links
+        .spend_state(&spend, expires)
+        .await
+        .map_err(|e| unavailable(&e))?;
     let began_here = pages::cookie(&headers, NONCE_COOKIE)
         .is_some_and(|c| bool::from(c.as_bytes().ct_eq(nonce.as_bytes())));
-    if !began_here {
-        return refused();
+    if !first || !began_here {
+        return Err(refused());
     }
     if !owns(&link, who) {
-        return notice(StatusCode::FORBIDDEN, Language::En, EN.someone_else);
+        return Err(notice(StatusCode::FORBIDDEN, Language::En, EN.someone_else));
     }
     let session = random_id();
     let until = state.clock.now().plus_seconds(SESSION_SECONDS);
-    if let Err(e) = state
+    state
         .links
         .open_page_session(&session_key(&id, &session), until)
         .await
-    {
-        return unavailable(&e);
-    }
+        .map_err(|e| unavailable(&e))?;
     // F-2: a fresh sign-in the tenant made for enrolling lets this session enrol one
     // passkey within 5 minutes.
-    if hand_off.purpose.as_deref() == Some(stepup::ENROL)
-        && let Err(e) = stepup::grant_enrolment(&state, &id, &session).await
-    {
-        return unavailable(&e);
+    if hand_off.purpose.as_deref() == Some(stepup::ENROL) {
+        stepup::grant_enrolment(&state, &id, &session)
+            .await
+            .map_err(|e| unavailable(&e))?;
     }
     let mut res = back_to_page(&id);
     let h = res.headers_mut();
@@ -893,7 +851,7 @@ async fn signed_in(
         header::SET_COOKIE,
         set_cookie(&state, &headers, &id, NONCE_COOKIE, "", 0),
     );
-    res
+    Ok(res)
 }
 
 fn form_value(body: &[u8], name: &str) -> Option<String> {
@@ -929,25 +887,20 @@ async fn decide(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
-    let link = match link(&state, &id).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (who, session) = match person(&state, &id, &link, &headers).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused),
-        Err(r) => return r,
+) -> Result<Response, Response> {
+    let link = link(&state, &id).await?;
+    let Some((who, session)) = person(&state, &id, &link, &headers).await? else {
+        return Err(notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused));
     };
     let token_ok = form_value(&body, "csrf")
         .is_some_and(|t| bool::from(t.as_bytes().ct_eq(form_token(&id, &session).as_bytes())));
     if !token_ok || !pages::same_origin_strict(&headers) {
-        return notice(StatusCode::FORBIDDEN, Language::En, EN.refused);
+        return Err(notice(StatusCode::FORBIDDEN, Language::En, EN.refused));
     }
     let view = match state.conversations.load(&link.tenant, &link.case).await {
         Ok(Some(v)) => v,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+        Ok(None) => return Err(not_found()),
+        Err(e) => return Err(unavailable(&e)),
     };
     let lang = view.language;
     let word = match (form_value(&body, "decision").as_deref(), lang) {
@@ -955,7 +908,7 @@ async fn decide(
         (Some("confirm"), Language::Pt) => "confirmar",
         (Some("cancel"), Language::En) => "cancel",
         (Some("cancel"), Language::Pt) => "cancelar",
-        _ => return notice(StatusCode::BAD_REQUEST, lang, texts(lang).refused),
+        _ => return Err(notice(StatusCode::BAD_REQUEST, lang, texts(lang).refused)),
     };
     // Only while this very proposal waits: a double submit, an expired or replaced
     // proposal posts nothing (the chat would take the word as ordinary text).
@@ -964,11 +917,11 @@ async fn decide(
     match standing {
         Ok(Some(s)) if s.state == ProposalState::PendingConfirmation => {}
         Ok(Some(s)) if s.state == ProposalState::Expired => {
-            return notice(StatusCode::GONE, lang, texts(lang).expired);
+            return Err(notice(StatusCode::GONE, lang, texts(lang).expired));
         }
-        Ok(Some(_)) => return notice(StatusCode::CONFLICT, lang, texts(lang).already),
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+        Ok(Some(_)) => return Err(notice(StatusCode::CONFLICT, lang, texts(lang).already)),
+        Ok(None) => return Err(not_found()),
+        Err(e) => return Err(unavailable(&e)),
     }
     // F-3: a confirmation may carry the person's passkey answer.
     let answer = stepup::answer_in(&body).filter(|_| word.starts_with("confirm"));
@@ -981,14 +934,6 @@ async fn decide(
         }
         None => state.chat.post(&who, &link.case, word, to).await,
     };
-    if let Err(e) = posted {
-        return not_posted(&id, lang, e);
-    }
-    let mut res = (
-        StatusCode::SEE_OTHER,
-        [(header::LOCATION, format!("/confirm/{id}"))],
-    )
-        .into_response();
-    secure_headers(res.headers_mut());
-    res
+    posted.map_err(|e| not_posted(&id, lang, e))?;
+    Ok(back_to_page(&id))
 }

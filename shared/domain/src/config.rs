@@ -749,35 +749,18 @@ impl McpConfigDraft {
                         None => Given::Absent,
                         Some(v) => v.as_u64().map_or(Given::Refused, Given::Value),
                     },
-                    enabled: match p.get("enabled") {
-                        None => Given::Absent,
-                        Some(Value::Bool(b)) => Given::Value(*b),
-                        Some(_) => {
-                            let expected = "true or false";
-                            errs.push(
-                                "actionPolicy.enabled",
-                                ConfigErrorReason::WrongType { expected },
-                            );
-                            Given::Refused
-                        }
-                    },
+                    enabled: bool_given(p.get("enabled"), "actionPolicy.enabled", errs),
                     // `null` is a wrong shape here, not an absence.
                     operations: p.get("operations").map_or(Given::Absent, |v| {
                         string_list(v, "actionPolicy.operations", errs)
                     }),
                     step_up: step_up_given(p.get("stepUp"), errs),
-                    step_up_fallback: match p.get("stepUpFallback") {
-                        None | Some(Value::Null) => Given::Absent,
-                        Some(Value::Bool(b)) => Given::Value(*b),
-                        Some(_) => {
-                            let expected = "true or false";
-                            errs.push(
-                                "actionPolicy.stepUpFallback",
-                                ConfigErrorReason::WrongType { expected },
-                            );
-                            Given::Refused
-                        }
-                    },
+                    // `null` is an absence here, as for `stepUp`.
+                    step_up_fallback: bool_given(
+                        p.get("stepUpFallback").filter(|v| !v.is_null()),
+                        "actionPolicy.stepUpFallback",
+                        errs,
+                    ),
                 })
             }
             Some(_) => {
@@ -796,6 +779,19 @@ impl McpConfigDraft {
             },
             action_policy,
         })
+    }
+}
+
+/// A boolean as given: absent when missing, refused (reported) when not a boolean.
+fn bool_given(v: Option<&Value>, field: &str, errs: &mut Errors) -> Given<bool> {
+    match v {
+        None => Given::Absent,
+        Some(Value::Bool(b)) => Given::Value(*b),
+        Some(_) => {
+            let expected = "true or false";
+            errs.push(field, ConfigErrorReason::WrongType { expected });
+            Given::Refused
+        }
     }
 }
 

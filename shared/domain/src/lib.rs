@@ -16,6 +16,7 @@
 //! - proof claims and compact-JWS assembly (A-31 … A-34): [`proof`]
 //! - the proof key's `kid` (RFC 7638 thumbprint) and PEM: [`jwk`]
 //! - tenant configuration (C-3, C-4, C-7): [`config`]
+//! - tool pinning (V-2): [`pinning`], over the canonical JSON in [`canonical`]
 //! - fixed texts (D-6): [`texts`]
 //! - what the audit trail records of each proposal step (L-1): [`life`]
 //! - ports: [`ports`]
@@ -23,6 +24,7 @@
 pub mod appearance;
 pub mod audit_chain;
 pub mod authenticator;
+pub mod canonical;
 pub mod certification;
 pub mod config;
 pub mod confirmation;

@@ -7,6 +7,7 @@
 //! Configurations saved before pinning have no approved forms: their tools are served
 //! under V-1 alone until the next save pins them (decision 0036).
 
+use crate::canonical::{KeyOrder, canonical_json};
 use crate::hash::Sha256Hex;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -29,11 +30,9 @@ pub type Approved = BTreeMap<String, String>;
 pub fn approved_form(descriptor: &Map<String, Value>) -> String {
     let pinned: Map<String, Value> = PINNED_FIELDS
         .iter()
-        .filter_map(|f| descriptor.get(*f).map(|v| ((*f).to_owned(), canonical(v))))
+        .filter_map(|f| descriptor.get(*f).map(|v| ((*f).to_owned(), v.clone())))
         .collect();
-    let mut out = String::new();
-    write_canonical(&Value::Object(pinned), &mut out);
-    out
+    canonical_json(&Value::Object(pinned), KeyOrder::CodePoint)
 }
 
 /// A short fingerprint of an approved form (for logs and the audit trail).
@@ -47,51 +46,6 @@ pub fn changed(name: &str, descriptor: &Map<String, Value>, approved: &Approved)
     approved
         .get(name)
         .is_some_and(|form| *form != approved_form(descriptor))
-}
-
-fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let sorted: BTreeMap<&String, Value> =
-                m.iter().map(|(k, v)| (k, canonical(v))).collect();
-            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Writes `v` with object keys in sorted order (independent of how `Map` iterates).
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                if let Some(v) = m.get(*k) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, v) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[cfg(test)]

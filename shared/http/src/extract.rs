@@ -50,6 +50,18 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
+/// [`parse_json`] for an optional body: absent (empty or white space) or `null` is
+/// `T::default()`.
+pub fn parse_optional_json<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, ApiError> {
+    let absent = bytes.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<Value>(bytes).is_ok_and(|v| v.is_null());
+    if absent {
+        Ok(T::default())
+    } else {
+        parse_json(bytes)
+    }
+}
+
 impl<T, S, const LIMIT: usize> FromRequest<S> for Json<T, LIMIT>
 where
     T: DeserializeOwned,
@@ -104,6 +116,17 @@ where
                 ApiError::validation(field, message)
             })
     }
+}
+
+/// A page size from a list's `limit` query parameter: `default` when absent, else 1 to
+/// `max` (400 `VALIDATION_ERROR` naming `limit`).
+pub fn page_limit(limit: Option<usize>, default: usize, max: usize) -> Result<usize, ApiError> {
+    let limit = limit.unwrap_or(default);
+    if !(1..=max).contains(&limit) {
+        let message = format!("limit must be an integer from 1 to {max}");
+        return Err(ApiError::validation("limit", message));
+    }
+    Ok(limit)
 }
 
 /// The form pairs of a query string (the parser serde_urlencoded itself uses).

@@ -19,7 +19,9 @@ pub mod pages;
 pub mod serve;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError};
-pub use extract::{DEFAULT_BODY_LIMIT, Json, Query, bearer, parse_json};
+pub use extract::{
+    DEFAULT_BODY_LIMIT, Json, Query, bearer, page_limit, parse_json, parse_optional_json,
+};
 
 /// A JSON number that is a whole number, read as `i64`: JSON Schema's `integer` admits
 /// `309.0` as well as `309`, so a body valid by the published schema is never refused for
@@ -52,6 +54,26 @@ pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
     Option::<serde_json::Number>::deserialize(d)?
         .map(whole)
         .transpose()
+}
+
+/// Adds the API's `Authorization: Bearer` security scheme `name` (what its operations'
+/// `security` name) to its OpenAPI document; `format` is the token's kind, when it has one.
+pub fn add_bearer_scheme(
+    openapi: &mut utoipa::openapi::OpenApi,
+    name: &str,
+    format: Option<&str>,
+    description: &str,
+) {
+    use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+    let mut scheme = HttpBuilder::new()
+        .scheme(HttpAuthScheme::Bearer)
+        .description(Some(description));
+    if let Some(format) = format {
+        scheme = scheme.bearer_format(format);
+    }
+    if let Some(c) = openapi.components.as_mut() {
+        c.add_security_scheme(name, SecurityScheme::Http(scheme.build()));
+    }
 }
 
 #[cfg(test)]

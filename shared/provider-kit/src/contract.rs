@@ -1,5 +1,6 @@
 //! The actions contract's answers and hashes, in their wire spelling.
 
+use countersign_domain::canonical::{self, KeyOrder};
 use countersign_domain::hash::Sha256Hex;
 use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
@@ -13,8 +14,12 @@ pub const CONTRACT_VERSION: u32 = 1;
 /// The seven statuses of A-40.
 pub use countersign_domain::proposal::RemoteStatus as ActionStatus;
 
+/// The fields of a `prepare_action` answer, in the contract's order: what a
+/// server's declared output schema for it requires.
+pub use countersign_domain::prepare::FIELDS as PREPARE_FIELDS;
+
 /// a proposal may live at most this long after preparation.
-pub const MAX_PROPOSAL_SECONDS: i64 = 300;
+pub const MAX_PROPOSAL_SECONDS: i64 = countersign_domain::prepare::MAX_EXPIRY_SECONDS;
 
 /// Lowercase hex SHA-256: the platform's own spelling, so both sides agree.
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -31,41 +36,7 @@ pub fn summary_hash(summary: &str) -> String {
 /// and null match RFC 8785 exactly; for floats use strings or integers in arguments if
 /// another language must reproduce the hash.
 pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(value) = map.get(k) {
-                    write_canonical(value, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    canonical::canonical_json(v, KeyOrder::Utf16)
 }
 
 /// `argumentsHash`: SHA-256 of the canonical JSON of the arguments as persisted. The

@@ -7,11 +7,13 @@
 
 use countersign_domain::conversation::Principal;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
+use countersign_domain::ports::SecretStore;
 use countersign_domain::secret::SecretString;
 use countersign_domain::time::Timestamp;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::OnceCell;
 
 /// Name of the secret (under the deployment's secret prefix): the domain's one name.
 pub const SECRET_NAME: &str = countersign_domain::ports::GATEWAY_TOKEN_KEY;
@@ -67,14 +69,63 @@ pub enum KeyError {
 
 /// The key in secret `name` (under the deployment's prefix, [`SECRET_NAME`]): what the
 /// gateway verifies tokens with and the messages function mints a person's with.
-pub async fn read_key(
-    secrets: &dyn countersign_domain::ports::SecretStore,
-    name: &str,
-) -> Result<SecretString, KeyError> {
+pub async fn read_key(secrets: &dyn SecretStore, name: &str) -> Result<SecretString, KeyError> {
     match secrets.get_current(name).await {
         Ok(Some((key, _))) => Ok(key),
         Ok(None) => Err(KeyError::Missing),
         Err(e) => Err(KeyError::Store(e.to_string())),
+    }
+}
+
+/// The gateway token key as one process holds it, prepared as `T` (what it verifies or
+/// mints with): read on first use, so a function makes no network call at init (issue
+/// 17's cold start), then kept for the life of the process, so a container reads the
+/// secret once, not once per request. A failed read is not kept: the next use tries again.
+pub struct LazyKey<T> {
+    source: Option<(Arc<dyn SecretStore>, String)>,
+    cell: OnceCell<T>,
+}
+
+impl<T> std::fmt::Debug for LazyKey<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyKey")
+            .field("loaded", &self.loaded())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> LazyKey<T> {
+    /// The key in secret `name` of `secrets` ([`SECRET_NAME`] in a deployment).
+    pub fn lazy(secrets: Arc<dyn SecretStore>, name: &str) -> Self {
+        Self {
+            source: Some((secrets, name.to_owned())),
+            cell: OnceCell::new(),
+        }
+    }
+
+    /// A key known up front (tests, tools, the local stack), already prepared.
+    pub fn fixed(prepared: T) -> Self {
+        Self {
+            source: None,
+            cell: OnceCell::new_with(Some(prepared)),
+        }
+    }
+
+    /// Whether the key was read (or given).
+    pub fn loaded(&self) -> bool {
+        self.cell.initialized()
+    }
+
+    /// The key, read and made into `T` by `prepare` on first use.
+    pub async fn get(&self, prepare: impl FnOnce(SecretString) -> T) -> Result<&T, KeyError> {
+        self.cell
+            .get_or_try_init(|| async {
+                let Some((secrets, name)) = &self.source else {
+                    return Err(KeyError::Missing);
+                };
+                Ok(prepare(read_key(secrets.as_ref(), name).await?))
+            })
+            .await
     }
 }
 

@@ -3,7 +3,7 @@
 //! for fingerprints (G-4).
 
 use schemars::JsonSchema;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The input schema of `T`: an object schema, unknown fields disallowed (G-12), without
 /// the generator's `$schema` and `title` keys.
@@ -95,25 +95,11 @@ pub fn without_descriptions(value: &Value) -> Value {
 }
 
 /// JSON with object keys sorted at every depth and no white space: the same bytes for
-/// the same value, whatever order a map was built in.
+/// the same value, whatever order a map was built in. Keys sort as Rust's `str` does
+/// (G-4's fingerprints are compared with stored ones, so the order may not change).
 pub fn canonical_json(value: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                let mut out = Map::new();
-                for k in keys {
-                    out.insert(k.clone(), sorted(&m[k]));
-                }
-                Value::Object(out)
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    // Serialising a Value cannot fail.
-    serde_json::to_string(&sorted(value)).unwrap_or_default()
+    use countersign_domain::canonical::{KeyOrder, canonical_json};
+    canonical_json(value, KeyOrder::CodePoint)
 }
 
 /// First 16 hex characters of SHA-256 (G-4 fingerprints).

@@ -72,18 +72,14 @@ pub const AUDIT_PAGE_MAX: usize = 100;
 
 /// The audit trail, newest first.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit", tag = "audit", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id"), AuditQuery),
-    responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath, AuditQuery),
+    responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn list_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
     Query(query): Query<AuditQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    let limit = query.limit.unwrap_or(AUDIT_PAGE_DEFAULT);
-    if !(1..=AUDIT_PAGE_MAX).contains(&limit) {
-        let message = format!("limit must be an integer from 1 to {AUDIT_PAGE_MAX}");
-        return Err(ApiError::validation("limit", message));
-    }
+    let limit = countersign_http::page_limit(query.limit, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX)?;
     let page = state
         .stores
         .audit
@@ -117,9 +113,8 @@ pub(super) async fn list_audit(
 /// verification in flight per tenant (V-7: 429 `ALREADY_RUNNING` with `Retry-After`), and
 /// a few across tenants (429 `RATE_LIMITED` with `Retry-After`).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit/verification", tag = "audit", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = crate::audit::Verification), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = crate::audit::Verification), (status = 429, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn verify_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -130,9 +125,9 @@ pub(super) async fn verify_audit(
 /// Signs a checkpoint of the audit trail's heads (L-2), after verifying every chain.
 /// Served by the messages function, which alone may use the signing key (decision 0026).
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/audit/checkpoints", tag = "audit", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 201, body = crate::audit::SignedCheckpoint), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 201, body = crate::audit::SignedCheckpoint), (status = 409, body = ErrorBody), (status = 429, body = ErrorBody),
+        TenantAdminErrors))]
 pub(super) async fn post_checkpoint(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

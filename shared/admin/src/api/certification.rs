@@ -108,10 +108,9 @@ pub struct CertificationView {
 
 /// Runs the provider certification on the saved configuration (H-1 … H-3) and stores it.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/certifications", tag = "mcp", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")), request_body = CertificationInput,
-    responses((status = 201, body = CertificationView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath), request_body = CertificationInput,
+    responses((status = 201, body = CertificationView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 429, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn post_certification(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -128,8 +127,8 @@ pub(super) async fn post_certification(
 
 /// The latest certification run.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp/certifications/latest", tag = "mcp", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = CertificationView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = CertificationView), TenantAdminErrors))]
 pub(super) async fn latest_certification(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -67,8 +67,8 @@ pub struct ActionPolicyInput {
 
 /// The tenant's MCP configuration (C-5).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = McpView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = McpView), TenantAdminErrors))]
 pub(super) async fn get_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -85,9 +85,9 @@ pub(super) async fn get_mcp(
 /// `mcp.tool.approved`. A change that made the tool a write is refused with 400
 /// `NOT_A_CONSULTATION`.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/tools/{tool}/approval", tag = "mcp", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id"), ("tool" = String, Path, description = "An allowed tool")),
-    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath, ("tool" = String, Path, description = "An allowed tool")),
+    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+        TenantAdminErrors))]
 pub(super) async fn approve_tool(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -101,10 +101,9 @@ pub(super) async fn approve_tool(
 /// `NOT_A_CONSULTATION` (each tool named in `errors`), a server that cannot be read 422
 /// `PROVIDER_UNREACHABLE`; neither saves anything.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")), request_body = McpConfigInput,
-    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath), request_body = McpConfigInput,
+    responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn put_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -115,9 +114,8 @@ pub(super) async fn put_mcp(
 
 /// Removes the connector (C-10).
 #[utoipa::path(delete, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 204), (status = 409, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn delete_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -10,19 +10,13 @@ use super::*;
 pub(super) async fn jwks(
     State(state): State<AdminState>,
 ) -> Result<axum::response::Response, ApiError> {
-    use axum::response::IntoResponse as _;
     let keys = crate::jwks::published(&state).await?;
     // With no key installed there is nothing to cache for long: one is expected soon.
     let max_age = keys.as_ref().map_or(60, |k| k.cache_seconds);
-    let body = crate::jwks::document(keys.as_ref()).to_string();
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
-            (header::CACHE_CONTROL, format!("public, max-age={max_age}")),
-        ],
-        body,
-    )
-        .into_response())
+    Ok(public_jwk_set(
+        &crate::jwks::document(keys.as_ref()),
+        max_age,
+    ))
 }
 
 /// V-6: the audit checkpoint key, published apart from the proofs' JWKS (a provider that
@@ -35,16 +29,20 @@ pub(super) async fn jwks(
 pub(super) async fn audit_keys(
     State(state): State<AdminState>,
 ) -> Result<axum::response::Response, ApiError> {
+    Ok(public_jwk_set(&crate::jwks::audit_keys(&state).await?, 300))
+}
+
+/// A JWK Set answer that anyone may cache for `max_age` seconds.
+fn public_jwk_set(set: &Value, max_age: i64) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    let body = crate::jwks::audit_keys(&state).await?.to_string();
-    Ok((
+    (
         [
             (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
-            (header::CACHE_CONTROL, "public, max-age=300".to_owned()),
+            (header::CACHE_CONTROL, format!("public, max-age={max_age}")),
         ],
-        body,
+        set.to_string(),
     )
-        .into_response())
+        .into_response()
 }
 
 /// V-3: the certification's untrusted key as a JWK Set — where its `jku` proof points. A

@@ -57,8 +57,8 @@ pub(super) fn holds_view(tenant: &Tenant) -> HoldsView {
 
 /// the tenant's legal holds.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/holds", tag = "retention", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = HoldsView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = HoldsView), TenantAdminErrors))]
 pub(super) async fn get_holds(TenantAdmin(tenant): TenantAdmin) -> Json<HoldsView> {
     Json(holds_view(&tenant))
 }
@@ -68,9 +68,8 @@ pub(super) async fn get_holds(TenantAdmin(tenant): TenantAdmin) -> Json<HoldsVie
 /// removes what it covers. Placing a hold that stands (or lifting one that does not)
 /// changes nothing.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/holds", tag = "retention", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")), request_body = HoldInput,
-    responses((status = 200, body = HoldsView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath), request_body = HoldInput,
+    responses((status = 200, body = HoldsView), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn put_hold(
     State(state): State<AdminState>,
     TenantAdmin(mut tenant): TenantAdmin,
@@ -106,13 +105,12 @@ pub struct ErasureInput {
 /// receipt signed with the audit checkpoint key. Keep the receipt. Asking again while a
 /// job for the person is queued answers that job.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/erasures", tag = "retention", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")), request_body = ErasureInput,
-    responses((status = 202, body = crate::erasure::ErasureJobView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody),
+    params(TenantPath), request_body = ErasureInput,
+    responses((status = 202, body = crate::erasure::ErasureJobView), (status = 400, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "LEGAL_HOLD: a hold is on this person"),
         (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "RATE_LIMITED: this tenant has as many erasures queued as it may (20); retry after the time given"),
-        (status = 503, body = ErrorBody)))]
+        TenantAdminErrors))]
 pub(super) async fn post_erasure(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -146,8 +144,8 @@ pub(super) async fn post_erasure(
 /// it) or `done`, with the erasure and its receipt (or `nothingStored`: nothing was
 /// stored of the person; or `refused`). A done job is kept 30 days.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/erasures/{jobId}", tag = "retention", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id"), ("jobId" = String, Path, description = "The job id")),
-    responses((status = 200, body = crate::erasure::ErasureJobView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath, ("jobId" = String, Path, description = "The job id")),
+    responses((status = 200, body = crate::erasure::ErasureJobView), TenantAdminErrors))]
 pub(super) async fn get_erasure(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

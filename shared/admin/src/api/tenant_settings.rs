@@ -200,8 +200,8 @@ pub(super) fn settings_view(tenant: &Tenant) -> TenantSettings {
 
 /// The tenant's settings (S-4).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = TenantSettings), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = TenantSettings), TenantAdminErrors))]
 pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<TenantSettings> {
     Json(settings_view(&tenant))
 }
@@ -212,9 +212,8 @@ pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<Tenan
 /// `tenant.appearance`; every value is checked before anything is saved. New cases take the language; open
 /// cases keep theirs.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")), request_body = TenantSettingsInput,
-    responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath), request_body = TenantSettingsInput,
+    responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn put_settings(
     State(state): State<AdminState>,
     TenantAdmin(mut tenant): TenantAdmin,

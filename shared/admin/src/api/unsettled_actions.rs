@@ -70,8 +70,8 @@ pub struct Settled {
 
 /// The tenant's actions whose outcome the provider never settled.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/actions/unsettled", tag = "actions", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = UnsettledActions), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = UnsettledActions), TenantAdminErrors))]
 pub(super) async fn list_unsettled(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -101,10 +101,10 @@ pub(super) async fn list_unsettled(
 /// Records what your own system shows for an unsettled action: the person gets a fixed
 /// notice, the conversation is unblocked, the change is audited. Nothing is executed.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/actions/{actionId}/settlement", tag = "actions", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id"), ("actionId" = String, Path, description = "The action id")),
+    params(TenantPath, ("actionId" = String, Path, description = "The action id")),
     request_body = SettlementInput,
-    responses((status = 200, body = Settled), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = Settled), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        TenantAdminErrors))]
 pub(super) async fn settle_action(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

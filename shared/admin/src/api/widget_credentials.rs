@@ -66,9 +66,9 @@ pub struct WidgetCredentials {
 
 /// Creates a widget credential (C-9); the secret is shown this once.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
+    params(TenantPath),
     request_body(content = Option<CreateWidgetCredential>, content_type = "application/json"),
-    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn create_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -76,13 +76,7 @@ pub(super) async fn create_widget_credential(
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     at_most_max_body(&body)?;
     // The body is optional (absent or `null`): then a credential for server-side use only.
-    let absent = body.iter().all(u8::is_ascii_whitespace)
-        || serde_json::from_slice::<Value>(&body).is_ok_and(|v| v.is_null());
-    let request: CreateWidgetCredential = if absent {
-        CreateWidgetCredential::default()
-    } else {
-        countersign_http::parse_json(&body)?
-    };
+    let request: CreateWidgetCredential = countersign_http::parse_optional_json(&body)?;
     let origins: Vec<String> = request.allowed_origins.into_iter().map(|o| o.0).collect();
     let (key, secret) = crate::widgets::create(&state, &tenant, &origins).await?;
     Ok(new_credential(&key, &secret))
@@ -117,9 +111,10 @@ pub struct ReplaceWidgetCredential {
 /// Replaces a widget credential (decision 0047): a new one with the same origins, its
 /// secret shown this once; the old one's tokens stay accepted for the grace period.
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/widget-credentials/{keyId}/replacement", tag = "widget", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id"), ("keyId" = String, Path, description = "The credential to replace")),
+    params(TenantPath, ("keyId" = String, Path, description = "The credential to replace")),
     request_body(content = ReplaceWidgetCredential, content_type = "application/json"),
-    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 413, body = ErrorBody), TenantAdminErrors))]
 pub(super) async fn replace_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -135,8 +130,8 @@ pub(super) async fn replace_widget_credential(
 
 /// The widget credentials: ids and dates only (C-9).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id")),
-    responses((status = 200, body = WidgetCredentials), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath),
+    responses((status = 200, body = WidgetCredentials), TenantAdminErrors))]
 pub(super) async fn list_widget_credentials(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -156,8 +151,8 @@ pub(super) async fn list_widget_credentials(
 
 /// Revokes a widget credential: its tokens fail from then on (C-9, D-2).
 #[utoipa::path(delete, path = "/api/admin/tenants/{id}/widget-credentials/{keyId}", tag = "widget", security(("adminKey" = [])),
-    params(("id" = String, Path, description = "The tenant id"), ("keyId" = String, Path, description = "The credential id")),
-    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    params(TenantPath, ("keyId" = String, Path, description = "The credential id")),
+    responses((status = 204), TenantAdminErrors))]
 pub(super) async fn revoke_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

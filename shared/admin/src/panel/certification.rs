@@ -131,48 +131,51 @@ type Samples = std::collections::BTreeMap<String, Map<String, Value>>;
 /// The run's sample arguments from the form: consultations and operations, each a JSON
 /// object of names to argument objects; each refusal under its field.
 fn samples(form: &Form, errors: &mut Errors) -> (Samples, Samples) {
-    let object = |field: &str, errors: &mut Errors| -> Option<Map<String, Value>> {
-        let raw = form.get(field).unwrap_or("").trim();
-        let raw = if raw.is_empty() { "{}" } else { raw };
-        match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(m)) => Some(m),
-            _ => {
-                errors.insert(field.into(), t("Write a JSON object here (an argument name and value in braces), or leave it empty.").into());
-                None
-            }
-        }
-    };
-    let samples = object("consultations", errors);
-    let mut consultations = Samples::new();
-    for (tool, args) in samples.unwrap_or_default() {
-        match (ToolName::parse(tool.as_str()), args) {
-            (Ok(_), Value::Object(a)) => {
-                consultations.insert(tool, a);
-            }
-            _ => {
-                errors.insert(
-                    format!("consultations.{tool}"),
-                    t("Each entry is a tool's name with a JSON object of its arguments.").into(),
-                );
-            }
-        }
-    }
-    let mut actions = Samples::new();
-    for (op, args) in object("actions", errors).unwrap_or_default() {
-        match (OperationName::parse(op.as_str()), args) {
-            (Ok(_), Value::Object(a)) => {
-                actions.insert(op, a);
-            }
-            _ => {
-                errors.insert(
-                    format!("actions.{op}"),
-                    t("Each entry is an operation's name with a JSON object of its arguments.")
-                        .into(),
-                );
-            }
-        }
-    }
+    let consultations = samples_of(
+        form,
+        "consultations",
+        |name| ToolName::parse(name).is_ok(),
+        t("Each entry is a tool's name with a JSON object of its arguments."),
+        errors,
+    );
+    let actions = samples_of(
+        form,
+        "actions",
+        |name| OperationName::parse(name).is_ok(),
+        t("Each entry is an operation's name with a JSON object of its arguments."),
+        errors,
+    );
     (consultations, actions)
+}
+
+/// The form's `field`: a JSON object (empty when left empty) of names `named` accepts to
+/// argument objects. A field that is no object is refused under `field`; an entry that
+/// is not a name and an object, under `field.name` with `why`.
+fn samples_of(
+    form: &Form,
+    field: &str,
+    named: impl Fn(&str) -> bool,
+    why: &str,
+    errors: &mut Errors,
+) -> Samples {
+    let raw = form.get(field).unwrap_or("").trim();
+    let raw = if raw.is_empty() { "{}" } else { raw };
+    let Ok(Value::Object(entries)) = serde_json::from_str::<Value>(raw) else {
+        errors.insert(field.into(), t("Write a JSON object here (an argument name and value in braces), or leave it empty.").into());
+        return Samples::new();
+    };
+    let mut samples = Samples::new();
+    for (name, args) in entries {
+        match args {
+            Value::Object(a) if named(&name) => {
+                samples.insert(name, a);
+            }
+            _ => {
+                errors.insert(format!("{field}.{name}"), why.into());
+            }
+        }
+    }
+    samples
 }
 
 /// F-6: the operations to certify with the passkey step-up (`stepUp`, comma-separated).

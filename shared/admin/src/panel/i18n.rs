@@ -40,14 +40,8 @@ pub fn t(en: &'static str) -> &'static str {
 
 /// The language of a request: the remembered choice, else `Accept-Language`, else English.
 pub fn of_request(headers: &HeaderMap) -> Language {
-    let chosen = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
-        .and_then(|(_, v)| Language::from_tag(v));
+    let chosen =
+        countersign_http::pages::cookie(headers, COOKIE).and_then(|v| Language::from_tag(&v));
     chosen.unwrap_or_else(|| {
         if countersign_http::language::prefers_portuguese(headers) {
             Language::Pt

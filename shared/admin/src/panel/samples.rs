@@ -2,6 +2,7 @@
 //! consultation, read from its approved input schema, and each check said in words.
 
 use countersign_domain::config::McpConfig;
+use countersign_domain::said;
 use serde_json::{Map, Value};
 
 /// Sample arguments per allowed consultation, from each one's approved input schema:
@@ -78,63 +79,57 @@ fn value_of(property: &Value) -> Value {
 }
 
 /// What a check of the certification checked, in the administrator's words (its id stays
-/// on the row for tooling).
+/// on the row for tooling), in the request's language (S-4).
 pub(super) fn describe_check(id: &str) -> String {
-    if super::i18n::lang() == countersign_domain::texts::Language::Pt {
-        return describe_check_pt(id);
-    }
     let parts: Vec<&str> = id.split('.').collect();
-    match parts.as_slice() {
-        ["tools", "list"] => "Your server lists its tools".into(),
-        ["consultation", name, "listed"] => format!("{name} is listed by your server"),
-        ["consultation", name, "call"] => {
-            format!("{name} answers the sample arguments as its output schema says")
+    let said = match parts.as_slice() {
+        ["tools", "list"] => said!(
+            "Your server lists its tools",
+            "Seu servidor lista as ferramentas"
+        ),
+        ["consultation", name, "listed"] => said!(
+            "{name} is listed by your server",
+            "{name} é listada pelo seu servidor"
+        ),
+        ["consultation", name, "call"] => said!(
+            "{name} answers the sample arguments as its output schema says",
+            "{name} responde aos argumentos de exemplo como diz o seu esquema de saída"
+        ),
+        ["consultation", name, "other_person"] => said!(
+            "{name} refuses the second person the first person's resource",
+            "{name} recusa à segunda pessoa o recurso da primeira"
+        ),
+        ["consultation", name, "wrong_token"] => said!(
+            "{name} refuses a call with a wrong service token",
+            "{name} recusa uma chamada com um token de serviço errado"
+        ),
+        ["actions", "tools"] => said!(
+            "Your server offers the action tools",
+            "Seu servidor oferece as ferramentas de ação"
+        ),
+        ["actions", "wrong_token"] => said!(
+            "The action tools refuse a wrong service token",
+            "As ferramentas de ação recusam um token de serviço errado"
+        ),
+        ["actions", "status"] => said!(
+            "The action status query answers",
+            "A consulta de situação de ação responde"
+        ),
+        ["actions", "prepare", op] => said!(
+            "{op} is prepared with a summary to show",
+            "{op} é preparada com um resumo para mostrar"
+        ),
+        ["actions", "execute", op] => said!(
+            "{op} is carried out with a valid proof (the consented test write)",
+            "{op} é executada com uma prova válida (a escrita de teste consentida)"
+        ),
+        ["proof", what] => {
+            let (en, pt) = proof_fault(what);
+            said!("A proof {en} is refused", "Uma prova {pt} é recusada")
         }
-        ["consultation", name, "other_person"] => {
-            format!("{name} refuses the second person the first person's resource")
-        }
-        ["consultation", name, "wrong_token"] => {
-            format!("{name} refuses a call with a wrong service token")
-        }
-        ["actions", "tools"] => "Your server offers the action tools".into(),
-        ["actions", "wrong_token"] => "The action tools refuse a wrong service token".into(),
-        ["actions", "status"] => "The action status query answers".into(),
-        ["actions", "prepare", op] => format!("{op} is prepared with a summary to show"),
-        ["actions", "execute", op] => {
-            format!("{op} is carried out with a valid proof (the consented test write)")
-        }
-        ["proof", what] => format!("A proof {} is refused", proof_fault(what).0),
-        _ => id.replace(['.', '_'], " "),
-    }
-}
-
-/// The same, in Portuguese (S-4).
-fn describe_check_pt(id: &str) -> String {
-    let parts: Vec<&str> = id.split('.').collect();
-    match parts.as_slice() {
-        ["tools", "list"] => "Seu servidor lista as ferramentas".into(),
-        ["consultation", name, "listed"] => format!("{name} é listada pelo seu servidor"),
-        ["consultation", name, "call"] => {
-            format!("{name} responde aos argumentos de exemplo como diz o seu esquema de saída")
-        }
-        ["consultation", name, "other_person"] => {
-            format!("{name} recusa à segunda pessoa o recurso da primeira")
-        }
-        ["consultation", name, "wrong_token"] => {
-            format!("{name} recusa uma chamada com um token de serviço errado")
-        }
-        ["actions", "tools"] => "Seu servidor oferece as ferramentas de ação".into(),
-        ["actions", "wrong_token"] => {
-            "As ferramentas de ação recusam um token de serviço errado".into()
-        }
-        ["actions", "status"] => "A consulta de situação de ação responde".into(),
-        ["actions", "prepare", op] => format!("{op} é preparada com um resumo para mostrar"),
-        ["actions", "execute", op] => {
-            format!("{op} é executada com uma prova válida (a escrita de teste consentida)")
-        }
-        ["proof", what] => format!("Uma prova {} é recusada", proof_fault(what).1),
-        _ => id.replace(['.', '_'], " "),
-    }
+        _ => return id.replace(['.', '_'], " "),
+    };
+    said.get(super::i18n::lang()).to_owned()
 }
 
 /// A bad proof's fault, in English and in Portuguese.

@@ -25,13 +25,7 @@ async fn overview_of(
     headers: &HeaderMap,
 ) -> Result<views::Overview, AdminError> {
     let tenant = &session.tenant;
-    let stored = mcp::current(state, tenant).await?;
-    let latest = state
-        .stores
-        .certifications
-        .latest_certification(&tenant.id)
-        .await
-        .map_err(store_down)?;
+    let (stored, latest) = saved(state, tenant).await?;
     let certification = latest.map(|run| {
         let current = stored
             .as_ref()

@@ -249,12 +249,7 @@ impl DynamoStore {
         if let Some(case) = &chain.case {
             item.insert("case".into(), s(case.as_str()));
         }
-        let put = aws_sdk_dynamodb::types::Put::builder()
-            .table_name(self.table())
-            .set_item(Some(item))
-            .build()
-            .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        self.put(item)
     }
 
     /// Where `chain`'s head lives, for a verifier reading it by name: `case` is what the
@@ -344,25 +339,12 @@ impl DynamoStore {
             );
             let mut entry = index.clone();
             entry.insert("chain".into(), s(live.chain.as_str()));
-            let delete = aws_sdk_dynamodb::types::Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(key(live.head_pk.as_str(), live.head_sk)))
-                .condition_expression("chain_seq = :seq")
-                .set_expression_attribute_values(Some(values([(":seq", n(i128::from(head.seq)))])))
-                .build()
-                .map_err(|e| StoreError::Unavailable(Box::new(e)))?;
-            let overwrite = |item| {
-                aws_sdk_dynamodb::types::Put::builder()
-                    .table_name(self.table())
-                    .set_item(Some(item))
-                    .build()
-                    .map_err(|e| StoreError::Unavailable(Box::new(e)))
-            };
-            let tx = vec![
-                self.put_new(moved)?,
-                TransactWriteItem::builder().delete(delete).build(),
-                TransactWriteItem::builder().put(overwrite(entry)?).build(),
-            ];
+            let delete = self.delete_where(
+                key(live.head_pk.as_str(), live.head_sk),
+                Some("chain_seq = :seq"),
+                Some(values([(":seq", n(i128::from(head.seq)))])),
+            )?;
+            let tx = vec![self.put_new(moved)?, delete, self.put(entry)?];
             match self.transact(tx).await? {
                 Tx::Committed => {
                     self.forget_head(&live);

@@ -79,8 +79,9 @@ impl DynamoStore {
             )?,
             self.put_new(message_item(&w.tenant, &w.message))?,
             // The tenant's index of unsettled actions (its own item: confirmations in
-            // different conversations still touch no common item).
-            self.put_unsettled(super::unsettled_item(
+            // different conversations still touch no common item), unconditionally: the
+            // transaction's other conditions decide.
+            self.put(super::unsettled_item(
                 &w.tenant,
                 &w.case,
                 &w.action_id,

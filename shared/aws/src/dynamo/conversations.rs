@@ -120,23 +120,11 @@ impl Conversations for DynamoStore {
     async fn create_case(&self, case: &Case, language: Language) -> Result<(), StoreError> {
         // its retention index entry first, so no conversation exists that the purge
         // cannot find (an entry whose case was never written is removed by the purge).
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(super::retention::retain_item(case)))
-            .send()
-            .await
-            .map_err(unavailable)?;
+        self.put_plain(super::retention::retain_item(case)).await?;
         // N-3: and its entry in its person's index, so an erasure finds it directly.
         let mut entry = super::erasure::person_case_key(&case.tenant, &case.user, &case.id);
         entry.insert("case_id".into(), s(case.id.as_str()));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(entry))
-            .send()
-            .await
-            .map_err(unavailable)?;
+        self.put_plain(entry).await?;
         let item = case_item(case, language);
         self.put_fresh(item).await
     }
@@ -185,13 +173,10 @@ impl Conversations for DynamoStore {
         let mut out = Vec::new();
         let mut start: Option<Item> = None;
         while out.len() < limit {
+            // Consistent (issue 27): a message stored a moment ago (another tab's, a
+            // settlement's notice) is in the page the widget reads now.
             let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                // Issue 27: a message stored a moment ago (another tab's, a settlement's
-                // notice) is in the page the widget reads now.
-                .consistent_read(true)
+                .consistent_query()
                 .key_condition_expression("pk = :pk AND sk > :from")
                 .set_expression_attribute_values(Some(values([
                     (":pk", s(conv_pk(tenant, case))),
@@ -220,20 +205,12 @@ impl Conversations for DynamoStore {
         limit: usize,
     ) -> Result<Vec<Message>, StoreError> {
         // Newest first, one page of at most `limit`, then back to oldest first.
+        // Consistent: the model must see the message that was stored milliseconds before
+        // this turn began.
         let page = self
-            .client
-            .query()
-            .table_name(&self.table)
-            // Consistent: the model must see the message that was stored milliseconds
-            // before this turn began.
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :m)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(conv_pk(tenant, case))),
-                (":m", s("M#")),
-            ])))
+            .prefix_query(conv_pk(tenant, case), "M#")
             .scan_index_forward(false)
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .limit(page_limit(limit))
             .send()
             .await
             .map_err(unavailable)?;
@@ -435,17 +412,9 @@ impl ProposalLock for DynamoStore {
             .set_expression_attribute_values(Some(values([(":t", s(at.to_rfc3339()))])))
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(()),
-            // Served before (the first serving stands), or gone.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        // Not written: served before (the first serving stands), or gone.
+        written(sent)?;
+        Ok(())
     }
 
     async fn transition(
@@ -504,13 +473,9 @@ impl UnsettledIndex for DynamoStore {
                 ])))
                 .send()
                 .await;
-            match sent {
-                Ok(_) => return Ok(()),
-                // Not there (settled meanwhile, or in the other partition).
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                Err(e) => return Err(unavailable(e)),
+            // Not written: not there (settled meanwhile, or in the other partition).
+            if written(sent)? {
+                return Ok(());
             }
         }
         Ok(())
@@ -552,7 +517,7 @@ impl DynamoStore {
         case: &CaseId,
         action: &ActionId,
     ) -> Result<Option<Proposal>, StoreError> {
-        let item = self.get(conv_pk(tenant, case), prop_sk(action)).await?;
-        item.as_ref().map(proposal_from).transpose()
+        self.get_as(conv_pk(tenant, case), prop_sk(action), proposal_from)
+            .await
     }
 }

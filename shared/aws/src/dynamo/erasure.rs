@@ -15,9 +15,9 @@
 //! conversation (the purge deletes it), the rest once they are erased.
 
 use super::items::*;
-use super::{DynamoStore, Tx, failed, unavailable, values};
+use super::{DynamoStore, Tx, failed, page_limit, unavailable, values};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Select, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Select, TransactWriteItem, Update};
 use countersign_domain::audit_chain::PERSONAL_FIELDS;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
@@ -101,13 +101,8 @@ impl DynamoStore {
         prefix: &str,
     ) -> Result<Vec<Item>, StoreError> {
         let query = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .projection_expression("pk, sk")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(person_pk(tenant, user))),
-                (":prefix", s(prefix)),
-            ])));
+            .prefix_query(person_pk(tenant, user), prefix)
+            .projection_expression("pk, sk");
         self.query_all(query).await
     }
 
@@ -164,17 +159,7 @@ impl DynamoStore {
         let tenant = TenantId::parse(tenant).map_err(|_| corrupt("pk"))?;
         let mut moved = item.clone();
         moved.insert(PK.into(), s(index_pk(&tenant, action)));
-        let tx = vec![
-            TransactWriteItem::builder()
-                .put(super::build(
-                    aws_sdk_dynamodb::types::Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(moved))
-                        .build(),
-                )?)
-                .build(),
-            self.delete(key(pk, sk))?,
-        ];
+        let tx = vec![self.put(moved)?, self.delete(key(pk, sk))?];
         match self.transact(tx).await? {
             Tx::Committed => Ok(()),
             Tx::Cancelled(_) => Err(StoreError::Unavailable(
@@ -193,59 +178,33 @@ impl PersonIndex for DynamoStore {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<PersonPage, StoreError> {
-        let pk = person_pk(tenant, user);
-        let start = match cursor {
-            Some(c) if c.starts_with(CASE_ENTRY) => Some(key(pk.clone(), c)),
+        let after = match cursor {
+            Some(c) if c.starts_with(CASE_ENTRY) => Some(c.to_owned()),
             Some(_) => return Err(corrupt("cursor")),
             None => None,
         };
-        let page = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(pk)),
-                (":prefix", s(CASE_ENTRY)),
-            ])))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let cases = page
-            .items
-            .unwrap_or_default()
+        let (items, next) = self
+            .prefix_page(person_pk(tenant, user), CASE_ENTRY, after, limit)
+            .await?;
+        let cases = items
             .iter()
             .filter_map(|i| opt_s(i, SK)?.strip_prefix(CASE_ENTRY).map(str::to_owned))
             .map(|c| CaseId::parse(&c).map_err(|_| corrupt("sk")))
             .collect::<Result<Vec<_>, _>>()?;
-        let next = page
-            .last_evaluated_key
-            .and_then(|k| opt_s(&k, SK).map(str::to_owned));
         Ok(PersonPage { cases, next })
     }
 
     async fn legacy_records(&self, tenant: &TenantId, user: &UserId) -> Result<usize, StoreError> {
+        let mut pages = self
+            .prefix_query(person_pk(tenant, user), LEGACY_ENTRY)
+            .select(Select::Count)
+            .into_paginator()
+            .send();
         let mut count = 0;
-        let mut start = None;
-        loop {
-            let page = self
-                .consistent_query()
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .set_expression_attribute_values(Some(values([
-                    (":pk", s(person_pk(tenant, user))),
-                    (":prefix", s(LEGACY_ENTRY)),
-                ])))
-                .select(Select::Count)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
+        while let Some(page) = pages.try_next().await.map_err(unavailable)? {
             count += usize::try_from(page.count).unwrap_or(0);
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(count),
-            }
         }
+        Ok(count)
     }
 
     async fn forget_person(&self, tenant: &TenantId, user: &UserId) -> Result<(), StoreError> {
@@ -314,12 +273,7 @@ impl ErasureJobs for DynamoStore {
     async fn enqueue(&self, job: &ErasureJob, cap: usize) -> Result<Enqueued, StoreError> {
         let prefix = format!("{}#", job.tenant);
         let queued = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(QUEUE_PK)),
-                (":prefix", s(prefix)),
-            ])))
+            .prefix_query(QUEUE_PK, &prefix)
             .select(Select::Count)
             .limit(i32::try_from(cap + 1).unwrap_or(i32::MAX))
             .send()
@@ -361,11 +315,7 @@ impl ErasureJobs for DynamoStore {
     }
 
     async fn job(&self, tenant: &TenantId, id: &str) -> Result<Option<ErasureJob>, StoreError> {
-        self.get(job_pk(tenant), id)
-            .await?
-            .as_ref()
-            .map(job_from)
-            .transpose()
+        self.get_as(job_pk(tenant), id, job_from).await
     }
 
     async fn queued(&self, limit: usize) -> Result<Vec<(TenantId, String)>, StoreError> {
@@ -373,7 +323,7 @@ impl ErasureJobs for DynamoStore {
             .consistent_query()
             .key_condition_expression("pk = :pk")
             .set_expression_attribute_values(Some(values([(":pk", s(QUEUE_PK))])))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .limit(page_limit(limit))
             .send()
             .await
             .map_err(unavailable)?;
@@ -455,18 +405,5 @@ impl ErasureJobs for DynamoStore {
                 "the job's end could not be recorded; the next run tries again".into(),
             )),
         }
-    }
-}
-
-impl DynamoStore {
-    /// A transaction's unconditional delete of `key`'s item.
-    fn delete(&self, key: Item) -> Result<TransactWriteItem, StoreError> {
-        let d = super::build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().delete(d).build())
     }
 }

@@ -5,10 +5,9 @@
 //! in a transaction, so it cannot make one conflict.
 
 use super::items::{TTL, key, n, s};
-use super::{DynamoStore, unavailable};
+use super::{DynamoStore, unavailable, written};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use countersign_domain::ids::TenantId;
 use countersign_domain::ports::{Lease, Leases, StoreError};
@@ -78,15 +77,9 @@ impl Leases for DynamoStore {
             .expression_attribute_values(":owner", s(owner))
             .send()
             .await;
-        match answer {
-            // Expired and taken by another, or removed: nothing of ours to give back.
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), DeleteItemError::ConditionalCheckFailedException(_)) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(unavailable(e)),
-            Ok(_) => Ok(()),
-        }
+        // Not deleted: it expired and another took it, or it was removed; nothing of ours
+        // to give back.
+        written(answer)?;
+        Ok(())
     }
 }

@@ -4,10 +4,8 @@
 //! ends; it is never in a transaction, so it cannot make one conflict.
 
 use super::items::{TTL, key, n};
-use super::{DynamoStore, unavailable};
+use super::{DynamoStore, written};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use countersign_domain::ids::TenantId;
 use countersign_domain::ports::{Admission, RateLimiter, StoreError};
 use countersign_domain::time::Timestamp;
@@ -42,17 +40,12 @@ impl RateLimiter for DynamoStore {
             .expression_attribute_values(":ttl", n(start + 3 * WINDOW))
             .send()
             .await;
-        match answer {
-            Ok(_) => Ok(Admission::Admitted),
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
-            {
-                let left = start + WINDOW - secs;
-                Ok(Admission::Limited {
-                    retry_after_secs: u64::try_from(left.max(1)).unwrap_or(1),
-                })
-            }
-            Err(e) => Err(unavailable(e)),
+        if written(answer)? {
+            return Ok(Admission::Admitted);
         }
+        let left = start + WINDOW - secs;
+        Ok(Admission::Limited {
+            retry_after_secs: u64::try_from(left.max(1)).unwrap_or(1),
+        })
     }
 }

@@ -83,11 +83,8 @@ impl ConfirmationLinks for DynamoStore {
     }
 
     async fn get_link(&self, id_hash: &Sha256Hex) -> Result<Option<ConfirmationLink>, StoreError> {
-        self.get(format!("{LINK_PREFIX}{id_hash}"), LINK_SK)
-            .await?
-            .as_ref()
-            .map(link_from)
-            .transpose()
+        self.get_as(format!("{LINK_PREFIX}{id_hash}"), LINK_SK, link_from)
+            .await
     }
 
     async fn spend_state(&self, state_id: &str, expires_at: Timestamp) -> Result<bool, StoreError> {
@@ -124,12 +121,12 @@ impl ConfirmationLinks for DynamoStore {
     }
 
     async fn page_session(&self, key_hash: &Sha256Hex) -> Result<Option<Timestamp>, StoreError> {
-        self.get(format!("{PAGE_SESSION_PREFIX}{key_hash}"), PAGE_SESSION_SK)
-            .await?
-            .map(|i| {
-                Timestamp::parse_utc(get_s(&i, "expires_at")?).map_err(|_| corrupt("expires_at"))
-            })
-            .transpose()
+        self.get_as(
+            format!("{PAGE_SESSION_PREFIX}{key_hash}"),
+            PAGE_SESSION_SK,
+            |i| Timestamp::parse_utc(get_s(i, "expires_at")?).map_err(|_| corrupt("expires_at")),
+        )
+        .await
     }
 
     async fn url_elicitation(&self, token_hash: &Sha256Hex) -> Result<bool, StoreError> {

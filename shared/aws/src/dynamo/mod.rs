@@ -99,6 +99,29 @@ fn build<T, E: std::error::Error + Send + Sync + 'static>(
     r.map_err(unavailable)
 }
 
+/// Whether a conditional request failed on its condition (nothing written).
+fn condition_failed<E>(e: &SdkError<E>) -> bool
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    e.as_service_error()
+        .and_then(aws_sdk_dynamodb::error::ProvideErrorMetadata::code)
+        == Some("ConditionalCheckFailedException")
+}
+
+/// A conditional write's answer: `true` written, `false` its condition failed (nothing
+/// written); any other failure is an error.
+fn written<T, E>(sent: Result<T, SdkError<E>>) -> Result<bool, StoreError>
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match sent {
+        Ok(_) => Ok(true),
+        Err(e) if condition_failed(&e) => Ok(false),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
 /// Seconds since the epoch, now.
 fn epoch_now() -> i64 {
     SystemTime::now()
@@ -116,6 +139,11 @@ fn names(expressions: &[&str]) -> Option<HashMap<String, String>> {
         .map(|(a, n)| (a.to_owned(), n.to_owned()))
         .collect();
     (!map.is_empty()).then_some(map)
+}
+
+/// A Query's `Limit` for a page of `limit` items (at least one).
+fn page_limit(limit: usize) -> i32 {
+    i32::try_from(limit.max(1)).unwrap_or(i32::MAX)
 }
 
 fn values<const N: usize>(v: [(&str, AttributeValue); N]) -> HashMap<String, AttributeValue> {
@@ -249,6 +277,42 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(p).build())
     }
 
+    /// A transaction's unconditional put of `item` (the transaction's other conditions
+    /// decide).
+    fn put(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let p = build(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().put(p).build())
+    }
+
+    /// A transaction's unconditional delete of `key`'s item.
+    fn delete(&self, key: Item) -> Result<TransactWriteItem, StoreError> {
+        self.delete_where(key, None, None)
+    }
+
+    /// A transaction's delete of `key`'s item, on `condition` (if any) whose placeholders
+    /// `vals` fills (if it has any: DynamoDB refuses an empty value map).
+    fn delete_where(
+        &self,
+        key: Item,
+        condition: Option<&str>,
+        vals: Option<HashMap<String, AttributeValue>>,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let d = build(
+            Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .set_condition_expression(condition.map(str::to_owned))
+                .set_expression_attribute_values(vals)
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().delete(d).build())
+    }
+
     /// A check that `key`'s item does not exist.
     fn absent(&self, key: Item) -> Result<TransactWriteItem, StoreError> {
         self.check(key, "attribute_not_exists(pk)")
@@ -275,21 +339,13 @@ impl DynamoStore {
         &self,
         query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
     ) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = query
-                .clone()
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            items.extend(page.items.unwrap_or_default());
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(items),
-            }
-        }
+        query
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(unavailable)
     }
 
     /// A consistent Query of the table (every reader of index items needs one: a
@@ -304,14 +360,43 @@ impl DynamoStore {
     /// Every item of partition `pk` whose sort key starts with `prefix`: one consistent
     /// Query, followed across pages.
     async fn partition_items(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        let query = self
-            .consistent_query()
+        self.query_all(self.prefix_query(pk, prefix)).await
+    }
+
+    /// A consistent Query of the items of partition `pk` whose sort key starts with
+    /// `prefix`.
+    fn prefix_query(
+        &self,
+        pk: impl Into<String>,
+        prefix: &str,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.consistent_query()
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(pk)),
-                (":prefix", s(prefix)),
-            ])));
-        self.query_all(query).await
+            .set_expression_attribute_values(Some(values([(":pk", s(pk)), (":prefix", s(prefix))])))
+    }
+
+    /// One page of at most `limit` items of partition `pk` whose sort key starts with
+    /// `prefix`, after sort key `after`; with the sort key to go on after, while there
+    /// are more.
+    async fn prefix_page(
+        &self,
+        pk: String,
+        prefix: &str,
+        after: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        let start = after.map(|sk| key(pk.clone(), sk));
+        let page = self
+            .prefix_query(pk, prefix)
+            .limit(page_limit(limit))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let next = page
+            .last_evaluated_key
+            .and_then(|k| opt_s(&k, SK).map(str::to_owned));
+        Ok((page.items.unwrap_or_default(), next))
     }
 
     /// Every item of the tenant's own partition whose sort key starts with `prefix`.
@@ -342,16 +427,7 @@ impl DynamoStore {
     async fn put_if(
         put: aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder,
     ) -> Result<bool, StoreError> {
-        match put.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        written(put.send().await)
     }
 
     /// Puts `item`, whose key is new (a fresh random id): an existing item is a failure.
@@ -393,5 +469,15 @@ impl DynamoStore {
             .await
             .map_err(unavailable)?;
         Ok(out.item)
+    }
+
+    /// One item by key, read consistently, as `from` reads it.
+    async fn get_as<T>(
+        &self,
+        pk: impl Into<String>,
+        sk: impl Into<String>,
+        from: impl FnOnce(&Item) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        self.get(pk, sk).await?.as_ref().map(from).transpose()
     }
 }

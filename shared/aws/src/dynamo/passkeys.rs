@@ -14,9 +14,9 @@
 
 use super::erasure::{digest, person_pk};
 use super::items::*;
-use super::{DynamoStore, unavailable, values};
+use super::{DynamoStore, values, written};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem};
+use aws_sdk_dynamodb::types::AttributeValue;
 use countersign_domain::audit_chain::AuditEntry;
 use countersign_domain::hash::Sha256Hex;
 use countersign_domain::ids::{TenantId, UserId};
@@ -85,15 +85,6 @@ fn passkey_from(i: &Item) -> Result<Passkey, StoreError> {
     })
 }
 
-fn condition_failed<E>(e: &aws_sdk_dynamodb::error::SdkError<E>) -> bool
-where
-    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
-{
-    e.as_service_error()
-        .and_then(aws_sdk_dynamodb::error::ProvideErrorMetadata::code)
-        == Some("ConditionalCheckFailedException")
-}
-
 #[async_trait]
 impl Passkeys for DynamoStore {
     async fn add_passkey(
@@ -111,13 +102,7 @@ impl Passkeys for DynamoStore {
     }
 
     async fn passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<Vec<Passkey>, StoreError> {
-        let query = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(person_pk(tenant, user))),
-                (":prefix", s(PASSKEY_PREFIX)),
-            ])));
+        let query = self.prefix_query(person_pk(tenant, user), PASSKEY_PREFIX);
         let mut found: Vec<Passkey> = self
             .query_all(query)
             .await?
@@ -151,11 +136,7 @@ impl Passkeys for DynamoStore {
             ])))
             .send()
             .await;
-        match update {
-            Ok(_) => Ok(true),
-            Err(e) if condition_failed(&e) => Ok(false),
-            Err(e) => Err(unavailable(e)),
-        }
+        written(update)
     }
 
     async fn revoke_passkey(
@@ -165,22 +146,13 @@ impl Passkeys for DynamoStore {
         id: &str,
         audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
-        let delete = super::build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(passkey_key(tenant, user, id)))
-                .condition_expression("attribute_exists(pk)")
-                .build(),
-        )?;
-        let holder = super::build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(holder_key(tenant, user, id)))
-                .build(),
-        )?;
         let tx = vec![
-            TransactWriteItem::builder().delete(delete).build(),
-            TransactWriteItem::builder().delete(holder).build(),
+            self.delete_where(
+                passkey_key(tenant, user, id),
+                Some("attribute_exists(pk)"),
+                None,
+            )?,
+            self.delete(holder_key(tenant, user, id))?,
         ];
         self.commit_audited(tenant, tx, audit).await
     }
@@ -203,23 +175,13 @@ impl Passkeys for DynamoStore {
 
     async fn forget_passkeys(&self, tenant: &TenantId, user: &UserId) -> Result<usize, StoreError> {
         let query = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .projection_expression("pk, sk")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(person_pk(tenant, user))),
-                (":prefix", s(PASSKEY_PREFIX)),
-            ])));
+            .prefix_query(person_pk(tenant, user), PASSKEY_PREFIX)
+            .projection_expression("pk, sk");
         let mut keys = self.query_all(query).await?;
         let count = keys.len();
         let holders = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .projection_expression("pk, sk")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(holders_pk(tenant))),
-                (":prefix", s(format!("{}#", digest(tenant, user)))),
-            ])));
+            .prefix_query(holders_pk(tenant), &format!("{}#", digest(tenant, user)))
+            .projection_expression("pk, sk");
         keys.extend(self.query_all(holders).await?);
         self.delete_keys(keys).await?;
         Ok(count)

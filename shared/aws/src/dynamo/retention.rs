@@ -7,9 +7,9 @@
 use super::items::*;
 use super::{
     DynamoStore, MAX_ATTEMPTS, Tx, any_conflict, backoff, build, failed, unavailable, values,
+    written,
 };
 use async_trait::async_trait;
-use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
 use countersign_domain::conversation::Case;
 use countersign_domain::ids::{ActionId, CaseId, TenantId, UserId};
@@ -89,23 +89,7 @@ impl DynamoStore {
         limit: usize,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
         let pk = format!("TENANT#{tenant}#{shard:02}");
-        let start = after.map(|sk| key(pk.clone(), sk));
-        let page = self
-            .consistent_query()
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(pk)),
-                (":prefix", s(RETAIN_PREFIX)),
-            ])))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let next = page
-            .last_evaluated_key
-            .and_then(|k| opt_s(&k, SK).map(str::to_owned));
-        Ok((page.items.unwrap_or_default(), next))
+        self.prefix_page(pk, RETAIN_PREFIX, after, limit).await
     }
 
     /// A conversation's last activity: its newest message's time, or `created`.
@@ -192,9 +176,7 @@ impl DynamoStore {
             TransactWriteItem::builder()
                 .condition_check(not_held)
                 .build(),
-            TransactWriteItem::builder()
-                .delete(self.case_delete(tenant, case, seen)?)
-                .build(),
+            self.case_delete(tenant, case, seen)?,
         ];
         self.removal(tenant, case, seen, tx).await
     }
@@ -206,8 +188,7 @@ impl DynamoStore {
         tenant: &TenantId,
         case: &CaseId,
         seen: Option<u64>,
-    ) -> Result<aws_sdk_dynamodb::types::Delete, StoreError> {
-        use aws_sdk_dynamodb::types::Delete;
+    ) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, StoreError> {
         let blocking = [
             ProposalState::PendingConfirmation,
             ProposalState::Executing,
@@ -229,13 +210,10 @@ impl DynamoStore {
             }
             None => {}
         }
-        build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(conv_pk(tenant, case), CASE_SK)))
-                .condition_expression(condition)
-                .set_expression_attribute_values(Some(vals))
-                .build(),
+        self.delete_where(
+            key(conv_pk(tenant, case), CASE_SK),
+            Some(&condition),
+            Some(vals),
         )
     }
 
@@ -289,25 +267,18 @@ impl DynamoStore {
 
     /// Removes the case a guard names, if the guard exists.
     async fn forget_guard_case(&self, pk: String) -> Result<(), StoreError> {
-        self.client
+        let sent = self
+            .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(pk, "ACTION")))
             .update_expression("REMOVE case_id")
             .condition_expression("attribute_exists(pk)")
             .send()
-            .await
-            .map_or_else(
-                |e| match e {
-                    SdkError::ServiceError(se)
-                        if se.err().is_conditional_check_failed_exception() =>
-                    {
-                        Ok(())
-                    }
-                    e => Err(unavailable(e)),
-                },
-                |_| Ok(()),
-            )
+            .await;
+        // A guard that is not there has nothing to forget.
+        written(sent)?;
+        Ok(())
     }
 
     /// the items a conversation's partition points to, deleted with it (decision 0055):
@@ -385,47 +356,32 @@ impl DynamoStore {
     /// purge does). One scan of the table (the operator runs it once, `countersign purge
     /// --backfill`); idempotent. Returns how many conversations it saw.
     pub async fn backfill_retention_index(&self) -> Result<usize, StoreError> {
+        let mut items = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("sk = :case OR (begins_with(sk, :prop) AND attribute_exists(#ttl))")
+            .expression_attribute_names("#ttl", TTL)
+            .set_expression_attribute_values(Some(values([
+                (":case", s(CASE_SK)),
+                (":prop", s(PROPOSAL_PREFIX)),
+            ])))
+            .into_paginator()
+            .items()
+            .send();
         let mut seen = 0;
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression(
-                    "sk = :case OR (begins_with(sk, :prop) AND attribute_exists(#ttl))",
-                )
-                .expression_attribute_names("#ttl", TTL)
-                .set_expression_attribute_values(Some(values([
-                    (":case", s(CASE_SK)),
-                    (":prop", s(PROPOSAL_PREFIX)),
-                ])))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            for item in page.items.unwrap_or_default() {
-                if item.contains_key(TTL) {
-                    self.drop_ttl(&item).await?;
-                }
-                if opt_s(&item, SK) != Some(CASE_SK) {
-                    continue;
-                }
-                let (case, _) = case_from(&item)?;
-                self.client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(retain_item(&case)))
-                    .send()
-                    .await
-                    .map_err(unavailable)?;
-                seen += 1;
+        while let Some(item) = items.try_next().await.map_err(unavailable)? {
+            if item.contains_key(TTL) {
+                self.drop_ttl(&item).await?;
             }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(seen),
+            if opt_s(&item, SK) != Some(CASE_SK) {
+                continue;
             }
+            let (case, _) = case_from(&item)?;
+            self.put_plain(retain_item(&case)).await?;
+            seen += 1;
         }
+        Ok(seen)
     }
 
     /// Removes an item's TTL (if the item is still there).
@@ -443,13 +399,9 @@ impl DynamoStore {
             .expression_attribute_names("#ttl", TTL)
             .send()
             .await;
-        match answer {
-            Ok(_) => Ok(()),
-            Err(SdkError::ServiceError(se)) if se.err().is_conditional_check_failed_exception() => {
-                Ok(())
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        // Gone meanwhile: nothing to remove.
+        written(answer)?;
+        Ok(())
     }
 
     /// Every item of the table (R-1's tests: what a purge left behind). A whole-table
@@ -460,24 +412,16 @@ impl DynamoStore {
         Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>,
         StoreError,
     > {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            items.extend(page.items.unwrap_or_default());
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(items),
-            }
-        }
+        self.client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(unavailable)
     }
 }
 

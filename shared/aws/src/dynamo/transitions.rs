@@ -137,18 +137,6 @@ impl DynamoStore {
         Ok(TransitionOutcome::Conflict { current: None })
     }
 
-    /// Writes an action's entry in the tenant's unsettled index (unconditionally: the
-    /// transaction's other conditions decide).
-    pub(super) fn put_unsettled(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
-        let p = build(
-            Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().put(p).build())
-    }
-
     /// Removes an action from the tenant's unsettled index (nothing if absent): from its
     /// shard. (Entries written before the shards, decision 0043, are moved into their
     /// shards by the index backfill, N-8: nothing on the chat's paths writes the tenant's
@@ -159,13 +147,6 @@ impl DynamoStore {
         action_id: &ActionId,
     ) -> Result<[TransactWriteItem; 1], StoreError> {
         let sk = format!("{UNSETTLED_PREFIX}{action_id}");
-        let delete = |pk: String| -> Result<TransactWriteItem, StoreError> {
-            let d = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(pk, sk.as_str())))
-                .build();
-            Ok(TransactWriteItem::builder().delete(build(d)?).build())
-        };
-        Ok([delete(index_pk(tenant, action_id.as_str()))?])
+        Ok([self.delete(key(index_pk(tenant, action_id.as_str()), sk))?])
     }
 }

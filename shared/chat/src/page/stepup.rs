@@ -118,6 +118,16 @@ fn ceremonies(state: &PageState) -> Option<&StepUp> {
     state.chat.step_up.as_ref()
 }
 
+/// 409 when this platform has no passkey ceremonies set up.
+fn no_ceremonies(lang: Language) -> Response {
+    notice(StatusCode::CONFLICT, lang, texts(lang).needs_passkey)
+}
+
+/// F-2: 403, a passkey may be enrolled only after a fresh sign-in.
+fn sign_in_first(lang: Language) -> Response {
+    notice(StatusCode::FORBIDDEN, lang, texts(lang).enrol_sign_in)
+}
+
 /// F-2: whether the link's person must enrol before they can confirm it (a passkey
 /// operation, and no passkey for this tenant yet): the sign-in then asks for `enrol`.
 pub(super) async fn needs_enrolment(state: &PageState, link: &ConfirmationLink) -> bool {
@@ -249,15 +259,12 @@ fn my_passkeys(
 pub(super) async fn add_challenge(
     State(state): State<PageState>,
     Scripted { who, lang, .. }: Scripted,
-) -> Response {
-    let t = texts(lang);
-    let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
-    };
+) -> Result<Response, Response> {
+    let step_up = ceremonies(&state).ok_or_else(|| no_ceremonies(lang))?;
     match step_up.begin_add(&who).await {
-        Ok(ceremony) if !ceremony.credentials.is_empty() => json_answer(&ceremony),
-        Ok(_) => notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
-        Err(e) => unavailable(&e),
+        Ok(ceremony) if !ceremony.credentials.is_empty() => Ok(json_answer(&ceremony)),
+        Ok(_) => Err(sign_in_first(lang)),
+        Err(e) => Err(unavailable(&e)),
     }
 }
 
@@ -273,23 +280,22 @@ pub(super) async fn add(
         body,
         ..
     }: Scripted,
-) -> Response {
-    let t = texts(lang);
+) -> Result<Response, Response> {
     let (Some(step_up), Some(answer)) = (ceremonies(&state), answer_in(&body)) else {
-        return notice(StatusCode::BAD_REQUEST, lang, t.refused);
+        return Err(notice(StatusCode::BAD_REQUEST, lang, texts(lang).refused));
     };
-    match ever_granted(&state, &id, &session).await {
-        Ok(false) => {}
-        Ok(true) => return notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
-        Err(r) => return r,
+    // One enrolment per page session: a session granted one before needs a new sign-in.
+    if ever_granted(&state, &id, &session).await? {
+        return Err(sign_in_first(lang));
     }
-    if let Err(e) = step_up.verify_add(&who, &answer).await {
-        return refused_step_up(lang, &id, &e);
-    }
-    match grant_enrolment(&state, &id, &session).await {
-        Ok(()) => back_to_page(&id),
-        Err(e) => unavailable(&e),
-    }
+    step_up
+        .verify_add(&who, &answer)
+        .await
+        .map_err(|e| refused_step_up(lang, &id, &e))?;
+    grant_enrolment(&state, &id, &session)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    Ok(back_to_page(&id))
 }
 
 /// `POST /confirm/{id}/passkeys/remove` (form `credentialId`): the signed-in person removes
@@ -388,19 +394,15 @@ pub(super) async fn challenge(
     Scripted {
         link, who, lang, ..
     }: Scripted,
-) -> Response {
-    let t = texts(lang);
-    let p = match proposal(&state, &link).await {
-        Ok(Some(p)) if p.needs_passkey && p.state == ProposalState::PendingConfirmation => p,
-        Ok(_) => return notice(StatusCode::CONFLICT, lang, t.already),
-        Err(r) => return r,
+) -> Result<Response, Response> {
+    let p = match proposal(&state, &link).await? {
+        Some(p) if p.needs_passkey && p.state == ProposalState::PendingConfirmation => p,
+        _ => return Err(notice(StatusCode::CONFLICT, lang, texts(lang).already)),
     };
-    let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
-    };
+    let step_up = ceremonies(&state).ok_or_else(|| no_ceremonies(lang))?;
     match step_up.begin(&who, &p).await {
-        Ok(ceremony) => json_answer(&ceremony),
-        Err(e) => unavailable(&e),
+        Ok(ceremony) => Ok(json_answer(&ceremony)),
+        Err(e) => Err(unavailable(&e)),
     }
 }
 
@@ -429,23 +431,18 @@ pub(super) async fn enrol_challenge(
         lang,
         ..
     }: Scripted,
-) -> Response {
-    let t = texts(lang);
-    match may_enrol(&state, &id, &session).await {
-        Ok(true) => {}
-        Ok(false) => return notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
-        Err(r) => return r,
+) -> Result<Response, Response> {
+    if !may_enrol(&state, &id, &session).await? {
+        return Err(sign_in_first(lang));
     }
-    let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
-    };
+    let step_up = ceremonies(&state).ok_or_else(|| no_ceremonies(lang))?;
     let tenant = match state.tenants.get_tenant(&who.tenant).await {
         Ok(Some(t)) => t,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable(&e),
+        Ok(None) => return Err(not_found()),
+        Err(e) => return Err(unavailable(&e)),
     };
     match step_up.begin_enrol(&who).await {
-        Ok(ceremony) => json_answer(&Enrolment {
+        Ok(ceremony) => Ok(json_answer(&Enrolment {
             ceremony,
             rp_name: tenant.name,
             user_handle: URL_SAFE_NO_PAD.encode(
@@ -457,8 +454,8 @@ pub(super) async fn enrol_challenge(
                 .as_bytes()[..32],
             ),
             user_name: who.user.to_string(),
-        }),
-        Err(e) => unavailable(&e),
+        })),
+        Err(e) => Err(unavailable(&e)),
     }
 }
 
@@ -478,22 +475,17 @@ pub(super) async fn enrol(
         body,
         ..
     }: Scripted,
-) -> Response {
-    let t = texts(lang);
+) -> Result<Response, Response> {
     let (Some(nonce), Some(client), Some(data)) = (
         form_value(&body, "nonce"),
         bytes_field(&body, "clientDataJSON"),
         bytes_field(&body, "authenticatorData"),
     ) else {
-        return notice(StatusCode::BAD_REQUEST, lang, t.refused);
+        return Err(notice(StatusCode::BAD_REQUEST, lang, texts(lang).refused));
     };
-    let Some(step_up) = ceremonies(&state) else {
-        return notice(StatusCode::CONFLICT, lang, t.needs_passkey);
-    };
-    match spend_enrolment(&state, &id, &session).await {
-        Ok(true) => {}
-        Ok(false) => return notice(StatusCode::FORBIDDEN, lang, t.enrol_sign_in),
-        Err(r) => return r,
+    let step_up = ceremonies(&state).ok_or_else(|| no_ceremonies(lang))?;
+    if !spend_enrolment(&state, &id, &session).await? {
+        return Err(sign_in_first(lang));
     }
     let transports = form_value(&body, "transports")
         .map(|v| v.split(',').map(str::to_owned).collect())
@@ -504,9 +496,9 @@ pub(super) async fn enrol(
     {
         Ok(_) => {
             tracing::info!(tenant = %who.tenant, "F-2: a passkey was enrolled");
-            back_to_page(&id)
+            Ok(back_to_page(&id))
         }
-        Err(e) => refused_step_up(lang, &id, &e),
+        Err(e) => Err(refused_step_up(lang, &id, &e)),
     }
 }
 

@@ -13,13 +13,7 @@ impl Certifications for DynamoStore {
         let mut item = key(tenant_pk(tenant), CERTIFICATION_SK);
         let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         item.insert("run".into(), s(body));
-        let put = build(
-            Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .build(),
-        )?;
-        let tx = vec![TransactWriteItem::builder().put(put).build()];
+        let tx = vec![self.put(item)?];
         if self.commit_audited(tenant, tx, audit).await? {
             Ok(())
         } else {
@@ -34,11 +28,9 @@ impl Certifications for DynamoStore {
         &self,
         tenant: &TenantId,
     ) -> Result<Option<Certification>, StoreError> {
-        let Some(item) = self.get(tenant_pk(tenant), CERTIFICATION_SK).await? else {
-            return Ok(None);
-        };
-        serde_json::from_str(get_s(&item, "run")?)
-            .map(Some)
-            .map_err(|_| corrupt("run"))
+        self.get_as(tenant_pk(tenant), CERTIFICATION_SK, |i| {
+            serde_json::from_str(get_s(i, "run")?).map_err(|_| corrupt("run"))
+        })
+        .await
     }
 }

@@ -5,11 +5,7 @@ use super::*;
 #[async_trait]
 impl McpSettings for DynamoStore {
     async fn get_mcp_config(&self, id: &TenantId) -> Result<Option<StoredMcpConfig>, StoreError> {
-        self.get(tenant_pk(id), MCP_SK)
-            .await?
-            .as_ref()
-            .map(mcp_from)
-            .transpose()
+        self.get_as(tenant_pk(id), MCP_SK, mcp_from).await
     }
 
     async fn put_mcp_config(
@@ -34,11 +30,7 @@ impl McpSettings for DynamoStore {
                 .put(build(put.build())?)
                 .build(),
         ];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        self.apply_audited(id, tx, audit).await
     }
 
     async fn delete_mcp_config(
@@ -47,19 +39,11 @@ impl McpSettings for DynamoStore {
         expected: u64,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
-        let delete = build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(tenant_pk(id), MCP_SK)))
-                .condition_expression("version = :v")
-                .expression_attribute_values(":v", n(expected))
-                .build(),
-        )?;
-        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        let tx = vec![self.delete_where(
+            key(tenant_pk(id), MCP_SK),
+            Some("version = :v"),
+            Some(values([(":v", n(expected))])),
+        )?];
+        self.apply_audited(id, tx, audit).await
     }
 }

@@ -5,7 +5,7 @@
 use super::items::*;
 use super::{DynamoStore, Tx, build, unavailable, values};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use countersign_domain::audit_chain::ChainLink;
 use countersign_domain::certification::Certification;
 use countersign_domain::config::{ActionPolicy, McpConfig, ServerUrl, UrlPolicy};
@@ -124,6 +124,21 @@ impl DynamoStore {
             .transact_chained(&chain, tx, std::slice::from_ref(audit))
             .await?;
         Ok(matches!(tx, Tx::Committed))
+    }
+
+    /// [`Self::commit_audited`] as a transition's outcome: a failed condition of `tx` is a
+    /// `Conflict` (nothing written; the caller may read again and retry).
+    pub(in crate::dynamo) async fn apply_audited(
+        &self,
+        tenant: &TenantId,
+        tx: Vec<TransactWriteItem>,
+        audit: &AuditEntry,
+    ) -> Result<TransitionOutcome, StoreError> {
+        Ok(if self.commit_audited(tenant, tx, audit).await? {
+            TransitionOutcome::Applied
+        } else {
+            TransitionOutcome::Conflict { current: None }
+        })
     }
 }
 
@@ -376,11 +391,7 @@ impl Tenants for DynamoStore {
     }
 
     async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>, StoreError> {
-        self.get(tenant_pk(id), TENANT_SK)
-            .await?
-            .as_ref()
-            .map(tenant_from)
-            .transpose()
+        self.get_as(tenant_pk(id), TENANT_SK, tenant_from).await
     }
 
     async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
@@ -409,10 +420,10 @@ impl Tenants for DynamoStore {
         &self,
         hash: &Sha256Hex,
     ) -> Result<Option<TenantId>, StoreError> {
-        self.get(admin_key_pk(hash), ADMIN_KEY_SK)
-            .await?
-            .map(|i| TenantId::parse(get_s(&i, "tenant_id")?).map_err(|_| corrupt("tenant_id")))
-            .transpose()
+        self.get_as(admin_key_pk(hash), ADMIN_KEY_SK, |i| {
+            TenantId::parse(get_s(i, "tenant_id")?).map_err(|_| corrupt("tenant_id"))
+        })
+        .await
     }
 
     async fn set_admin_key_hash(
@@ -425,12 +436,6 @@ impl Tenants for DynamoStore {
             return Ok(TransitionOutcome::Conflict { current: None });
         };
         let old = current.admin_key_hash;
-        let delete = build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(admin_key_pk(&old), ADMIN_KEY_SK)))
-                .build(),
-        )?;
         let tx = vec![
             self.update(
                 key(tenant_pk(id), TENANT_SK),
@@ -438,15 +443,11 @@ impl Tenants for DynamoStore {
                 "admin_key_hash = :old",
                 values([(":h", s(hash.as_str())), (":old", s(old.as_str()))]),
             )?,
-            TransactWriteItem::builder().delete(delete).build(),
+            self.delete(key(admin_key_pk(&old), ADMIN_KEY_SK))?,
             self.put_new(admin_key_item(hash, id))?,
         ];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            // Another rotation came first; the caller may retry.
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        // A conflict: another rotation came first; the caller may retry.
+        self.apply_audited(id, tx, audit).await
     }
 
     async fn set_language(
@@ -461,11 +462,7 @@ impl Tenants for DynamoStore {
             "attribute_exists(pk)",
             values([(":l", s(lang_str(language)))]),
         )?];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        self.apply_audited(id, tx, audit).await
     }
 
     async fn set_sign_in_url(
@@ -545,15 +542,9 @@ impl Tenants for DynamoStore {
                 .expression_attribute_values(":c", s(c)),
             None => update.update_expression("REMOVE purge_cursor"),
         };
-        match update.send().await {
-            Ok(_) => Ok(()),
-            Err(aws_sdk_dynamodb::error::SdkError::ServiceError(e))
-                if e.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(super::unavailable(e)),
-        }
+        // Not written: the tenant is gone.
+        super::written(update.send().await)?;
+        Ok(())
     }
 
     async fn set_erasing(
@@ -600,10 +591,6 @@ impl DynamoStore {
             "attribute_exists(pk)",
             vals,
         )?];
-        if self.commit_audited(id, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        self.apply_audited(id, tx, audit).await
     }
 }

@@ -20,18 +20,17 @@ impl SessionStore for DynamoStore {
     }
 
     async fn get_session(&self, id_hash: &Sha256Hex) -> Result<Option<PanelSession>, StoreError> {
-        let Some(i) = self
-            .get(format!("{SESSION_PREFIX}{id_hash}"), SESSION_SK)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(PanelSession {
-            tenant: TenantId::parse(get_s(&i, "tenant_id")?).map_err(|_| corrupt("tenant_id"))?,
-            key_hash: Sha256Hex::parse(get_s(&i, "key_hash")?).map_err(|_| corrupt("key_hash"))?,
-            expires_at: Timestamp::parse_utc(get_s(&i, "expires_at")?)
-                .map_err(|_| corrupt("expires_at"))?,
-        }))
+        self.get_as(format!("{SESSION_PREFIX}{id_hash}"), SESSION_SK, |i| {
+            Ok(PanelSession {
+                tenant: TenantId::parse(get_s(i, "tenant_id")?)
+                    .map_err(|_| corrupt("tenant_id"))?,
+                key_hash: Sha256Hex::parse(get_s(i, "key_hash")?)
+                    .map_err(|_| corrupt("key_hash"))?,
+                expires_at: Timestamp::parse_utc(get_s(i, "expires_at")?)
+                    .map_err(|_| corrupt("expires_at"))?,
+            })
+        })
+        .await
     }
 
     async fn delete_session(&self, id_hash: &Sha256Hex) -> Result<(), StoreError> {

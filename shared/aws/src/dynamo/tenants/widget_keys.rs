@@ -33,10 +33,12 @@ impl WidgetKeys for DynamoStore {
         tenant: &TenantId,
         id: &WidgetKeyId,
     ) -> Result<Option<WidgetKey>, StoreError> {
-        self.get(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{id}"))
-            .await?
-            .map(|i| widget_key(&i))
-            .transpose()
+        self.get_as(
+            tenant_pk(tenant),
+            format!("{WIDGET_KEY_PREFIX}{id}"),
+            widget_key,
+        )
+        .await
     }
 
     async fn list_widget_keys(&self, tenant: &TenantId) -> Result<Vec<WidgetKey>, StoreError> {
@@ -53,22 +55,12 @@ impl WidgetKeys for DynamoStore {
         id: &WidgetKeyId,
         audit: &AuditEntry,
     ) -> Result<TransitionOutcome, StoreError> {
-        let delete = build(
-            Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(
-                    tenant_pk(tenant),
-                    format!("{WIDGET_KEY_PREFIX}{id}"),
-                )))
-                .condition_expression("attribute_exists(pk)")
-                .build(),
-        )?;
-        let tx = vec![TransactWriteItem::builder().delete(delete).build()];
-        if self.commit_audited(tenant, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        let tx = vec![self.delete_where(
+            key(tenant_pk(tenant), format!("{WIDGET_KEY_PREFIX}{id}")),
+            Some("attribute_exists(pk)"),
+            None,
+        )?];
+        self.apply_audited(tenant, tx, audit).await
     }
 
     async fn retire_widget_key(
@@ -84,11 +76,7 @@ impl WidgetKeys for DynamoStore {
             "attribute_exists(pk) AND attribute_not_exists(retires_at)",
             values([(":at", s(at.to_rfc3339()))]),
         )?];
-        if self.commit_audited(tenant, tx, audit).await? {
-            Ok(TransitionOutcome::Applied)
-        } else {
-            Ok(TransitionOutcome::Conflict { current: None })
-        }
+        self.apply_audited(tenant, tx, audit).await
     }
 }
 
