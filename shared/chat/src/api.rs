@@ -23,7 +23,7 @@ use countersign_domain::conversation::{CaseStatus, Message, MessageKind, Princip
 use countersign_domain::ids::{CaseId, MessageId};
 use countersign_domain::ports::{NewMessage, ProposalOutcome};
 use countersign_domain::texts::{self, Language};
-use countersign_http::{ApiError, ErrorBody, Json, Query, bearer};
+use countersign_http::{ApiError, ErrorBody, GuardErrors, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::HashSet;
@@ -165,21 +165,6 @@ impl<S: Send + Sync> FromRequestParts<S> for CasePath {
             .map_err(|_| not_found())?;
         CaseId::parse(id).map(Self).map_err(|_| not_found())
     }
-}
-
-/// What every route of one case can answer besides its own: 401 without a valid widget
-/// token ([`WidgetPrincipal`]), 404 for no such case or another person's ([`CasePath`]),
-/// 503 when a platform service fails. The variants carry no doc comments on purpose:
-/// utoipa would make them the responses' descriptions, which are empty.
-#[derive(utoipa::IntoResponses)]
-#[expect(dead_code, reason = "the OpenAPI document's only")]
-enum CaseErrors {
-    #[response(status = 401)]
-    Unauthorized(ErrorBody),
-    #[response(status = 404)]
-    NotFound(ErrorBody),
-    #[response(status = 503)]
-    Unavailable(ErrorBody),
 }
 
 /// `POST /api/cases/{id}/messages` body.
@@ -492,7 +477,7 @@ async fn create_case(
 /// widget polls: two small reads, however long the conversation.
 #[utoipa::path(get, path = "/api/cases/{id}", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id"), CaseQuery),
-    responses((status = 200, body = CaseView), (status = 400, body = ErrorBody), CaseErrors))]
+    responses((status = 200, body = CaseView), (status = 400, body = ErrorBody), GuardErrors))]
 async fn get_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -522,7 +507,7 @@ async fn get_case(
 /// The case's messages, oldest first, after a cursor.
 #[utoipa::path(get, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id"), ListQuery),
-    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), CaseErrors))]
+    responses((status = 200, body = Messages), (status = 400, body = ErrorBody), GuardErrors))]
 async fn list_messages(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -555,7 +540,7 @@ async fn list_messages(
         (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "The company's budget of answered messages is spent for now, or this person sent too many messages in the last minute (V-7); nothing was stored. `Retry-After` gives the seconds to wait.",
             headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
-        CaseErrors))]
+        GuardErrors))]
 async fn post_message(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -591,7 +576,7 @@ async fn proposal_views(
 /// Closes the case; a pending proposal is cancelled with it.
 #[utoipa::path(post, path = "/api/cases/{id}/close", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id")),
-    responses((status = 200, body = CaseView), (status = 409, body = ErrorBody), CaseErrors))]
+    responses((status = 200, body = CaseView), (status = 409, body = ErrorBody), GuardErrors))]
 async fn close_case(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -639,7 +624,7 @@ pub struct McpToken {
     params(("id" = String, Path, description = "The case id")),
     request_body(content = Option<McpTokenRequest>, content_type = "application/json"),
     responses((status = 201, body = McpToken), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 429, body = ErrorBody), CaseErrors))]
+        (status = 429, body = ErrorBody), GuardErrors))]
 async fn mint_mcp_token(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -677,7 +662,7 @@ pub struct StepUpLink {
 /// tenant's sign-in first.
 #[utoipa::path(post, path = "/api/cases/{id}/step-up", tag = "cases", security(("widgetJwt" = [])),
     params(("id" = String, Path, description = "The case id")),
-    responses((status = 201, body = StepUpLink), (status = 409, body = ErrorBody), CaseErrors))]
+    responses((status = 201, body = StepUpLink), (status = 409, body = ErrorBody), GuardErrors))]
 async fn step_up_link(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,
@@ -790,7 +775,7 @@ type Posted = Result<(Vec<NewMessage>, Language), crate::ChatError>;
         (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "As for the buffered post; nothing was stored.",
             headers(("Retry-After" = u64, description = "Seconds until the budget renews"))),
-        CaseErrors))]
+        GuardErrors))]
 async fn post_message_stream(
     State(state): State<AppState>,
     WidgetPrincipal(who): WidgetPrincipal,

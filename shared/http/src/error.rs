@@ -13,6 +13,22 @@ pub struct FieldError {
     pub message: String,
 }
 
+/// What a route behind an authenticating, resource-scoping extractor can answer before
+/// its own work, for its OpenAPI `responses(…, GuardErrors)`: 401 without valid
+/// credentials, 404 for a resource that is not the caller's (never 403: that would
+/// confirm it exists), 503 when a platform service fails. The admin API's tenant routes
+/// and the widget API's case routes both answer so. The variants carry no doc comments on
+/// purpose: utoipa would make them the responses' descriptions, which are empty.
+#[derive(Debug, utoipa::IntoResponses)]
+pub enum GuardErrors {
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
 /// The body of every error answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {

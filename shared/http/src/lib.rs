@@ -18,7 +18,7 @@ pub mod language;
 pub mod pages;
 pub mod serve;
 
-pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError};
+pub use error::{ApiError, ErrorBody, ErrorDetail, FieldError, GuardErrors};
 pub use extract::{
     DEFAULT_BODY_LIMIT, Json, Query, bearer, page_limit, parse_json, parse_optional_json,
 };

@@ -73,7 +73,7 @@ pub const AUDIT_PAGE_MAX: usize = 100;
 /// The audit trail, newest first.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit", tag = "audit", security(("adminKey" = [])),
     params(TenantPath, AuditQuery),
-    responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody), TenantAdminErrors))]
+    responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody), GuardErrors))]
 pub(super) async fn list_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -114,7 +114,7 @@ pub(super) async fn list_audit(
 /// a few across tenants (429 `RATE_LIMITED` with `Retry-After`).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/audit/verification", tag = "audit", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = crate::audit::Verification), (status = 429, body = ErrorBody), TenantAdminErrors))]
+    responses((status = 200, body = crate::audit::Verification), (status = 429, body = ErrorBody), GuardErrors))]
 pub(super) async fn verify_audit(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -127,7 +127,7 @@ pub(super) async fn verify_audit(
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/audit/checkpoints", tag = "audit", security(("adminKey" = [])),
     params(TenantPath),
     responses((status = 201, body = crate::audit::SignedCheckpoint), (status = 409, body = ErrorBody), (status = 429, body = ErrorBody),
-        TenantAdminErrors))]
+        GuardErrors))]
 pub(super) async fn post_checkpoint(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

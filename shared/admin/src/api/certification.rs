@@ -110,7 +110,7 @@ pub struct CertificationView {
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/certifications", tag = "mcp", security(("adminKey" = [])),
     params(TenantPath), request_body = CertificationInput,
     responses((status = 201, body = CertificationView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 429, body = ErrorBody), TenantAdminErrors))]
+        (status = 413, body = ErrorBody), (status = 429, body = ErrorBody), GuardErrors))]
 pub(super) async fn post_certification(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -128,7 +128,7 @@ pub(super) async fn post_certification(
 /// The latest certification run.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp/certifications/latest", tag = "mcp", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = CertificationView), TenantAdminErrors))]
+    responses((status = 200, body = CertificationView), GuardErrors))]
 pub(super) async fn latest_certification(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -68,7 +68,7 @@ pub struct ActionPolicyInput {
 /// The tenant's MCP configuration (C-5).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = McpView), TenantAdminErrors))]
+    responses((status = 200, body = McpView), GuardErrors))]
 pub(super) async fn get_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -87,7 +87,7 @@ pub(super) async fn get_mcp(
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/mcp/tools/{tool}/approval", tag = "mcp", security(("adminKey" = [])),
     params(TenantPath, ("tool" = String, Path, description = "An allowed tool")),
     responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-        TenantAdminErrors))]
+        GuardErrors))]
 pub(super) async fn approve_tool(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -103,7 +103,7 @@ pub(super) async fn approve_tool(
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
     params(TenantPath), request_body = McpConfigInput,
     responses((status = 200, body = McpView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 422, body = ErrorBody), TenantAdminErrors))]
+        (status = 422, body = ErrorBody), GuardErrors))]
 pub(super) async fn put_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -115,7 +115,7 @@ pub(super) async fn put_mcp(
 /// Removes the connector (C-10).
 #[utoipa::path(delete, path = "/api/admin/tenants/{id}/mcp", tag = "mcp", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 204), (status = 409, body = ErrorBody), TenantAdminErrors))]
+    responses((status = 204), (status = 409, body = ErrorBody), GuardErrors))]
 pub(super) async fn delete_mcp(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -25,7 +25,7 @@ use countersign_domain::ids::{AuditId, TenantId};
 use countersign_domain::ports::Tenant;
 use countersign_domain::retention::RetentionDays;
 use countersign_domain::time::Timestamp;
-use countersign_http::{ApiError, ErrorBody, FieldError, Json, Query, bearer};
+use countersign_http::{ApiError, ErrorBody, FieldError, GuardErrors, Json, Query, bearer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::OpenApi;
@@ -197,21 +197,6 @@ impl FromRequestParts<AdminState> for TenantAdmin {
         }
         Ok(Self(tenant))
     }
-}
-
-/// What [`TenantAdmin`] itself can answer, so every route that takes it documents them
-/// (`responses(…, TenantAdminErrors)`): 401 without a valid key, 404 for another
-/// tenant's id, 503 when the tenant store fails. The variants carry no doc comments on
-/// purpose: utoipa would make them the responses' descriptions, which are empty.
-#[derive(utoipa::IntoResponses)]
-#[expect(dead_code, reason = "the OpenAPI document's only")]
-enum TenantAdminErrors {
-    #[response(status = 401)]
-    Unauthorized(ErrorBody),
-    #[response(status = 404)]
-    NotFound(ErrorBody),
-    #[response(status = 503)]
-    Unavailable(ErrorBody),
 }
 
 /// The tenant id every route behind [`TenantAdmin`] takes in its path, as the OpenAPI

@@ -58,7 +58,7 @@ pub(super) fn holds_view(tenant: &Tenant) -> HoldsView {
 /// the tenant's legal holds.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/holds", tag = "retention", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = HoldsView), TenantAdminErrors))]
+    responses((status = 200, body = HoldsView), GuardErrors))]
 pub(super) async fn get_holds(TenantAdmin(tenant): TenantAdmin) -> Json<HoldsView> {
     Json(holds_view(&tenant))
 }
@@ -69,7 +69,7 @@ pub(super) async fn get_holds(TenantAdmin(tenant): TenantAdmin) -> Json<HoldsVie
 /// changes nothing.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/holds", tag = "retention", security(("adminKey" = [])),
     params(TenantPath), request_body = HoldInput,
-    responses((status = 200, body = HoldsView), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), TenantAdminErrors))]
+    responses((status = 200, body = HoldsView), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), GuardErrors))]
 pub(super) async fn put_hold(
     State(state): State<AdminState>,
     TenantAdmin(mut tenant): TenantAdmin,
@@ -110,7 +110,7 @@ pub struct ErasureInput {
         (status = 409, body = ErrorBody, description = "LEGAL_HOLD: a hold is on this person"),
         (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "RATE_LIMITED: this tenant has as many erasures queued as it may (20); retry after the time given"),
-        TenantAdminErrors))]
+        GuardErrors))]
 pub(super) async fn post_erasure(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -145,7 +145,7 @@ pub(super) async fn post_erasure(
 /// stored of the person; or `refused`). A done job is kept 30 days.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/erasures/{jobId}", tag = "retention", security(("adminKey" = [])),
     params(TenantPath, ("jobId" = String, Path, description = "The job id")),
-    responses((status = 200, body = crate::erasure::ErasureJobView), TenantAdminErrors))]
+    responses((status = 200, body = crate::erasure::ErasureJobView), GuardErrors))]
 pub(super) async fn get_erasure(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

@@ -201,7 +201,7 @@ pub(super) fn settings_view(tenant: &Tenant) -> TenantSettings {
 /// The tenant's settings (S-4).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = TenantSettings), TenantAdminErrors))]
+    responses((status = 200, body = TenantSettings), GuardErrors))]
 pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<TenantSettings> {
     Json(settings_view(&tenant))
 }
@@ -213,7 +213,7 @@ pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<Tenan
 /// cases keep theirs.
 #[utoipa::path(put, path = "/api/admin/tenants/{id}/settings", tag = "tenant", security(("adminKey" = [])),
     params(TenantPath), request_body = TenantSettingsInput,
-    responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), TenantAdminErrors))]
+    responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), GuardErrors))]
 pub(super) async fn put_settings(
     State(state): State<AdminState>,
     TenantAdmin(mut tenant): TenantAdmin,

@@ -71,7 +71,7 @@ pub struct Settled {
 /// The tenant's actions whose outcome the provider never settled.
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/actions/unsettled", tag = "actions", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = UnsettledActions), TenantAdminErrors))]
+    responses((status = 200, body = UnsettledActions), GuardErrors))]
 pub(super) async fn list_unsettled(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -104,7 +104,7 @@ pub(super) async fn list_unsettled(
     params(TenantPath, ("actionId" = String, Path, description = "The action id")),
     request_body = SettlementInput,
     responses((status = 200, body = Settled), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        TenantAdminErrors))]
+        GuardErrors))]
 pub(super) async fn settle_action(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,

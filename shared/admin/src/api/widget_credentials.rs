@@ -68,7 +68,7 @@ pub struct WidgetCredentials {
 #[utoipa::path(post, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
     params(TenantPath),
     request_body(content = Option<CreateWidgetCredential>, content_type = "application/json"),
-    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), TenantAdminErrors))]
+    responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), GuardErrors))]
 pub(super) async fn create_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -114,7 +114,7 @@ pub struct ReplaceWidgetCredential {
     params(TenantPath, ("keyId" = String, Path, description = "The credential to replace")),
     request_body(content = ReplaceWidgetCredential, content_type = "application/json"),
     responses((status = 201, body = NewWidgetCredential), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 413, body = ErrorBody), TenantAdminErrors))]
+        (status = 413, body = ErrorBody), GuardErrors))]
 pub(super) async fn replace_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -131,7 +131,7 @@ pub(super) async fn replace_widget_credential(
 /// The widget credentials: ids and dates only (C-9).
 #[utoipa::path(get, path = "/api/admin/tenants/{id}/widget-credentials", tag = "widget", security(("adminKey" = [])),
     params(TenantPath),
-    responses((status = 200, body = WidgetCredentials), TenantAdminErrors))]
+    responses((status = 200, body = WidgetCredentials), GuardErrors))]
 pub(super) async fn list_widget_credentials(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
@@ -152,7 +152,7 @@ pub(super) async fn list_widget_credentials(
 /// Revokes a widget credential: its tokens fail from then on (C-9, D-2).
 #[utoipa::path(delete, path = "/api/admin/tenants/{id}/widget-credentials/{keyId}", tag = "widget", security(("adminKey" = [])),
     params(TenantPath, ("keyId" = String, Path, description = "The credential id")),
-    responses((status = 204), TenantAdminErrors))]
+    responses((status = 204), GuardErrors))]
 pub(super) async fn revoke_widget_credential(
     State(state): State<AdminState>,
     TenantAdmin(tenant): TenantAdmin,
