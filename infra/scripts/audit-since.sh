@@ -12,8 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 . infra/scripts/dev-server-wait.sh
-target=${CARGO_TARGET_DIR:-$root/target}
-[ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server -p countersign-cli
+debug_bins countersign-dev-server countersign-cli
 logs="$target/audit-since"
 rm -rf "$logs"; mkdir -p "$logs"
 start_dev_server since "$logs"

@@ -14,7 +14,7 @@ infra/scripts/install.sh chromium widget retail
 (cd widget && node build.mjs --check)
 (cd widget && node --test test/state.test.mjs)
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+. "$root/infra/scripts/localnet.sh"
 port=$(free_port)
 provider_port=$(free_port)
 site_port=$(free_port)

@@ -13,8 +13,18 @@ wait_for_dev_server() {
   return 1
 }
 
-# A free loopback port.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Sets `target` and builds the debug binaries of packages `$@`, unless the test command
+# built every binary already (`COUNTERSIGN_BINS_BUILT`: no second compilation); needs `root`.
+debug_bins() {
+  target=${CARGO_TARGET_DIR:-$root/target}
+  [ -n "${COUNTERSIGN_BINS_BUILT:-}" ] && return 0
+  local package args=()
+  for package in "$@"; do args+=(-p "$package"); done
+  cargo build --quiet "${args[@]}"
+}
+
+# free_port, for the scripts that source this one.
+. "$root/infra/scripts/localnet.sh"
 
 # Starts the debug dev server on the emulator with its own table, keys and secrets (named
 # `$1-<random>`), logging to `$2/dev-server.log`, and waits until it runs. Sets `port`,

@@ -11,8 +11,7 @@ cd "$root"
 . infra/scripts/dev-server-wait.sh
 erasures=${1:-50}
 chats=${2:-60}
-target=${CARGO_TARGET_DIR:-$root/target}
-[ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server -p countersign-cli
+debug_bins countersign-dev-server countersign-cli
 logs="$target/erasure-flood"
 # The chat's own limits out of the way: what is measured is the other tenant's flood.
 export COUNTERSIGN_PERSON_MESSAGES_PER_MINUTE=100000 COUNTERSIGN_TENANT_TURNS_PER_MINUTE=100000

@@ -37,7 +37,7 @@ export COUNTERSIGN_TABLE="load-$suffix" COUNTERSIGN_SIGNING_KEY="alias/load-$suf
 $rel/countersign bootstrap >/dev/null
 token=$($rel/countersign gateway-token --tenant ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R --user driver-42 --case case_01JDZ6Y5X1QW9T3V7N2K4M8P0R --ttl 900)
 key=$("$root/.venv/moto/bin/python" -c 'import boto3, sys; print(boto3.client("secretsmanager").get_secret_value(SecretId=sys.argv[1])["SecretString"])' "${COUNTERSIGN_SECRET_PREFIX}platform/gateway-token-key")
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$root/infra/scripts/localnet.sh"
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT

@@ -37,7 +37,7 @@ else
   infra/scripts/build-release.sh --bin countersign-dev >&2
   dev_bin=target/lambda-build/x86_64-unknown-linux-gnu/release/countersign-dev
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$root/infra/scripts/localnet.sh"
 suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
 port=$(free_port) demo=$(free_port) site=$(free_port)
 # The demo site's people (each owns a session and two cars, and may move it).

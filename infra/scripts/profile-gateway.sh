@@ -9,6 +9,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+. infra/scripts/localnet.sh
 secs=${1:-10}
 [[ "${AWS_ENDPOINT_URL:-}" == http://127.0.0.1:* ]] || { echo "run inside infra/scripts/with-local-aws.sh" >&2; exit 1; }
 for tool in perf wrk; do
@@ -22,7 +23,7 @@ suffix=$(python3 -c 'import uuid; print(uuid.uuid4().hex[:8])')
 export COUNTERSIGN_TABLE="prof-$suffix" COUNTERSIGN_SIGNING_KEY="alias/prof-$suffix" COUNTERSIGN_SECRET_PREFIX="prof-$suffix/" RUST_LOG=error
 $bin/countersign bootstrap >/dev/null
 token=$($bin/countersign gateway-token --tenant ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R --user driver-42 --case case_01JDZ6Y5X1QW9T3V7N2K4M8P0R --ttl 900)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 out="$root/target/profile"
 mkdir -p "$out"
 COUNTERSIGN_GATEWAY_ADDR="127.0.0.1:$port" $bin/countersign-gateway >/dev/null 2>&1 &

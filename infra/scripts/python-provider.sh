@@ -9,8 +9,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 . infra/scripts/dev-server-wait.sh
 infra/scripts/install.sh recipes
-target=${CARGO_TARGET_DIR:-$root/target}
-[ -n "${COUNTERSIGN_BINS_BUILT:-}" ] || cargo build --quiet -p countersign-dev-server
+debug_bins countersign-dev-server
 port=$(free_port) demo_port=$(free_port) site_port=$(free_port) py_port=$(free_port)
 issuer="https://support.example.com/mcp-actions"
 token="svc_py_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"

@@ -111,7 +111,7 @@ run gateway-token "$cli" gateway-token --tenant "$tenant" --user u_readme --case
 grep -q '^ey' "$logs/gateway-token.txt"
 
 # --- 3. the local servers start and answer --------------------------------------------
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$root/infra/scripts/localnet.sh"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 answers() { # answers NAME URL EXPECTED-STATUS…: waits up to 30 s for one of the statuses

@@ -16,9 +16,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 venv="$root/.venv/moto"
 "$root/infra/scripts/install.sh" moto
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
+. "$root/infra/scripts/localnet.sh"
 
 mkdir -p "$root/target"
 log="$root/target/moto-server.log"
