@@ -51,7 +51,8 @@ for _ in range(100):
 sys.exit(1)
 PY
 }
-body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_tool","arguments":{"name":"action_status"}}}'
+. "$root/infra/scripts/wrk-mcp.sh"
+body=$mcp_body
 gw_port=$(free_port)
 COUNTERSIGN_GATEWAY_ADDR="127.0.0.1:$gw_port" $rel/countersign-gateway >/dev/null 2>&1 &
 pids+=($!)
@@ -67,13 +68,8 @@ ts_port=$(free_port)
 (cd infra/interop && exec node ts_server.mjs "$ts_port" "$key" "$work/envelope.json") &
 pids+=($!)
 wait_port "$bare_port"; wait_port "$ts_port"
-cat >"$work/req.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '$body'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2025-06-18"
-wrk.headers["Authorization"] = "Bearer $token"
+mcp_wrk_lua "$work/req.lua" "$token"
+cat >>"$work/req.lua" <<'LUA'
 done = function(summary, latency, requests)
   io.write(string.format("RESULT %.1f %.3f %.3f %d %d\n", summary.requests / (summary.duration / 1e6),
     latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status, summary.requests))

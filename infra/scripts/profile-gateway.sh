@@ -10,6 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 . infra/scripts/localnet.sh
+. infra/scripts/wrk-mcp.sh
 secs=${1:-10}
 [[ "${AWS_ENDPOINT_URL:-}" == http://127.0.0.1:* ]] || { echo "run inside infra/scripts/with-local-aws.sh" >&2; exit 1; }
 for tool in perf wrk; do
@@ -31,14 +32,7 @@ gw=$!
 trap 'kill $gw 2>/dev/null || true' EXIT
 sleep 1
 lua=$(mktemp)
-cat >"$lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_tool","arguments":{"name":"action_status"}}}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2025-06-18"
-wrk.headers["Authorization"] = "Bearer $token"
-LUA
+mcp_wrk_lua "$lua" "$token"
 # Warm up (the token key is read on the first request), then sample.
 wrk -t1 -c16 -d2s -s "$lua" "http://127.0.0.1:$port/mcp" >/dev/null
 perf record -F 1999 -g --call-graph dwarf,16384 -p $gw -o "$out/perf.data" -- sleep "$secs" 2>/dev/null &

@@ -20,6 +20,42 @@ pub(crate) struct KeysArgs {
     command: KeysCommand,
 }
 
+/// The roles a signing key is made for, as `bootstrap` and `keys announce` take them.
+#[derive(Debug, clap::Args)]
+pub(crate) struct KeyRoles {
+    /// The role that signs proofs (the messages function's): a key the command creates gets
+    /// the deployment's policy, in which only this role may sign (without it, the account's
+    /// default policy: the local stack only); `keys announce` refuses a key whose
+    /// policy lets anyone else sign (V-5). A deployment always passes it.
+    #[arg(long)]
+    pub(crate) signer_role_arn: Option<String>,
+    /// The role that shows the public key (the admin function's).
+    #[arg(long, requires = "signer_role_arn")]
+    pub(crate) reader_role_arn: Option<String>,
+    /// The role that prepares actions for MCP clients (the gateway function's): reads the
+    /// public key.
+    #[arg(long, requires = "signer_role_arn")]
+    pub(crate) gateway_role_arn: Option<String>,
+}
+
+impl KeyRoles {
+    /// The key's users, when the signer is given (N-8: `administrator` may change the
+    /// key's policy or move its alias; `None`: the account).
+    pub(crate) fn users(self, administrator: Option<String>) -> Option<KeyUsers> {
+        let Self {
+            signer_role_arn,
+            reader_role_arn,
+            gateway_role_arn,
+        } = self;
+        signer_role_arn.map(|signer| KeyUsers {
+            signer,
+            reader: reader_role_arn,
+            gateway: gateway_role_arn,
+            administrator,
+        })
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeysCommand {
     /// Show every key of the ring (status, kid, KMS ARN, times) and the key the alias
@@ -34,17 +70,8 @@ pub(crate) enum KeysCommand {
         /// Create the key, with the deployment's key policy when the role ARNs are given.
         #[arg(long)]
         create: bool,
-        /// The messages function's role ARN: only it may sign. With `--create` the key gets
-        /// the deployment's policy; either way a key whose policy lets anyone else sign is
-        /// refused (V-5). A deployment always passes it.
-        #[arg(long)]
-        signer_role_arn: Option<String>,
-        /// The admin function's role ARN (reads the public key).
-        #[arg(long, requires = "signer_role_arn")]
-        reader_role_arn: Option<String>,
-        /// The gateway function's role ARN (reads the public key to prepare actions, X-1).
-        #[arg(long, requires = "signer_role_arn")]
-        gateway_role_arn: Option<String>,
+        #[command(flatten)]
+        roles: KeyRoles,
     },
     /// Make the announced key sign: moves the alias to it; the active key stays published
     /// as `previous`. Refused until the key has been published for the JWKS cache time.
@@ -84,13 +111,8 @@ pub(crate) async fn run(
         KeysCommand::Announce {
             key,
             create: _,
-            signer_role_arn,
-            reader_role_arn,
-            gateway_role_arn,
-        } => {
-            let users = [signer_role_arn, reader_role_arn, gateway_role_arn];
-            announce(&rotation, key, users, now, &mut out).await?;
-        }
+            roles,
+        } => announce(&rotation, key, roles, now, &mut out).await?,
         KeysCommand::Activate { kid } => {
             rotation.activate(&kid, now).await?;
             let ring = rotation.list().await?.ring;
@@ -143,24 +165,19 @@ fn ring_of<'a>(
 }
 
 /// `keys announce`: the given key, or one created with the deployment's policy when the
-/// roles `[signer, reader, gateway]` are given.
+/// roles are given.
 async fn announce(
     rotation: &Rotation<'_>,
     key: Option<String>,
-    [signer_role_arn, reader_role_arn, gateway_role_arn]: [Option<String>; 3],
+    roles: KeyRoles,
     now: Timestamp,
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let signer = signer_role_arn.clone();
+    let signer = roles.signer_role_arn.clone();
     let key = match key {
         Some(k) => k,
         None => {
-            let users = signer_role_arn.map(|signer| KeyUsers {
-                signer,
-                reader: reader_role_arn,
-                gateway: gateway_role_arn,
-                administrator: None,
-            });
+            let users = roles.users(None);
             let id = rotation.create(users.as_ref()).await?;
             writeln!(out, "created KMS key {id}")?;
             id

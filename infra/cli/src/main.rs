@@ -78,18 +78,8 @@ enum Command {
     /// Create the DynamoDB table, the KMS signing key and its alias when missing
     /// (idempotent). Names come from COUNTERSIGN_TABLE / COUNTERSIGN_SIGNING_KEY.
     Bootstrap {
-        /// The role that signs proofs (the messages function's): the key is created with
-        /// the template's policy, in which only this role may sign. Without it the key
-        /// gets the account's default policy (the local stack only).
-        #[arg(long)]
-        signer_role_arn: Option<String>,
-        /// The role that shows the public key (the admin function's).
-        #[arg(long, requires = "signer_role_arn")]
-        reader_role_arn: Option<String>,
-        /// The role that prepares actions for MCP clients (the gateway function's): reads
-        /// the public key.
-        #[arg(long, requires = "signer_role_arn")]
-        gateway_role_arn: Option<String>,
+        #[command(flatten)]
+        roles: keys::KeyRoles,
         /// N-8: the role that deploys: only it may change the key's policy or move its
         /// alias (the template's `KeyAdministratorArn`). Without it, the account.
         #[arg(long, requires = "signer_role_arn")]
@@ -172,19 +162,9 @@ async fn main() -> anyhow::Result<()> {
     let settings = AwsSettings::from_env()?;
     match cli.command {
         Command::Bootstrap {
-            signer_role_arn,
-            reader_role_arn,
-            gateway_role_arn,
+            roles,
             administrator_role_arn,
-        } => {
-            bootstrap(
-                signer_role_arn,
-                [reader_role_arn, gateway_role_arn, administrator_role_arn],
-                &sdk,
-                &settings,
-            )
-            .await?;
-        }
+        } => bootstrap(roles.users(administrator_role_arn), &sdk, &settings).await?,
         Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
         Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
         Command::VerifyDeployment {
@@ -265,17 +245,10 @@ async fn gateway_token(
 
 /// `bootstrap`: creates what is missing and says what it found.
 async fn bootstrap(
-    signer_role_arn: Option<String>,
-    [reader_role_arn, gateway_role_arn, administrator_role_arn]: [Option<String>; 3],
+    users: Option<countersign_aws::bootstrap::KeyUsers>,
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
 ) -> anyhow::Result<()> {
-    let users = signer_role_arn.map(|signer| countersign_aws::bootstrap::KeyUsers {
-        signer,
-        reader: reader_role_arn,
-        gateway: gateway_role_arn,
-        administrator: administrator_role_arn,
-    });
     let r = countersign_aws::bootstrap::bootstrap_with(sdk, settings, users.as_ref())
         .await
         .context("bootstrap")?;

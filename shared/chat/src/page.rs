@@ -378,14 +378,7 @@ fn unavailable(e: &dyn std::fmt::Display) -> Response {
 
 /// A static asset of the page (cached for an hour).
 fn asset(body: &'static str, content_type: &'static str) -> Response {
-    let mut res = body.into_response();
-    let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("max-age=3600"),
-    );
-    res
+    countersign_http::pages::asset(body, content_type, "max-age=3600")
 }
 
 fn set_cookie(

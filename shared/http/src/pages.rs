@@ -1,8 +1,31 @@
 //! What the server-rendered pages (the `/admin` panel, the confirmation page) share: their
-//! security headers, reading a cookie, and the same-origin check of their form posts.
+//! security headers, their static files, reading a cookie, and the same-origin check of
+//! their form posts.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+
+/// A page's static file (style sheet, script, icon), built into the binary: its type, how
+/// long a browser may keep it (`cache_control`), and `nosniff` so it is never read as
+/// another type.
+pub fn asset(
+    body: &'static str,
+    content_type: &'static str,
+    cache_control: &'static str,
+) -> Response {
+    let mut res = body.into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
+}
 
 /// An HTML page answered with [`secure_headers`].
 pub fn html(status: StatusCode, body: String, csp: &'static str) -> Response {

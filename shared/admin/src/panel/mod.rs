@@ -366,16 +366,5 @@ async fn static_file(Path(file): Path<String>) -> Response {
         "favicon.svg" => (ICON, "image/svg+xml"),
         _ => return StatusCode::NOT_FOUND.into_response(),
     };
-    let mut res = body.into_response();
-    let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    res
+    countersign_http::pages::asset(body, kind, "public, max-age=300")
 }
