@@ -24,7 +24,7 @@ debug_bins() {
 }
 
 # free_port, for the scripts that source this one.
-. "$root/infra/scripts/localnet.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/localnet.sh"
 
 # Starts the debug dev server on the emulator with its own table, keys and secrets (named
 # `$1-<random>`), logging to `$2/dev-server.log`, and waits until it runs. Sets `port`,

@@ -20,7 +20,8 @@ pub(crate) struct KeysArgs {
     command: KeysCommand,
 }
 
-/// The roles a signing key is made for, as `bootstrap` and `keys announce` take them.
+// The roles a signing key is made for, as `bootstrap` and `keys announce` take them. (A
+// `//` comment: clap would make a doc comment the help text of a command flattening it.)
 #[derive(Debug, clap::Args)]
 pub(crate) struct KeyRoles {
     /// The role that signs proofs (the messages function's): a key the command creates gets
