@@ -28,7 +28,8 @@ use crate::service::{Chat, ChatError};
 use crate::widget::{AuthError, WidgetAuth};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -267,6 +268,28 @@ fn origin_of(headers: &HeaderMap) -> Option<String> {
         "{}://{host}",
         if loopback { "http" } else { "https" }
     ))
+}
+
+/// The link a request's path names (`/confirm/{id}…`), read before anything else: a
+/// malformed or unknown id is the page's 404, a store failure its 503. Every handler of a
+/// link takes it, so none repeats the read.
+pub(super) struct Linked {
+    /// The link's id (the path's, the page's secret).
+    pub(super) id: String,
+    /// The link.
+    pub(super) link: ConfirmationLink,
+}
+
+impl FromRequestParts<PageState> for Linked {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &PageState) -> Result<Self, Response> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| not_found())?;
+        let link = link(state, &id).await?;
+        Ok(Self { id, link })
+    }
 }
 
 /// The link `id` opens, if it is one (malformed ids are refused before any read).

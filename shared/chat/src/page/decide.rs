@@ -26,11 +26,10 @@ pub(super) fn not_posted(id: &str, lang: Language, e: ChatError) -> Response {
 /// `POST /confirm/{id}`: the person's answer.
 pub(super) async fn decide(
     State(state): State<PageState>,
-    Path(id): Path<String>,
+    Linked { id, link }: Linked,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, Response> {
-    let link = link(&state, &id).await?;
     let Some((who, session)) = person(&state, &id, &link, &headers).await? else {
         return Err(notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused));
     };

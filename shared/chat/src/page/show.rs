@@ -5,10 +5,9 @@ use super::*;
 /// `GET /confirm/{id}`.
 pub(super) async fn show(
     State(state): State<PageState>,
-    Path(id): Path<String>,
+    Linked { id, link }: Linked,
     headers: HeaderMap,
 ) -> Result<Response, Response> {
-    let link = link(&state, &id).await?;
     let lang = language(&state, &link).await?;
     let t = texts(lang);
     let Some((who, session)) = person(&state, &id, &link, &headers).await? else {

@@ -76,11 +76,10 @@ pub(super) async fn sign_in_step(
 /// tenant's sign-in (303).
 pub(super) async fn begin_sign_in(
     State(state): State<PageState>,
-    Path(id): Path<String>,
+    Linked { id, link }: Linked,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, Response> {
-    let link = link(&state, &id).await?;
     if !pages::same_origin_strict(&headers) {
         return Err(notice(StatusCode::FORBIDDEN, Language::En, EN.refused));
     }
@@ -122,11 +121,10 @@ pub(super) async fn old_return(Path(id): Path<String>) -> Response {
 /// `POST /confirm/{id}/return` (form `token`): the tenant's sign-in hands the person back.
 pub(super) async fn signed_in(
     State(state): State<PageState>,
-    Path(id): Path<String>,
+    Linked { id, link }: Linked,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, Response> {
-    let link = link(&state, &id).await?;
     let refused = || notice(StatusCode::UNAUTHORIZED, Language::En, EN.refused);
     let token = form_value(&body, "token").ok_or_else(refused)?;
     let hand_off = match state.auth.authenticate_hand_off(&token).await {

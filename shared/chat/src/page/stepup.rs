@@ -351,14 +351,11 @@ impl axum::extract::FromRequest<PageState> for Scripted {
     ) -> Result<Self, Self::Rejection> {
         use axum::extract::FromRequestParts as _;
         let (mut parts, body) = req.into_parts();
-        let Path(id) = Path::<String>::from_request_parts(&mut parts, state)
-            .await
-            .map_err(|_| not_found())?;
+        let Linked { id, link } = Linked::from_request_parts(&mut parts, state).await?;
         let headers = parts.headers.clone();
         let body = Bytes::from_request(axum::extract::Request::from_parts(parts, body), state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let link = link(state, &id).await?;
         let lang = language(state, &link).await?;
         let refused = |status| notice(status, lang, texts(lang).refused);
         let (who, session) = person(state, &id, &link, &headers)
