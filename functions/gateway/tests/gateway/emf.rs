@@ -1,6 +1,7 @@
 //! G-8: the duration metric leaves as CloudWatch Embedded Metric Format, with `tool` and
 //! `error_type` dimensions, through the `metrics_cloudwatch_embedded` crate the function
-//! installs. (Its own test binary: the recorder is process-global.)
+//! installs. (The recorder is process-global: nextest runs each test in its own process,
+//! as the test command does; under plain `cargo test` it meets the fast path's.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use countersign_domain::conversation::Principal;

@@ -42,7 +42,7 @@ pub(super) async fn create_case(
 /// The case: open or closed, its language, its newest message (S-2, S-3). What an open
 /// widget polls: two small reads, however long the conversation.
 #[utoipa::path(get, path = "/api/cases/{id}", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id"), CaseQuery),
+    params(CaseIdPath, CaseQuery),
     responses((status = 200, body = CaseView), (status = 400, body = ErrorBody), GuardErrors))]
 pub(super) async fn get_case(
     State(state): State<AppState>,
@@ -72,7 +72,7 @@ pub(super) async fn get_case(
 
 /// The case's messages, oldest first, after a cursor.
 #[utoipa::path(get, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id"), ListQuery),
+    params(CaseIdPath, ListQuery),
     responses((status = 200, body = Messages), (status = 400, body = ErrorBody), GuardErrors))]
 pub(super) async fn list_messages(
     State(state): State<AppState>,
@@ -101,7 +101,7 @@ pub(super) async fn list_messages(
 
 /// One message from the person, and everything it caused (the person's message first).
 #[utoipa::path(post, path = "/api/cases/{id}/messages", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
+    params(CaseIdPath), request_body = PostMessage,
     responses((status = 200, body = Messages), (status = 400, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "The company's budget of answered messages is spent for now, or this person sent too many messages in the last minute (V-7); nothing was stored. `Retry-After` gives the seconds to wait.",
@@ -141,7 +141,7 @@ pub(super) async fn proposal_views(
 
 /// Closes the case; a pending proposal is cancelled with it.
 #[utoipa::path(post, path = "/api/cases/{id}/close", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id")),
+    params(CaseIdPath),
     responses((status = 200, body = CaseView), (status = 409, body = ErrorBody), GuardErrors))]
 pub(super) async fn close_case(
     State(state): State<AppState>,
@@ -165,7 +165,7 @@ pub(super) async fn close_case(
 /// lifetime, recorded in the conversation's audit chain, spent from the person's message
 /// budget; refused for a closed case.
 #[utoipa::path(post, path = "/api/cases/{id}/mcp-token", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id")),
+    params(CaseIdPath),
     request_body(content = Option<McpTokenRequest>, content_type = "application/json"),
     responses((status = 201, body = McpToken), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
         (status = 429, body = ErrorBody), GuardErrors))]
@@ -194,7 +194,7 @@ pub(super) async fn mint_mcp_token(
 /// person's passkey. Each call makes a new link; the page signs the person in through the
 /// tenant's sign-in first.
 #[utoipa::path(post, path = "/api/cases/{id}/step-up", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id")),
+    params(CaseIdPath),
     responses((status = 201, body = StepUpLink), (status = 409, body = ErrorBody), GuardErrors))]
 pub(super) async fn step_up_link(
     State(state): State<AppState>,

@@ -176,6 +176,17 @@ impl<S: Send + Sync> FromRequestParts<S> for CasePath {
     }
 }
 
+/// The case id every route of one case takes in its path, as the OpenAPI document
+/// describes it (`params(CaseIdPath, …)`); [`CasePath`] reads it.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[expect(dead_code, reason = "the OpenAPI document's only")]
+struct CaseIdPath {
+    // The doc comment is the parameter's description in the document, word for word.
+    /// The case id
+    id: String,
+}
+
 /// 201 with a body no cache may keep (a credential or a one-person link).
 pub(super) fn created_no_store(body: impl Serialize) -> Response {
     let no_store = [(header::CACHE_CONTROL, "no-store")];

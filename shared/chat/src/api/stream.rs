@@ -27,7 +27,7 @@ type Posted = Result<(Vec<NewMessage>, Language), crate::ChatError>;
 /// `end`, or `error`). Through the HTTP API the events arrive together at the end; the
 /// stream function's URL (template output `StreamUrl`) sends them as they happen.
 #[utoipa::path(post, path = "/api/cases/{id}/messages/stream", tag = "cases", security(("widgetJwt" = [])),
-    params(("id" = String, Path, description = "The case id")), request_body = PostMessage,
+    params(CaseIdPath), request_body = PostMessage,
     responses((status = 200, content_type = "application/x-ndjson", body = String,
             description = "One JSON event a line: {\"type\":\"delta\",\"text\"}, {\"type\":\"message\",\"message\"}, {\"type\":\"end\"} or {\"type\":\"error\",\"error\"}."),
         (status = 400, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
