@@ -107,13 +107,7 @@ pub struct Bridge {
     pub metrics: Metrics,
 }
 
-impl std::fmt::Debug for Bridge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bridge")
-            .field("digest", &self.digest)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(Bridge { digest });
 
 /// A refusal for the platform: a tool error with safe text.
 pub(crate) fn refuse(message: &str) -> CallToolResult {

@@ -60,13 +60,7 @@ pub struct RmcpUpstream {
     next: std::sync::atomic::AtomicUsize,
 }
 
-impl std::fmt::Debug for RmcpUpstream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RmcpUpstream")
-            .field("spec", &self.spec)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(RmcpUpstream { spec });
 
 impl RmcpUpstream {
     /// The upstream `spec`, each call bounded by `timeout`.

@@ -164,13 +164,7 @@ impl Gateway {
     }
 }
 
-impl std::fmt::Debug for Gateway {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gateway")
-            .field("registry", &self.registry)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(Gateway { registry });
 
 /// The MCP handler: one per process, shared by every request.
 #[derive(Clone)]

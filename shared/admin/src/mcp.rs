@@ -11,6 +11,7 @@ use countersign_domain::config::{
 };
 use countersign_domain::conversation::{Message, MessageKind, Role};
 use countersign_domain::ids::{CaseId, UserId};
+use countersign_domain::language::Translated;
 use countersign_domain::pinning;
 use countersign_domain::ports::ProviderTool;
 use countersign_domain::ports::{

@@ -111,29 +111,6 @@ pub(crate) async fn purge_one(
     store.purge(tenant, case, seen).await
 }
 
-/// sets the tenant's retention, audited as `tenant.retention_days`. Setting the value
-/// it already has writes nothing.
-pub async fn set_retention_days(
-    state: &crate::AdminState,
-    tenant: &Tenant,
-    days: RetentionDays,
-) -> Result<(), crate::state::AdminError> {
-    if tenant.retention_days == Some(days) {
-        return Ok(());
-    }
-    let changes = serde_json::json!({"retentionDays": {
-        "from": tenant.retention_days.map(RetentionDays::days),
-        "to": days.days(),
-    }});
-    let record = crate::audit::by_admin(state, tenant, "tenant.retention_days", changes);
-    let outcome = state
-        .stores
-        .tenants
-        .set_retention_days(&tenant.id, days, &record)
-        .await;
-    crate::tenants::setting_saved(outcome)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

@@ -69,11 +69,7 @@ pub struct AdminStores {
     pub jobs: Arc<dyn countersign_domain::ports::ErasureJobs>,
 }
 
-impl std::fmt::Debug for AdminStores {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdminStores").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(AdminStores {});
 
 impl AdminStores {
     /// The narrow ports of one tenant store and one conversation store (in deployments
@@ -108,13 +104,7 @@ impl AdminStores {
     }
 }
 
-impl std::fmt::Debug for AdminState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdminState")
-            .field("issuer", &self.issuer)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(AdminState { issuer });
 
 /// Why an admin use case refused or failed. Each maps to one HTTP status and code.
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,10 @@
 //! Tenant registration and admin-key rotation (C-1): operator tasks.
 
 use crate::keys;
+use countersign_domain::appearance::Appearance;
 use countersign_domain::ids::TenantId;
 use countersign_domain::ports::{Clock, Ids, StoreError, Tenant, TenantStore, TransitionOutcome};
+use countersign_domain::retention::RetentionDays;
 use countersign_domain::secret::SecretString;
 use countersign_domain::texts::Language;
 
@@ -73,28 +75,85 @@ pub async fn rotate_admin_key(
     }
 }
 
-/// S-4: sets the tenant's default language, by its administrator (audited with the change).
-/// New cases take it; a case keeps the language it was opened with. Setting the language it
-/// already has writes nothing.
-pub async fn set_language(
+/// What an administrator changes of the tenant's settings, each value already checked;
+/// `None` keeps the setting as it is. The panel's form and the API's body are parsed into
+/// it, and [`save_settings`] saves it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingsChange {
+    /// S-4: the default language of new cases (a case keeps the one it was opened with).
+    pub language: Option<Language>,
+    /// the sign-in hand-off URL; `Some(None)` removes it.
+    pub sign_in_url: Option<Option<String>>,
+    /// how long conversations are kept.
+    pub retention_days: Option<RetentionDays>,
+    /// Issue 50: the accent and the welcome per language.
+    pub appearance: Option<Appearance>,
+}
+
+/// Saves `change` for `tenant`, by its administrator: one audited write per setting that
+/// differs from the saved one (`tenant.language`, `tenant.sign_in_url`,
+/// `tenant.retention_days`, `tenant.appearance`, each with both values); the same value
+/// writes nothing. Returns the tenant as saved. Each write is its own transaction: when one
+/// fails, the ones before it stay saved.
+pub async fn save_settings(
     state: &crate::AdminState,
     tenant: &Tenant,
-    language: Language,
-) -> Result<(), crate::state::AdminError> {
-    if tenant.language == language {
-        return Ok(());
+    change: SettingsChange,
+) -> Result<Tenant, crate::state::AdminError> {
+    let mut saved = tenant.clone();
+    let (store, id) = (&state.stores.tenants, &tenant.id);
+    if let Some(language) = change.language {
+        let (from, to) = (saved.language.tag(), language.tag());
+        if let Some(record) = setting_change(state, tenant, LANGUAGE, from, to) {
+            setting_saved(store.set_language(id, language, &record).await)?;
+        }
+        saved.language = language;
     }
-    let changes = serde_json::json!({"language": {
-        "from": tenant.language.tag(),
-        "to": language.tag(),
-    }});
-    let record = crate::audit::by_admin(state, tenant, "tenant.language", changes);
-    let outcome = state
-        .stores
-        .tenants
-        .set_language(&tenant.id, language, &record)
-        .await;
-    setting_saved(outcome)
+    if let Some(url) = change.sign_in_url {
+        let (from, to) = (saved.sign_in_url.as_deref(), url.as_deref());
+        if let Some(record) = setting_change(state, tenant, SIGN_IN_URL, from, to) {
+            setting_saved(store.set_sign_in_url(id, to, &record).await)?;
+        }
+        saved.sign_in_url = url;
+    }
+    if let Some(days) = change.retention_days {
+        let (from, to) = (
+            saved.retention_days.map(RetentionDays::days),
+            Some(days.days()),
+        );
+        if let Some(record) = setting_change(state, tenant, RETENTION, from, to) {
+            setting_saved(store.set_retention_days(id, days, &record).await)?;
+        }
+        saved.retention_days = Some(days);
+    }
+    if let Some(appearance) = change.appearance {
+        if let Some(record) =
+            setting_change(state, tenant, APPEARANCE, &saved.appearance, &appearance)
+        {
+            setting_saved(store.set_appearance(id, &appearance, &record).await)?;
+        }
+        saved.appearance = appearance;
+    }
+    Ok(saved)
+}
+
+/// Each setting's audit action and the field its `changes` name.
+const LANGUAGE: (&str, &str) = ("tenant.language", "language");
+const SIGN_IN_URL: (&str, &str) = ("tenant.sign_in_url", "signInUrl");
+const RETENTION: (&str, &str) = ("tenant.retention_days", "retentionDays");
+const APPEARANCE: (&str, &str) = ("tenant.appearance", "appearance");
+
+/// The audit record of an authenticated tenant's setting `field` going `from` → `to`, as
+/// `action` with both values; `None` when they are equal: nothing is to be written.
+fn setting_change<T: serde::Serialize + PartialEq>(
+    state: &crate::AdminState,
+    tenant: &Tenant,
+    (action, field): (&str, &str),
+    from: T,
+    to: T,
+) -> Option<countersign_domain::audit_chain::AuditEntry> {
+    let changes = serde_json::json!({ field: {"from": from, "to": to} });
+    (from != to).then(|| crate::audit::by_admin(state, tenant, action, changes))
 }
 
 /// The answer to an audited write of one of an authenticated tenant's settings.
@@ -139,46 +198,6 @@ pub fn parse_sign_in_url(
         return Err("must not carry credentials or a fragment");
     }
     Ok(Some(url.to_string()))
-}
-
-/// sets (or removes) the tenant's sign-in hand-off URL, audited as
-/// `tenant.sign_in_url`. Setting the value it already has writes nothing.
-pub async fn set_sign_in_url(
-    state: &crate::AdminState,
-    tenant: &Tenant,
-    url: Option<&str>,
-) -> Result<(), crate::state::AdminError> {
-    if tenant.sign_in_url.as_deref() == url {
-        return Ok(());
-    }
-    let changes = serde_json::json!({"signInUrl": {"from": tenant.sign_in_url, "to": url}});
-    let record = crate::audit::by_admin(state, tenant, "tenant.sign_in_url", changes);
-    let outcome = state
-        .stores
-        .tenants
-        .set_sign_in_url(&tenant.id, url, &record)
-        .await;
-    setting_saved(outcome)
-}
-
-/// Issue 50: replaces the tenant's appearance (accent, welcome per language), audited as
-/// `tenant.appearance` with both values. The same appearance writes nothing.
-pub async fn set_appearance(
-    state: &crate::AdminState,
-    tenant: &Tenant,
-    appearance: &countersign_domain::appearance::Appearance,
-) -> Result<(), crate::state::AdminError> {
-    if tenant.appearance == *appearance {
-        return Ok(());
-    }
-    let changes = serde_json::json!({"appearance": {"from": tenant.appearance, "to": appearance}});
-    let record = crate::audit::by_admin(state, tenant, "tenant.appearance", changes);
-    let outcome = state
-        .stores
-        .tenants
-        .set_appearance(&tenant.id, appearance, &record)
-        .await;
-    setting_saved(outcome)
 }
 
 #[cfg(test)]

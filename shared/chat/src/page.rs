@@ -118,11 +118,7 @@ pub struct PageState {
     pub local: bool,
 }
 
-impl std::fmt::Debug for PageState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageState").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(PageState {});
 
 /// The page's router.
 pub fn router(state: PageState) -> Router {

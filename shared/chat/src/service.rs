@@ -179,10 +179,4 @@ pub struct ChatParts {
     pub stuck_after: Duration,
 }
 
-impl std::fmt::Debug for ChatParts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatParts")
-            .field("issuer", &self.issuer)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(ChatParts { issuer });

@@ -46,14 +46,7 @@ pub struct StepUp {
     pub origins: Vec<String>,
 }
 
-impl std::fmt::Debug for StepUp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StepUp")
-            .field("rp_id", &self.rp_id)
-            .field("origins", &self.origins)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(StepUp { rp_id, origins });
 
 /// What the browser needs for a ceremony (`navigator.credentials.get` or `create`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

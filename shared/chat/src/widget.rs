@@ -88,11 +88,7 @@ pub struct WidgetAuth {
     cache: Mutex<HashMap<(TenantId, WidgetKeyId), SecretString>>,
 }
 
-impl std::fmt::Debug for WidgetAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WidgetAuth").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(WidgetAuth {});
 
 impl WidgetAuth {
     /// A verifier over the tenant store (credentials) and the secret store (secrets).

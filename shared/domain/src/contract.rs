@@ -2,6 +2,7 @@
 //! typed violations, and the field readers used by [`crate::prepare`] and
 //! [`crate::outcome`].
 
+use crate::language::Translated;
 use crate::text::{TextViolation, ViolationList};
 use crate::tool_result::PayloadError;
 use serde_json::{Map, Value};
@@ -108,17 +109,11 @@ impl ContractViolation {
     }
 }
 
-impl ContractViolation {
-    /// The broken rule in `lang` (issue 50: the Portuguese panel's certification reasons;
-    /// the APIs and the logs keep the English [`fmt::Display`]).
-    #[must_use]
-    pub fn message(&self, lang: crate::language::Language) -> String {
-        if lang == crate::language::Language::En {
-            return self.to_string();
-        }
+impl Translated for ContractViolation {
+    fn portuguese(&self) -> String {
         match self {
             Self::ProviderError => "o provedor respondeu com um erro".into(),
-            Self::Payload { error } => error.message(lang),
+            Self::Payload { error } => error.portuguese(),
             Self::NotAnObject => "a resposta não é um objeto JSON".into(),
             Self::MissingField { field } => format!("{field} é obrigatório"),
             Self::WrongType { field, expected } => {
@@ -146,11 +141,11 @@ impl ContractViolation {
             Self::UnknownStatus => "status deve ser um de pending_confirmation, executing, completed, failed, conflict, expired, cancelled".into(),
             Self::Message { violations } => format!(
                 "message não pode ser mostrada: {}",
-                ViolationList(violations).message(lang)
+                ViolationList(violations).portuguese()
             ),
             Self::Summary { violations } => format!(
                 "o resumo (summary) não pode ser mostrado: {}",
-                ViolationList(violations).message(lang)
+                ViolationList(violations).portuguese()
             ),
             Self::ExpiresAtFormat => {
                 "expiresAt deve ser um instante ISO-8601 em UTC".into()
@@ -161,10 +156,12 @@ impl ContractViolation {
             ),
         }
     }
+}
 
+impl ContractViolation {
     /// Every broken rule of `violations`, once each, `; `-separated, in both languages.
     #[must_use]
-    pub fn said(violations: &[Self]) -> crate::language::Said {
+    pub fn all_said(violations: &[Self]) -> crate::language::Said {
         let list = |lang| {
             let mut said: Vec<String> = violations.iter().map(|v| v.message(lang)).collect();
             said.dedup();

@@ -39,6 +39,27 @@ impl Language {
     }
 }
 
+/// A rule's refusal or reason in both languages (issue 50: the panel speaks the
+/// administrator's language). Its English is its `Display`, the text the APIs and the logs
+/// keep, so only the Portuguese is written apart.
+pub trait Translated: std::fmt::Display {
+    /// The Portuguese text.
+    fn portuguese(&self) -> String;
+
+    /// The text in `lang`.
+    fn message(&self, lang: Language) -> String {
+        match lang {
+            Language::En => self.to_string(),
+            Language::Pt => self.portuguese(),
+        }
+    }
+
+    /// Both texts, for a [`Said`] that quotes it.
+    fn said(&self) -> Said {
+        Said::new(self.to_string(), self.portuguese())
+    }
+}
+
 /// A text the platform writes for an administrator or a provider engineer, in English (the
 /// APIs', and the English panel's) and in Brazilian Portuguese (the Portuguese panel's):
 /// issue 50, every refusal and every certification reason in the administrator's language.

@@ -26,6 +26,29 @@ impl fmt::Debug for SecretString {
     }
 }
 
+/// `Debug` for a type that holds ports, clients or secrets: `Name { shown, .. }`, only the
+/// fields named here and `..` for the rest. Opt-in on purpose: a field added to the type
+/// later is not printed until someone names it, so a secret cannot slip into a log line.
+///
+/// ```
+/// struct ApiKey { secret_id: String, key: countersign_domain::secret::SecretString }
+/// countersign_domain::debug_showing!(ApiKey { secret_id });
+/// let key = ApiKey { secret_id: "id".into(), key: countersign_domain::secret::SecretString::new("k") };
+/// assert_eq!(format!("{key:?}"), r#"ApiKey { secret_id: "id", .. }"#);
+/// ```
+#[macro_export]
+macro_rules! debug_showing {
+    ($type:ident { $($field:ident),* $(,)? }) => {
+        impl ::std::fmt::Debug for $type {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($type))
+                    $(.field(stringify!($field), &self.$field))*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +58,23 @@ mod tests {
         let s = SecretString::new("tsk_supersecret");
         assert!(!format!("{s:?}").contains("supersecret"));
         assert_eq!(s.expose(), "tsk_supersecret");
+    }
+
+    #[allow(dead_code)] // read only through `Debug`
+    struct Holder {
+        shown: u8,
+        token: SecretString,
+        raw: String,
+    }
+    crate::debug_showing!(Holder { shown });
+
+    #[test]
+    fn debug_showing_prints_only_the_named_fields() {
+        let h = Holder {
+            shown: 7,
+            token: SecretString::new("tsk_secret"),
+            raw: "raw_secret".into(),
+        };
+        assert_eq!(format!("{h:?}"), "Holder { shown: 7, .. }");
     }
 }

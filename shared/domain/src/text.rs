@@ -8,6 +8,7 @@
 //! Violations never carry the offending text itself (it may be a secret), only its kind,
 //! position or host.
 
+use crate::language::Translated;
 use crate::net::{InternalReason, host_internal_reason, ipv4_internal_reason};
 use regex::Regex;
 use std::collections::BTreeSet;
@@ -160,14 +161,8 @@ impl fmt::Display for TextViolation {
     }
 }
 
-impl TextViolation {
-    /// The rule in `lang` (issue 50: the Portuguese panel's certification reasons; the
-    /// APIs keep the English [`fmt::Display`]).
-    #[must_use]
-    pub fn message(&self, lang: crate::language::Language) -> String {
-        if lang == crate::language::Language::En {
-            return self.to_string();
-        }
+impl Translated for TextViolation {
+    fn portuguese(&self) -> String {
         let at = |c: &CharFinding| {
             format!(
                 "U+{:04X} na posição {} ({} ocorrência(s))",
@@ -202,11 +197,9 @@ impl TextViolation {
 #[derive(Debug, Clone, Copy)]
 pub struct ViolationList<'a>(pub &'a [TextViolation]);
 
-impl ViolationList<'_> {
-    /// The list in `lang`, `; `-separated.
-    #[must_use]
-    pub fn message(&self, lang: crate::language::Language) -> String {
-        (self.0.iter().map(|v| v.message(lang)))
+impl Translated for ViolationList<'_> {
+    fn portuguese(&self) -> String {
+        (self.0.iter().map(Translated::portuguese))
             .collect::<Vec<_>>()
             .join("; ")
     }

@@ -2,6 +2,7 @@
 //! and the one rule for where a contract payload lives: `structuredContent`, or
 //! else exactly one `text` block holding JSON.
 
+use crate::language::Translated;
 use serde_json::Value;
 
 /// One content block of a tool result.
@@ -52,13 +53,8 @@ pub enum PayloadError {
     NotAToolResult,
 }
 
-impl PayloadError {
-    /// Why, in `lang` (issue 50; the APIs keep the English [`std::fmt::Display`]).
-    #[must_use]
-    pub fn message(&self, lang: crate::language::Language) -> String {
-        if lang == crate::language::Language::En {
-            return self.to_string();
-        }
+impl Translated for PayloadError {
+    fn portuguese(&self) -> String {
         match self {
             Self::NoPayload => "a resposta não tem structuredContent nem um bloco de texto".into(),
             Self::NotSingleTextBlock { blocks, texts } => format!(

@@ -359,13 +359,7 @@ pub struct ApiKey {
     pub secret_id: String,
 }
 
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiKey")
-            .field("secret_id", &self.secret_id)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(ApiKey { secret_id });
 
 /// The OpenAI-compatible adapter.
 #[derive(Debug)]

@@ -112,13 +112,7 @@ pub struct HttpProvider {
     next_id: AtomicI64,
 }
 
-impl std::fmt::Debug for HttpProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpProvider")
-            .field("settings", &self.settings)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(HttpProvider { settings });
 
 /// The HTTP client could not be built (TLS roots).
 #[derive(Debug, thiserror::Error)]

@@ -36,13 +36,7 @@ pub struct GuardedDns {
     pub policy: UrlPolicy,
 }
 
-impl std::fmt::Debug for GuardedDns {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GuardedDns")
-            .field("policy", &self.policy)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(GuardedDns { policy });
 
 impl reqwest::dns::Resolve for GuardedDns {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {

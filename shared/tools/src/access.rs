@@ -176,11 +176,7 @@ pub struct Verifier {
     verified: Mutex<HashMap<Box<str>, (Grant, i64)>>,
 }
 
-impl std::fmt::Debug for Verifier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Verifier").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(Verifier {});
 
 impl Verifier {
     /// A verifier for tokens signed with `secret`.

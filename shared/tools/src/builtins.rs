@@ -70,14 +70,7 @@ pub struct CallContext {
     pub consultations: Vec<Map<String, Value>>,
 }
 
-impl std::fmt::Debug for CallContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallContext")
-            .field("principal", &self.principal)
-            .field("case", &self.case)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(CallContext { principal, case });
 
 const READ_ONLY: Annotations = Annotations {
     read_only_hint: true,

@@ -113,11 +113,7 @@ pub struct IntegrationService {
     tokens: Mutex<HashMap<(TenantId, String), SecretString>>,
 }
 
-impl std::fmt::Debug for IntegrationService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IntegrationService").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(IntegrationService {});
 
 impl IntegrationService {
     /// Over the tenant store, the secret store and the provider client.

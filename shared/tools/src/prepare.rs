@@ -46,11 +46,7 @@ pub struct Preparation {
     pub passkeys: Option<Arc<dyn Passkeys>>,
 }
 
-impl std::fmt::Debug for Preparation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Preparation").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(Preparation {});
 
 /// A preparation refused.
 #[derive(Debug)]

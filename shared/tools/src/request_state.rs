@@ -69,11 +69,7 @@ pub struct StateKey {
     rules: Validation,
 }
 
-impl std::fmt::Debug for StateKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StateKey").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(StateKey {});
 
 impl StateKey {
     /// The key derived from the gateway token secret.

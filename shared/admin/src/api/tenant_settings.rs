@@ -216,7 +216,7 @@ pub(super) async fn get_settings(TenantAdmin(tenant): TenantAdmin) -> Json<Tenan
     responses((status = 200, body = TenantSettings), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody), GuardErrors))]
 pub(super) async fn put_settings(
     State(state): State<AdminState>,
-    TenantAdmin(mut tenant): TenantAdmin,
+    TenantAdmin(tenant): TenantAdmin,
     Json(body): Json<TenantSettingsInput, MAX_BODY_BYTES>,
 ) -> Result<Json<TenantSettings>, ApiError> {
     if body.language.is_none()
@@ -246,23 +246,16 @@ pub(super) async fn put_settings(
         ),
         None => None,
     };
-    if let Some(language) = body.language {
-        let language = match language {
-            LanguageInput::En => countersign_domain::texts::Language::En,
-            LanguageInput::PtBr => countersign_domain::texts::Language::Pt,
-        };
-        crate::tenants::set_language(&state, &tenant, language).await?;
-        tenant.language = language;
-    }
-    if let Some(url) = sign_in_url {
-        crate::tenants::set_sign_in_url(&state, &tenant, url.as_deref()).await?;
-        tenant.sign_in_url = url;
-    }
-    if let Some(days) = retention {
-        crate::retention::set_retention_days(&state, &tenant, days).await?;
-        tenant.retention_days = Some(days);
-    }
-    crate::tenants::set_appearance(&state, &tenant, &appearance).await?;
-    tenant.appearance = appearance;
+    let language = body.language.map(|language| match language {
+        LanguageInput::En => countersign_domain::texts::Language::En,
+        LanguageInput::PtBr => countersign_domain::texts::Language::Pt,
+    });
+    let change = crate::tenants::SettingsChange {
+        language,
+        sign_in_url,
+        retention_days: retention,
+        appearance: Some(appearance),
+    };
+    let tenant = crate::tenants::save_settings(&state, &tenant, change).await?;
     Ok(Json(settings_view(&tenant)))
 }

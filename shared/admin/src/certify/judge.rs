@@ -4,6 +4,7 @@
 use super::forge::BadProof;
 use countersign_domain::config::McpConfig;
 use countersign_domain::ids::ActionId;
+use countersign_domain::language::Translated;
 use countersign_domain::outcome::{ActionAnswer, parse_action_answer};
 use countersign_domain::ports::{ProviderError, ProviderTool};
 use countersign_domain::proposal::RemoteStatus;
@@ -184,7 +185,7 @@ pub(super) fn refusal_text(raw: &Value) -> Option<Said> {
             said!(
                 "its text is not shown: {list}",
                 "o texto não é mostrado: {list}",
-                list = Said::each(|lang| list.message(lang))
+                list = list.said()
             )
         }
     })
@@ -357,6 +358,6 @@ pub(super) fn breaks_contract(
     said!(
         "{tool}'s answer breaks the contract: {rules}",
         "a resposta de {tool} viola o contrato: {rules}",
-        rules = countersign_domain::contract::ContractViolation::said(v)
+        rules = countersign_domain::contract::ContractViolation::all_said(v)
     )
 }

@@ -24,11 +24,7 @@ pub struct Worker {
     pub clock: Arc<dyn Clock>,
 }
 
-impl std::fmt::Debug for Worker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(Worker {});
 
 impl Worker {
     /// The worker over an admin state's stores and keys.

@@ -11,14 +11,6 @@ pub(super) async fn settings_page(session: Session, uri: Uri) -> Response {
     )
 }
 
-/// The settings form, checked whole before anything is saved.
-pub(super) struct SettingsForm {
-    language: countersign_domain::texts::Language,
-    sign_in_url: Option<String>,
-    retention: Option<countersign_domain::retention::RetentionDays>,
-    appearance: countersign_domain::appearance::Appearance,
-}
-
 /// Issue 50: the accent and both welcomes from the form, each refusal under its field in
 /// the administrator's language.
 fn appearance_form(form: &Form) -> Result<countersign_domain::appearance::Appearance, Errors> {
@@ -47,7 +39,7 @@ fn appearance_form(form: &Form) -> Result<countersign_domain::appearance::Appear
 pub(super) fn settings_form(
     form: &Form,
     policy: countersign_domain::config::UrlPolicy,
-) -> Result<SettingsForm, Errors> {
+) -> Result<crate::tenants::SettingsChange, Errors> {
     let field_error = |field: &str, text: String| -> Errors { [(field.to_owned(), text)].into() };
     let Some(language) = form
         .get("language")
@@ -82,11 +74,11 @@ pub(super) fn settings_form(
         ),
     };
     let appearance = appearance_form(form)?;
-    Ok(SettingsForm {
-        language,
-        sign_in_url,
-        retention,
-        appearance,
+    Ok(crate::tenants::SettingsChange {
+        language: Some(language),
+        sign_in_url: Some(sign_in_url),
+        retention_days: retention,
+        appearance: Some(appearance),
     })
 }
 
@@ -106,20 +98,7 @@ pub(super) async fn settings_save(
             );
         }
     };
-    let tenant = &session.tenant;
-    if let Err(e) = crate::tenants::set_language(&state, tenant, settings.language).await {
-        return unavailable(&e);
-    }
-    let url = settings.sign_in_url.as_deref();
-    if let Err(e) = crate::tenants::set_sign_in_url(&state, tenant, url).await {
-        return unavailable(&e);
-    }
-    if let Some(days) = settings.retention
-        && let Err(e) = crate::retention::set_retention_days(&state, tenant, days).await
-    {
-        return unavailable(&e);
-    }
-    if let Err(e) = crate::tenants::set_appearance(&state, tenant, &settings.appearance).await {
+    if let Err(e) = crate::tenants::save_settings(&state, &session.tenant, settings).await {
         return unavailable(&e);
     }
     see_other("/admin/settings?done=saved")

@@ -81,13 +81,7 @@ pub struct DynamoStore {
     ring_item: &'static str,
 }
 
-impl std::fmt::Debug for DynamoStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DynamoStore")
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(DynamoStore { table });
 
 fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
     StoreError::Unavailable(Box::new(e))

@@ -137,11 +137,7 @@ pub struct EnvelopeKeys {
 /// A plain key in the process: its id, the key, when it was read.
 type Cached = (String, DataKey, Instant);
 
-impl std::fmt::Debug for EnvelopeKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnvelopeKeys").finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(EnvelopeKeys {});
 
 pub(super) fn subject_pk(tenant: &TenantId, user: &UserId) -> String {
     format!("SUBJECT#{tenant}#{user}")

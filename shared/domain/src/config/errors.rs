@@ -2,6 +2,7 @@
 //! administrator's language (C-11).
 
 use super::*;
+use crate::language::Translated;
 
 /// Why a field is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -102,14 +103,8 @@ impl fmt::Display for ConfigErrorReason {
     }
 }
 
-impl ConfigErrorReason {
-    /// The reason in `lang` (issue 50: the panel speaks the administrator's language; the
-    /// API keeps the English [`fmt::Display`]).
-    #[must_use]
-    pub fn message(&self, lang: crate::language::Language) -> String {
-        if lang == crate::language::Language::En {
-            return self.to_string();
-        }
+impl Translated for ConfigErrorReason {
+    fn portuguese(&self) -> String {
         match self {
             Self::Required => "é obrigatório".into(),
             Self::WrongType { expected } => format!("deve ser do tipo {expected}"),
