@@ -143,12 +143,7 @@ async fn verified_heads(
     state: &crate::AdminState,
     tenant: &countersign_domain::ids::TenantId,
 ) -> Result<(Verification, Vec<CheckpointHead>), crate::AdminError> {
-    let trail = state
-        .stores
-        .audit
-        .audit_trail(tenant)
-        .await
-        .map_err(crate::state::store_down)?;
+    let trail = state.stores.audit.audit_trail(tenant).await?;
     let report = countersign_domain::audit_chain::verify_trail(tenant.as_str(), &trail);
     let heads = heads_of(&trail);
     let verification = Verification {

@@ -3,7 +3,7 @@
 //! across every tenant, so that no administrator — nor many of them together — can take
 //! the capacity every tenant's chat shares, whatever they send.
 
-use crate::state::{AdminError, AdminState, store_down};
+use crate::state::{AdminError, AdminState};
 use countersign_domain::ids::TenantId;
 use countersign_domain::ports::Lease;
 use std::future::Future;
@@ -39,8 +39,7 @@ pub(crate) async fn one_at_a_time<T>(
     let lease = state
         .leases
         .acquire(tenant, what, &owner, now, now.plus_seconds(hold_secs))
-        .await
-        .map_err(store_down)?;
+        .await?;
     if let Lease::Busy { retry_after_secs } = lease {
         return Err(AdminError::Busy {
             what,
@@ -80,8 +79,7 @@ async fn platform_slot(
         match state
             .leases
             .acquire(&platform, &name, owner, now, now.plus_seconds(hold_secs))
-            .await
-            .map_err(store_down)?
+            .await?
         {
             Lease::Held => return Ok(Some(name)),
             Lease::Busy { retry_after_secs } => wait = wait.min(retry_after_secs),

@@ -344,8 +344,7 @@ async fn certifying_run(
     };
     let run = (state.stores.certifications)
         .latest_certification(&tenant.id)
-        .await
-        .map_err(store_down)?;
+        .await?;
     Ok(run.filter(|run| run.certifies(&CertifiedSubject::of(&saving))))
 }
 
@@ -450,14 +449,15 @@ async fn save(
     // configuration still points at the old version, so nothing is partially saved.
     let secret_version = match current {
         Some(c) if !token_changed => c.secret_version.clone(),
-        _ => state
-            .secrets
-            .put(
-                &service_token_secret_name(&tenant.id),
-                &config.service_token,
-            )
-            .await
-            .map_err(secrets_down)?,
+        _ => {
+            state
+                .secrets
+                .put(
+                    &service_token_secret_name(&tenant.id),
+                    &config.service_token,
+                )
+                .await?
+        }
     };
     let version = current.map_or(1, |c| c.version + 1);
     let actions_version = match current {
@@ -477,8 +477,7 @@ async fn save(
         .stores
         .settings
         .put_mcp_config(&tenant.id, &stored, expected, &record)
-        .await
-        .map_err(store_down)?;
+        .await?;
     if outcome != TransitionOutcome::Applied {
         return Err(AdminError::Conflict);
     }
@@ -539,8 +538,7 @@ pub async fn delete(state: &AdminState, tenant: &Tenant) -> Result<(), AdminErro
         .stores
         .settings
         .delete_mcp_config(&tenant.id, c.version, &record)
-        .await
-        .map_err(store_down)?;
+        .await?;
     if outcome != TransitionOutcome::Applied {
         return Err(AdminError::Conflict);
     }

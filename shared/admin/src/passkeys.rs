@@ -43,12 +43,7 @@ pub async fn list(
     tenant: &Tenant,
     user: &UserId,
 ) -> Result<Vec<PasskeyView>, AdminError> {
-    let found = state
-        .stores
-        .retention
-        .passkeys(&tenant.id, user)
-        .await
-        .map_err(store_down)?;
+    let found = state.stores.retention.passkeys(&tenant.id, user).await?;
     Ok(found.iter().map(PasskeyView::from).collect())
 }
 

@@ -241,6 +241,21 @@ pub(crate) fn secrets_down(e: countersign_domain::ports::SecretError) -> AdminEr
     AdminError::unavailable("the secret store")(Box::new(e))
 }
 
+/// Every store failure an admin use case meets is the tenant store's unavailability
+/// ([`store_down`]): `?` says so without naming it each time.
+impl From<countersign_domain::ports::StoreError> for AdminError {
+    fn from(e: countersign_domain::ports::StoreError) -> Self {
+        store_down(e)
+    }
+}
+
+/// A secret store failure is the secret store's unavailability ([`secrets_down`]).
+impl From<countersign_domain::ports::SecretError> for AdminError {
+    fn from(e: countersign_domain::ports::SecretError) -> Self {
+        secrets_down(e)
+    }
+}
+
 /// The first message of a list of `(field, message)` errors.
 pub(crate) fn first_message(errors: &[(String, Said)]) -> &str {
     errors.first().map_or("", |(_, m)| m.en.as_str())

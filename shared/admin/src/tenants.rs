@@ -160,7 +160,7 @@ fn setting_change<T: serde::Serialize + PartialEq>(
 pub(crate) fn setting_saved(
     outcome: Result<TransitionOutcome, countersign_domain::ports::StoreError>,
 ) -> Result<(), crate::state::AdminError> {
-    match outcome.map_err(crate::state::store_down)? {
+    match outcome? {
         TransitionOutcome::Applied => Ok(()),
         // The tenant was authenticated a moment ago: it is gone only if removed meanwhile.
         TransitionOutcome::Conflict { .. } => Err(crate::state::AdminError::Unavailable {

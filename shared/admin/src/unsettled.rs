@@ -4,7 +4,7 @@
 //! (completed or failed, with a reason): audited, shown to the person as a fixed notice,
 //! and the conversation is unblocked. Nothing is ever re-executed.
 
-use crate::state::{AdminError, AdminState, store_down};
+use crate::state::{AdminError, AdminState};
 use countersign_domain::conversation::{MessageKind, Role};
 use countersign_domain::ids::{ActionId, CaseId};
 use countersign_domain::ports::{SettleByAdmin, Tenant, TransitionOutcome};
@@ -57,20 +57,10 @@ pub enum Outcome {
 /// The tenant's unsettled actions, oldest first.
 pub async fn list(state: &AdminState, tenant: &Tenant) -> Result<Vec<Unsettled>, AdminError> {
     let now = state.clock.now();
-    let index = state
-        .stores
-        .unsettled
-        .list_unsettled(&tenant.id)
-        .await
-        .map_err(store_down)?;
+    let index = state.stores.unsettled.list_unsettled(&tenant.id).await?;
     let mut out = Vec::with_capacity(index.len());
     for entry in index {
-        let view = state
-            .stores
-            .cases
-            .load(&tenant.id, &entry.case)
-            .await
-            .map_err(store_down)?;
+        let view = state.stores.cases.load(&tenant.id, &entry.case).await?;
         // The conversation's slot is the truth; an index entry it does not confirm is
         // skipped.
         let Some(p) = view
@@ -127,8 +117,7 @@ pub async fn settle(
         .stores
         .cases
         .load(&tenant.id, case)
-        .await
-        .map_err(store_down)?
+        .await?
         .map_or(tenant.language, |v| v.language);
     let (to, completed) = match outcome {
         Outcome::Completed => (ProposalState::Completed, true),
@@ -161,13 +150,7 @@ pub async fn settle(
         notice: &notice,
         audit: &audit,
     };
-    match state
-        .stores
-        .unsettled
-        .settle_by_admin(&settle)
-        .await
-        .map_err(store_down)?
-    {
+    match state.stores.unsettled.settle_by_admin(&settle).await? {
         TransitionOutcome::Applied => Ok(to),
         TransitionOutcome::Conflict { .. } => Err(AdminError::NoSuchAction),
     }

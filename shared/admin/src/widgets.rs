@@ -1,7 +1,7 @@
 //! Widget credentials (C-9, D-2): create (the secret shown once), list, revoke.
 
 use crate::state::Said;
-use crate::state::{AdminError, AdminState, secrets_down, store_down};
+use crate::state::{AdminError, AdminState};
 use countersign_domain::config::widget_secret_name;
 use countersign_domain::ids::WidgetKeyId;
 use countersign_domain::ports::{Tenant, TransitionOutcome, WidgetKey};
@@ -27,16 +27,14 @@ pub async fn create(
     state
         .secrets
         .put(&widget_secret_name(&tenant.id, &key.id), &secret)
-        .await
-        .map_err(secrets_down)?;
+        .await?;
     let changes = json!({"keyId": key.id.as_str(), "allowedOrigins": key.allowed_origins});
     let record = crate::audit::by_admin(state, tenant, "widgetCredential.create", changes);
     state
         .stores
         .widget_keys
         .put_widget_key(&tenant.id, &key, &record)
-        .await
-        .map_err(store_down)?;
+        .await?;
     Ok((key, secret))
 }
 
@@ -84,8 +82,7 @@ pub async fn list(state: &AdminState, tenant: &Tenant) -> Result<Vec<WidgetKey>,
         .stores
         .widget_keys
         .list_widget_keys(&tenant.id)
-        .await
-        .map_err(store_down)?;
+        .await?;
     let now = state.clock.now();
     let mut live = Vec::with_capacity(keys.len());
     for key in keys {
@@ -126,8 +123,7 @@ pub async fn replace(
         .stores
         .widget_keys
         .get_widget_key(&tenant.id, &id)
-        .await
-        .map_err(store_down)?
+        .await?
         .ok_or(AdminError::NoSuchCredential)?;
     if let Some(at) = old.retires_at {
         return Err(AdminError::AlreadyReplaced(at));
@@ -148,8 +144,7 @@ pub async fn replace(
         .stores
         .widget_keys
         .retire_widget_key(&tenant.id, &id, at, &record)
-        .await
-        .map_err(store_down)?;
+        .await?;
     if outcome != TransitionOutcome::Applied {
         // A concurrent replacement or revocation came first; the new credential stands.
         tracing::warn!(key = %id, "a replaced credential was already retiring or revoked");
@@ -167,8 +162,7 @@ pub async fn revoke(state: &AdminState, tenant: &Tenant, key: &str) -> Result<()
         .stores
         .widget_keys
         .delete_widget_key(&tenant.id, &key, &record)
-        .await
-        .map_err(store_down)?;
+        .await?;
     if outcome != TransitionOutcome::Applied {
         return Err(AdminError::NoSuchCredential);
     }

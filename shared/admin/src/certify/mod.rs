@@ -28,7 +28,7 @@ pub use forge::{
 
 use crate::mcp;
 use crate::state::Said;
-use crate::state::{AdminError, AdminState, store_down};
+use crate::state::{AdminError, AdminState};
 use countersign_domain::certification::{Certification, CertifiedSubject, CheckStatus, Checks};
 use countersign_domain::config::McpConfig;
 use countersign_domain::ids::{OperationName, UserId};
@@ -158,8 +158,7 @@ async fn run_held(
         .stores
         .certifications
         .put_certification(&tenant.id, &certification, &record)
-        .await
-        .map_err(store_down)?;
+        .await?;
     if certification.accepted_bad_proof() {
         mcp::suspend(state, tenant, &certification).await?;
     }
@@ -172,8 +171,7 @@ pub async fn latest(state: &AdminState, tenant: &Tenant) -> Result<Certification
         .stores
         .certifications
         .latest_certification(&tenant.id)
-        .await
-        .map_err(store_down)?
+        .await?
         .ok_or(AdminError::NoCertification)
 }
 

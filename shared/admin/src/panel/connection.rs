@@ -13,8 +13,7 @@ pub(super) async fn saved(
         .stores
         .certifications
         .latest_certification(&tenant.id)
-        .await
-        .map_err(store_down)?;
+        .await?;
     Ok((stored, run))
 }
 

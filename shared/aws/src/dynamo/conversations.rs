@@ -207,16 +207,10 @@ impl Conversations for DynamoStore {
         // Newest first, one page of at most `limit`, then back to oldest first.
         // Consistent: the model must see the message that was stored milliseconds before
         // this turn began.
-        let page = self
+        let query = self
             .prefix_query(conv_pk(tenant, case), "M#")
-            .scan_index_forward(false)
-            .limit(page_limit(limit))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let mut out = page
-            .items
-            .unwrap_or_default()
+            .scan_index_forward(false);
+        let mut out = (self.first_page(query, limit).await?)
             .iter()
             .map(message_from)
             .collect::<Result<Vec<_>, _>>()?;

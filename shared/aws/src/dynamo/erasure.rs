@@ -15,7 +15,7 @@
 //! conversation (the purge deletes it), the rest once they are erased.
 
 use super::items::*;
-use super::{DynamoStore, Tx, failed, page_limit, unavailable, values};
+use super::{DynamoStore, Tx, failed, unavailable, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Select, TransactWriteItem, Update};
 use countersign_domain::audit_chain::PERSONAL_FIELDS;
@@ -319,17 +319,11 @@ impl ErasureJobs for DynamoStore {
     }
 
     async fn queued(&self, limit: usize) -> Result<Vec<(TenantId, String)>, StoreError> {
-        let page = self
+        let query = self
             .consistent_query()
             .key_condition_expression("pk = :pk")
-            .set_expression_attribute_values(Some(values([(":pk", s(QUEUE_PK))])))
-            .limit(page_limit(limit))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let mut out = page
-            .items
-            .unwrap_or_default()
+            .set_expression_attribute_values(Some(values([(":pk", s(QUEUE_PK))])));
+        let mut out = (self.first_page(query, limit).await?)
             .iter()
             .map(|i| {
                 let tenant =

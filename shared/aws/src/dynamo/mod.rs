@@ -342,6 +342,20 @@ impl DynamoStore {
             .map_err(unavailable)
     }
 
+    /// The items of the first page of `query`, at most `limit` of them.
+    async fn first_page(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        let page = query
+            .limit(page_limit(limit))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(page.items.unwrap_or_default())
+    }
+
     /// A consistent Query of the table (every reader of index items needs one: a
     /// registration or record written a moment before must be seen).
     fn consistent_query(&self) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {

@@ -14,14 +14,8 @@ impl Certifications for DynamoStore {
         let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         item.insert("run".into(), s(body));
         let tx = vec![self.put(item)?];
-        if self.commit_audited(tenant, tx, audit).await? {
-            Ok(())
-        } else {
-            Err(StoreError::Corrupt(format!(
-                "audit record {} already exists",
-                audit.id
-            )))
-        }
+        self.create_audited(tenant, tx, audit, format!("audit record {}", audit.id))
+            .await
     }
 
     async fn latest_certification(

@@ -126,6 +126,23 @@ impl DynamoStore {
         Ok(matches!(tx, Tx::Committed))
     }
 
+    /// [`Self::commit_audited`] of a write that creates `what`: a failed condition means
+    /// it exists already, which no caller does on purpose (its id is fresh), so the store
+    /// is reported inconsistent.
+    pub(in crate::dynamo) async fn create_audited(
+        &self,
+        tenant: &TenantId,
+        tx: Vec<TransactWriteItem>,
+        audit: &AuditEntry,
+        what: String,
+    ) -> Result<(), StoreError> {
+        if self.commit_audited(tenant, tx, audit).await? {
+            Ok(())
+        } else {
+            Err(StoreError::Corrupt(format!("{what} already exists")))
+        }
+    }
+
     /// [`Self::commit_audited`] as a transition's outcome: a failed condition of `tx` is a
     /// `Conflict` (nothing written; the caller may read again and retry).
     pub(in crate::dynamo) async fn apply_audited(

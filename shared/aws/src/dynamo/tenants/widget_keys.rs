@@ -18,14 +18,8 @@ impl WidgetKeys for DynamoStore {
             s(serde_json::Value::from(k.allowed_origins.clone()).to_string()),
         );
         let tx = vec![self.put_new(item)?];
-        if self.commit_audited(tenant, tx, audit).await? {
-            Ok(())
-        } else {
-            Err(StoreError::Corrupt(format!(
-                "widget key {} already exists",
-                k.id
-            )))
-        }
+        self.create_audited(tenant, tx, audit, format!("widget key {}", k.id))
+            .await
     }
 
     async fn get_widget_key(
