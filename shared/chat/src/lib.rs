@@ -4,11 +4,13 @@
 
 pub mod api;
 pub mod assets;
+mod cases;
 pub mod chat;
 mod confirm;
 pub mod cors;
 mod execute;
 mod gateway_key;
+mod limits;
 pub mod mcp_token;
 pub mod metrics;
 pub mod model;
