@@ -11,11 +11,13 @@
 //! session-based server answering with SSE (it then needs `initialize`).
 
 pub mod actions;
+mod control;
 pub mod data;
 mod server;
 pub mod tools;
 
-pub use server::{Demo, Faults, router, spawn};
+pub use control::Faults;
+pub use server::{Demo, router, spawn};
 
 use std::time::Duration;
 

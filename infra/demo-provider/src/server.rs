@@ -1,10 +1,10 @@
-//! The HTTP side: rmcp's Streamable HTTP service, the bearer-token check, the fault
-//! switches, and the test/control endpoints.
+//! The HTTP side: rmcp's Streamable HTTP service and the bearer-token check; the fault
+//! switches and the test/control endpoints are in `control`.
 
 use crate::DemoConfig;
 use crate::actions::Store;
+use crate::control::{Faults, apply_faults, control, keys, stats};
 use crate::tools::{self, error};
-use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
@@ -27,40 +27,6 @@ use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
-
-/// Fault switches (tests and demos).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Faults {
-    /// Delay before answering every `tools/call`, in milliseconds.
-    pub delay_ms: u64,
-    /// Execute, then drop the connection instead of answering `execute_action`.
-    pub drop_after_execute: bool,
-    /// Answer every `tools/call` with bytes that are not JSON-RPC.
-    pub garbage: bool,
-    /// Prepare answers carry a summary the platform must reject (a right-to-left override).
-    pub unsafe_summary: bool,
-    /// Seconds added to this server's clock when verifying proofs (an expired proof).
-    pub clock_skew_secs: i64,
-    /// Answer the next request that carries a session id with 404, as a server that
-    /// dropped (expired) every session does.
-    pub expire_sessions: bool,
-    /// A broken provider (issue 16's certification must catch it): execute without
-    /// verifying any proof, or even requiring one.
-    pub skip_proof_verification: bool,
-    /// A broken provider: verify proofs as of their own `iat`, so an expired proof passes.
-    pub accept_expired_proofs: bool,
-    /// A broken provider: execute on an unsigned proof (`alg: none`).
-    pub accept_unsigned_proofs: bool,
-    /// `get_user_cars` turns into a write after it was approved: its descriptor drops
-    /// `readOnlyHint` and declares `destructiveHint: true` (V-1 must withhold it).
-    pub cars_turn_write: bool,
-    /// `get_user_cars`'s description changes after it was approved (still read-only):
-    /// V-2 must withhold it until the administrator approves the change.
-    pub cars_description_changed: bool,
-    /// Not a fault — the tenant's own setting (F-5): `reassign_session_car` proofs must
-    /// carry a passkey step-up, whatever the platform's settings say.
-    pub require_step_up: bool,
-}
 
 /// Whether a proof's header says `alg: none` (for the `accept_unsigned_proofs` fault only).
 fn unsigned(token: &str) -> bool {
@@ -125,7 +91,7 @@ pub struct Demo {
     pub last_proof: Mutex<Option<String>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -407,230 +373,6 @@ async fn authenticate(State(demo): State<Arc<Demo>>, req: Request, next: Next) -
             .into_response();
     }
     next.run(req).await
-}
-
-/// The tool a JSON-RPC body calls, if it is a `tools/call`.
-fn called_tool(body: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    (v.get("method")?.as_str()? == "tools/call")
-        .then(|| v.pointer("/params/name")?.as_str().map(str::to_owned))
-        .flatten()
-}
-
-async fn apply_faults(State(demo): State<Arc<Demo>>, req: Request, next: Next) -> Response {
-    let session = req.headers().contains_key("mcp-session-id");
-    if req.method() == http::Method::DELETE && session {
-        lock(&demo.store).stats.session_closes += 1;
-    }
-    let expire = {
-        let mut faults = lock(&demo.faults);
-        let expire = faults.expire_sessions && session;
-        faults.expire_sessions &= !expire;
-        expire
-    };
-    if expire {
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    let faults = *lock(&demo.faults);
-    if faults == Faults::default() {
-        return next.run(req).await;
-    }
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
-    };
-    let tool = called_tool(&bytes);
-    let req = Request::from_parts(parts, Body::from(bytes));
-    let Some(tool) = tool else {
-        return next.run(req).await;
-    };
-    if faults.delay_ms > 0 {
-        // The call runs first and its answer is held back: a client that gives up (or
-        // dies) meanwhile leaves the work done, as a slow real system would.
-        let response = next.run(req).await;
-        let (parts, body) = response.into_parts();
-        let bytes = axum::body::to_bytes(body, 1 << 20)
-            .await
-            .unwrap_or_default();
-        tokio::time::sleep(std::time::Duration::from_millis(faults.delay_ms)).await;
-        return Response::from_parts(parts, Body::from(bytes));
-    }
-    if faults.garbage {
-        return (
-            StatusCode::OK,
-            [("content-type", "application/json")],
-            "{\"jsonrpc\": \"2.0\", garbage",
-        )
-            .into_response();
-    }
-    if faults.drop_after_execute && tool == "execute_action" {
-        // Let the execution finish completely, then break the connection mid-answer.
-        let response = next.run(req).await;
-        let _ = axum::body::to_bytes(response.into_body(), 1 << 20).await;
-        let broken = futures::stream::once(async {
-            Err::<Bytes, std::io::Error>(std::io::Error::other(
-                "connection dropped by fault switch",
-            ))
-        });
-        return Response::builder()
-            .status(StatusCode::OK)
-            .header("content-type", "application/json")
-            .body(Body::from_stream(broken))
-            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
-    }
-    next.run(req).await
-}
-
-async fn stats(State(demo): State<Arc<Demo>>) -> Response {
-    axum::Json(demo.stats()).into_response()
-}
-
-/// `POST /_demo/keys {kid, publicKeyPem}`.
-async fn keys(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
-    match (
-        body.get("kid").and_then(Value::as_str),
-        body.get("publicKeyPem").and_then(Value::as_str),
-    ) {
-        (Some(kid), Some(pem)) if demo.install_key(kid, pem) => {
-            StatusCode::NO_CONTENT.into_response()
-        }
-        _ => (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({"error": "kid and an RSA publicKeyPem are required"})),
-        )
-            .into_response(),
-    }
-}
-
-fn on() -> bool {
-    true
-}
-
-/// A fault the acceptance suite injects, or a change to the demo's data.
-#[derive(Debug, serde::Deserialize)]
-#[serde(tag = "fault", rename_all = "snake_case")]
-enum Control {
-    ExpireSessions,
-    Delay {
-        #[serde(default)]
-        ms: u64,
-    },
-    DropAfterExecute {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    Garbage {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    UnsafeSummary {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    ClockSkew {
-        #[serde(default)]
-        secs: i64,
-    },
-    SkipProofVerification {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    AcceptExpiredProofs {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    AcceptUnsignedProofs {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    CarsTurnWrite {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    CarsDescriptionChanged {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    RequireStepUp {
-        #[serde(default = "on")]
-        on: bool,
-    },
-    Reset,
-    RevokePermission {
-        user: String,
-    },
-    BlockAccount {
-        user: String,
-    },
-    ChangeSessionCar {
-        session: String,
-    },
-}
-
-/// `POST /_demo/control {fault, …}`: `expire_sessions`, `delay {ms}`, `drop_after_execute {on}`, `garbage
-/// {on}`, `unsafe_summary {on}`, `clock_skew {secs}`, `skip_proof_verification {on}`,
-/// `accept_expired_proofs {on}`, `accept_unsigned_proofs {on}`, `cars_turn_write {on}`, `cars_description_changed {on}`,
-/// `require_step_up {on}` (a setting: the operation's proofs must carry a passkey step-up), `revoke_permission {user}`,
-/// `block_account {user}`, `change_session_car {session}`, `reset`.
-async fn control(State(demo): State<Arc<Demo>>, axum::Json(body): axum::Json<Value>) -> Response {
-    let done = serde_json::from_value::<Control>(body).is_ok_and(|c| apply(&demo, c));
-    if done {
-        return StatusCode::NO_CONTENT.into_response();
-    }
-    let error = json!({"error": "unknown fault or target"});
-    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
-}
-
-/// Applies `control`; `false` when its target does not exist.
-fn apply(demo: &Demo, control: Control) -> bool {
-    let mut faults = lock(&demo.faults);
-    match control {
-        Control::ExpireSessions => faults.expire_sessions = true,
-        Control::Delay { ms } => faults.delay_ms = ms,
-        Control::DropAfterExecute { on } => faults.drop_after_execute = on,
-        Control::Garbage { on } => faults.garbage = on,
-        Control::UnsafeSummary { on } => faults.unsafe_summary = on,
-        Control::ClockSkew { secs } => faults.clock_skew_secs = secs,
-        Control::SkipProofVerification { on } => faults.skip_proof_verification = on,
-        Control::AcceptExpiredProofs { on } => faults.accept_expired_proofs = on,
-        Control::AcceptUnsignedProofs { on } => faults.accept_unsigned_proofs = on,
-        Control::CarsTurnWrite { on } => faults.cars_turn_write = on,
-        Control::CarsDescriptionChanged { on } => faults.cars_description_changed = on,
-        Control::RequireStepUp { on } => faults.require_step_up = on,
-        Control::Reset => *faults = Faults::default(),
-        Control::RevokePermission { user } => {
-            return with_user(demo, &user, |u| u.can_reassign = false);
-        }
-        Control::BlockAccount { user } => return with_user(demo, &user, |u| u.blocked = true),
-        Control::ChangeSessionCar { session } => {
-            return change_session_car(&mut lock(&demo.store), &session);
-        }
-    }
-    true
-}
-
-/// Changes `user`; `false` when there is no such user.
-fn with_user(demo: &Demo, user: &str, change: impl FnOnce(&mut crate::data::User)) -> bool {
-    lock(&demo.store)
-        .data
-        .users
-        .get_mut(user)
-        .map(change)
-        .is_some()
-}
-
-/// Moves `session` to a car it is not on, so the state differs from its preparation.
-fn change_session_car(store: &mut Store, session: &str) -> bool {
-    store.data.users.values_mut().any(|u| {
-        let spare = u.cars.iter().map(|c| c.id).collect::<Vec<_>>();
-        let Some(s) = u.sessions.iter_mut().find(|s| s.id == session) else {
-            return false;
-        };
-        if let Some(other) = spare.iter().rev().find(|c| **c != s.car_id) {
-            s.car_id = (*other).to_owned();
-        }
-        true
-    })
 }
 
 /// `/mcp`, answered by `handler`, its sessions kept by `sessions`.
