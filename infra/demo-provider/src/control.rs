@@ -2,7 +2,7 @@
 //! the counters, the fault and data controls, and the installed proof keys.
 
 use crate::actions::Store;
-use crate::server::{Demo, lock};
+use crate::server::{Demo, Faults, lock};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -10,40 +10,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-/// Fault switches (tests and demos).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Faults {
-    /// Delay before answering every `tools/call`, in milliseconds.
-    pub delay_ms: u64,
-    /// Execute, then drop the connection instead of answering `execute_action`.
-    pub drop_after_execute: bool,
-    /// Answer every `tools/call` with bytes that are not JSON-RPC.
-    pub garbage: bool,
-    /// Prepare answers carry a summary the platform must reject (a right-to-left override).
-    pub unsafe_summary: bool,
-    /// Seconds added to this server's clock when verifying proofs (an expired proof).
-    pub clock_skew_secs: i64,
-    /// Answer the next request that carries a session id with 404, as a server that
-    /// dropped (expired) every session does.
-    pub expire_sessions: bool,
-    /// A broken provider (issue 16's certification must catch it): execute without
-    /// verifying any proof, or even requiring one.
-    pub skip_proof_verification: bool,
-    /// A broken provider: verify proofs as of their own `iat`, so an expired proof passes.
-    pub accept_expired_proofs: bool,
-    /// A broken provider: execute on an unsigned proof (`alg: none`).
-    pub accept_unsigned_proofs: bool,
-    /// `get_user_cars` turns into a write after it was approved: its descriptor drops
-    /// `readOnlyHint` and declares `destructiveHint: true` (V-1 must withhold it).
-    pub cars_turn_write: bool,
-    /// `get_user_cars`'s description changes after it was approved (still read-only):
-    /// V-2 must withhold it until the administrator approves the change.
-    pub cars_description_changed: bool,
-    /// Not a fault — the tenant's own setting (F-5): `reassign_session_car` proofs must
-    /// carry a passkey step-up, whatever the platform's settings say.
-    pub require_step_up: bool,
-}
 
 /// The tool a JSON-RPC body calls, if it is a `tools/call`.
 fn called_tool(body: &[u8]) -> Option<String> {

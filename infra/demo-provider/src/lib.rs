@@ -11,13 +11,14 @@
 //! session-based server answering with SSE (it then needs `initialize`).
 
 pub mod actions;
+mod app;
 mod control;
 pub mod data;
 mod server;
 pub mod tools;
 
-pub use control::Faults;
-pub use server::{Demo, router, spawn};
+pub use app::{router, spawn};
+pub use server::{Demo, Faults};
 
 use std::time::Duration;
 

@@ -1,13 +1,12 @@
-//! The HTTP side: rmcp's Streamable HTTP service and the bearer-token check; the fault
-//! switches and the test/control endpoints are in `control`.
+//! The MCP side: the demo's state, rmcp's handler and the bearer-token check. The fault
+//! middleware and the `/_demo/` endpoints are in `control`; `app` puts them together.
 
 use crate::DemoConfig;
 use crate::actions::Store;
-use crate::control::{Faults, apply_faults, control, keys, stats};
 use crate::tools::{self, error};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use countersign_provider_kit::proof::ProofRejection;
 use countersign_provider_kit::{ExpectedAction, Identity, InMemoryReplayGuard, Verifier, headers};
@@ -19,14 +18,43 @@ use rmcp::model::{
     ServerCapabilities, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
+
+/// Fault switches (tests and demos).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Faults {
+    /// Delay before answering every `tools/call`, in milliseconds.
+    pub delay_ms: u64,
+    /// Execute, then drop the connection instead of answering `execute_action`.
+    pub drop_after_execute: bool,
+    /// Answer every `tools/call` with bytes that are not JSON-RPC.
+    pub garbage: bool,
+    /// Prepare answers carry a summary the platform must reject (a right-to-left override).
+    pub unsafe_summary: bool,
+    /// Seconds added to this server's clock when verifying proofs (an expired proof).
+    pub clock_skew_secs: i64,
+    /// Answer the next request that carries a session id with 404, as a server that
+    /// dropped (expired) every session does.
+    pub expire_sessions: bool,
+    /// A broken provider (issue 16's certification must catch it): execute without
+    /// verifying any proof, or even requiring one.
+    pub skip_proof_verification: bool,
+    /// A broken provider: verify proofs as of their own `iat`, so an expired proof passes.
+    pub accept_expired_proofs: bool,
+    /// A broken provider: execute on an unsigned proof (`alg: none`).
+    pub accept_unsigned_proofs: bool,
+    /// `get_user_cars` turns into a write after it was approved: its descriptor drops
+    /// `readOnlyHint` and declares `destructiveHint: true` (V-1 must withhold it).
+    pub cars_turn_write: bool,
+    /// `get_user_cars`'s description changes after it was approved (still read-only):
+    /// V-2 must withhold it until the administrator approves the change.
+    pub cars_description_changed: bool,
+    /// Not a fault — the tenant's own setting (F-5): `reassign_session_car` proofs must
+    /// carry a passkey step-up, whatever the platform's settings say.
+    pub require_step_up: bool,
+}
 
 /// Whether a proof's header says `alg: none` (for the `accept_unsigned_proofs` fault only).
 fn unsigned(token: &str) -> bool {
@@ -96,6 +124,29 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Demo {
+    /// A demo over `config`: the seed data, no faults, no key installed yet.
+    pub(crate) fn new(config: DemoConfig) -> Self {
+        Self {
+            keys: Mutex::new(config.keys.clone()),
+            jwks: config
+                .jwks_url
+                .as_ref()
+                .map(|url| Arc::new(countersign_provider_kit::Jwks::new(url))),
+            verified_kids: Mutex::new(Vec::new()),
+            config,
+            store: Mutex::new(Store::default()),
+            faults: Mutex::new(Faults::default()),
+            guard: InMemoryReplayGuard::default(),
+            last_call: Mutex::new(None),
+            last_proof: Mutex::new(None),
+        }
+    }
+
+    /// Whether this demo keeps MCP sessions ([`DemoConfig::session_mode`]).
+    pub(crate) fn session_mode(&self) -> bool {
+        self.config.session_mode
+    }
+
     fn verifier(&self) -> Option<Verifier> {
         let keys = lock(&self.keys).clone();
         if keys.is_empty() && self.jwks.is_none() {
@@ -286,7 +337,7 @@ fn unsafe_summary(mut answer: CallToolResult) -> CallToolResult {
 }
 
 #[derive(Clone)]
-struct Handler(Arc<Demo>);
+pub(crate) struct Handler(pub(crate) Arc<Demo>);
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> InitializeResult {
@@ -364,7 +415,11 @@ fn bearer_ok(demo: &Demo, req: &Request) -> bool {
         .is_some_and(|t| t == demo.config.service_token)
 }
 
-async fn authenticate(State(demo): State<Arc<Demo>>, req: Request, next: Next) -> Response {
+pub(crate) async fn authenticate(
+    State(demo): State<Arc<Demo>>,
+    req: Request,
+    next: Next,
+) -> Response {
     if !bearer_ok(&demo, &req) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -373,71 +428,4 @@ async fn authenticate(State(demo): State<Arc<Demo>>, req: Request, next: Next) -
             .into_response();
     }
     next.run(req).await
-}
-
-/// `/mcp`, answered by `handler`, its sessions kept by `sessions`.
-fn mcp_router<M: SessionManager>(
-    handler: Handler,
-    sessions: M,
-    cfg: StreamableHttpServerConfig,
-) -> axum::Router<Arc<Demo>> {
-    axum::Router::new().nest_service(
-        "/mcp",
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), cfg),
-    )
-}
-
-/// The router and its shared state.
-pub fn router(config: DemoConfig) -> (axum::Router, Arc<Demo>) {
-    let demo = Arc::new(Demo {
-        keys: Mutex::new(config.keys.clone()),
-        jwks: config
-            .jwks_url
-            .as_ref()
-            .map(|url| Arc::new(countersign_provider_kit::Jwks::new(url))),
-        verified_kids: Mutex::new(Vec::new()),
-        config,
-        store: Mutex::new(Store::default()),
-        faults: Mutex::new(Faults::default()),
-        guard: InMemoryReplayGuard::default(),
-        last_call: Mutex::new(None),
-        last_proof: Mutex::new(None),
-    });
-    let handler = Handler(demo.clone());
-    let mcp = if demo.config.session_mode {
-        let cfg = StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(true)
-            .with_json_response(false)
-            .with_sse_keep_alive(None);
-        mcp_router(handler, LocalSessionManager::default(), cfg)
-    } else {
-        let cfg = StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_json_response(true);
-        mcp_router(handler, NeverSessionManager::default(), cfg)
-    };
-    let app = mcp
-        .layer(middleware::from_fn_with_state(demo.clone(), apply_faults))
-        .route("/_demo/stats", axum::routing::get(stats))
-        .route("/_demo/control", axum::routing::post(control))
-        .route("/_demo/keys", axum::routing::post(keys))
-        .with_state(demo.clone())
-        .layer(middleware::from_fn_with_state(demo.clone(), authenticate));
-    (app, demo)
-}
-
-/// Serves on `addr` (use port 0 for a free one) in a background task.
-pub async fn spawn(
-    config: DemoConfig,
-    addr: SocketAddr,
-) -> std::io::Result<(SocketAddr, Arc<Demo>)> {
-    let (app, demo) = router(config);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "demo provider stopped");
-        }
-    });
-    Ok((bound, demo))
 }
