@@ -36,6 +36,8 @@ fn appearance_form(form: &Form) -> Result<countersign_domain::appearance::Appear
     })
 }
 
+/// The settings form, checked whole before anything is saved, parsed straight into the use
+/// case's typed input.
 pub(super) fn settings_form(
     form: &Form,
     policy: countersign_domain::config::UrlPolicy,

@@ -363,3 +363,76 @@ async fn u3_a_replaced_credential_keeps_working_for_its_grace_period_then_goes()
         vec![&newest.id]
     );
 }
+
+/// S-4, X-3, R-1, issue 50: one save of the tenant's settings writes one audit record per
+/// setting it changes, each with both values, and the tenant as saved; saving the same
+/// settings again writes nothing (the panel's form and the API's body both go through it).
+#[tokio::test]
+async fn settings_save_audits_each_changed_setting_once_and_the_same_settings_not_at_all() {
+    use countersign_admin::tenants::{SettingsChange, save_settings};
+    use countersign_domain::ports::{AuditRecords, Tenants};
+    use countersign_domain::retention::RetentionDays;
+    let (state, store, _, tenant) = admin().await;
+    let actions = |page: &countersign_domain::ports::AuditPage| -> Vec<String> {
+        let mut a: Vec<String> = page.items.iter().map(|e| e.action.clone()).collect();
+        a.retain(|a| a.starts_with("tenant."));
+        a.sort();
+        a
+    };
+    let change = SettingsChange {
+        language: Some(Language::Pt),
+        sign_in_url: Some(Some("https://example.com/sign-in".into())),
+        retention_days: Some(RetentionDays::new(30).unwrap()),
+        appearance: Some(tenant.appearance.clone()),
+    };
+    let saved = save_settings(&state, &tenant, change.clone())
+        .await
+        .unwrap();
+    assert_eq!(saved.language, Language::Pt);
+    assert_eq!(
+        saved.sign_in_url.as_deref(),
+        Some("https://example.com/sign-in")
+    );
+    assert_eq!(saved.retention_days.map(RetentionDays::days), Some(30));
+    let stored = store.get_tenant(&tenant.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.language, stored.sign_in_url, stored.retention_days),
+        (
+            saved.language,
+            saved.sign_in_url.clone(),
+            saved.retention_days
+        )
+    );
+    let page = store.list_audit(&tenant.id, None, 50).await.unwrap();
+    // The appearance did not change: no record for it.
+    assert_eq!(
+        actions(&page),
+        [
+            "tenant.language",
+            "tenant.retention_days",
+            "tenant.sign_in_url"
+        ]
+    );
+    let language = page.items.iter().find(|e| e.action == "tenant.language");
+    assert_eq!(
+        language.unwrap().changes,
+        serde_json::json!({"language": {"from": "en", "to": "pt-BR"}})
+    );
+    let retention = page
+        .items
+        .iter()
+        .find(|e| e.action == "tenant.retention_days");
+    assert_eq!(
+        retention.unwrap().changes,
+        serde_json::json!({"retentionDays": {"from": null, "to": 30}})
+    );
+
+    let again = save_settings(&state, &saved, change).await.unwrap();
+    assert_eq!(again, saved);
+    let page = store.list_audit(&tenant.id, None, 50).await.unwrap();
+    assert_eq!(
+        actions(&page).len(),
+        3,
+        "the same settings again wrote a record"
+    );
+}
