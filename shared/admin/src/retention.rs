@@ -1,5 +1,5 @@
 //! R-1 (seed 001 §6, decision 0052): retention. A tenant's `retentionDays` (self-service,
-//! audited) and the purge of its conversations idle that long: every item of a
+//! audited; set by [`crate::tenants::save_settings`]) and the purge of its conversations idle that long: every item of a
 //! conversation whose last activity is older than the retention goes, except while its
 //! proposal is pending, executing or unknown (P-3) — such a conversation is purged once
 //! resolved, the resolution being its last activity. The purge starts no reconciliation.

@@ -137,7 +137,7 @@ pub async fn save_settings(
     Ok(saved)
 }
 
-/// Each setting's audit action and the field its `changes` name.
+// Each setting's audit action and the field its `changes` name.
 const LANGUAGE: (&str, &str) = ("tenant.language", "language");
 const SIGN_IN_URL: (&str, &str) = ("tenant.sign_in_url", "signInUrl");
 const RETENTION: (&str, &str) = ("tenant.retention_days", "retentionDays");

@@ -75,15 +75,11 @@ pub struct Jwks {
     fetching: tokio::sync::Mutex<()>,
 }
 
-impl std::fmt::Debug for Jwks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Jwks")
-            .field("url", &self.url)
-            .field("max_age", &self.max_age)
-            .field("min_refresh", &self.min_refresh)
-            .finish_non_exhaustive()
-    }
-}
+countersign_domain::debug_showing!(Jwks {
+    url,
+    max_age,
+    min_refresh
+});
 
 fn read(lock: &RwLock<Cache>) -> std::sync::RwLockReadGuard<'_, Cache> {
     lock.read()
