@@ -28,7 +28,8 @@ trap 'kill "${emu:-}" "${fn:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
   "$CARGO_TARGET_DIR/lambda/countersign-messages/bootstrap.zip" "$work"
 chmod +x "$work/bootstrap"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+. "$root/infra/scripts/localnet.sh"
+port=$(free_port)
 python3 infra/lambda/runtime_emulator.py "$port" infra/lambda/apigw-v2-create-case.json "$work/result.json" &
 emu=$!
 sleep 0.5

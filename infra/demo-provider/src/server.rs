@@ -124,7 +124,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Demo {
-    /// A demo over `config`: the seed data, no faults, no key installed yet.
+    /// A demo over `config`: the seed data, no faults, the configured verification keys.
     pub(crate) fn new(config: DemoConfig) -> Self {
         Self {
             keys: Mutex::new(config.keys.clone()),

@@ -237,12 +237,7 @@ pub async fn status(
     tenant: &Tenant,
     id: &str,
 ) -> Result<Option<ErasureJobView>, AdminError> {
-    let job = state
-        .stores
-        .jobs
-        .job(&tenant.id, id)
-        .await
-        .map_err(store_down)?;
+    let job = state.stores.jobs.job(&tenant.id, id).await?;
     Ok(job.as_ref().map(ErasureJobView::from))
 }
 

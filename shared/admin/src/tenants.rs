@@ -90,7 +90,7 @@ pub struct SettingsChange {
     pub appearance: Option<Appearance>,
 }
 
-/// Saves `change` for `tenant`, by its administrator: one audited write per setting that
+/// S-4, X-3, R-1, issue 50: saves `change` for `tenant`, by its administrator: one audited write per setting that
 /// differs from the saved one (`tenant.language`, `tenant.sign_in_url`,
 /// `tenant.retention_days`, `tenant.appearance`, each with both values); the same value
 /// writes nothing. Returns the tenant as saved. Each write is its own transaction: when one
@@ -152,8 +152,11 @@ fn setting_change<T: serde::Serialize + PartialEq>(
     from: T,
     to: T,
 ) -> Option<countersign_domain::audit_chain::AuditEntry> {
+    if from == to {
+        return None;
+    }
     let changes = serde_json::json!({ field: {"from": from, "to": to} });
-    (from != to).then(|| crate::audit::by_admin(state, tenant, action, changes))
+    Some(crate::audit::by_admin(state, tenant, action, changes))
 }
 
 /// The answer to an audited write of one of an authenticated tenant's settings.

@@ -106,32 +106,21 @@ pub async fn asset(Path((version, file)): Path<(String, String)>) -> Response {
     let Some(body) = body else {
         return ApiError::not_found("no such widget file").into_response();
     };
-    (
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/javascript; charset=utf-8"),
-            ),
-            (
-                header::CACHE_CONTROL,
-                HeaderValue::from_static("public, max-age=31536000, immutable"),
-            ),
-            // A public file, the same for everyone and fetched without credentials:
-            // any page may load it with `integrity` (which needs CORS).
-            (
-                header::ACCESS_CONTROL_ALLOW_ORIGIN,
-                HeaderValue::from_static("*"),
-            ),
-            (
-                header::HeaderName::from_static("cross-origin-resource-policy"),
-                HeaderValue::from_static("cross-origin"),
-            ),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
-        ],
+    let mut res = countersign_http::pages::asset(
         body,
-    )
-        .into_response()
+        "text/javascript; charset=utf-8",
+        "public, max-age=31536000, immutable",
+    );
+    // A public file, the same for everyone and fetched without credentials: any page may
+    // load it with `integrity` (which needs CORS).
+    let h = res.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    h.insert(
+        header::HeaderName::from_static("cross-origin-resource-policy"),
+        HeaderValue::from_static("cross-origin"),
+    );
+    res
 }

@@ -255,15 +255,10 @@ fn reached_at_localhost(headers: &HeaderMap) -> bool {
         .is_some_and(|h| h == "localhost" || h.starts_with("localhost:"))
 }
 
-/// The origin a request reached (`http` only on loopback).
+/// The origin a request reached (`http` only on loopback); none without a readable `Host`.
 fn origin_of(headers: &HeaderMap) -> Option<String> {
-    let host = headers.get(header::HOST)?.to_str().ok()?;
-    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
-    let loopback = matches!(name, "127.0.0.1" | "localhost" | "[::1]");
-    Some(format!(
-        "{}://{host}",
-        if loopback { "http" } else { "https" }
-    ))
+    headers.get(header::HOST)?.to_str().ok()?;
+    Some(countersign_http::pages::origin_of(headers))
 }
 
 /// The link a request's path names (`/confirm/{id}…`), read before anything else: a

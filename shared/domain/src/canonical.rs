@@ -1,6 +1,7 @@
 //! Canonical JSON text: the same bytes for the same value, whatever order its objects'
-//! keys were written in. The provider kit's `argumentsHash` and tool pinning (V-2)
-//! both need it; they differ only in how keys compare ([`KeyOrder`]).
+//! keys were written in. The provider kit's `argumentsHash`, tool pinning (V-2) and
+//! the tools' schema fingerprints (G-4) need it; they differ only in how keys compare
+//! ([`KeyOrder`]).
 
 use serde_json::Value;
 use std::cmp::Ordering;

@@ -35,7 +35,6 @@ pub fn service_token_secret_name(tenant: &crate::ids::TenantId) -> String {
     format!("tenants/{tenant}/mcp-service-token")
 }
 
-/// Name of a widget credential's secret (C-9, D-2), under the deployment's secret prefix.
 /// A web origin a widget credential may be used from (decision 0025): `https://host`
 /// with an optional port, or `http://` on `localhost` / `127.0.0.1` / `[::1]` for a
 /// tenant's own development; no path, query, fragment or credentials. Returns it
@@ -57,6 +56,7 @@ pub fn parse_origin(raw: &str) -> Result<String, &'static str> {
     Ok(url.origin().ascii_serialization())
 }
 
+/// Name of a widget credential's secret (C-9, D-2), under the deployment's secret prefix.
 pub fn widget_secret_name(tenant: &crate::ids::TenantId, key: &crate::ids::WidgetKeyId) -> String {
     format!("tenants/{tenant}/widget/{key}")
 }

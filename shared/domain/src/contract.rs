@@ -159,7 +159,8 @@ impl Translated for ContractViolation {
 }
 
 impl ContractViolation {
-    /// Every broken rule of `violations`, once each, `; `-separated, in both languages.
+    /// Every broken rule of `violations`, `; `-separated, in both languages; a rule repeated
+    /// in a row is said once.
     #[must_use]
     pub fn all_said(violations: &[Self]) -> crate::language::Said {
         let list = |lang| {

@@ -20,18 +20,26 @@ pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Json<T, const LIMIT: usize = DEFAULT_BODY_LIMIT>(pub T);
 
+/// The 400 for a body that is not JSON, or not an object.
+fn invalid_json() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "INVALID_JSON",
+        "the body must be a JSON object",
+    )
+}
+
 /// Parses a JSON object body into `T` with the rejections of [`Json`].
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let invalid = || {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_JSON",
-            "the body must be a JSON object",
-        )
-    };
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| invalid())?;
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| invalid_json())?;
+    object_into(value)
+}
+
+/// A parsed body into `T`: a non-object is `INVALID_JSON`, an object that does not fit
+/// `T` is `VALIDATION_ERROR` naming the field.
+fn object_into<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     if !value.is_object() {
-        return Err(invalid());
+        return Err(invalid_json());
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -53,12 +61,13 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 /// [`parse_json`] for an optional body: absent (empty or white space) or `null` is
 /// `T::default()`.
 pub fn parse_optional_json<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, ApiError> {
-    let absent = bytes.iter().all(u8::is_ascii_whitespace)
-        || serde_json::from_slice::<Value>(bytes).is_ok_and(|v| v.is_null());
-    if absent {
-        Ok(T::default())
-    } else {
-        parse_json(bytes)
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    // Parsed once: `null` is absent, anything else goes on as `parse_json` would.
+    match serde_json::from_slice::<Value>(bytes).map_err(|_| invalid_json())? {
+        Value::Null => Ok(T::default()),
+        value => object_into(value),
     }
 }
 

@@ -368,7 +368,8 @@ async fn u3_a_replaced_credential_keeps_working_for_its_grace_period_then_goes()
 /// setting it changes, each with both values, and the tenant as saved; saving the same
 /// settings again writes nothing (the panel's form and the API's body both go through it).
 #[tokio::test]
-async fn settings_save_audits_each_changed_setting_once_and_the_same_settings_not_at_all() {
+async fn s4_x3_r1_a_settings_save_audits_each_changed_setting_once_and_the_same_settings_not_at_all()
+ {
     use countersign_admin::tenants::{SettingsChange, save_settings};
     use countersign_domain::ports::{AuditRecords, Tenants};
     use countersign_domain::retention::RetentionDays;

@@ -15,7 +15,7 @@
 //! conversation (the purge deletes it), the rest once they are erased.
 
 use super::items::*;
-use super::{DynamoStore, Tx, failed, unavailable, values};
+use super::{DynamoStore, Tx, failed, page_limit, unavailable, values};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Select, TransactWriteItem, Update};
 use countersign_domain::audit_chain::PERSONAL_FIELDS;
@@ -275,7 +275,7 @@ impl ErasureJobs for DynamoStore {
         let queued = self
             .prefix_query(QUEUE_PK, &prefix)
             .select(Select::Count)
-            .limit(i32::try_from(cap + 1).unwrap_or(i32::MAX))
+            .limit(page_limit(cap + 1))
             .send()
             .await
             .map_err(unavailable)?;

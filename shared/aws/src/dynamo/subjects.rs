@@ -20,7 +20,7 @@ use super::items::*;
 use super::{DynamoStore, Tx, build, failed, unavailable, values};
 use async_trait::async_trait;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
@@ -424,21 +424,14 @@ impl SubjectKeys for EnvelopeKeys {
                 .set_expression_attribute_values(Some(values([(":user", s(user.as_str()))])))
                 .build(),
         )?;
-        let delete = |pk: String| {
-            build(
-                Delete::builder()
-                    .table_name(self.store.table())
-                    .set_key(Some(super::items::key(pk, KEY_SK)))
-                    .build(),
-            )
-            .map(|d| TransactWriteItem::builder().delete(d).build())
-        };
         let tx = vec![
             TransactWriteItem::builder()
                 .condition_check(not_held)
                 .build(),
-            delete(subject_pk(tenant, user))?,
-            delete(key_pk(tenant, &id))?,
+            self.store
+                .delete(super::items::key(subject_pk(tenant, user), KEY_SK))?,
+            self.store
+                .delete(super::items::key(key_pk(tenant, &id), KEY_SK))?,
         ];
         match self.store.transact(tx).await? {
             Tx::Committed => {

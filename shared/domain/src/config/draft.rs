@@ -149,7 +149,7 @@ impl McpConfigDraft {
 }
 
 /// A boolean as given: absent when missing, refused (reported) when not a boolean.
-pub(super) fn bool_given(v: Option<&Value>, field: &str, errs: &mut Errors) -> Given<bool> {
+fn bool_given(v: Option<&Value>, field: &str, errs: &mut Errors) -> Given<bool> {
     match v {
         None => Given::Absent,
         Some(Value::Bool(b)) => Given::Value(*b),
@@ -162,7 +162,7 @@ pub(super) fn bool_given(v: Option<&Value>, field: &str, errs: &mut Errors) -> G
 }
 
 /// `actionPolicy.stepUp` as given: an object of strings (F-1).
-pub(super) fn step_up_given(v: Option<&Value>, errs: &mut Errors) -> Given<Vec<(String, String)>> {
+fn step_up_given(v: Option<&Value>, errs: &mut Errors) -> Given<Vec<(String, String)>> {
     match v {
         None | Some(Value::Null) => Given::Absent,
         Some(Value::Object(m)) => {
@@ -193,7 +193,7 @@ pub(super) fn step_up_given(v: Option<&Value>, errs: &mut Errors) -> Given<Vec<(
 }
 
 /// A required string: absent is `Required`; refused was reported already.
-pub(super) fn required(given: Given<String>, field: &str, errs: &mut Errors) -> Option<String> {
+fn required(given: Given<String>, field: &str, errs: &mut Errors) -> Option<String> {
     match given {
         Given::Value(s) => Some(s),
         Given::Absent => {
@@ -207,7 +207,7 @@ pub(super) fn required(given: Given<String>, field: &str, errs: &mut Errors) -> 
 /// Errors in the order of the form's fields (a body's unknown fields first), each field's
 /// in the order found: the shape is read before the rules, and the first error is the one
 /// an answer names.
-pub(super) fn in_field_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
+fn in_field_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
     const ORDER: [&str; 9] = [
         "serverUrl",
         "serviceToken",

@@ -14,7 +14,7 @@ impl Certifications for DynamoStore {
         let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         item.insert("run".into(), s(body));
         let tx = vec![self.put(item)?];
-        self.create_audited(tenant, tx, audit, format!("audit record {}", audit.id))
+        self.create_audited(tenant, tx, audit, || format!("audit record {}", audit.id))
             .await
     }
 

@@ -126,20 +126,20 @@ impl DynamoStore {
         Ok(matches!(tx, Tx::Committed))
     }
 
-    /// [`Self::commit_audited`] of a write that creates `what`: a failed condition means
-    /// it exists already, which no caller does on purpose (its id is fresh), so the store
-    /// is reported inconsistent.
+    /// [`Self::commit_audited`] of a write that creates what `what` names (the text is built
+    /// only on failure): a failed condition means it exists already, which no caller does on
+    /// purpose (its id is fresh), so the store is reported inconsistent.
     pub(in crate::dynamo) async fn create_audited(
         &self,
         tenant: &TenantId,
         tx: Vec<TransactWriteItem>,
         audit: &AuditEntry,
-        what: String,
+        what: impl FnOnce() -> String + Send,
     ) -> Result<(), StoreError> {
         if self.commit_audited(tenant, tx, audit).await? {
             Ok(())
         } else {
-            Err(StoreError::Corrupt(format!("{what} already exists")))
+            Err(StoreError::Corrupt(format!("{} already exists", what())))
         }
     }
 

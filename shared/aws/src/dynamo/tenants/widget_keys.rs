@@ -18,7 +18,7 @@ impl WidgetKeys for DynamoStore {
             s(serde_json::Value::from(k.allowed_origins.clone()).to_string()),
         );
         let tx = vec![self.put_new(item)?];
-        self.create_audited(tenant, tx, audit, format!("widget key {}", k.id))
+        self.create_audited(tenant, tx, audit, || format!("widget key {}", k.id))
             .await
     }
 
