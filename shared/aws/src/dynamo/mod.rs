@@ -318,11 +318,23 @@ impl DynamoStore {
     }
 
     fn check(&self, key: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
+        self.check_where(key, condition, None)
+    }
+
+    /// A transaction's check of `condition` on `key`'s item, whose placeholders `vals`
+    /// fills (if it has any: DynamoDB refuses an empty value map).
+    fn check_where(
+        &self,
+        key: Item,
+        condition: &str,
+        vals: Option<HashMap<String, AttributeValue>>,
+    ) -> Result<TransactWriteItem, StoreError> {
         let c = build(
             aws_sdk_dynamodb::types::ConditionCheck::builder()
                 .table_name(&self.table)
                 .set_key(Some(key))
                 .condition_expression(condition)
+                .set_expression_attribute_values(vals)
                 .build(),
         )?;
         Ok(TransactWriteItem::builder().condition_check(c).build())

@@ -6,8 +6,7 @@
 
 use super::items::*;
 use super::{
-    DynamoStore, MAX_ATTEMPTS, Tx, any_conflict, backoff, build, failed, unavailable, values,
-    written,
+    DynamoStore, MAX_ATTEMPTS, Tx, any_conflict, backoff, failed, unavailable, values, written,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
@@ -154,28 +153,16 @@ impl DynamoStore {
         case: &CaseId,
         seen: Option<u64>,
     ) -> Result<Removal, StoreError> {
-        use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
         let Some(item) = self.get(conv_pk(tenant, case), CASE_SK).await? else {
             return Ok(Removal::Removed { existed: false });
         };
         let user = get_s(&item, "user")?.to_owned();
-        let not_held = build(
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(tenant_pk(tenant), super::tenants::TENANT_SK)))
-                .condition_expression(format!(
-                    "NOT contains({HELD_CASES}, :case) AND NOT contains({HELD_PEOPLE}, :user)"
-                ))
-                .set_expression_attribute_values(Some(values([
-                    (":case", s(case.as_str())),
-                    (":user", s(user)),
-                ])))
-                .build(),
-        )?;
+        let not_held =
+            format!("NOT contains({HELD_CASES}, :case) AND NOT contains({HELD_PEOPLE}, :user)");
+        let vals = values([(":case", s(case.as_str())), (":user", s(user))]);
+        let tenant_key = key(tenant_pk(tenant), super::tenants::TENANT_SK);
         let tx = vec![
-            TransactWriteItem::builder()
-                .condition_check(not_held)
-                .build(),
+            self.check_where(tenant_key, &not_held, Some(vals))?,
             self.case_delete(tenant, case, seen)?,
         ];
         self.removal(tenant, case, seen, tx).await

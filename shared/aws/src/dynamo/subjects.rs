@@ -17,10 +17,9 @@
 //! elsewhere stops opening here within that time.
 
 use super::items::*;
-use super::{DynamoStore, Tx, build, failed, unavailable, values};
+use super::{DynamoStore, Tx, failed, unavailable, values};
 use async_trait::async_trait;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_domain::ids::{CaseId, TenantId, UserId};
@@ -413,21 +412,11 @@ impl SubjectKeys for EnvelopeKeys {
         };
         let id = get_s(&item, "key_id")?.to_owned();
         // the hold is checked in the same transaction as the removal.
-        let not_held = build(
-            ConditionCheck::builder()
-                .table_name(self.store.table())
-                .set_key(Some(super::items::key(
-                    tenant_pk(tenant),
-                    super::tenants::TENANT_SK,
-                )))
-                .condition_expression(format!("NOT contains({HELD_PEOPLE}, :user)"))
-                .set_expression_attribute_values(Some(values([(":user", s(user.as_str()))])))
-                .build(),
-        )?;
+        let not_held = format!("NOT contains({HELD_PEOPLE}, :user)");
+        let vals = values([(":user", s(user.as_str()))]);
+        let tenant_key = super::items::key(tenant_pk(tenant), super::tenants::TENANT_SK);
         let tx = vec![
-            TransactWriteItem::builder()
-                .condition_check(not_held)
-                .build(),
+            self.store.check_where(tenant_key, &not_held, Some(vals))?,
             self.store
                 .delete(super::items::key(subject_pk(tenant, user), KEY_SK))?,
             self.store
