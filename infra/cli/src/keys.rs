@@ -78,14 +78,15 @@ pub(crate) enum KeysCommand {
     /// as `previous`. Refused until the key has been published for the JWKS cache time.
     Activate {
         /// The announced key's kid.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         kid: String,
     },
     /// Withdraw a key from the JWKS. Refused for the active key and, for a previous key,
     /// until every proof it signed has expired and every JWKS cache has its successor.
     Retire {
-        /// The key's kid.
-        #[arg(long)]
+        /// The key's kid. A kid is base64url and may begin with `-`: it is taken as the
+        /// value, not as another option.
+        #[arg(long, allow_hyphen_values = true)]
         kid: String,
     },
     /// Set the JWKS cache time (`Cache-Control: max-age`, seconds; default 300).

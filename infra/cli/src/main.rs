@@ -337,3 +337,19 @@ async fn tenant(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// K-2: a kid is base64url (an RFC 7638 thumbprint) and one in 64 begins with `-`; the
+    /// commands that name a kid take it as the value (the README's `keys retire --kid …`
+    /// and the CLI's own hints failed on such a kid: "unexpected argument").
+    #[test]
+    fn k2_a_kid_that_begins_with_a_hyphen_is_a_kid() {
+        for command in ["activate", "retire"] {
+            let parsed = Cli::try_parse_from(["countersign", "keys", command, "--kid", "-3aB_x"]);
+            assert!(parsed.is_ok(), "keys {command}: {:?}", parsed.err());
+        }
+    }
+}
