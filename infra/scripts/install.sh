@@ -23,6 +23,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
 MOTO_VERSION=5.2.5
+# I-1: the emulator's IAM evaluator expands the SAM templates with SAM's own translator
+# (the version SAM_VERSION's CLI ships).
+SAM_TRANSLATOR_VERSION=1.115.0
 CFN_LINT_VERSION=1.58.0
 SAM_VERSION=1.170.0
 SCHEMATHESIS_VERSION=4.32.5
@@ -64,7 +67,7 @@ npm_locked() {
 install_one() {
   case "$1" in
     rust-tools) venv_from .venv/tools infra/tools/requirements.txt ;;
-    moto) venv_pins .venv/moto "moto[server]==$MOTO_VERSION" ;;
+    moto) venv_pins .venv/moto "moto[server]==$MOTO_VERSION" "aws-sam-translator==$SAM_TRANSLATOR_VERSION" ;;
     sam) venv_pins .venv/sam "cfn-lint==$CFN_LINT_VERSION" "aws-sam-cli==$SAM_VERSION" ;;
     fuzz) venv_pins .venv/fuzz "schemathesis==$SCHEMATHESIS_VERSION" ;;
     interop)

@@ -13,9 +13,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_admin_fn::Config::from_env()?;
-    let sdk =
-        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
-            .await;
+    let sdk = countersign_aws::sdk::sdk_config_as(
+        countersign_aws::sdk::Principal::Admin,
+        countersign_provider_client::roots::system_bundle_pem(),
+    )
+    .await;
     let app = countersign_admin::app(countersign_admin_fn::state(&sdk, &config)?);
     Ok(countersign_http::serve::run(app, &config.addr, "admin API").await?)
 }

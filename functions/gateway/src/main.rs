@@ -14,9 +14,11 @@ use countersign_aws::settings::FromEnv as _;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_gateway_fn::wiring::Config::from_env()?;
-    let sdk =
-        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
-            .await;
+    let sdk = countersign_aws::sdk::sdk_config_as(
+        countersign_aws::sdk::Principal::Gateway,
+        countersign_provider_client::roots::system_bundle_pem(),
+    )
+    .await;
     let gateway = countersign_gateway_fn::wiring::gateway(&sdk, &config).await?;
     // G-8: metrics as CloudWatch EMF, flushed after every request.
     let app = countersign_http::emf::with_emf_metrics(router(gateway))?;

@@ -15,9 +15,17 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let config = countersign_messages_fn::Config::from_env()?;
-    let sdk =
-        countersign_aws::sdk::sdk_config(countersign_provider_client::roots::system_bundle_pem())
-            .await;
+    // I-1: the streamed post runs as its own function and role.
+    let principal = if config.response_streaming {
+        countersign_aws::sdk::Principal::Stream
+    } else {
+        countersign_aws::sdk::Principal::Messages
+    };
+    let sdk = countersign_aws::sdk::sdk_config_as(
+        principal,
+        countersign_provider_client::roots::system_bundle_pem(),
+    )
+    .await;
     // G-8: metrics (tool calls, proposal outcomes, confirm latency) as CloudWatch EMF.
     if config.response_streaming {
         // S-1: the template's stream function (a function URL in RESPONSE_STREAM mode); N-5:

@@ -14,7 +14,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let settings = countersign_aws::AwsSettings::from_env()?;
-    let sdk = aws_config::load_from_env().await;
+    // I-1: the purge function's role (its erasure worker too); on AWS, Lambda's own.
+    let sdk = countersign_aws::sdk::as_principal(
+        &aws_config::load_from_env().await,
+        countersign_aws::sdk::Principal::Purge,
+    );
     let store = settings.store(&sdk);
     let keys = settings
         .subject_keys(&sdk)

@@ -37,23 +37,43 @@ pub(crate) struct KeyRoles {
     /// public key.
     #[arg(long, requires = "signer_role_arn")]
     pub(crate) gateway_role_arn: Option<String>,
+    /// The streamed post's role (the stream function's): signs and reads like the signer
+    /// (N-8: its own role; it confirms too).
+    #[arg(long, requires = "signer_role_arn")]
+    pub(crate) stream_role_arn: Option<String>,
+    /// N-8: the role that deploys: only it may change the key's policy or move its alias
+    /// (the template's `KeyAdministratorArn`). Without it, the account; `keys announce`
+    /// refuses such a key.
+    #[arg(long, requires = "signer_role_arn")]
+    pub(crate) administrator_role_arn: Option<String>,
 }
 
 impl KeyRoles {
-    /// The key's users, when the signer is given (N-8: `administrator` may change the
-    /// key's policy or move its alias; `None`: the account).
-    pub(crate) fn users(self, administrator: Option<String>) -> Option<KeyUsers> {
+    /// The key's users, when the signer is given.
+    pub(crate) fn users(self) -> Option<KeyUsers> {
         let Self {
             signer_role_arn,
             reader_role_arn,
             gateway_role_arn,
+            stream_role_arn,
+            administrator_role_arn,
         } = self;
         signer_role_arn.map(|signer| KeyUsers {
             signer,
+            stream: stream_role_arn,
             reader: reader_role_arn,
             gateway: gateway_role_arn,
-            administrator,
+            administrator: administrator_role_arn,
         })
+    }
+
+    /// The roles that may sign: the signer and the stream role.
+    fn signers(&self) -> Vec<String> {
+        self.signer_role_arn
+            .iter()
+            .chain(self.stream_role_arn.iter())
+            .cloned()
+            .collect()
     }
 }
 
@@ -175,23 +195,24 @@ async fn announce(
     now: Timestamp,
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let signer = roles.signer_role_arn.clone();
+    let signers = roles.signers();
     let key = match key {
         Some(k) => k,
         None => {
-            let users = roles.users(None);
+            let users = roles.users();
             let id = rotation.create(users.as_ref()).await?;
             writeln!(out, "created KMS key {id}")?;
             id
         }
     };
-    if signer.is_none() {
+    if signers.is_empty() {
         writeln!(
             out,
             "warning: no --signer-role-arn: the key's policy was not checked (V-5); a deployment must pass it"
         )?;
     }
-    let kid = rotation.announce(&key, now, signer.as_deref()).await?;
+    let signers: Vec<&str> = signers.iter().map(String::as_str).collect();
+    let kid = rotation.announce(&key, now, &signers).await?;
     let ring = rotation.list().await?.ring;
     writeln!(out, "announced {kid}")?;
     writeln!(

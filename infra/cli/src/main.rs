@@ -80,10 +80,6 @@ enum Command {
     Bootstrap {
         #[command(flatten)]
         roles: keys::KeyRoles,
-        /// N-8: the role that deploys: only it may change the key's policy or move its
-        /// alias (the template's `KeyAdministratorArn`). Without it, the account.
-        #[arg(long, requires = "signer_role_arn")]
-        administrator_role_arn: Option<String>,
     },
     /// O-2: check a deployed stack: each route answers as documented, the JWKS lists
     /// exactly the keys KMS returns for the key ring (read with COUNTERSIGN_TABLE and this
@@ -161,10 +157,7 @@ async fn main() -> anyhow::Result<()> {
     let sdk = aws_config::load_from_env().await;
     let settings = AwsSettings::from_env()?;
     match cli.command {
-        Command::Bootstrap {
-            roles,
-            administrator_role_arn,
-        } => bootstrap(roles.users(administrator_role_arn), &sdk, &settings).await?,
+        Command::Bootstrap { roles } => bootstrap(roles.users(), &sdk, &settings).await?,
         Command::Tenant(cmd) => tenant(cmd, &sdk, &settings).await?,
         Command::Keys(cmd) => keys::run(cmd, &sdk, &settings).await?,
         Command::VerifyDeployment {

@@ -180,21 +180,29 @@ async fn routers(
     settings: &AwsSettings,
     step_up: &countersign_domain::stepup::Site,
 ) -> anyhow::Result<axum::Router> {
+    use countersign_aws::sdk::{Principal, as_principal};
+    // I-1: each function calls AWS as its own role, as deployed; the operator's `sdk`
+    // (bootstrap, the demo tenant) serves none of them.
+    let as_role = |principal| as_principal(sdk, principal);
     // F-3: confirmation links point where the passkey ceremonies can run (unless the
     // operator named another public origin).
-    let mut gateway = countersign_gateway_fn::wiring::from_env(sdk).await?;
+    let mut gateway =
+        countersign_gateway_fn::wiring::from_env(&as_role(Principal::Gateway)).await?;
     if gateway.public_url.is_none() {
         gateway.page_url = step_up.origins.first().cloned();
     }
     let gateway = countersign_gateway_fn::router(gateway);
     let config = messages_config(sdk, settings, step_up).await?;
-    let messages = countersign_messages_fn::app(sdk, &config)?;
-    let mut admin_state = countersign_admin_fn::state_from_env(sdk)?;
+    let messages = countersign_messages_fn::app(&as_role(Principal::Messages), &config)?;
+    // S-1: the streamed post is the stream function's, with its own role.
+    let stream = countersign_messages_fn::stream_app(&as_role(Principal::Stream), &config)?;
+    let mut admin_state = countersign_admin_fn::state_from_env(&as_role(Principal::Admin))?;
     admin_state.step_up.get_or_insert_with(|| step_up.clone());
     let admin = countersign_admin::app(admin_state);
     // N-3: the erasure worker, as the purge function's minute schedule runs it deployed
-    // (here once a second: the local stack has no scheduler).
-    let certification = countersign_messages_fn::certification_state(sdk, &config)?;
+    // (here once a second: the local stack has no scheduler), with the purge role.
+    let certification =
+        countersign_messages_fn::certification_state(&as_role(Principal::Purge), &config)?;
     let worker = countersign_admin::erasure::Worker::of(&certification);
     tokio::spawn(async move {
         use countersign_admin::erasure::{Budget, run_queued};
@@ -206,7 +214,32 @@ async fn routers(
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         }
     });
-    Ok(messages.merge(admin).merge(gateway))
+    Ok(streamed_apart(stream, messages.merge(admin).merge(gateway)))
+}
+
+/// `rest`, but the streamed post goes to `stream` (the stream function's own router and
+/// role, as the function URL sends it on AWS).
+fn streamed_apart(stream: axum::Router, rest: axum::Router) -> axum::Router {
+    use tower::ServiceExt as _;
+    let route: Vec<&str> = countersign_chat::api::STREAM_PATH.split('/').collect();
+    let is_stream = move |path: &str| {
+        let parts: Vec<&str> = path.split('/').collect();
+        parts.len() == route.len()
+            && parts
+                .iter()
+                .zip(&route)
+                .all(|(p, r)| r.starts_with('{') || p == r)
+    };
+    axum::Router::new().fallback_service(tower::service_fn(
+        move |request: axum::extract::Request| {
+            let to = if request.method() == http::Method::POST && is_stream(request.uri().path()) {
+                stream.clone()
+            } else {
+                rest.clone()
+            };
+            to.oneshot(request)
+        },
+    ))
 }
 
 /// The tenant administrator's part, over HTTP: connects TrackShare and creates a widget

@@ -473,6 +473,7 @@ fn the_bootstrap_key_policy_is_the_templates() {
     let (t, _) = template();
     let users = countersign_aws::bootstrap::KeyUsers {
         signer: "arn:aws:iam::123456789012:role/messages".into(),
+        stream: Some("arn:aws:iam::123456789012:role/stream".into()),
         reader: Some("arn:aws:iam::123456789012:role/admin".into()),
         gateway: Some("arn:aws:iam::123456789012:role/gateway".into()),
         administrator: Some("arn:aws:iam::123456789012:role/deployer".into()),
@@ -480,9 +481,10 @@ fn the_bootstrap_key_policy_is_the_templates() {
     let policy = countersign_aws::bootstrap::signing_key_policy(&users).unwrap();
     let principal = |p: &str| match p {
         "MessagesFunctionRole.Arn" | "arn:aws:iam::123456789012:role/messages" => "signer",
+        "MessagesStreamFunctionRole.Arn" | "arn:aws:iam::123456789012:role/stream" => "stream",
         "AdminFunctionRole.Arn" | "arn:aws:iam::123456789012:role/admin" => "reader",
         "GatewayFunctionRole.Arn" | "arn:aws:iam::123456789012:role/gateway" => "gateway",
-        "HasKeyAdministrator" | "arn:aws:iam::123456789012:role/deployer" => "administrator",
+        "KeyAdministratorArn" | "arn:aws:iam::123456789012:role/deployer" => "administrator",
         "arn:${AWS::Partition}:iam::${AWS::AccountId}:root" | "arn:aws:iam::123456789012:root" => {
             "root"
         }
@@ -498,7 +500,12 @@ fn the_bootstrap_key_policy_is_the_templates() {
                 actions.sort();
                 (
                     s["Sid"].as_str().unwrap().to_owned(),
-                    principal(&scalars(&s["Principal"])[0]).to_owned(),
+                    // Every principal (the stream role signs beside the messages role).
+                    scalars(&s["Principal"])
+                        .iter()
+                        .map(|p| principal(p))
+                        .collect::<Vec<_>>()
+                        .join(","),
                     actions,
                     scalars(&s["Condition"]),
                 )
@@ -514,7 +521,11 @@ fn the_bootstrap_key_policy_is_the_templates() {
             actions.sort();
             (
                 s["Sid"].as_str().unwrap().to_owned(),
-                principal(s["Principal"]["AWS"].as_str().unwrap()).to_owned(),
+                as_list(&s["Principal"]["AWS"])
+                    .iter()
+                    .map(|p| principal(p))
+                    .collect::<Vec<_>>()
+                    .join(","),
                 actions,
                 as_list(&s["Condition"]),
             )
@@ -878,20 +889,17 @@ fn key_policy_json(t: &Yaml, key: &str) -> String {
 
 /// N-8 (security review N7): no key policy lets anyone grant the key's use
 /// (`kms:CreateGrant`: a grant is a signer no policy names), and only the key
-/// administrator (`KeyAdministratorArn`, else the account) may change the policy or move
-/// the alias; only the named roles sign.
+/// administrator (`KeyAdministratorArn`, required: never the account) may change the
+/// policy or move the alias; only the named roles sign.
 #[test]
 fn n8_no_key_policy_hands_its_power_to_iam() {
     use countersign_domain::key_policy::principals_granted;
     let (t, _) = template();
-    let administrator: BTreeSet<String> = [
-        "HasKeyAdministrator",
-        "KeyAdministratorArn",
-        "arn:${AWS::Partition}:iam::${AWS::AccountId}:root",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
+    // Decision 0081: the key administrator is required; the account never may.
+    let administrator: BTreeSet<String> = ["KeyAdministratorArn"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     for key in ["SigningKey", "CheckpointKey", "SubjectKey"] {
         let policy = key_policy_json(&t, key);
         assert!(

@@ -251,6 +251,9 @@ pub async fn bootstrap_with(
     {
         ensure_subject_key(&aws_sdk_kms::Client::new(sdk), alias).await?;
     }
+    if crate::sdk::local_stack() {
+        register_locally(&dynamo, settings).await?;
+    }
     let secrets = aws_sdk_secretsmanager::Client::new(sdk);
     let gateway_key_created = ensure_random_secret(
         &secrets,
@@ -264,4 +267,50 @@ pub async fn bootstrap_with(
         key_created,
         gateway_key_created,
     })
+}
+
+/// I-1: the local stack's registry of which table, keys and secret prefix stand for the
+/// template's `Table`, `SigningKey`, `CheckpointKey`, `SubjectKey` and `SecretPrefix`:
+/// tags on the table, which the emulator's IAM evaluator reads
+/// (`infra/local-aws/iam/registry.py`), so each test's own stack is held to the template's
+/// policies. Tagging again is harmless.
+async fn register_locally(
+    client: &aws_sdk_dynamodb::Client,
+    settings: &AwsSettings,
+) -> Result<(), BootstrapError> {
+    use aws_sdk_dynamodb::types::Tag;
+    let described = client
+        .describe_table()
+        .table_name(&settings.table)
+        .send()
+        .await
+        .map_err(err("describing the table"))?;
+    let Some(arn) = described.table().and_then(|t| t.table_arn()) else {
+        return Ok(());
+    };
+    let mut tags = vec![
+        ("countersign:logical-id", "Table"),
+        ("countersign:secret-prefix", settings.secret_prefix.as_str()),
+    ];
+    for (name, alias) in [
+        ("countersign:signing-key", &settings.signing_key),
+        ("countersign:checkpoint-key", &settings.checkpoint_key),
+        ("countersign:subject-key", &settings.subject_key),
+    ] {
+        if let Some(alias) = alias.as_deref().filter(|a| a.starts_with("alias/")) {
+            tags.push((name, alias));
+        }
+    }
+    let mut request = client.tag_resource().resource_arn(arn);
+    for (key, value) in tags.into_iter().filter(|(_, v)| !v.is_empty()) {
+        request = request.tags(
+            Tag::builder()
+                .key(key)
+                .value(value)
+                .build()
+                .map_err(err("tagging the table"))?,
+        );
+    }
+    request.send().await.map_err(err("tagging the table"))?;
+    Ok(())
 }

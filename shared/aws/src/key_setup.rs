@@ -29,6 +29,9 @@ pub(crate) fn err<E: std::error::Error + Send + Sync + 'static>(
 pub struct KeyUsers {
     /// The messages function's role ARN: `kms:Sign` and `kms:GetPublicKey`.
     pub signer: String,
+    /// The stream function's role ARN (N-8: its own role; it confirms too): the same as
+    /// the signer's. Without it, after a rotation the streamed post could not sign.
+    pub stream: Option<String>,
     /// The admin function's role ARN: `kms:GetPublicKey` and `kms:DescribeKey`.
     pub reader: Option<String>,
     /// The gateway function's role ARN: `kms:GetPublicKey`, to check that a proposal it
@@ -57,6 +60,10 @@ pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, Bootstr
         }
     };
     let root = format!("arn:{partition}:iam::{account}:root");
+    // The template's statements name the messages and the stream roles together.
+    let signers: Vec<&String> = std::iter::once(&users.signer)
+        .chain(users.stream.as_ref())
+        .collect();
     let mut statements = vec![
         // N-8: no kms:CreateGrant for anyone; the policy and the alias are the key
         // administrator's alone (the account's when none is named).
@@ -76,12 +83,12 @@ pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, Bootstr
         }),
         serde_json::json!({
             "Sid": "MessagesFunctionSigns", "Effect": "Allow",
-            "Principal": {"AWS": users.signer}, "Action": "kms:Sign", "Resource": "*",
+            "Principal": {"AWS": signers}, "Action": "kms:Sign", "Resource": "*",
             "Condition": {"StringEquals": {"kms:SigningAlgorithm": "RSASSA_PKCS1_V1_5_SHA_256"}}
         }),
         serde_json::json!({
             "Sid": "MessagesFunctionReadsThePublicKey", "Effect": "Allow",
-            "Principal": {"AWS": users.signer}, "Action": "kms:GetPublicKey", "Resource": "*"
+            "Principal": {"AWS": signers}, "Action": "kms:GetPublicKey", "Resource": "*"
         }),
     ];
     if let Some(reader) = &users.reader {

@@ -166,17 +166,18 @@ impl<'a> Rotation<'a> {
         Ok(create_signing_key(self.kms, users).await?)
     }
 
-    /// Publishes KMS key `key_id` as the next key. Returns its `kid`. With `signer` (the
-    /// messages function's role ARN), V-5: a key whose policy lets any other principal
-    /// sign is refused.
+    /// Publishes KMS key `key_id` as the next key. Returns its `kid`. With `signers` (the
+    /// messages and stream functions' role ARNs), V-5: a key whose policy lets any other
+    /// principal sign is refused, and N-8: one that lets anyone grant its use, or lets the
+    /// account itself change its policy or move its alias. Empty: not checked.
     pub async fn announce(
         &self,
         key_id: &str,
         now: Timestamp,
-        signer: Option<&str>,
+        signers: &[&str],
     ) -> Result<String, RotationError> {
-        if let Some(signer) = signer {
-            self.check_policy(key_id, signer).await?;
+        if !signers.is_empty() {
+            self.check_policy(key_id, signers).await?;
         }
         self.adopt_alias_key(now).await?;
         let key = new_key(read_key(self.kms, key_id).await?);
@@ -185,8 +186,11 @@ impl<'a> Rotation<'a> {
         Ok(kid)
     }
 
-    /// V-5: only `signer` may sign with `key_id`, and (N-8) no one may grant its use.
-    async fn check_policy(&self, key_id: &str, signer: &str) -> Result<(), RotationError> {
+    /// V-5: only `signers` may sign with `key_id`, and (N-8) no one may grant its use,
+    /// nor the account change its policy or move its alias (a key administrator must be
+    /// named: else any principal of the account allowed `kms:PutKeyPolicy` by IAM could
+    /// give itself signing).
+    async fn check_policy(&self, key_id: &str, signers: &[&str]) -> Result<(), RotationError> {
         let policy = self
             .kms
             .get_key_policy()
@@ -198,7 +202,20 @@ impl<'a> Rotation<'a> {
         let text = policy.policy().unwrap_or_default();
         let principals = countersign_domain::key_policy::sign_principals(text)
             .map_err(|e| RotationError::Policy(Box::new(e)))?;
-        let mut others: Vec<String> = principals.into_iter().filter(|p| p != signer).collect();
+        let mut others: Vec<String> = principals
+            .into_iter()
+            .filter(|p| !signers.contains(&p.as_str()))
+            .collect();
+        for action in &countersign_domain::key_policy::ESCALATING[1..] {
+            let granted = countersign_domain::key_policy::principals_granted(text, action)
+                .map_err(|e| RotationError::Policy(Box::new(e)))?;
+            others.extend(
+                granted
+                    .into_iter()
+                    .filter(|p| countersign_domain::key_policy::is_account(p))
+                    .map(|p| format!("{p} ({action}: name a key administrator)")),
+            );
+        }
         // N-8: and no one may grant its use (a grant is a signer the policy does not name).
         let granting = countersign_domain::key_policy::principals_granted(text, "kms:CreateGrant")
             .map_err(|e| RotationError::Policy(Box::new(e)))?;

@@ -57,3 +57,122 @@ fn https_client(context: TlsContext) -> aws_sdk_dynamodb::config::SharedHttpClie
             .build()
     })
 }
+
+/// I-1: who makes a call. On AWS, each function runs as its own role and the credentials
+/// come from Lambda; the local stack gives each principal an access key id of its own, by
+/// which the emulator's front finds the role from `template.yaml` it enforces
+/// (`infra/local-aws/iam/enforce.py`, the same table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Principal {
+    /// The operator: the CLI, `bootstrap`, test fixtures (the account's administrator,
+    /// whom the key policies do not let sign).
+    Operator,
+    /// The messages function (`MessagesFunctionRole`).
+    Messages,
+    /// The streamed post (`MessagesStreamFunctionRole`).
+    Stream,
+    /// The admin API and panel (`AdminFunctionRole`).
+    Admin,
+    /// The MCP gateway (`GatewayFunctionRole`).
+    Gateway,
+    /// The purge function and the erasure worker it runs (`PurgeFunctionRole`).
+    Purge,
+    /// `countersign-bridge` on Lambda (`bridge/template.yaml`'s `BridgeFunctionRole`).
+    Bridge,
+}
+
+impl Principal {
+    /// Every principal.
+    pub const ALL: [Self; 7] = [
+        Self::Operator,
+        Self::Messages,
+        Self::Stream,
+        Self::Admin,
+        Self::Gateway,
+        Self::Purge,
+        Self::Bridge,
+    ];
+
+    /// Its access key id on the local stack.
+    pub fn local_access_key_id(self) -> &'static str {
+        match self {
+            Self::Operator => "CSLOCALOPERATOR",
+            Self::Messages => "CSLOCALMESSAGES",
+            Self::Stream => "CSLOCALSTREAM",
+            Self::Admin => "CSLOCALADMIN",
+            Self::Gateway => "CSLOCALGATEWAY",
+            Self::Purge => "CSLOCALPURGE",
+            Self::Bridge => "CSLOCALBRIDGE",
+        }
+    }
+
+    /// Its role's logical id in its template (`operator` has none).
+    pub fn role(self) -> Option<&'static str> {
+        match self {
+            Self::Operator => None,
+            Self::Messages => Some("MessagesFunctionRole"),
+            Self::Stream => Some("MessagesStreamFunctionRole"),
+            Self::Admin => Some("AdminFunctionRole"),
+            Self::Gateway => Some("GatewayFunctionRole"),
+            Self::Purge => Some("PurgeFunctionRole"),
+            Self::Bridge => Some("BridgeFunctionRole"),
+        }
+    }
+}
+
+impl Principal {
+    /// Its role's ARN as the local stack's evaluator names it (the account moto serves).
+    pub fn local_role_arn(self) -> String {
+        format!(
+            "arn:aws:iam::123456789012:role/{}",
+            self.role().unwrap_or("countersign-operator")
+        )
+    }
+}
+
+/// The deployment's key users (`bootstrap --signer-role-arn …`) as the local stack names
+/// its roles: what an operator passes on AWS, for a key made in a test (I-1).
+pub fn local_key_users() -> crate::bootstrap::KeyUsers {
+    crate::bootstrap::KeyUsers {
+        signer: Principal::Messages.local_role_arn(),
+        stream: Some(Principal::Stream.local_role_arn()),
+        reader: Some(Principal::Admin.local_role_arn()),
+        gateway: Some(Principal::Gateway.local_role_arn()),
+        administrator: Some(Principal::Operator.local_role_arn()),
+    }
+}
+
+/// Whether this process runs against the local stack's emulator (`COUNTERSIGN_LOCAL_AWS=1`,
+/// never inside Lambda).
+pub fn local_stack() -> bool {
+    std::env::var("COUNTERSIGN_LOCAL_AWS").is_ok_and(|v| v == "1")
+        && std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none()
+}
+
+/// `sdk` calling as `principal`: on the local stack, with that principal's access key id
+/// (I-1); elsewhere `sdk` itself (on AWS, a function's credentials are its role's).
+pub fn as_principal(sdk: &aws_config::SdkConfig, principal: Principal) -> aws_config::SdkConfig {
+    if !local_stack() {
+        return sdk.clone();
+    }
+    let credentials = aws_sdk_dynamodb::config::Credentials::new(
+        principal.local_access_key_id(),
+        "countersign-local",
+        None,
+        None,
+        "countersign-local-principal",
+    );
+    sdk.to_builder()
+        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
+            credentials,
+        ))
+        .build()
+}
+
+/// [`sdk_config`] calling as `principal` ([`as_principal`]).
+pub async fn sdk_config_as(
+    principal: Principal,
+    bundle_pem: Option<&[u8]>,
+) -> aws_config::SdkConfig {
+    as_principal(&sdk_config(bundle_pem).await, principal)
+}

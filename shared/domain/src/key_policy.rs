@@ -19,6 +19,14 @@ pub fn sign_principals(policy: &str) -> Result<BTreeSet<String>, PolicyError> {
     principals_granted(policy, "kms:Sign")
 }
 
+/// Whether `principal` (as [`principals_granted`] lists it) is the account itself or
+/// anyone: `*`, `arn:<partition>:iam::<account>:root` or a bare account id.
+pub fn is_account(principal: &str) -> bool {
+    principal == "*"
+        || principal.ends_with(":root")
+        || (principal.len() == 12 && principal.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// N-8: the actions that hand a key's power to someone else: granting its use, changing
 /// its policy, moving its alias. A deployment grants the first to no one and the others
 /// to its key administrator alone.

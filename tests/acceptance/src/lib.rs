@@ -11,6 +11,7 @@ use countersign_admin::tenants;
 use countersign_aws::AwsSettings;
 use countersign_aws::dynamo::DynamoStore;
 use countersign_aws::kms::KmsProofSigner;
+use countersign_aws::sdk::Principal;
 use countersign_aws::secrets::SecretsManagerStore;
 use countersign_aws::system::{SystemClock, UlidIds};
 use countersign_demo_provider::{Demo, DemoConfig};
@@ -188,17 +189,12 @@ fn messages_binary() -> PathBuf {
 }
 
 /// The stack's own table, signing and checkpoint keys and secret prefix, bootstrapped on
-/// the emulator; its store, secret store and signer.
+/// the emulator as the operator; its store and signer (fixtures, as the operator).
 async fn backing(
     sdk: &aws_config::SdkConfig,
     suffix: &str,
     options: &Options,
-) -> (
-    AwsSettings,
-    DynamoStore,
-    Arc<SecretsManagerStore>,
-    Arc<KmsProofSigner>,
-) {
+) -> (AwsSettings, DynamoStore, Arc<KmsProofSigner>) {
     let settings = AwsSettings {
         table: format!("cs-e2e-{suffix}"),
         signing_key: Some(format!("alias/cs-e2e-{suffix}")),
@@ -220,6 +216,17 @@ async fn backing(
             .await
             .unwrap();
     }
+    let (store, _, signer) = clients(sdk, &settings, options);
+    (settings, store, signer)
+}
+
+/// The stack's store, secret store and signer, calling AWS as `sdk`'s principal (I-1).
+fn clients(
+    sdk: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+    options: &Options,
+) -> (DynamoStore, Arc<SecretsManagerStore>, Arc<KmsProofSigner>) {
+    let store = DynamoStore::new(DynamoStore::client(sdk, None), &settings.table);
     let secrets = Arc::new(SecretsManagerStore::new(
         SecretsManagerStore::client(sdk, None),
         settings.secret_prefix.clone(),
@@ -233,7 +240,7 @@ async fn backing(
         .with_refresh(refresh)
         .with_ring(store.clone()),
     );
-    (settings, store, secrets, signer)
+    (store, secrets, signer)
 }
 
 /// F-3: where the stack's passkey ceremonies run (its confirmation page's public origin,
@@ -274,14 +281,15 @@ async fn demo_provider(
 }
 
 /// The admin API's ports over the stack's store, secrets and keys (loopback providers
-/// allowed, no tool-list cache).
+/// allowed, no tool-list cache), calling AWS as `sdk`'s principal (I-1: the admin role
+/// for the admin API, the messages role for the certification routes it serves).
 fn admin_state(
     sdk: &aws_config::SdkConfig,
     settings: &AwsSettings,
-    store: &DynamoStore,
-    secrets: &Arc<SecretsManagerStore>,
-    signer: &Arc<KmsProofSigner>,
+    options: &Options,
 ) -> AdminState {
+    let (store, secrets, signer) = clients(sdk, settings, options);
+    let (store, secrets, signer) = (&store, &secrets, &signer);
     let loopback = UrlPolicy {
         allow_loopback_http: true,
     };
@@ -351,6 +359,11 @@ fn messages_env(
             options.person_messages_per_minute.to_string(),
         ),
         ("RUST_LOG", "info".to_owned()),
+        // I-1: the messages function's own role (its main asks for it too).
+        (
+            "AWS_ACCESS_KEY_ID",
+            Principal::Messages.local_access_key_id().to_owned(),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -378,7 +391,7 @@ impl Stack {
         countersign_testkit::local_aws_endpoint();
         let sdk = aws_config::load_from_env().await;
         let suffix = ulid::Ulid::new().to_string().to_lowercase();
-        let (settings, store, secrets, signer) = backing(&sdk, &suffix, &options).await;
+        let (settings, store, signer) = backing(&sdk, &suffix, &options).await;
         let registered = tenants::register(
             &store,
             &UlidIds::default(),
@@ -396,11 +409,13 @@ impl Stack {
         let service_token = format!("svc_trackshare_{suffix}");
         let (demo, demo_url) =
             demo_provider(&options, &signer, &tenant, &admin_url, &service_token).await;
-        let admin_state = admin_state(&sdk, &settings, &store, &secrets, &signer);
-        // The messages function serves the certification routes (decision 0026); here
-        // they sit beside the rest of the admin API.
-        let admin = countersign_admin::app(admin_state.clone())
-            .merge(countersign_admin::certification_app(admin_state));
+        // I-1: the admin API as the admin function's role; the certification routes,
+        // which the messages function serves (decision 0026), as its role, beside it.
+        let roles = |p| countersign_aws::sdk::as_principal(&sdk, p);
+        let certification = admin_state(&roles(Principal::Messages), &settings, &options);
+        let admin =
+            countersign_admin::app(admin_state(&roles(Principal::Admin), &settings, &options))
+                .merge(countersign_admin::certification_app(certification));
         tokio::spawn(async move { axum::serve(listener, admin).await });
 
         let log = workspace().join(format!("target/acceptance-logs/{suffix}.log"));

@@ -4,7 +4,7 @@
 //! the key builders themselves (below).
 
 /// Each partition key prefix (or whole key), with what lives there.
-pub const PARTITIONS: [(&str, &str); 20] = [
+pub const PARTITIONS: [(&str, &str); 21] = [
     (
         "CONV#",
         "a conversation: case, proposals, messages, chain head, key and link pointers",
@@ -27,7 +27,11 @@ pub const PARTITIONS: [(&str, &str); 20] = [
     ("LEASE#", "a one-at-a-time job's lease"),
     ("SUBJECT#", "a person's key pointer"),
     ("SUBJECTKEY#", "a wrapped data key"),
-    ("PERSON#", "a person's index (N-3)"),
+    ("PERSON#", "a person's index (N-3) and passkeys (F-2)"),
+    (
+        "PASSKEYHOLDERS#",
+        "a tenant's passkey holders (F-1's count), written with each passkey",
+    ),
     ("ERASUREJOB#", "a tenant's erasure jobs (N-3)"),
     ("JOBQUEUE#", "the erasure queue (N-3)"),
     ("BACKFILL#", "the person index backfill's state"),
@@ -62,6 +66,7 @@ mod tests {
             super::super::subjects::key_pk(&t, "k"),
             super::super::subjects::subject_pk(&t, &u),
             super::super::erasure::person_pk(&t, &u),
+            super::super::passkeys::holders_pk(&t),
             super::super::tenants::admin_key_pk(&h),
             super::super::leases::lease_key(&t, "certification")
                 .get(PK)

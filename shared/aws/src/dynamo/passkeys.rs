@@ -34,7 +34,7 @@ fn passkey_key(tenant: &TenantId, user: &UserId, id: &str) -> Item {
     )
 }
 
-fn holders_pk(tenant: &TenantId) -> String {
+pub(crate) fn holders_pk(tenant: &TenantId) -> String {
     format!("PASSKEYHOLDERS#{tenant}")
 }
 

@@ -49,6 +49,13 @@ pub async fn env() -> Env {
 }
 
 impl Env {
+    /// The env's SDK calling as `principal` (I-1): a fixture that signs or wraps keys does
+    /// what a function does, with that function's role (the key policies let the
+    /// operator do neither).
+    pub fn as_role(&self, principal: countersign_aws::sdk::Principal) -> aws_config::SdkConfig {
+        countersign_aws::sdk::as_principal(&self.sdk, principal)
+    }
+
     pub fn store(&self) -> DynamoStore {
         DynamoStore::new(
             DynamoStore::client(&self.sdk, Some(&self.calls)),

@@ -4,6 +4,7 @@ use crate::common::env;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_aws::kms::{KmsProofSigner, rsa_jwk_thumbprint};
+use countersign_aws::sdk::Principal;
 use countersign_domain::confirmation::Authorized;
 use countersign_domain::ports::Ids as _;
 use countersign_domain::ports::{Clock, ProofSigner, SignerError};
@@ -42,7 +43,7 @@ async fn executing_claims(env: &crate::common::Env, action: &str, jti: &str) -> 
 #[tokio::test]
 async fn a31_kms_proof_verifies_with_an_independent_rs256_verifier() {
     let env = env().await;
-    let client = KmsProofSigner::client(&env.sdk, Some(&env.calls));
+    let client = KmsProofSigner::client(&env.as_role(Principal::Messages), Some(&env.calls));
     let signer = KmsProofSigner::new(client, env.settings.signing_key.clone());
 
     let claims = executing_claims(&env, "act_kms", "jti-kms-1").await;
@@ -110,9 +111,10 @@ async fn k2_the_signer_follows_its_alias_and_each_kid_names_the_key_that_signed(
     use countersign_aws::kms::read_key;
     let env = env().await;
     let kms = KmsProofSigner::client(&env.sdk, None);
+    let signing = KmsProofSigner::client(&env.as_role(Principal::Messages), None);
     let alias = env.settings.signing_key.clone().unwrap();
-    let signer = KmsProofSigner::new(kms.clone(), Some(alias.clone()))
-        .with_refresh(std::time::Duration::ZERO);
+    let signer =
+        KmsProofSigner::new(signing, Some(alias.clone())).with_refresh(std::time::Duration::ZERO);
     let claims = executing_claims(&env, "act_rot", "jti-rot").await;
     let verifies = |proof: &str, pem: &str| {
         let mut v = Validation::new(Algorithm::RS256);
@@ -166,7 +168,7 @@ async fn k2_the_signer_follows_its_alias_and_each_kid_names_the_key_that_signed(
     // A header built with the old kid just before the switch is still signed by the old
     // key, never by the new one under the old name.
     let signature = signer.sign_rs256(&old.public.kid, b"a.b").await.unwrap();
-    let direct = kms
+    let direct = KmsProofSigner::client(&env.as_role(Principal::Messages), None)
         .sign()
         .key_id(&old.arn)
         .message(aws_sdk_kms::primitives::Blob::new(&b"a.b"[..]))
@@ -229,6 +231,7 @@ async fn bootstrap_creates_the_key_with_the_signer_only_policy() {
     let kms = aws_sdk_kms::Client::new(&env.sdk);
     let users = KeyUsers {
         signer: "arn:aws:iam::123456789012:role/countersign-messages".into(),
+        stream: None,
         reader: None,
         gateway: None,
         administrator: None,
@@ -267,7 +270,7 @@ async fn v5_announce_refuses_a_key_others_can_sign_with() {
     let rotation = Rotation::new(&kms, &store, &alias);
     let now = countersign_domain::time::Timestamp::from_unix_seconds(1_800_000_000).unwrap();
     let wide = create_signing_key(&kms, None).await.unwrap();
-    let refused = rotation.announce(&wide, now, Some(signer)).await;
+    let refused = rotation.announce(&wide, now, &[signer]).await;
     let Err(RotationError::PolicyTooWide { principals }) = refused else {
         panic!("refused: {refused:?}");
     };
@@ -285,14 +288,29 @@ async fn v5_announce_refuses_a_key_others_can_sign_with() {
             .all(|k| !k.arn.contains(&wide)),
         "nothing announced"
     );
-    let users = KeyUsers {
+    // N-8 (decision 0081): the deployment's policy, but the account may still rewrite it
+    // or move the alias: refused too.
+    let mut users = KeyUsers {
         signer: signer.into(),
+        stream: None,
         reader: None,
         gateway: None,
         administrator: None,
     };
+    let unadministered = create_signing_key(&kms, Some(&users)).await.unwrap();
+    let refused = rotation.announce(&unadministered, now, &[signer]).await;
+    let Err(RotationError::PolicyTooWide { principals }) = refused else {
+        panic!("refused: {refused:?}");
+    };
+    assert!(
+        principals
+            .iter()
+            .any(|p| p.contains(":root") && p.contains("kms:PutKeyPolicy")),
+        "{principals:?}"
+    );
+    users.administrator = Some("arn:aws:iam::123456789012:role/deployer".into());
     let narrow = create_signing_key(&kms, Some(&users)).await.unwrap();
-    rotation.announce(&narrow, now, Some(signer)).await.unwrap();
+    rotation.announce(&narrow, now, &[signer]).await.unwrap();
 }
 
 /// V-5: the JWKS is what KMS returns for the keys the ring names. Whoever can write the ring
@@ -366,9 +384,10 @@ async fn n8_an_alias_moved_outside_the_ring_signs_nothing_and_is_not_published()
     use countersign_aws::kms::read_key;
     let env = env().await;
     let kms = KmsProofSigner::client(&env.sdk, None);
+    let signing = KmsProofSigner::client(&env.as_role(Principal::Messages), None);
     let alias = env.settings.signing_key.clone().unwrap();
     let store = env.store();
-    let signer = KmsProofSigner::new(kms.clone(), Some(alias.clone()))
+    let signer = KmsProofSigner::new(signing.clone(), Some(alias.clone()))
         .with_refresh(std::time::Duration::ZERO)
         .with_ring(store.clone());
     let before = signer.published_keys().await.unwrap();
@@ -390,7 +409,7 @@ async fn n8_an_alias_moved_outside_the_ring_signs_nothing_and_is_not_published()
         .send()
         .await
         .unwrap();
-    let fresh = KmsProofSigner::new(kms.clone(), Some(alias.clone())).with_ring(store.clone());
+    let fresh = KmsProofSigner::new(signing, Some(alias.clone())).with_ring(store.clone());
     assert!(
         sign_proof(&fresh, &claims).await.is_err(),
         "a key outside the ring signed"
@@ -408,7 +427,9 @@ async fn n8_an_alias_moved_outside_the_ring_signs_nothing_and_is_not_published()
     );
 
     // The checkpoint key has a ring of its own, adopted by bootstrap.
-    let checkpoints = env.settings.checkpoint_signer(&env.sdk);
+    let checkpoints = env
+        .settings
+        .checkpoint_signer(&env.as_role(Principal::Messages));
     let audit_keys = checkpoints.published_keys().await.unwrap();
     assert_eq!(audit_keys.keys.len(), 1);
     let ring = store

@@ -80,7 +80,11 @@ fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 #[tokio::test]
 async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
     let stack = Stack::start().await;
-    let sdk = aws_config::load_from_env().await;
+    // I-1: the router runs as the messages function's role.
+    let sdk = countersign_aws::sdk::as_principal(
+        &aws_config::load_from_env().await,
+        countersign_aws::sdk::Principal::Messages,
+    );
     let (calls, cold_calls) = (CallLog::default(), CallLog::default());
     let warm = serve(&stack, &sdk, &calls).await;
     let http = reqwest::Client::new();
@@ -167,7 +171,11 @@ async fn confirm_path_is_one_query_one_transaction_one_sign_then_one_write() {
 #[tokio::test]
 async fn s2_a_live_check_is_two_gets_and_one_query() {
     let stack = Stack::start().await;
-    let sdk = aws_config::load_from_env().await;
+    // I-1: the router runs as the messages function's role.
+    let sdk = countersign_aws::sdk::as_principal(
+        &aws_config::load_from_env().await,
+        countersign_aws::sdk::Principal::Messages,
+    );
     let calls = CallLog::default();
     let base = serve(&stack, &sdk, &calls).await;
     let http = reqwest::Client::new();

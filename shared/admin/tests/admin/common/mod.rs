@@ -75,17 +75,21 @@ pub(crate) async fn env(signing_key: bool) -> Env {
     countersign_aws::bootstrap::bootstrap(&sdk, &settings)
         .await
         .unwrap();
+    let messages =
+        countersign_aws::sdk::as_principal(&sdk, countersign_aws::sdk::Principal::Messages);
     Env {
         store: DynamoStore::new(DynamoStore::client(&sdk, None), &settings.table),
         secrets: Arc::new(SecretsManagerStore::new(
             SecretsManagerStore::client(&sdk, None),
             settings.secret_prefix.clone(),
         )),
+        // I-1: proofs and checkpoints are signed by the messages function's role (the
+        // key policies let no one else, the operator included).
         signer: Arc::new(KmsProofSigner::new(
-            KmsProofSigner::client(&sdk, None),
+            KmsProofSigner::client(&messages, None),
             settings.signing_key.clone(),
         )),
-        checkpoint_signer: Arc::new(settings.checkpoint_signer(&sdk)),
+        checkpoint_signer: Arc::new(settings.checkpoint_signer(&messages)),
         provider: {
             let provider = Arc::new(ScriptedProvider::default());
             provider.publish(published_tools());

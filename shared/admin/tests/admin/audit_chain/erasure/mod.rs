@@ -30,7 +30,12 @@ struct Sealed {
 }
 
 async fn sealed(env: &common::Env) -> Sealed {
-    let sdk = aws_config::load_from_env().await;
+    // I-1: people's keys are wrapped by the admin function's role (the subject key's
+    // policy lets the functions alone).
+    let sdk = countersign_aws::sdk::as_principal(
+        &aws_config::load_from_env().await,
+        countersign_aws::sdk::Principal::Admin,
+    );
     let kms = countersign_aws::kms::KmsProofSigner::client(&sdk, None);
     let wrap = KmsWrap::new(kms, countersign_aws::settings::DEFAULT_SUBJECT_KEY_ALIAS);
     let keys = Arc::new(EnvelopeKeys::new(env.store.clone(), Arc::new(wrap)));
