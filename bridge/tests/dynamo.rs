@@ -19,16 +19,56 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// A store on a new table, through `endpoint`.
+/// A store on a new table, through `endpoint`: the table made by the operator (the
+/// template makes it on AWS) and registered as `bridge/template.yaml`'s `BridgeTable`; the
+/// store calls as the bridge function's role (I-1), so the emulator holds it to that
+/// role's policy.
 async fn on_new_table(endpoint: &str) -> DynamoStore {
-    let sdk = aws_config::from_env().endpoint_url(endpoint).load().await;
+    let operator = aws_config::from_env().endpoint_url(endpoint).load().await;
     let table = format!(
         "bridge-test-{}",
         ulid::Ulid::new().to_string().to_lowercase()
     );
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table);
-    store.create_table().await.unwrap();
-    store
+    let client = aws_sdk_dynamodb::Client::new(&operator);
+    DynamoStore::new(client.clone(), table.clone())
+        .create_table()
+        .await
+        .unwrap();
+    let arn = client
+        .describe_table()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap()
+        .table
+        .and_then(|t| t.table_arn)
+        .unwrap();
+    client
+        .tag_resource()
+        .resource_arn(arn)
+        .tags(
+            aws_sdk_dynamodb::types::Tag::builder()
+                .key("countersign:logical-id")
+                .value("BridgeTable")
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let bridge = operator
+        .to_builder()
+        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
+            aws_sdk_dynamodb::config::Credentials::new(
+                "CSLOCALBRIDGE",
+                "countersign-local",
+                None,
+                None,
+                "bridge-role",
+            ),
+        ))
+        .build();
+    DynamoStore::new(aws_sdk_dynamodb::Client::new(&bridge), table)
 }
 
 async fn proxy() -> Faulty {

