@@ -142,7 +142,7 @@ step "template.yaml, bridge/template.yaml: cfn-lint and sam validate --lint (off
 
 # One emulator for every suite (infra/scripts/suites.sh prints each one's time);
 # nextest's own summary names every failure.
-step "cargo nextest run --workspace, MCP interop, the MCP conformance suite, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment, the audit checkpoint, every README command (local AWS emulator)" \
+step "cargo nextest run --workspace, MCP interop, the MCP conformance suite, API fuzzing, the widget and panel in headless Chromium, the Python provider recipe, verify-deployment, the audit checkpoint, every README command, then the IAM report, oracle and negative table (local AWS emulator enforcing IAM, I-1)" \
   infra/scripts/with-local-aws.sh infra/scripts/suites.sh
 
 step "release build finished (cargo lambda build --release --x86-64, once per run)" \

@@ -963,8 +963,9 @@ fn like(pattern: &str, value: &str) -> bool {
     go(pattern.as_bytes(), value.as_bytes())
 }
 
-/// N-8 (security review N8): the internet-facing roles — the messages function's, the
-/// stream function's and the gateway's — write only into partitions the adapter builds,
+/// N-8 (security review N8), I-1: every function's role — the internet-facing ones (the
+/// messages function's, the stream function's and the gateway's), the admin's and the
+/// purge's — writes only into partitions the adapter builds,
 /// never an admin key's (an explicit Deny, so no Allow added later opens it) nor the
 /// tenant registry; the stream function and the gateway never a tenant's own partition
 /// (tenant item, MCP settings, widget keys), only its index shards.
@@ -975,10 +976,13 @@ fn n8_each_internet_facing_role_writes_only_its_partitions() {
     let tenant_item = "TENANT#ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R";
     let shard = "TENANT#ten_01JDZ6Y5X1QW9T3V7N2K4M8P0R#07";
     let resources = t["Resources"].as_hash().unwrap();
+    // I-1 (decision 0081): the admin and purge roles too, narrowed to what they write.
     for (name, own_partition) in [
         ("MessagesFunction", true),
         ("MessagesStreamFunction", false),
         ("GatewayFunction", false),
+        ("AdminFunction", true),
+        ("PurgeFunction", true),
     ] {
         let f = resources
             .iter()

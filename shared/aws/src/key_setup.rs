@@ -70,7 +70,8 @@ pub fn signing_key_policy(users: &KeyUsers) -> Result<serde_json::Value, Bootstr
         serde_json::json!({
             "Sid": "AccountAdministration", "Effect": "Allow", "Principal": {"AWS": root},
             "Action": ["kms:Describe*", "kms:Enable*", "kms:List*", "kms:Revoke*",
-                       "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource",
+                       "kms:Disable*", "kms:Get*", "kms:DeleteAlias",
+                       "kms:DeleteImportedKeyMaterial", "kms:TagResource",
                        "kms:UntagResource", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion"],
             "Resource": "*"
         }),
