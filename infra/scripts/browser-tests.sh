@@ -34,6 +34,11 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 grep -q "Countersign is running" "$log" || { echo "the dev server did not start" >&2; cat "$log" >&2; exit 1; }
+# I-1: from here only the functions call AWS (the browser talks HTTP): the operator's
+# count of calls must not move, and each function's must.
+calls() { "$root/.venv/moto/bin/python" "$root/infra/local-aws/iam/calls.py" "$AWS_ENDPOINT_URL" "$1"; }
+operator_before=$(calls countersign-operator)
+messages_before=$(calls MessagesFunctionRole)
 (cd widget && DEMO_URL="http://127.0.0.1:$site_port/" ARTIFACTS="$artifacts" node --test --test-concurrency=1 test/browser.mjs)
 test -s "$artifacts/proposal-and-result.png"
 echo "widget: browser tests passed; screenshot $artifacts/proposal-and-result.png"
@@ -53,6 +58,13 @@ tenant=$(sed -n 's/^TENANT=//p' "$log")
 (cd widget && BASE_URL="http://127.0.0.1:$port" SITE_URL="http://127.0.0.1:$site_port/" ADMIN_KEY="$admin_key" TENANT="$tenant" \
   PROVIDER_URL="http://127.0.0.1:$provider_port" PROVIDER_TOKEN="$demo_token" ARTIFACTS="$artifacts" node --test --test-concurrency=1 test/stepup.mjs)
 echo "step-up: browser tests passed"
+operator_after=$(calls countersign-operator)
+messages_after=$(calls MessagesFunctionRole)
+if [ "$operator_after" != "$operator_before" ] || [ "$messages_after" -le "$messages_before" ]; then
+  echo "I-1: while only the functions ran, the operator made $((operator_after - operator_before)) AWS calls (must be 0) and the messages role $((messages_after - messages_before)) (must be more than 0)" >&2
+  exit 1
+fi
+echo "I-1: the browser suites' $((messages_after - messages_before)) messages-role calls, none as the operator"
 # The bridge (B-1, B-5): τ²-bench's retail server behind countersign-bridge, which the
 # administrator connects through the panel, certifies and enables; a customer then
 # cancels an order in the widget. After the panel's tests: it replaces the demo tenant's

@@ -118,6 +118,8 @@ class Evaluator:
         self.partitions: dict[str, int] = {}  # "principal action partition shape" → calls
         self.seconds = 0.0
         self.calls = 0
+        self._naming: dict[tuple[str, str], list[Policy]] = {}
+        self.by_principal: dict[str, int] = {}  # calls per principal
 
     @staticmethod
     def from_templates(root: Path) -> "Evaluator":
@@ -134,15 +136,27 @@ class Evaluator:
             return [OPERATOR_POLICY]
         return self.roles.get(principal.name, [])
 
+    def naming(self, principal: Principal, action: str) -> list[Policy]:
+        """`principal`'s identity statements that name `action` (the rest cannot apply):
+        the same decision, without matching every statement on every call."""
+        key = (principal.name, action)
+        found = self._naming.get(key)
+        if found is None:
+            found = [
+                Policy(p.name, tuple(s for s in p.statements if s.names_action(action)))
+                for p in self.policies_of(principal)
+            ]
+            self._naming[key] = found
+        return found
+
     def decide_checks(self, principal: Principal, checks) -> tuple[Decision | None, object]:
         """The first refused check's decision (None when every check is allowed)."""
-        identity = self.policies_of(principal)
         decisions = []
         for c in checks:
             d = decide(
                 principal_arn=principal.arn,
                 account=tpl.ACCOUNT,
-                identity=identity,
+                identity=self.naming(principal, c.action),
                 resource_policy=c.key_policy if c.kms else None,
                 requires_resource_policy=c.kms,
                 action=c.action,
@@ -253,6 +267,7 @@ class Enforcing:
                     "patterns": ev.pattern_usage,
                     "partitions": ev.partitions,
                     "calls": ev.calls,
+                    "by_principal": ev.by_principal,
                     "seconds": ev.seconds,
                 }
             elif path.endswith("/denials"):
@@ -317,6 +332,7 @@ class Enforcing:
             )
         ev = self.evaluator
         with ev.lock:
+            ev.by_principal[principal.name] = ev.by_principal.get(principal.name, 0) + 1
             ev.calls += 1
             ev.seconds += time.perf_counter() - started
             if refusal:

@@ -56,8 +56,7 @@ WRITES = {
     },
     # The streamed post alone: never a tenant's own partition, a lease or an index.
     "stream": {
-        "CONV#", SHARD, "ACTION#", "CONFIRMLINK#", "REQUESTSTATE#", "RATE#", "SUBJECT#",
-        "SUBJECTKEY#",
+        "CONV#", SHARD, "ACTION#", "CONFIRMLINK#", "RATE#", "SUBJECT#", "SUBJECTKEY#",
     },
     # The gateway prepares actions for MCP clients (Put/Update only).
     "gateway": {
@@ -190,6 +189,14 @@ class NegativeTable(unittest.TestCase):
                 )
                 self.assertEqual(read, "AccessDeniedException")
         self.assertEqual(self.put("operator", "PLATFORM"), "OK")
+
+    def test_only_the_purge_function_scans(self):
+        # N-3: the erasure worker's person-index backfill pages through the table (found
+        # refused by I-1: the purge role had no dynamodb:Scan, and no erasure finished).
+        for who in FUNCTIONS:
+            with self.subTest(function=who):
+                got = code(lambda: client("dynamodb", who).scan(TableName=self.stack.table, Limit=1))
+                self.assertEqual(got, "OK" if who == "purge" else "AccessDeniedException")
 
     def test_a_transaction_with_one_refused_item_is_refused_whole(self):
         items = [
