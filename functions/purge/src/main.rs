@@ -14,11 +14,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     countersign_http::serve::init_tracing();
     let settings = countersign_aws::AwsSettings::from_env()?;
-    // I-1: the purge function's role (its erasure worker too); on AWS, Lambda's own.
-    let sdk = countersign_aws::sdk::as_principal(
-        &aws_config::load_from_env().await,
-        countersign_aws::sdk::Principal::Purge,
-    );
+    // I-1: the purge function's role (its erasure worker too); on AWS, Lambda's own. I-2:
+    // the one configuration's timeouts.
+    let sdk =
+        countersign_aws::sdk::sdk_config_as(countersign_aws::sdk::Principal::Purge, None).await;
     let store = settings.store(&sdk);
     let keys = settings
         .subject_keys(&sdk)

@@ -8,7 +8,7 @@ use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider:
 /// The SDK configuration from the environment; with `bundle_pem`, every AWS client trusts
 /// exactly those roots (else the SDK's own lookup of the platform's roots).
 pub async fn sdk_config(bundle_pem: Option<&[u8]>) -> aws_config::SdkConfig {
-    let mut loader = aws_config::from_env();
+    let mut loader = aws_config::from_env().timeout_config(timeouts());
     // Lambda (and the local stack) hand credentials in environment variables, which the
     // default chain tries first anyway; naming that provider skips building the rest of
     // the chain at init — its web-identity provider builds an STS client (issue 26 B).
@@ -56,6 +56,25 @@ fn https_client(context: TlsContext) -> aws_sdk_dynamodb::config::SharedHttpClie
             .tls_context(context.clone())
             .build()
     })
+}
+
+/// I-2: an attempt that gets no answer in this long is abandoned (the SDK's standard
+/// retry then tries again)…
+pub const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// …and the whole operation, its retries included, in this long: far below the functions'
+/// 29 s timeout, so a stalled DynamoDB, KMS or Secrets Manager frees the invocation's slot
+/// with an error the handler answers (503), instead of holding it until Lambda kills it.
+pub const OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
+/// A connection not made in this long is a failed attempt.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The timeouts of every AWS client of every function ([`sdk_config`]).
+pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
 }
 
 /// I-1: who makes a call. On AWS, each function runs as its own role and the credentials

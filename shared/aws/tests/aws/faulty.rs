@@ -99,6 +99,8 @@ struct Shared {
     drop_next: AtomicUsize,
     throttle_resends: AtomicUsize,
     slow_next: AtomicUsize,
+    /// I-2: the next requests of any kind get no answer for [`STALL`].
+    stall_next: AtomicUsize,
     /// Tokens whose transaction is still running.
     running: Mutex<HashSet<String>>,
     partitions: Mutex<Option<PartitionLimit>>,
@@ -170,6 +172,12 @@ impl Faulty {
         self.shared.detach_next.store(n, Ordering::SeqCst);
     }
 
+    /// I-2: the next `n` requests, of any kind, are held unanswered for [`STALL`] (a
+    /// stalled DynamoDB: the connection open, no answer).
+    pub fn stall_next(&self, n: usize) {
+        self.shared.stall_next.store(n, Ordering::SeqCst);
+    }
+
     /// The next `n` transactions stay in flight for [`DETACHED_RUN`] instead of the usual
     /// hold (a slow transaction others run into).
     pub fn slow_next(&self, n: usize) {
@@ -198,6 +206,9 @@ impl Faulty {
         self.shared.drop_next.store(n, Ordering::SeqCst);
     }
 }
+
+/// How long a stalled request waits before its 500 (far past any client's timeout).
+pub const STALL: Duration = Duration::from_secs(120);
 
 /// How long a detached transaction keeps running after its client got its 500.
 pub const DETACHED_RUN: Duration = Duration::from_millis(300);
@@ -304,6 +315,14 @@ async fn handle(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Resp
         .next()
         .unwrap_or("")
         .to_owned();
+    if take(&ctx.shared.stall_next) {
+        tokio::time::sleep(STALL).await;
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            json!({}),
+        );
+    }
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let c = &ctx.shared.counters;
     match target.as_str() {

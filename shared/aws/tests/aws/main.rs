@@ -23,3 +23,4 @@ mod secrets;
 mod shards;
 mod sweep;
 mod tenants;
+mod timeouts;
