@@ -143,11 +143,10 @@ def kms(op: str, body: dict, registry) -> list[Check]:
             context[f"kms:EncryptionContext:{k}"] = str(v)
         context["kms:EncryptionContextKeys"] = list(ec.keys())
     context["kms:CallerAccount"] = tpl.ACCOUNT
-    if op in ("CreateKey", "ListKeys", "ListAliases", "GenerateRandom"):
-        if op == "ListAliases" and body.get("KeyId"):
-            pass
-        else:
-            return [Check(f"kms:{op}", "*", "*", context)]
+    # Calls on no key (a `ListAliases` of one key is on that key).
+    keyless = op in ("CreateKey", "ListKeys", "ListAliases", "GenerateRandom")
+    if keyless and not (op == "ListAliases" and body.get("KeyId")):
+        return [Check(f"kms:{op}", "*", "*", context)]
     key = body.get("TargetKeyId") if op in ("CreateAlias", "UpdateAlias") else None
     key = key or body.get("KeyId") or body.get("AliasName") or ""
     real_id, logical_id, key_policy = registry.key(key)
