@@ -196,6 +196,12 @@ async fn announce(
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<()> {
     let signers = roles.signers();
+    // N-8: a key the command would make and then refuse (the account could re-policy it)
+    // is refused before it is made, so no orphan key is left behind.
+    anyhow::ensure!(
+        key.is_some() || roles.signer_role_arn.is_none() || roles.administrator_role_arn.is_some(),
+        "--create with --signer-role-arn needs --administrator-role-arn (the template's KeyAdministratorArn): without it the account could change the new key's policy or move its alias, and `keys announce` refuses such a key; run the command as that role"
+    );
     let key = match key {
         Some(k) => k,
         None => {

@@ -404,10 +404,20 @@ impl BedrockModel {
     /// An adapter for `model_id` with the SDK configuration `sdk` (its credentials,
     /// region and any endpoint override, such as `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`). The
     /// SDK's own retries are off: the turn retries within its deadline (M-5), and two
-    /// layers of retries would multiply.
+    /// layers of retries would multiply. Nor does it take the process's AWS call timeouts
+    /// (I-2: seconds, for DynamoDB, KMS and Secrets Manager): a model step takes as long as
+    /// the model writes, bounded by the turn's own deadline.
     pub fn from_sdk(sdk: &aws_config::SdkConfig, model_id: impl Into<String>) -> Self {
         let config = aws_sdk_bedrockruntime::config::Builder::from(sdk)
             .retry_config(aws_sdk_bedrockruntime::config::retry::RetryConfig::disabled())
+            .timeout_config(
+                // Explicitly off: unset fields would be merged from the SDK configuration.
+                aws_sdk_bedrockruntime::config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(std::time::Duration::from_secs(3))
+                    .disable_operation_timeout()
+                    .disable_operation_attempt_timeout()
+                    .build(),
+            )
             .build();
         Self::new(Client::from_conf(config), model_id)
     }
@@ -459,5 +469,34 @@ impl Model for BedrockModel {
             .await
             .map_err(error_of)?;
         reply_from(&output)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod timeout_tests {
+    use aws_sdk_bedrockruntime::config::timeout::TimeoutConfig;
+    use std::time::Duration;
+
+    /// I-2 (decision 0083): the process's AWS call timeouts (seconds) do not reach the
+    /// model client, whose step takes as long as the model writes within the turn's
+    /// deadline.
+    #[test]
+    fn i2_a_model_step_does_not_take_the_aws_call_timeouts() {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .operation_timeout(Duration::from_secs(8))
+                    .operation_attempt_timeout(Duration::from_secs(3))
+                    .build(),
+            )
+            .build();
+        let model = super::BedrockModel::from_sdk(&sdk, "m");
+        let timeouts = model.client.config().timeout_config().cloned().unwrap();
+        assert_eq!(timeouts.operation_timeout(), None);
+        assert_eq!(timeouts.operation_attempt_timeout(), None);
+        assert_eq!(timeouts.connect_timeout(), Some(Duration::from_secs(3)));
     }
 }
