@@ -7,7 +7,7 @@
 use crate::key_setup::err;
 pub use crate::key_setup::{
     BootstrapError, KeyUsers, create_signing_key, ensure_checkpoint_key, ensure_signing_key,
-    ensure_subject_key, signing_key_policy,
+    ensure_subject_key, local_key_users, signing_key_policy,
 };
 use crate::settings::AwsSettings;
 use aws_sdk_dynamodb::types::{

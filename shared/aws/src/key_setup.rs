@@ -262,3 +262,16 @@ pub async fn ensure_subject_key(
     )
     .await
 }
+
+/// The deployment's key users (`bootstrap --signer-role-arn …`) as the local stack names
+/// its roles: what an operator passes on AWS, for a key made in a test (I-1).
+pub fn local_key_users() -> KeyUsers {
+    use crate::sdk::Principal;
+    KeyUsers {
+        signer: Principal::Messages.local_role_arn(),
+        stream: Some(Principal::Stream.local_role_arn()),
+        reader: Some(Principal::Admin.local_role_arn()),
+        gateway: Some(Principal::Gateway.local_role_arn()),
+        administrator: Some(Principal::Operator.local_role_arn()),
+    }
+}

@@ -126,7 +126,7 @@ async fn k1_k2_proofs_signed_before_during_and_after_a_rotation_all_verify_at_a_
     // Announced: published next to the old key, not signing yet.
     // I-1: made as a deployment makes it (`keys announce --create --signer-role-arn …`),
     // so that the roles that sign and read may, and the announcement checks its policy.
-    let users = countersign_aws::sdk::local_key_users();
+    let users = countersign_aws::bootstrap::local_key_users();
     let created = rotation.create(Some(&users)).await.unwrap();
     let announced_at = now();
     let signers = [users.signer.as_str(), users.stream.as_deref().unwrap()];
